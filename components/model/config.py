@@ -1,0 +1,469 @@
+"""The one typed model of a stack's configuration (Pulumi-free).
+
+Stack config keys live in the project namespace (``pathways:<key>``) plus the provider's own
+``gcp:project``, ``gcp:region`` and ``gcp:zone``. ``load()`` turns the raw key/value mapping into a
+frozen ``StackConfig`` or raises ``ConfigError`` with one line per problem, each naming the key path,
+the bad value and what would be valid. Nothing here knows about Pulumi: ``infra.config`` feeds it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from enum import Enum
+from typing import Any, Literal, Optional, Union, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from . import tpu as tpu_catalog
+from .errors import ConfigError, Problem
+
+PROJECT_NAMESPACE = "pathways"
+GCP_KEYS = ("project", "region", "zone")
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_PATHWAYS_VERSION = re.compile(r"^jax-[0-9]+\.[0-9]+(\.[0-9]+)?$")
+_GKE_VERSION = re.compile(r"^([0-9]+)\.([0-9]+)(\.([0-9]+)(-gke\.([0-9]+))?)?$")
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")
+
+
+def _dns_label(value: str, max_len: int) -> str:
+    if len(value) > max_len or not _DNS_LABEL.match(value):
+        raise ValueError(
+            f"{value!r} is not a valid name; use lowercase letters, digits and '-', start with a "
+            f"letter, end with a letter or digit, at most {max_len} characters"
+        )
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+        alias_generator=to_camel,
+        validate_default=True,
+    )
+
+
+# --- cluster and network ---------------------------------------------------------------------
+
+
+class ReleaseChannel(str, Enum):
+    RAPID = "RAPID"
+    REGULAR = "REGULAR"
+    STABLE = "STABLE"
+    EXTENDED = "EXTENDED"
+
+
+class AuthorizedNetwork(_Model):
+    cidr_block: str = Field(description="CIDR allowed to reach the control plane, e.g. 203.0.113.0/24.")
+    display_name: str = Field("", description="Label shown in the console.")
+
+    @field_validator("cidr_block")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        ipaddress.ip_network(v, strict=True)  # ValueError names the problem
+        return v
+
+
+class SystemPool(_Model):
+    machine_type: str = Field("e2-standard-4", description="Machine type of the system pool (kube-system, JobSet controller).")
+    min_nodes: int = Field(1, ge=1, description="Autoscaler minimum.")
+    max_nodes: int = Field(3, ge=1, description="Autoscaler maximum.")
+
+    @model_validator(mode="after")
+    def _range(self) -> "SystemPool":
+        if self.max_nodes < self.min_nodes:
+            raise ValueError(f"maxNodes {self.max_nodes} is below minNodes {self.min_nodes}; set maxNodes >= minNodes")
+        return self
+
+
+class ClusterConfig(_Model):
+    name: Optional[str] = Field(None, description="GKE cluster name; default pathways-<stack>.")
+    regional: bool = Field(False, description="Regional control plane (nodes stay in the stack's zone).")
+    release_channel: ReleaseChannel = Field(ReleaseChannel.REGULAR, description="GKE release channel.")
+    min_master_version: Optional[str] = Field(None, description="Minimum GKE version, e.g. 1.32.2-gke.1182000.")
+    private_nodes: bool = Field(False, description="Nodes without public IPs.")
+    master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
+    deletion_protection: Optional[bool] = Field(None, description="GKE deletion protection; default on.")
+    system_pool: SystemPool = Field(default_factory=SystemPool)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else _dns_label(v, 40)
+
+    @field_validator("min_master_version")
+    @classmethod
+    def _version(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not _GKE_VERSION.match(v):
+            raise ValueError(f"{v!r} is not a GKE version; use e.g. 1.32 or 1.32.2-gke.1182000")
+        return v
+
+
+class NetworkConfig(_Model):
+    existing_network: Optional[str] = Field(None, description="Use this VPC instead of creating one.")
+    existing_subnetwork: Optional[str] = Field(None, description="Subnet of existingNetwork (with secondary ranges pods and services).")
+    nodes_cidr: str = Field("10.0.0.0/20", description="Primary range of the created subnet.")
+    pods_cidr: str = Field("10.4.0.0/14", description="Secondary range for pods.")
+    services_cidr: str = Field("10.8.0.0/20", description="Secondary range for services.")
+    # 8896 is the largest GCP MTU; multislice DCN traffic benefits from jumbo frames.
+    mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the created VPC.")
+
+    @field_validator("nodes_cidr", "pods_cidr", "services_cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        ipaddress.ip_network(v, strict=True)
+        return v
+
+    @model_validator(mode="after")
+    def _existing(self) -> "NetworkConfig":
+        if (self.existing_network is None) != (self.existing_subnetwork is None):
+            raise ValueError("set both existingNetwork and existingSubnetwork, or neither (a VPC is then created)")
+        return self
+
+    @property
+    def create(self) -> bool:
+        return self.existing_network is None
+
+
+# --- pools ---------------------------------------------------------------------------------
+
+
+class HeadPoolConfig(_Model):
+    machine_type: str = Field("n2-standard-64", description="Machine type for Pathways head pods (RM + proxy + user program).")
+    node_count: Optional[int] = Field(None, ge=1, description="Nodes; default one per workload (one head pod per node).")
+
+
+class Capacity(str, Enum):
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVATION = "reservation"
+    FLEX_START = "flex-start"
+
+
+def _parse_tpu(v: Any) -> tpu_catalog.TpuSlice:
+    if isinstance(v, tpu_catalog.TpuSlice):
+        return v
+    try:
+        if isinstance(v, str):
+            return tpu_catalog.from_name(v)
+        if isinstance(v, dict):
+            extra = set(v) - {"family", "topology", "machineType"}
+            if extra or "family" not in v or "topology" not in v:
+                raise ValueError(
+                    "give a TPU name (e.g. v6e-16) or {family, topology[, machineType]}"
+                    + (f"; unknown keys: {', '.join(sorted(extra))}" if extra else "")
+                )
+            return tpu_catalog.resolve(str(v["family"]), str(v["topology"]), v.get("machineType"))
+    except tpu_catalog.TpuError as e:
+        raise ValueError(str(e)) from None
+    raise ValueError(f"{v!r} is not a TPU; give a name like v6e-16 or {{family: v6e, topology: 4x4}}")
+
+
+class SliceGroup(_Model):
+    """Identical TPU slices, one GKE node pool each."""
+
+    name: str = Field(description="Group name: node label, pool name part, and what workloads reference.")
+    tpu: tpu_catalog.TpuSlice = Field(description="TPU name (v6e-16) or {family, topology, machineType}.")
+    count: int = Field(1, ge=1, description="Number of slices (node pools) in the group.")
+    spot: bool = Field(False, description="Spot capacity.")
+    flex_start: bool = Field(False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
+    reservation: Optional[str] = Field(None, description="Name of a specific reservation to consume.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _dns_label(v, 20)
+
+    @field_validator("tpu", mode="before")
+    @classmethod
+    def _tpu(cls, v: Any) -> tpu_catalog.TpuSlice:
+        return _parse_tpu(v)
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not re.match(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", v):
+            raise ValueError(f"{v!r} is not a reservation name (lowercase letters, digits, '-')")
+        return v
+
+    @model_validator(mode="after")
+    def _one_capacity(self) -> "SliceGroup":
+        chosen = [k for k, on in (("spot", self.spot), ("flexStart", self.flex_start), ("reservation", self.reservation)) if on]
+        if len(chosen) > 1:
+            raise ValueError(
+                f"conflicting capacity options {' and '.join(chosen)}; set at most one of spot, flexStart, "
+                "reservation (none means on-demand)"
+            )
+        return self
+
+    @property
+    def capacity(self) -> Capacity:
+        if self.spot:
+            return Capacity.SPOT
+        if self.flex_start:
+            return Capacity.FLEX_START
+        if self.reservation:
+            return Capacity.RESERVATION
+        return Capacity.ON_DEMAND
+
+
+# --- bucket --------------------------------------------------------------------------------
+
+
+class BucketConfig(_Model):
+    name: Optional[str] = Field(None, description="Bucket name; default <project>-<stack>-pathways.")
+    cache_prefix: str = Field("pathways-cache", description="The one --gcs_scratch_location prefix all workloads share.")
+    artifacts_prefix: str = Field("artifacts", description="Prefix for profiles and HLO dumps (own TTL).")
+    artifacts_ttl_days: int = Field(30, ge=1, description="Days before objects under artifactsPrefix are deleted.")
+    soft_delete_days: int = Field(7, ge=7, le=90, description="Soft-delete retention (GCS allows 7-90 days).")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else check_bucket_name(v)
+
+    @field_validator("cache_prefix", "artifacts_prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if not re.match(r"^[a-z0-9][-a-z0-9_]*(/[a-z0-9][-a-z0-9_]*)*$", v):
+            raise ValueError(f"{v!r} is not a prefix; use path segments of lowercase letters, digits, '-', '_' without leading or trailing '/'")
+        return v
+
+    @model_validator(mode="after")
+    def _apart(self) -> "BucketConfig":
+        a, c = self.artifacts_prefix + "/", self.cache_prefix + "/"
+        if a.startswith(c) or c.startswith(a):
+            raise ValueError(
+                f"artifactsPrefix {self.artifacts_prefix!r} and cachePrefix {self.cache_prefix!r} overlap; "
+                "the artifacts TTL would delete the compilation cache: use separate prefixes"
+            )
+        return self
+
+
+def check_bucket_name(v: str) -> str:
+    """GCS bucket naming rules (names with dots need domain verification, so refuse them)."""
+    if not _BUCKET_NAME.match(v) or "." in v or v.startswith("goog") or "google" in v or "g00gle" in v:
+        raise ValueError(
+            f"{v!r} is not a valid bucket name; use 3-63 lowercase letters, digits, '-' or '_', "
+            "starting and ending with a letter or digit, no dots, not starting with 'goog' nor containing 'google'"
+        )
+    return v
+
+
+# --- workloads -----------------------------------------------------------------------------
+
+
+class Workload(_Model):
+    """One Pathways JobSet: batch (runs the user's program to completion) or interactive (headless)."""
+
+    name: str = Field(description="JobSet name (DNS-1123 label).")
+    mode: Literal["batch", "interactive"] = Field("batch", description="batch: user container on the head; interactive: RM + proxy only.")
+    slice_group: Optional[str] = Field(None, description="Slice group it runs on; default: the only group.")
+    slices: Optional[int] = Field(None, ge=1, description="Slices used; default: all slices of the group.")
+    image: Optional[str] = Field(None, description="User program image (batch only).")
+    command: list[str] = Field(default_factory=list, description="User program command (batch only).")
+    args: list[str] = Field(default_factory=list, description="User program args (batch only).")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra env for the user container.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _dns_label(v, 63)
+
+
+# --- the stack -----------------------------------------------------------------------------
+
+
+class StackConfig(_Model):
+    stack: str = Field(description="Stack name (set by the loader, not a config key).")
+    project: str = Field(description="gcp:project")
+    region: str = Field(description="gcp:region")
+    zone: str = Field(description="gcp:zone; every node of the stack lives here.")
+    protected: bool = Field(False, description="protect + deletion protection on cluster and bucket.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    head_pool: HeadPoolConfig = Field(default_factory=HeadPoolConfig)
+    slices: list[SliceGroup] = Field(min_length=1, description="Slice groups.")
+    bucket: BucketConfig = Field(default_factory=BucketConfig)
+    pathways_version: Optional[str] = Field(None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
+    workloads: list[Workload] = Field(default_factory=list)
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, v: str) -> str:
+        if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", v):
+            raise ValueError(f"{v!r} is not a GCP project ID (6-30 lowercase letters, digits, '-')")
+        return v
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str) -> str:
+        if not re.match(r"^[a-z]+-[a-z]+[0-9]+$", v):
+            raise ValueError(f"{v!r} is not a GCP region (e.g. us-east5)")
+        return v
+
+    @field_validator("zone")
+    @classmethod
+    def _zone(cls, v: str) -> str:
+        if not re.match(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", v):
+            raise ValueError(f"{v!r} is not a GCP zone (e.g. us-east5-b)")
+        return v
+
+    @field_validator("pathways_version")
+    @classmethod
+    def _pathways_version(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not _PATHWAYS_VERSION.match(v):
+            raise ValueError(f"{v!r} is not a Pathways release tag; use jax-<version> matching your program's JAX, e.g. jax-0.7.2")
+        return v
+
+    # Derived names: deterministic, so a re-run never shows a diff.
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.name or f"pathways-{self.stack}"
+
+    @property
+    def bucket_name(self) -> str:
+        return self.bucket.name or f"{self.project}-{self.stack}-pathways"[:63].rstrip("-_")
+
+    @property
+    def cache_location(self) -> str:
+        return f"gs://{self.bucket_name}/{self.bucket.cache_prefix}"
+
+    @property
+    def deletion_protection(self) -> bool:
+        return True if self.cluster.deletion_protection is None else self.cluster.deletion_protection
+
+    @property
+    def head_nodes(self) -> int:
+        return self.head_pool.node_count or max(1, len(self.workloads))
+
+    def slice_group(self, name: str) -> SliceGroup:
+        return next(g for g in self.slices if g.name == name)
+
+    def workload_group(self, w: Workload) -> SliceGroup:
+        return self.slice_group(w.slice_group or self.slices[0].name)
+
+    def workload_slices(self, w: Workload) -> int:
+        return w.slices or self.workload_group(w).count
+
+
+# --- loading and the error contract ----------------------------------------------------------
+
+
+def config_key(loc: tuple[Any, ...]) -> str:
+    """('slices', 0, 'tpu') -> pathways:slices[0].tpu; ('zone',) -> gcp:zone."""
+    if not loc:
+        return f"{PROJECT_NAMESPACE}:"
+    head, *rest = loc
+    out = f"gcp:{head}" if head in GCP_KEYS else f"{PROJECT_NAMESPACE}:{head}"
+    for part in rest:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _unwrap(annotation: Any) -> Any:
+    """The model class inside Optional[...] / list[...] / dict[str, ...], if any."""
+    origin = get_origin(annotation)
+    if origin in (list, Union, dict) or str(origin) == "types.UnionType":
+        for arg in get_args(annotation):
+            found = _unwrap(arg)
+            if isinstance(found, type) and issubclass(found, BaseModel):
+                return found
+    return annotation
+
+
+def _model_at(loc: tuple[Any, ...]) -> Optional[type[BaseModel]]:
+    model: Any = StackConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return None
+        model = _unwrap(field.annotation)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def valid_keys(model: type[BaseModel]) -> list[str]:
+    keys = [f.alias or n for n, f in model.model_fields.items()]
+    if model is StackConfig:  # gcp:* keys and the loader's stack name are not pathways:* keys
+        keys = [k for k in keys if k not in (*GCP_KEYS, "stack")]
+    return keys
+
+
+def _problem(err: dict[str, Any]) -> Problem:
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        valid = f"; valid keys: {', '.join(valid_keys(parent))}" if parent else ""
+        return Problem(config_key(loc), f"unknown key{valid}")
+    if kind == "missing":
+        return Problem(config_key(loc), "required but not set")
+    msg = str(err["msg"])
+    if msg.startswith("Value error, "):
+        return Problem(config_key(loc), msg[len("Value error, "):])
+    return Problem(config_key(loc), f"{value!r} is not valid: {msg[0].lower()}{msg[1:]}")
+
+
+def _cross_checks(cfg: StackConfig) -> list[Problem]:
+    """Rules that span keys: references, uniqueness, placement."""
+    problems: list[Problem] = []
+    if not cfg.zone.startswith(cfg.region + "-"):
+        problems.append(
+            Problem("gcp:zone", f"{cfg.zone} is not in region {cfg.region}; use a zone {cfg.region}-<letter> or change gcp:region")
+        )
+    group_names: dict[str, int] = {}
+    for i, g in enumerate(cfg.slices):
+        if g.name in group_names:
+            problems.append(Problem(config_key(("slices", i, "name")), f"{g.name!r} is already used by slices[{group_names[g.name]}]; slice group names must be unique"))
+        group_names.setdefault(g.name, i)
+    workload_names: dict[str, int] = {}
+    for i, w in enumerate(cfg.workloads):
+        if w.name in workload_names:
+            problems.append(Problem(config_key(("workloads", i, "name")), f"{w.name!r} is already used by workloads[{workload_names[w.name]}]; workload names must be unique"))
+        workload_names.setdefault(w.name, i)
+        if w.slice_group is None and len(cfg.slices) > 1:
+            problems.append(Problem(config_key(("workloads", i, "sliceGroup")), f"required when there are several slice groups; valid: {', '.join(group_names)}"))
+            continue
+        if w.slice_group is not None and w.slice_group not in group_names:
+            problems.append(Problem(config_key(("workloads", i, "sliceGroup")), f"{w.slice_group!r} is not a slice group; valid: {', '.join(group_names)}"))
+            continue
+        group = cfg.workload_group(w)
+        if w.slices is not None and w.slices > group.count:
+            problems.append(Problem(config_key(("workloads", i, "slices")), f"{w.slices} exceeds the {group.count} slice(s) of group {group.name!r}; use 1..{group.count} or raise slices[{group_names[group.name]}].count"))
+        if w.mode == "batch" and not w.image:
+            problems.append(Problem(config_key(("workloads", i, "image")), "required for a batch workload (the user program's image)"))
+        if w.mode == "interactive" and (w.image or w.command or w.args):
+            problems.append(Problem(config_key(("workloads", i, "mode")), "interactive workloads run no user container; remove image, command and args or use mode: batch"))
+    if cfg.workloads and cfg.pathways_version is None:
+        problems.append(Problem(config_key(("pathwaysVersion",)), "required when workloads are set; use the jax-<version> tag matching your program's JAX, e.g. jax-0.7.2"))
+    if cfg.protected and cfg.cluster.deletion_protection is False:
+        problems.append(Problem(config_key(("cluster", "deletionProtection")), "false conflicts with protected: true; remove it or set protected: false"))
+    return problems
+
+
+def load(raw: dict[str, Any], stack: str) -> StackConfig:
+    """Validate raw config values (keys without namespace) into a StackConfig, or raise ConfigError."""
+    try:
+        cfg = StackConfig.model_validate({**raw, "stack": stack})
+    except ValidationError as e:
+        raise ConfigError([_problem(err) for err in e.errors()]) from None
+    problems = _cross_checks(cfg)
+    if problems:
+        raise ConfigError(problems)
+    return cfg

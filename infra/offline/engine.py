@@ -1,0 +1,210 @@
+"""Run the real Pulumi program under the SDK's mock runtime and record every registration.
+
+The program is started the way the Python language host starts it (``run_in_stack`` around
+``runpy.run_path("infra")``), so `pulumi up` and the offline tools share one code path. Calls that
+would reach Google Cloud get deterministic stand-ins: the same config always gives the same plan.
+"""
+
+from __future__ import annotations
+
+import runpy
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc, settings
+from pulumi.runtime.stack import run_in_stack
+from pulumi.runtime.sync_await import _sync_await
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROGRAM_DIR = PROJECT_ROOT / "infra"
+PROJECT_NAME = "pathways"
+SECRET = "[secret]"
+
+# Stand-in values for what Google Cloud would compute. Documentation ranges only (RFC 5737).
+PROJECT_NUMBER = "123456789012"
+CLUSTER_ENDPOINT = "203.0.113.10"
+CLUSTER_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One resource as the engine saw it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    dependencies: tuple[str, ...]
+    options: dict[str, Any]
+
+    def input(self, path: str, default: Any = None) -> Any:
+        """Dotted lookup into the (camelCased) inputs: input('nodeConfig.machineType')."""
+        value: Any = self.inputs
+        for part in path.split("."):
+            if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            elif isinstance(value, dict) and part in value:
+                value = value[part]
+            else:
+                return default
+        return value
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "inputs": self.inputs,
+            "dependencies": list(self.dependencies),
+            "options": self.options,
+        }
+
+
+@dataclass
+class Plan:
+    stack: str
+    resources: list[Registration] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def by_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name: Optional[str] = None) -> Registration:
+        found = [r for r in self.by_type(type_) if name is None or r.name == name]
+        if len(found) != 1:
+            names = [r.name for r in self.by_type(type_)]
+            raise LookupError(f"expected one {type_} named {name!r}, found {len(found)}; have {names}")
+        return found[0]
+
+    def get(self, urn: str) -> Registration:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
+
+
+def _plain(value: Any) -> Any:
+    """Deserialized RPC values -> JSON-able data, secrets masked."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return SECRET
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, pulumi.Resource):
+        return "<resource>"
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _duration_options(timeouts: Any) -> dict[str, str]:
+    return {k: getattr(timeouts, k) for k in ("create", "update", "delete") if getattr(timeouts, k, "")}
+
+
+class StandInMocks(pulumi_mocks.Mocks):
+    """Deterministic outputs for resources and invokes that would otherwise need Google Cloud."""
+
+    def __init__(self, project: str):
+        self.project = project
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[Optional[str], dict]:
+        inputs = dict(args.inputs)
+        t, name, project = args.typ, inputs.get("name", args.name), inputs.get("project", self.project)
+        extra: dict[str, Any] = {}
+        if t == "gcp:serviceaccount/account:Account":
+            email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
+            extra = {"email": email, "member": f"serviceAccount:{email}", "name": f"projects/{project}/serviceAccounts/{email}"}
+        elif t == "gcp:container/cluster:Cluster":
+            extra = {"endpoint": CLUSTER_ENDPOINT, "masterAuth": {"clusterCaCertificate": CLUSTER_CA}, "selfLink": f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}"}
+        elif t == "gcp:storage/bucket:Bucket":
+            extra = {"url": f"gs://{name}", "selfLink": f"https://www.googleapis.com/storage/v1/b/{name}"}
+        elif t == "gcp:projects/iAMCustomRole:IAMCustomRole":
+            extra = {"name": f"projects/{project}/roles/{inputs.get('roleId')}"}
+        elif t.startswith("gcp:compute/"):
+            extra = {"selfLink": f"projects/{project}/{t.split('/')[1].split(':')[0]}s/{name}"}
+        elif t == "random:index/randomPassword:RandomPassword":
+            extra = {"result": f"offline-{args.name}"}
+        resource_id = extra.get("name") if t == "gcp:projects/iAMCustomRole:IAMCustomRole" else f"{args.name}-id"
+        return resource_id, {**inputs, **extra}
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+        if args.token == "gcp:organizations/getProject:getProject":
+            project = args.args.get("projectId") or self.project
+            return {"projectId": project, "number": PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, None
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
+            return {"project": self.project, "accessToken": "offline", "id": "offline"}, None
+        raise NotImplementedError(f"the offline engine has no stand-in for invoke {args.token}")
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """MockMonitor that also keeps what MockResourceArgs leaves out: parent, dependencies, options."""
+
+    def __init__(self, mocks: pulumi_mocks.Mocks):
+        super().__init__(mocks)
+        self.registrations: dict[str, Registration] = {}
+        self.stack_outputs: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        options: dict[str, Any] = {
+            "protect": bool(request.protect),
+            "deleteBeforeReplace": bool(request.deleteBeforeReplace),
+            "replaceOnChanges": sorted(request.replaceOnChanges),
+            "ignoreChanges": sorted(request.ignoreChanges),
+            "customTimeouts": _duration_options(request.customTimeouts),
+            "provider": request.provider.split("::")[0] if request.provider else "",
+            "retainOnDelete": bool(request.retainOnDelete),
+        }
+        inputs = _plain(rpc.deserialize_properties(request.object))
+        reg = Registration(
+            urn=response.urn,
+            type=request.type,
+            name=request.name,
+            parent=request.parent,
+            custom=bool(request.custom),
+            inputs=inputs,
+            dependencies=tuple(sorted(set(request.dependencies))),
+            options=options,
+        )
+        with self._lock:
+            self.registrations[response.urn] = reg
+        return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        if request.urn.split("::")[2] == "pulumi:pulumi:Stack":
+            self.stack_outputs = _plain(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)
+
+
+def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = ()) -> Plan:
+    """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
+
+    Raises whatever the program raises (InvalidStackConfig for bad config).
+    """
+    settings.ROOT.set(None)
+    pulumi.runtime.set_all_config(dict(config), list(secret_keys))
+    project = str(config.get("gcp:project", "offline-project"))
+    monitor = RecordingMonitor(StandInMocks(project))
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
+    # set_mocks makes and finishes a root stack of its own; drop it so run_in_stack makes the one
+    # the language host would, and its outputs reach RegisterResourceOutputs.
+    settings.ROOT.set(None)
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    try:
+        _sync_await(run_in_stack(lambda: runpy.run_path(str(PROGRAM_DIR), run_name="__main__")))
+    finally:
+        settings.ROOT.set(None)
+    resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)
+    return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())))
