@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pulumi
 
+from components.cluster import GkeCluster, GkeClusterArgs
+from components.head_pool import HeadPool, HeadPoolArgs
 from components.model.config import StackConfig
 from components.model.errors import ConfigError
+from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
+from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
+from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
+from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from infra.config import read_stack_config
 
 
@@ -19,11 +25,62 @@ class InvalidStackConfig(pulumi.RunError):
 
 def build(cfg: StackConfig) -> dict[str, object]:
     """Create every resource of the stack; return the stack outputs."""
-    outputs: dict[str, object] = {
-        "stack": cfg.stack,
-        "cacheLocation": cfg.cache_location,
+    net = cfg.network
+    network = PathwaysNetwork("network", PathwaysNetworkArgs(
+        project=cfg.project, region=cfg.region, name=cfg.cluster_name,
+        nodes_cidr=net.nodes_cidr, pods_cidr=net.pods_cidr, services_cidr=net.services_cidr, mtu=net.mtu,
+        existing_network=net.existing_network, existing_subnetwork=net.existing_subnetwork,
+    ))
+    # Two identities: system nodes get no data access; Pathways nodes (head + TPU) get the bucket.
+    system_sa = NodeServiceAccount("system-nodes", NodeServiceAccountArgs(
+        project=cfg.project, account_id=cfg.service_account_id("sys"), display_name=f"{cfg.cluster_name} system nodes",
+    ))
+    pathways_sa = NodeServiceAccount("pathways-nodes", NodeServiceAccountArgs(
+        project=cfg.project, account_id=cfg.service_account_id("nodes"), display_name=f"{cfg.cluster_name} Pathways head and TPU nodes",
+    ))
+    c = cfg.cluster
+    cluster = GkeCluster("cluster", GkeClusterArgs(
+        project=cfg.project, name=cfg.cluster_name, region=cfg.region, zone=cfg.zone, regional=c.regional,
+        network=network.network, subnetwork=network.subnetwork, pods_range=PODS_RANGE, services_range=SERVICES_RANGE,
+        release_channel=c.release_channel.value, min_master_version=c.min_master_version or cfg.required_gke_version,
+        deletion_protection=cfg.deletion_protection, protect=cfg.protected,
+        node_service_account=system_sa.email, system_machine_type=c.system_pool.machine_type,
+        system_min_nodes=c.system_pool.min_nodes, system_max_nodes=c.system_pool.max_nodes,
+        private_nodes=c.private_nodes,
+        master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
+    ))
+    location = cfg.region if c.regional else cfg.zone
+    head = HeadPool("head-pool", HeadPoolArgs(
+        project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
+        machine_type=cfg.head_pool.machine_type, node_count=cfg.head_nodes, service_account=pathways_sa.email,
+    ))
+    groups = {
+        g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
+            project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
+            location=location, group=g.name, tpu=g.tpu, count=g.count, capacity=g.capacity,
+            reservation=g.reservation, service_account=pathways_sa.email,
+        ))
+        for g in cfg.slices
     }
-    return outputs
+    b = cfg.bucket
+    bucket = ScratchBucket("scratch", ScratchBucketArgs(
+        project=cfg.project, region=cfg.region, name=cfg.bucket_name, artifacts_name=cfg.artifacts_bucket_name,
+        cache_prefix=b.cache_prefix, artifacts_prefix=b.artifacts_prefix, artifacts_ttl_days=b.artifacts_ttl_days,
+        soft_delete_days=b.soft_delete_days, role_id=cfg.scratch_role_id, members=(pathways_sa.member,),
+        protect=cfg.protected, labels={"pathways-stack": cfg.stack},
+    ))
+    return {
+        "clusterName": cluster.name,
+        "clusterLocation": cluster.location,
+        "clusterEndpoint": cluster.endpoint,
+        "kubeconfig": cluster.kubeconfig,
+        "bucketUrl": bucket.url,
+        "cacheLocation": bucket.cache_location,
+        "artifactsLocation": bucket.artifacts_location,
+        "nodeServiceAccounts": {"pathways": pathways_sa.email, "system": system_sa.email},
+        "headPool": head.pool_name,
+        "slicePools": {name: g.pool_names for name, g in groups.items()},
+    }
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from decimal import Decimal
 from enum import Enum
 from typing import Any, Literal, Optional, Union, get_args, get_origin
 
@@ -23,6 +24,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from . import machines
+from . import quantity
 from . import tpu as tpu_catalog
 from .errors import ConfigError, Problem
 
@@ -32,6 +35,11 @@ GCP_KEYS = ("project", "region", "zone")
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _PATHWAYS_VERSION = re.compile(r"^jax-[0-9]+\.[0-9]+(\.[0-9]+)?$")
 _GKE_VERSION = re.compile(r"^([0-9]+)\.([0-9]+)(\.([0-9]+)(-gke\.([0-9]+))?)?$")
+# Head pod containers besides the user's (PLATFORM-FACTS §1: the anchors' limits).
+RESOURCE_MANAGER_RESOURCES = ("8", "32Gi")
+PROXY_RESOURCES = ("16", "100Gi")
+DEFAULT_USER_RESOURCES = ("24", "100Gi")
+
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")
 
 
@@ -222,13 +230,14 @@ class SliceGroup(_Model):
 
 
 class BucketConfig(_Model):
-    name: Optional[str] = Field(None, description="Bucket name; default <project>-<stack>-pathways.")
+    name: Optional[str] = Field(None, description="Scratch bucket name; default <project>-<stack>-pathways.")
+    artifacts_name: Optional[str] = Field(None, description="Artifacts bucket (profiles, HLO dumps); default <name>-artifacts.")
     cache_prefix: str = Field("pathways-cache", description="The one --gcs_scratch_location prefix all workloads share.")
     artifacts_prefix: str = Field("artifacts", description="Prefix for profiles and HLO dumps (own TTL).")
     artifacts_ttl_days: int = Field(30, ge=1, description="Days before objects under artifactsPrefix are deleted.")
     soft_delete_days: int = Field(7, ge=7, le=90, description="Soft-delete retention (GCS allows 7-90 days).")
 
-    @field_validator("name")
+    @field_validator("name", "artifacts_name")
     @classmethod
     def _name(cls, v: Optional[str]) -> Optional[str]:
         return None if v is None else check_bucket_name(v)
@@ -275,11 +284,26 @@ class Workload(_Model):
     command: list[str] = Field(default_factory=list, description="User program command (batch only).")
     args: list[str] = Field(default_factory=list, description="User program args (batch only).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra env for the user container.")
+    cpu: str = Field(DEFAULT_USER_RESOURCES[0], description="User container CPU (request = limit).")
+    memory: str = Field(DEFAULT_USER_RESOURCES[1], description="User container memory (request = limit).")
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return _dns_label(v, 63)
+
+    @field_validator("cpu", "memory", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        quantity.parse(v)
+        return str(v)
+
+    def head_containers(self) -> list[tuple[str, str, str]]:
+        """(container, cpu, memory) of the head pod."""
+        out = [("resource manager", *RESOURCE_MANAGER_RESOURCES), ("IFRT proxy", *PROXY_RESOURCES)]
+        if self.mode == "batch":
+            out.append(("user container", self.cpu, self.memory))
+        return out
 
 
 # --- the stack -----------------------------------------------------------------------------
@@ -337,8 +361,29 @@ class StackConfig(_Model):
         return self.bucket.name or f"{self.project}-{self.stack}-pathways"[:63].rstrip("-_")
 
     @property
+    def artifacts_bucket_name(self) -> str:
+        return self.bucket.artifacts_name or f"{self.bucket_name[:53].rstrip('-_')}-artifacts"
+
+    @property
+    def artifacts_location(self) -> str:
+        return f"gs://{self.artifacts_bucket_name}/{self.bucket.artifacts_prefix}"
+
+    @property
+    def required_gke_version(self) -> str:
+        """The highest minimum GKE version among the stack's TPU families."""
+        return max((g.tpu.min_gke_version for g in self.slices), key=gke_version_key)
+
+    @property
     def cache_location(self) -> str:
         return f"gs://{self.bucket_name}/{self.bucket.cache_prefix}"
+
+    def service_account_id(self, purpose: str) -> str:
+        """6-30 character SA ID, unique per stack: <cluster name>-<purpose>."""
+        return f"{self.cluster_name[: 29 - len(purpose)].rstrip('-')}-{purpose}"
+
+    @property
+    def scratch_role_id(self) -> str:
+        return "pathwaysScratch_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:48]
 
     @property
     def deletion_protection(self) -> bool:
@@ -356,6 +401,41 @@ class StackConfig(_Model):
 
     def workload_slices(self, w: Workload) -> int:
         return w.slices or self.workload_group(w).count
+
+
+def gke_version_key(version: str) -> tuple[int, int, int, int]:
+    m = _GKE_VERSION.match(version)
+    if not m:
+        raise ValueError(f"{version!r} is not a GKE version")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(4) or 0), int(m.group(6) or 0))
+
+
+def head_pod_demand(w: Optional[Workload]) -> tuple[Decimal, Decimal, str]:
+    """(vCPU, GiB, breakdown) of a workload's head pod; None means a default batch workload."""
+    containers = (w or Workload(name="default", image="default")).head_containers()
+    cpu = sum((quantity.parse(c) for _, c, _ in containers), Decimal(0))
+    mem = sum((quantity.parse(m) for _, _, m in containers), Decimal(0)) / quantity.GIB
+    parts = " + ".join(f"{n} {c}/{m}" for n, c, m in containers)
+    return cpu, mem, parts
+
+
+def _head_pool_checks(cfg: "StackConfig") -> list[Problem]:
+    key = config_key(("headPool", "machineType"))
+    try:
+        machine = machines.shape(cfg.head_pool.machine_type)
+    except machines.MachineError as e:
+        return [Problem(key, str(e))]
+    problems = []
+    for w in cfg.workloads or [None]:
+        cpu, mem, parts = head_pod_demand(w)
+        if not machines.fits(machine, cpu, mem):
+            who = f"workload {w.name!r}" if w else "a default batch workload"
+            problems.append(Problem(key, (
+                f"{machine.name} ({machine.allocatable_cpu:.2f} vCPU, {machine.allocatable_memory_gib:.1f} GiB allocatable) "
+                f"cannot hold the head pod of {who} ({cpu:g} vCPU, {mem:.1f} GiB: {parts}); "
+                f"use {machines.smallest_fitting(cpu, mem)} or larger"
+            )))
+    return problems
 
 
 # --- loading and the error contract ----------------------------------------------------------
@@ -452,6 +532,15 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
             problems.append(Problem(config_key(("workloads", i, "mode")), "interactive workloads run no user container; remove image, command and args or use mode: batch"))
     if cfg.workloads and cfg.pathways_version is None:
         problems.append(Problem(config_key(("pathwaysVersion",)), "required when workloads are set; use the jax-<version> tag matching your program's JAX, e.g. jax-0.7.2"))
+    problems += _head_pool_checks(cfg)
+    if cfg.cluster.min_master_version and gke_version_key(cfg.cluster.min_master_version) < gke_version_key(cfg.required_gke_version):
+        needs = [f"{g.tpu.family} needs {g.tpu.min_gke_version}" for g in cfg.slices]
+        problems.append(Problem(config_key(("cluster", "minMasterVersion")), (
+            f"{cfg.cluster.min_master_version} is below what the slice groups need ({', '.join(sorted(set(needs)))}); "
+            f"use {cfg.required_gke_version} or later, or remove it"
+        )))
+    if cfg.artifacts_bucket_name == cfg.bucket_name:
+        problems.append(Problem(config_key(("bucket", "artifactsName")), "must differ from bucket.name (its lifecycle rules would fight Pathways')"))
     if cfg.protected and cfg.cluster.deletion_protection is False:
         problems.append(Problem(config_key(("cluster", "deletionProtection")), "false conflicts with protected: true; remove it or set protected: false"))
     return problems

@@ -100,6 +100,8 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, pulumi.Resource):
         return "<resource>"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # protobuf Struct carries every number as a double
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)

@@ -1,0 +1,177 @@
+"""GkeCluster: the control plane and a small autoscaled system pool for kube-system and controllers.
+
+The default node pool is removed at creation; every other pool is its own resource so that TPU
+pools never wait on each other. Cloud DNS and Dataplane V2 are set at creation: switching DNS later
+takes tens of minutes, and kube-dns does not keep up at Pathways scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from .node_defaults import node_config, pool_locations
+
+SYSTEM_POOL_LABELS = {"pathways/role": "system"}
+
+
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    project: str
+    """Project of the cluster."""
+    name: str
+    """Cluster name."""
+    region: str
+    """Region: the control plane's location when regional."""
+    zone: str
+    """The one zone every node lives in (and the control plane's location when zonal)."""
+    regional: bool
+    """Regional (replicated) control plane; nodes still only in `zone`."""
+    network: pulumi.Input[str]
+    """VPC self link or name."""
+    subnetwork: pulumi.Input[str]
+    """Subnet self link or name, with secondary ranges `pods` and `services`."""
+    pods_range: str
+    """Secondary range name for pods."""
+    services_range: str
+    """Secondary range name for services."""
+    release_channel: str
+    """RAPID, REGULAR, STABLE or EXTENDED."""
+    min_master_version: str
+    """Lowest acceptable control-plane version (at least what the TPU families need)."""
+    deletion_protection: bool
+    """GKE-side deletion protection."""
+    protect: bool
+    """Pulumi `protect` on the cluster (protected stacks)."""
+    node_service_account: pulumi.Input[str]
+    """Email of the system pool's service account."""
+    system_machine_type: str
+    """System pool machine type."""
+    system_min_nodes: int
+    """System pool autoscaler minimum."""
+    system_max_nodes: int
+    """System pool autoscaler maximum."""
+    private_nodes: bool = False
+    """Nodes get no public IPs."""
+    master_authorized_networks: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    """(CIDR, display name) pairs allowed to reach the control plane; empty means unrestricted."""
+
+
+class GkeCluster(pulumi.ComponentResource):
+    name: pulumi.Output[str]
+    """Cluster name."""
+    location: pulumi.Output[str]
+    """Region or zone of the control plane."""
+    endpoint: pulumi.Output[str]
+    """Control plane IP."""
+    kubeconfig: pulumi.Output[str]
+    """Kubeconfig using gke-gcloud-auth-plugin (secret)."""
+    system_pool: gcp.container.NodePool
+    """The system pool, for resources that must wait on schedulable nodes."""
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:gcp:GkeCluster", name, None, opts)
+        location = args.region if args.regional else args.zone
+        cluster = gcp.container.Cluster(
+            name,
+            project=args.project,
+            name=args.name,
+            location=location,
+            node_locations=pool_locations(args.regional, args.zone),
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            # The throwaway default pool still must not run as the Compute default SA.
+            node_config=gcp.container.ClusterNodeConfigArgs(
+                service_account=args.node_service_account,
+                oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"],
+                shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(enable_secure_boot=True),
+            ),
+            network=args.network,
+            subnetwork=args.subnetwork,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=args.pods_range,
+                services_secondary_range_name=args.services_range,
+            ),
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=args.release_channel),
+            min_master_version=args.min_master_version,
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=f"{args.project}.svc.id.goog"
+            ),
+            datapath_provider="ADVANCED_DATAPATH",
+            dns_config=gcp.container.ClusterDnsConfigArgs(cluster_dns="CLOUD_DNS", cluster_dns_scope="CLUSTER_SCOPE"),
+            enable_shielded_nodes=True,
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True, enable_private_endpoint=False
+            ) if args.private_nodes else None,
+            master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=[
+                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=d)
+                    for c, d in args.master_authorized_networks
+                ]
+            ) if args.master_authorized_networks else None,
+            deletion_protection=args.deletion_protection,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=args.protect,
+                # The default pool's node_config only matters at creation; GKE reports it back changed.
+                ignore_changes=["nodeConfig", "initialNodeCount"],
+                custom_timeouts=pulumi.CustomTimeouts(create="45m", update="60m", delete="45m"),
+            ),
+        )
+        self.system_pool = gcp.container.NodePool(
+            f"{name}-system",
+            project=args.project,
+            cluster=cluster.name,
+            location=location,
+            name="system",
+            node_locations=pool_locations(args.regional, args.zone),
+            initial_node_count=args.system_min_nodes,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                min_node_count=args.system_min_nodes, max_node_count=args.system_max_nodes
+            ),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=node_config(args.system_machine_type, args.node_service_account, SYSTEM_POOL_LABELS),
+            # The autoscaler owns the node count; never diff it.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["nodeCount", "initialNodeCount"]),
+        )
+        self.cluster = cluster
+        self.name = cluster.name
+        self.location = cluster.location
+        self.endpoint = cluster.endpoint
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
+                lambda a: kubeconfig(args.project, location, a[0], a[1], a[2])
+            )
+        )
+        self.register_outputs({"name": self.name, "location": self.location, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+
+
+def kubeconfig(project: str, location: str, name: str, endpoint: str, ca: str) -> str:
+    """Kubeconfig that authenticates through gke-gcloud-auth-plugin (no static credentials)."""
+    context = f"gke_{project}_{location}_{name}"
+    return f"""apiVersion: v1
+kind: Config
+clusters:
+- name: {context}
+  cluster:
+    server: https://{endpoint}
+    certificate-authority-data: {ca}
+contexts:
+- name: {context}
+  context:
+    cluster: {context}
+    user: {context}
+current-context: {context}
+users:
+- name: {context}
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: gke-gcloud-auth-plugin
+      installHint: Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin).
+      provideClusterInfo: true
+"""

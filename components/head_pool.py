@@ -1,0 +1,62 @@
+"""HeadPool: dedicated CPU nodes for Pathways head pods (resource manager + IFRT proxy + user program).
+
+One head pod per node (the JobSet asks for exclusive placement by hostname), so the node count is
+the number of workloads that may run at once. A label and a taint keep everything else off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from .labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL
+from .node_defaults import node_config, pool_locations
+
+
+@dataclass(frozen=True)
+class HeadPoolArgs:
+    project: str
+    """Project of the cluster."""
+    cluster: pulumi.Input[str]
+    """Cluster name."""
+    location: str
+    """Cluster location (region or zone)."""
+    zone: str
+    """The stack's one zone."""
+    regional: bool
+    """Whether the cluster is regional (then node_locations pins the zone)."""
+    machine_type: str
+    """Head machine type, checked by the config model to fit the head pod."""
+    node_count: int
+    """Nodes: one per concurrently running workload."""
+    service_account: pulumi.Input[str]
+    """Email of the Pathways node SA (it holds the bucket grant: head pods are hostNetwork)."""
+
+
+class HeadPool(pulumi.ComponentResource):
+    pool_name: pulumi.Output[str]
+    """GKE node pool name."""
+
+    def __init__(self, name: str, args: HeadPoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:gcp:HeadPool", name, None, opts)
+        pool = gcp.container.NodePool(
+            name,
+            project=args.project,
+            cluster=args.cluster,
+            location=args.location,
+            name="pathways-head",
+            node_locations=pool_locations(args.regional, args.zone),
+            node_count=args.node_count,
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=node_config(
+                args.machine_type, args.service_account, {ROLE_LABEL: HEAD_ROLE}, taints=(HEAD_TAINT,)
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, custom_timeouts=pulumi.CustomTimeouts(create="30m", update="30m", delete="30m")
+            ),
+        )
+        self.pool_name = pool.name
+        self.register_outputs({"poolName": self.pool_name})

@@ -1,0 +1,9 @@
+"""Node labels and taints the pools carry and the workloads select on (one place, so they agree)."""
+
+ROLE_LABEL = "pathways/role"
+HEAD_ROLE = "head"
+SLICE_GROUP_LABEL = "pathways/slice-group"
+SLICE_LABEL = "pathways/slice"
+TPU_TAINT = ("google.com/tpu", "present", "NO_SCHEDULE")
+HEAD_TAINT = (ROLE_LABEL, HEAD_ROLE, "NO_SCHEDULE")
+SPOT_LABEL = "cloud.google.com/gke-spot"

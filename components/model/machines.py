@@ -1,0 +1,88 @@
+"""Compute Engine machine shapes and GKE node allocatable, to check that a head pod fits a node.
+
+Only the general-purpose and compute-optimised series a Pathways head runs on; memory in GiB
+(Compute Engine's "GB" in machine specs is binary).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+# GiB of memory per vCPU by series and kind.
+_MEMORY_PER_VCPU: dict[str, dict[str, Decimal]] = {
+    "n2": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(1)},
+    "n2d": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(1)},
+    "e2": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(1)},
+    "n4": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(2)},
+    "c3": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(2)},
+    "c3d": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(2)},
+    "c4": {"standard": Decimal("3.75"), "highmem": Decimal("7.75"), "highcpu": Decimal(2)},
+}
+_MACHINE = re.compile(r"^([a-z][a-z0-9]*)-(standard|highmem|highcpu)-([0-9]+)$")
+
+# What DaemonSets (logging, metadata, networking) take on every node, on top of GKE's reservation.
+DAEMONSET_CPU = Decimal("1")
+DAEMONSET_MEMORY_GIB = Decimal("2")
+
+# Candidates to suggest when a head machine is too small, smallest first.
+HEAD_CANDIDATES = (
+    "n2-standard-64", "n2-highmem-64", "n2-standard-80", "n2-highmem-80", "n2-standard-96",
+    "n2-highmem-96", "n2-standard-128", "n2-highmem-128",
+)
+
+
+class MachineError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class MachineShape:
+    name: str
+    vcpus: int
+    memory_gib: Decimal
+
+    @property
+    def allocatable_cpu(self) -> Decimal:
+        """GKE CPU reservation: 6% of the 1st core, 1% of the 2nd, 0.5% of the next 2, 0.25% above 4."""
+        n = Decimal(self.vcpus)
+        reserved = Decimal("0.06") * min(n, 1) + Decimal("0.01") * max(min(n, 2) - 1, 0)
+        reserved += Decimal("0.005") * max(min(n, 4) - 2, 0) + Decimal("0.0025") * max(n - 4, 0)
+        return n - reserved - DAEMONSET_CPU
+
+    @property
+    def allocatable_memory_gib(self) -> Decimal:
+        """GKE memory reservation: 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8,
+        6% of the next 112, 2% above 128, plus the 100 MiB eviction threshold."""
+        m = self.memory_gib
+        tiers = ((4, "0.25"), (4, "0.20"), (8, "0.10"), (112, "0.06"))
+        reserved, rest = Decimal(0), m
+        for size, rate in tiers:
+            part = min(rest, Decimal(size))
+            reserved += part * Decimal(rate)
+            rest -= part
+        reserved += rest * Decimal("0.02") + Decimal(100) / 1024
+        return m - reserved - DAEMONSET_MEMORY_GIB
+
+
+def shape(machine_type: str) -> MachineShape:
+    m = _MACHINE.match(machine_type)
+    if not m or m.group(1) not in _MEMORY_PER_VCPU:
+        raise MachineError(
+            f"{machine_type!r} is not a machine type this stack knows; use <series>-<standard|highmem|highcpu>-<vCPUs> "
+            f"with series one of {', '.join(_MEMORY_PER_VCPU)} (e.g. n2-standard-64)"
+        )
+    series, kind, vcpus = m.group(1), m.group(2), int(m.group(3))
+    return MachineShape(machine_type, vcpus, _MEMORY_PER_VCPU[series][kind] * vcpus)
+
+
+def fits(machine: MachineShape, cpu: Decimal, memory_gib: Decimal) -> bool:
+    return cpu <= machine.allocatable_cpu and memory_gib <= machine.allocatable_memory_gib
+
+
+def smallest_fitting(cpu: Decimal, memory_gib: Decimal) -> str:
+    for name in HEAD_CANDIDATES:
+        if fits(shape(name), cpu, memory_gib):
+            return name
+    return "none of " + ", ".join(HEAD_CANDIDATES)

@@ -1,0 +1,127 @@
+"""TpuSliceGroup: one GKE node pool per TPU slice of a slice group.
+
+Each pool's shape comes from the TPU catalog. Pools are siblings that depend only on the cluster,
+so adding slices never lengthens a deploy's critical path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from .labels import SLICE_GROUP_LABEL, SLICE_LABEL, TPU_TAINT
+from .model.config import Capacity
+from .model.tpu import Placement, TpuSlice
+from .node_defaults import node_config, pool_locations
+
+# A TPU pool can take far longer than the provider's default to come up (capacity search, atomic
+# multi-host creation); deletes of large slices are slow too.
+TPU_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="180m", update="120m", delete="90m")
+
+
+def pool_name(group: str, index: int) -> str:
+    """Deterministic pool name (GKE allows 40 characters; groups are at most 20)."""
+    return f"tpu-{group}-{index}"
+
+
+@dataclass(frozen=True)
+class TpuSliceGroupArgs:
+    project: str
+    """Project of the cluster."""
+    region: str
+    """Region (for the tpu7x workload policy)."""
+    zone: str
+    """The stack's one zone."""
+    regional: bool
+    """Whether the cluster is regional."""
+    cluster: pulumi.Input[str]
+    """Cluster name."""
+    location: str
+    """Cluster location."""
+    group: str
+    """Slice group name: node label value and pool name part."""
+    tpu: TpuSlice
+    """The slice shape from the TPU catalog."""
+    count: int
+    """Number of slices, one node pool each."""
+    capacity: Capacity
+    """on-demand, spot, reservation or flex-start."""
+    reservation: Optional[str]
+    """Specific reservation name when capacity is reservation."""
+    service_account: pulumi.Input[str]
+    """Email of the Pathways node SA."""
+
+
+class TpuSliceGroup(pulumi.ComponentResource):
+    pool_names: pulumi.Output[list[str]]
+    """Node pool names, index order."""
+
+    def __init__(self, name: str, args: TpuSliceGroupArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:gcp:TpuSliceGroup", name, None, opts)
+        tpu = args.tpu
+        policy_name: Optional[pulumi.Output[str]] = None
+        if tpu.placement is Placement.WORKLOAD_POLICY:
+            policy = gcp.compute.ResourcePolicy(
+                f"{name}-workload-policy",
+                project=args.project,
+                region=args.region,
+                name=f"{args.group}-{tpu.topology.replace('x', '-')}-policy",
+                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                    type="HIGH_THROUGHPUT", accelerator_topology=tpu.topology
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            policy_name = policy.name
+        pools = [self._pool(name, args, i, policy_name) for i in range(args.count)]
+        self.pool_names = pulumi.Output.all(*[p.name for p in pools])
+        self.register_outputs({"poolNames": self.pool_names})
+
+    def _pool(self, name: str, args: TpuSliceGroupArgs, index: int, policy_name: Optional[pulumi.Output[str]]) -> gcp.container.NodePool:
+        tpu, flex = args.tpu, args.capacity is Capacity.FLEX_START
+        extra: dict = {}
+        if args.capacity is Capacity.SPOT:
+            extra["spot"] = True
+        elif args.capacity is Capacity.RESERVATION:
+            extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="SPECIFIC_RESERVATION",
+                key="compute.googleapis.com/reservation-name",
+                values=[args.reservation],
+            )
+        elif flex:
+            extra["flex_start"] = True
+            extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="NO_RESERVATION"
+            )
+        placement = None
+        if tpu.placement is Placement.COMPACT:
+            placement = gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu.topology)
+        elif tpu.placement is Placement.WORKLOAD_POLICY:
+            placement = gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy_name)
+        labels = {SLICE_GROUP_LABEL: args.group, SLICE_LABEL: pool_name(args.group, index)}
+        return gcp.container.NodePool(
+            f"{name}-{index}",
+            project=args.project,
+            cluster=args.cluster,
+            location=args.location,
+            name=pool_name(args.group, index),
+            node_locations=pool_locations(args.regional, args.zone),
+            # Flex-start pools start empty and the autoscaler brings the whole slice up on demand.
+            node_count=None if flex else tpu.hosts,
+            initial_node_count=0 if flex else None,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=0, total_max_node_count=tpu.hosts, location_policy="ANY"
+            ) if flex else None,
+            management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+            placement_policy=placement,
+            node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,), **extra),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Quota and reservations never fit two copies of a slice: delete, then create.
+                delete_before_replace=True,
+                custom_timeouts=TPU_POOL_TIMEOUTS,
+                ignore_changes=["nodeCount", "initialNodeCount"] if flex else [],
+            ),
+        )
