@@ -52,9 +52,14 @@ def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
     doc = doc or {}
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping (Pulumi stack-config format)")
+    return flatten(doc.get("config") or {})
+
+
+def flatten(values: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """A stack file's `config:` mapping -> (flat config {"ns:key": text}, secret keys)."""
     config: dict[str, str] = {}
     secrets: list[str] = []
-    for key, value in (doc.get("config") or {}).items():
+    for key, value in values.items():
         full = key if ":" in str(key) else f"{PROJECT_NAME}:{key}"
         if isinstance(value, dict) and set(value) == {"secure"}:
             # Ciphertext needs the stack's secrets provider; offline, stand in a marker.

@@ -1,0 +1,61 @@
+"""Shared fixtures: one mocked program run per config, reused by every test that asks for it."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+
+import pytest
+import yaml
+
+from infra.offline import engine, stackfile
+
+STACKS = stackfile.stack_names()
+
+# The smallest valid config; tests copy it and change one thing.
+BASE_CONFIG = {
+    "gcp:project": "test-proj-123",
+    "gcp:region": "us-east5",
+    "gcp:zone": "us-east5-b",
+    "pathways:slices": [{"name": "main", "tpu": "v6e-16", "count": 2}],
+}
+
+
+def config_with(**changes) -> dict:
+    """BASE_CONFIG with pathways:<key> (or gcp_<key>) replaced: config_with(slices=[...], gcp_zone='x')."""
+    cfg = copy.deepcopy(BASE_CONFIG)
+    for key, value in changes.items():
+        full = f"gcp:{key[4:]}" if key.startswith("gcp_") else f"pathways:{key}"
+        if value is None:
+            cfg.pop(full, None)
+        else:
+            cfg[full] = value
+    return cfg
+
+
+@functools.lru_cache(maxsize=None)
+def _plan_cached(config_json: str, stack: str) -> engine.Plan:
+    config, secrets = stackfile.flatten(json.loads(config_json))
+    return engine.run(config, stack, secrets)
+
+
+def plan_of(config: dict, stack: str = "test") -> engine.Plan:
+    return _plan_cached(json.dumps(config, sort_keys=True), stack)
+
+
+@functools.lru_cache(maxsize=None)
+def stack_plan(stack: str) -> engine.Plan:
+    config, secrets = stackfile.load_config(stackfile.stack_path(stack))
+    return engine.run(config, stack, secrets)
+
+
+@pytest.fixture(params=STACKS)
+def committed_stack(request) -> tuple[str, engine.Plan]:
+    return request.param, stack_plan(request.param)
+
+
+def write_stack_file(tmp_path, config: dict, name: str = "Pulumi.test.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"config": config}))
+    return path

@@ -1,0 +1,140 @@
+"""The error contract: every invalid config fails before any resource, one line per problem naming
+the key, the bad value and what is valid; the offline tools exit 2 without a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from components.model.config import load
+from components.model.errors import ConfigError
+from infra.offline import engine
+from infra.offline.__main__ import main as offline_main
+from infra.offline.stackfile import flatten
+from infra.program import InvalidStackConfig
+from tests.conftest import BASE_CONFIG, config_with, write_stack_file
+
+WORKLOAD = {"name": "train", "image": "example.com/trainer:1", "sliceGroup": "main"}
+
+# (case id, config changes, expected key, text the message must contain)
+INVALID = [
+    ("unknown TPU family", dict(slices=[{"name": "main", "tpu": "v9-16"}]),
+     "pathways:slices[0].tpu", "unknown TPU family 'v9'; valid: v4, v5e, v5p, v6e, tpu7x"),
+    ("unknown TPU name", dict(slices=[{"name": "main", "tpu": "v6e-12"}]),
+     "pathways:slices[0].tpu", "v6e-12 is not a v6e slice size; valid: v6e-1, v6e-4"),
+    ("invalid topology", dict(slices=[{"name": "main", "tpu": {"family": "v6e", "topology": "4x5"}}]),
+     "pathways:slices[0].tpu", "topology 4x5 is not a v6e topology; valid: 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"),
+    ("zero slices", dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 0}]),
+     "pathways:slices[0].count", "0 is not valid: input should be greater than or equal to 1"),
+    ("negative workload slices", dict(workloads=[{**WORKLOAD, "slices": -1}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].slices", "-1 is not valid"),
+    ("missing slice group", dict(workloads=[{**WORKLOAD, "sliceGroup": "big"}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].sliceGroup", "'big' is not a slice group; valid: main"),
+    ("more slices than the group", dict(workloads=[{**WORKLOAD, "slices": 3}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].slices", "3 exceeds the 2 slice(s) of group 'main'"),
+    ("zone outside region", dict(gcp_zone="us-central1-a"),
+     "gcp:zone", "us-central1-a is not in region us-east5"),
+    ("duplicate workload", dict(workloads=[WORKLOAD, WORKLOAD], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[1].name", "'train' is already used by workloads[0]"),
+    ("spot with reservation", dict(slices=[{"name": "main", "tpu": "v6e-16", "spot": True, "reservation": "r1"}]),
+     "pathways:slices[0]", "conflicting capacity options spot and reservation"),
+    ("flex-start with reservation", dict(slices=[{"name": "main", "tpu": "v6e-16", "flexStart": True, "reservation": "r1"}]),
+     "pathways:slices[0]", "conflicting capacity options flexStart and reservation"),
+    ("head machine too small", dict(headPool={"machineType": "n2-standard-32"}),
+     "pathways:headPool.machineType", "cannot hold the head pod of a default batch workload (48 vCPU, 232.0 GiB"),
+    ("GKE version below the TPU minimum", dict(cluster={"minMasterVersion": "1.30.5-gke.100"}),
+     "pathways:cluster.minMasterVersion", "1.30.5-gke.100 is below what the slice groups need (v6e needs 1.31.1-gke.1146000)"),
+    ("invalid bucket name", dict(bucket={"name": "My_Bucket"}),
+     "pathways:bucket.name", "'My_Bucket' is not a valid bucket name"),
+    ("misspelt key", dict(slice=[]),
+     "pathways:slice", "unknown key; valid keys: protected, cluster, network, headPool, slices"),
+    ("missing project", dict(gcp_project=None),
+     "gcp:project", "required but not set"),
+    ("no slice groups", dict(slices=[]),
+     "pathways:slices", "[] is not valid"),
+    ("version not jax-<v>", dict(pathwaysVersion="latest"),
+     "pathways:pathwaysVersion", "'latest' is not a Pathways release tag; use jax-<version>"),
+    ("workloads without version", dict(workloads=[WORKLOAD]),
+     "pathways:pathwaysVersion", "required when workloads are set"),
+    ("batch without image", dict(workloads=[{"name": "x"}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].image", "required for a batch workload"),
+    ("protected but deletion protection off", dict(protected=True, cluster={"deletionProtection": False}),
+     "pathways:cluster.deletionProtection", "false conflicts with protected: true"),
+    ("bad quantity", dict(workloads=[{**WORKLOAD, "memory": "lots"}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].memory", "'lots' is not a Kubernetes quantity"),
+]
+
+
+def _raw(config: dict) -> dict:
+    """Flat Pulumi config -> the loader's raw mapping, as infra.config builds it."""
+    import json
+
+    flat, _ = flatten(config)
+    return {k.split(":", 1)[1]: (json.loads(v) if v[:1] in "[{" else v) for k, v in flat.items()}
+
+
+@pytest.mark.parametrize("case,changes,key,text", INVALID, ids=[c[0] for c in INVALID])
+def test_model_names_key_value_and_valid_choices(case, changes, key, text):
+    with pytest.raises(ConfigError) as err:
+        load(_raw(config_with(**changes)), stack="test")
+    lines = str(err.value).splitlines()
+    assert any(line.startswith(f"{key}: ") and text in line for line in lines), lines
+
+
+@pytest.mark.parametrize("case,changes,key,text", INVALID[:12], ids=[c[0] for c in INVALID[:12]])
+def test_offline_plan_exits_2_with_one_line_per_problem(tmp_path, capsys, case, changes, key, text):
+    path = write_stack_file(tmp_path, config_with(**changes))
+    assert offline_main(["plan", "--config", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"error: {key}: " in err and text in err
+    assert "Traceback" not in err
+
+
+def test_the_program_raises_a_clean_pulumi_error_before_any_resource():
+    flat, _ = flatten(config_with(gcp_zone="us-central1-a"))
+    with pytest.raises(InvalidStackConfig) as err:
+        engine.run(flat, "test")
+    # RunError is what the Python language host prints as a plain error, without a traceback.
+    import pulumi
+
+    assert isinstance(err.value, pulumi.RunError)
+    assert str(err.value).startswith("gcp:zone: us-central1-a is not in region us-east5")
+
+
+def test_several_problems_are_all_reported():
+    with pytest.raises(ConfigError) as err:
+        load(_raw(config_with(workloads=[WORKLOAD, WORKLOAD, {"name": "y", "sliceGroup": "nope", "image": "i"}])), "test")
+    keys = [p.key for p in err.value.problems]
+    assert keys == ["pathways:workloads[1].name", "pathways:workloads[2].sliceGroup", "pathways:pathwaysVersion"]
+
+
+def test_cli_exit_code_and_no_traceback_in_a_real_process(tmp_path):
+    path = write_stack_file(tmp_path, config_with(slices=[{"name": "main", "tpu": "v6e-16", "count": -2}]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "infra.offline", "plan", "--config", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: pathways:slices[0].count: -2 is not valid: input should be greater than or equal to 1"
+    ]
+
+
+def test_unreadable_stack_files_exit_2(tmp_path, capsys):
+    assert offline_main(["plan", "--stack", "no-such-stack"]) == 2
+    assert "no such stack file" in capsys.readouterr().err
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config: [1, 2")
+    assert offline_main(["plan", "--config", str(bad)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+
+
+def test_defaults_make_a_small_stack_a_few_lines():
+    cfg = load(_raw(BASE_CONFIG), stack="dev")
+    assert cfg.cluster_name == "pathways-dev"
+    assert cfg.head_pool.machine_type == "n2-standard-64" and cfg.head_nodes == 1
+    assert cfg.cache_location == "gs://test-proj-123-dev-pathways/pathways-cache"
+    assert cfg.deletion_protection is True and cfg.protected is False
+    assert cfg.slices[0].capacity.value == "on-demand"

@@ -1,0 +1,102 @@
+"""The program runs the way Pulumi runs it, and the offline engine is deterministic."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from infra.offline.__main__ import main as offline_main
+from infra.offline.stackfile import stack_path
+from tests.conftest import stack_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_pulumi_style_entry_point_imports_components(tmp_path):
+    """runpy.run_path('infra') from another directory, with only infra/ on sys.path, as the
+    language host does: `components` must import, and resources must register."""
+    config = yaml.safe_load(stack_path("dev").read_text())["config"]
+    flat = {k: (json.dumps(v) if isinstance(v, (dict, list)) else str(v).lower() if isinstance(v, bool) else str(v)) for k, v in config.items()}
+    script = textwrap.dedent(f"""
+        import json, runpy, sys
+        sys.path = [p for p in sys.path if p not in ("", {str(ROOT)!r})]
+        import pulumi
+        from pulumi.runtime import settings
+        from pulumi.runtime.stack import run_in_stack
+        from pulumi.runtime.sync_await import _sync_await
+
+        class M(pulumi.runtime.Mocks):
+            def new_resource(self, args):
+                return args.name + "-id", {{**args.inputs, "email": "sa@example.iam.gserviceaccount.com",
+                                          "endpoint": "203.0.113.10", "masterAuth": {{"clusterCaCertificate": "x"}},
+                                          "url": "gs://b"}}
+            def call(self, args):
+                return {{}}
+        types = []
+        class Monitor(pulumi.runtime.mocks.MockMonitor):
+            def RegisterResource(self, request):
+                types.append(request.type)
+                return super().RegisterResource(request)
+        pulumi.runtime.set_all_config(json.loads({json.dumps(json.dumps(flat))}))
+        m = M()
+        pulumi.runtime.set_mocks(m, project="pathways", stack="dev", preview=False, monitor=Monitor(m))
+        settings.ROOT.set(None)
+        _sync_await(run_in_stack(lambda: runpy.run_path({str(ROOT / "infra")!r}, run_name="__main__")))
+        assert "components" in sys.modules and sys.modules["components"].__file__.startswith({str(ROOT)!r})
+        print(json.dumps(sorted(set(types))))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    types = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "gcp:container/cluster:Cluster" in types and "gcp:container/nodePool:NodePool" in types
+
+
+def test_plan_json_shape(capsys):
+    assert offline_main(["plan", "--stack", "dev", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"resources", "outputs"}
+    for r in doc["resources"]:
+        assert set(r) == {"urn", "type", "name", "parent", "inputs", "dependencies", "options"}
+        assert set(r["options"]) >= {"protect", "deleteBeforeReplace", "replaceOnChanges", "ignoreChanges", "customTimeouts", "provider"}
+    assert doc["outputs"]["kubeconfig"] == "[secret]"
+
+
+def test_same_config_planned_twice_gives_identical_json(capsys):
+    outputs = []
+    for _ in range(2):
+        assert offline_main(["plan", "--stack", "prod", "--json"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+
+
+def test_text_plan_shows_tree_and_summary(capsys):
+    assert offline_main(["plan", "--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "+ pathways:gcp:GkeCluster  cluster" in out
+    assert "  + gcp:container/cluster:Cluster  cluster" in out
+    assert "Summary: " in out and "resources to create" in out
+    assert "nodeConfig.machineType: ct6e-standard-4t" in out
+
+
+def test_config_file_outside_stacks_dir(tmp_path, capsys):
+    path = tmp_path / "candidate.yaml"
+    path.write_text(stack_path("staging").read_text())
+    assert offline_main(["plan", "--config", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outputs"]["clusterName"] == "pathways-candidate"
+
+
+def test_render_writes_one_file_per_kubernetes_object(tmp_path, capsys):
+    assert offline_main(["render", "--stack", "dev", "--out", str(tmp_path / "out")]) == 0
+    k8s = [r for r in stack_plan("dev").resources if r.type.startswith("kubernetes:") and not r.type.startswith("kubernetes:helm")]
+    assert len(list((tmp_path / "out").glob("*.yaml"))) == len([r for r in k8s if r.custom])
+
+
+def test_every_committed_stack_plans(committed_stack):
+    name, plan = committed_stack
+    assert plan.resources and plan.outputs["clusterName"] == f"pathways-{name}"

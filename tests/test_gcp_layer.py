@@ -1,0 +1,251 @@
+"""The Google Cloud half of the stack under the mock runtime: resources, key properties, IAM, bucket
+flags and lifecycle, and resource options."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.scratch_bucket import SCRATCH_PERMISSIONS
+from tests.conftest import config_with, plan_of, stack_plan
+
+CLUSTER = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_IAM = "gcp:storage/bucketIAMMember:BucketIAMMember"
+PROJECT_IAM = "gcp:projects/iAMMember:IAMMember"
+ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
+POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+
+
+def tpu_pools(plan):
+    return sorted((r for r in plan.by_type(POOL) if r.input("name", "").startswith("tpu-")), key=lambda r: r.input("name"))
+
+
+def pool(plan, name):
+    return next(r for r in plan.by_type(POOL) if r.input("name") == name)
+
+
+# --- every committed stack -----------------------------------------------------------------
+
+
+def test_cluster_settings(committed_stack):
+    name, plan = committed_stack
+    c = plan.one(CLUSTER)
+    assert c.input("removeDefaultNodePool") is True
+    assert c.input("datapathProvider") == "ADVANCED_DATAPATH"
+    assert c.input("dnsConfig.clusterDns") == "CLOUD_DNS"
+    assert c.input("workloadIdentityConfig.workloadPool") == f"{c.input('project')}.svc.id.goog"
+    assert c.input("enableShieldedNodes") is True
+    assert c.input("ipAllocationPolicy.clusterSecondaryRangeName") == "pods"
+    # nodes only in the stack's one zone: zonal clusters imply it, regional ones pin it
+    zone = {"dev": "us-east5-b", "staging": "us-east5-b", "prod": "us-east5-a"}[name]
+    regional = name == "prod"
+    assert c.input("location") == ("us-east5" if regional else zone)
+    for p in plan.by_type(POOL):
+        assert p.input("location") == c.input("location")
+        assert p.input("nodeLocations") == ([zone] if regional else None)
+    assert c.input("nodeConfig.serviceAccount").endswith("-sys@" + c.input("project") + ".iam.gserviceaccount.com")
+
+
+def test_all_pools_share_the_zone_and_node_defaults(committed_stack):
+    _, plan = committed_stack
+    for p in plan.by_type(POOL):
+        nc = p.input("nodeConfig")
+        assert nc["oauthScopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
+        assert nc["shieldedInstanceConfig"]["enableSecureBoot"] is True
+        assert nc["workloadMetadataConfig"]["mode"] == "GKE_METADATA"
+        assert nc["gvnic"]["enabled"] is True
+        assert "compute@developer.gserviceaccount.com" not in nc["serviceAccount"]
+
+
+def test_tpu_pools_options(committed_stack):
+    _, plan = committed_stack
+    assert tpu_pools(plan)
+    for p in tpu_pools(plan):
+        assert p.options["deleteBeforeReplace"] is True
+        assert p.options["customTimeouts"]["create"] == "180m"
+        assert {"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"} in p.input("nodeConfig.taints")
+        assert p.input("nodeConfig.labels")["pathways/slice-group"]
+
+
+def test_head_pool(committed_stack):
+    name, plan = committed_stack
+    head = pool(plan, "pathways-head")
+    assert head.input("nodeConfig.machineType") == "n2-standard-64"
+    assert head.input("nodeConfig.labels") == {"pathways/role": "head"}
+    assert head.input("nodeConfig.taints") == [{"key": "pathways/role", "value": "head", "effect": "NO_SCHEDULE"}]
+    assert head.input("nodeCount") == {"dev": 1, "staging": 2, "prod": 2}[name]
+
+
+def test_node_sa_has_only_logging_monitoring_and_registry_roles(committed_stack):
+    _, plan = committed_stack
+    roles = {r.input("role") for r in plan.by_type(PROJECT_IAM)}
+    assert roles == {
+        "roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer",
+        "roles/stackdriver.resourceMetadata.writer", "roles/autoscaling.metricsWriter", "roles/artifactregistry.reader",
+    }
+    assert not any("storage" in role for role in roles)  # data access only on the bucket
+
+
+def test_scratch_role_and_bucket_members(committed_stack):
+    _, plan = committed_stack
+    role = plan.one(ROLE)
+    assert sorted(role.input("permissions")) == sorted(SCRATCH_PERMISSIONS)
+    assert len(SCRATCH_PERMISSIONS) == 5
+    scratch_bucket = plan.one(BUCKET, "scratch").input("name")
+    grants = [r for r in plan.by_type(BUCKET_IAM) if r.input("bucket") == scratch_bucket]
+    node_sa = plan.outputs["nodeServiceAccounts"]["pathways"]
+    assert {g.input("member") for g in grants} == {f"serviceAccount:{node_sa}"}
+    assert {g.input("role") for g in grants} == {f"projects/{role.input('project')}/roles/{role.input('roleId')}"}
+    # the TPU and head pools run as exactly that SA
+    for p in tpu_pools(plan) + [pool(plan, "pathways-head")]:
+        assert p.input("nodeConfig.serviceAccount") == node_sa
+
+
+def test_bucket_flags_and_lifecycle(committed_stack):
+    name, plan = committed_stack
+    scratch, artifacts = plan.one(BUCKET, "scratch"), plan.one(BUCKET, "scratch-artifacts")
+    for b in (scratch, artifacts):
+        assert b.input("location") == plan.one(CLUSTER).input("location")[: len("us-east5")]
+        assert b.input("uniformBucketLevelAccess") is True
+        assert b.input("publicAccessPrevention") == "enforced"
+        assert b.input("forceDestroy") is False
+        assert b.input("softDeletePolicy.retentionDurationSeconds") >= 7 * 86400
+    # Pathways owns the scratch bucket's lifecycle rules: we set none and never diff them.
+    assert scratch.input("lifecycleRules") in (None, [])
+    assert scratch.options["ignoreChanges"] == ["lifecycleRules"]
+    rules = artifacts.input("lifecycleRules")
+    assert artifacts.options["ignoreChanges"] == []
+    cache_prefix = plan.outputs["cacheLocation"].split("/", 3)[3]
+    for rule in rules:
+        assert rule["condition"]["age"] >= 1
+        assert rule["condition"]["matchesPrefixes"] == ["artifacts/"]
+        assert not any(p.startswith(cache_prefix) for p in rule["condition"]["matchesPrefixes"])
+
+
+def test_protection_follows_the_stack_setting(committed_stack):
+    name, plan = committed_stack
+    protected = name == "prod"
+    assert plan.one(CLUSTER).options["protect"] is protected
+    assert plan.one(BUCKET, "scratch").options["protect"] is protected
+    assert plan.one(BUCKET, "scratch-artifacts").options["protect"] is protected
+    assert plan.one(CLUSTER).input("deletionProtection") is (name != "dev")
+
+
+def test_outputs(committed_stack):
+    name, plan = committed_stack
+    o = plan.outputs
+    assert o["kubeconfig"] == "[secret]"
+    assert o["cacheLocation"] == f"{o['bucketUrl']}/pathways-cache"
+    assert set(o["nodeServiceAccounts"]) == {"pathways", "system"}
+    assert o["slicePools"] == {
+        "dev": {"dev": ["tpu-dev-0"]},
+        "staging": {"v6e": ["tpu-v6e-0", "tpu-v6e-1"]},
+        "prod": {"train": [f"tpu-train-{i}" for i in range(4)], "explore": ["tpu-explore-0"]},
+    }[name]
+
+
+def test_prod_private_regional_cluster():
+    c = stack_plan("prod").one(CLUSTER)
+    assert c.input("location") == "us-east5" and c.input("nodeLocations") == ["us-east5-a"]
+    assert c.input("privateClusterConfig.enablePrivateNodes") is True
+    assert c.input("masterAuthorizedNetworksConfig.cidrBlocks") == [{"cidrBlock": "198.51.100.0/24", "displayName": "corp-vpn"}]
+    assert c.input("releaseChannel.channel") == "STABLE"
+    for p in tpu_pools(stack_plan("prod")):
+        assert p.input("nodeConfig.reservationAffinity") == {
+            "consumeReservationType": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": ["pathways-prod-v5p"],
+        }
+
+
+# --- TPU families x single/multi-host, and capacity kinds -----------------------------------
+
+FAMILY_CASES = {
+    # tpu: (machine type, nodes, placement policy or None)
+    "v5e-4": ("ct5lp-hightpu-4t", 1, None),
+    "v5e-16": ("ct5lp-hightpu-4t", 4, {"type": "COMPACT", "tpuTopology": "4x4"}),
+    "v5p-8": ("ct5p-hightpu-4t", 1, None),
+    "v5p-128": ("ct5p-hightpu-4t", 16, {"type": "COMPACT", "tpuTopology": "4x4x4"}),
+    "v6e-8": ("ct6e-standard-8t", 1, None),
+    "v6e-256": ("ct6e-standard-4t", 64, {"type": "COMPACT", "tpuTopology": "16x16"}),
+    "tpu7x-8": ("tpu7x-standard-4t", 1, None),
+    "tpu7x-128": ("tpu7x-standard-4t", 16, "workload-policy"),
+}
+
+
+@pytest.mark.parametrize("tpu", sorted(FAMILY_CASES))
+def test_slice_pool_shape_per_family(tpu):
+    machine, nodes, placement = FAMILY_CASES[tpu]
+    zone = "us-east5-b"
+    plan = plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "count": 2}]))
+    pools = tpu_pools(plan)
+    assert [p.input("name") for p in pools] == ["tpu-g-0", "tpu-g-1"]
+    for p in pools:
+        assert p.input("nodeConfig.machineType") == machine
+        assert p.input("nodeCount") == nodes
+        assert p.input("location") == zone
+        if placement is None:
+            assert p.input("placementPolicy") is None  # single-host: never tpu_topology
+        elif placement == "workload-policy":
+            policy = plan.one(POLICY)
+            assert policy.input("workloadPolicy") == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "4x4x4"}
+            assert p.input("placementPolicy") == {"type": "COMPACT", "policyName": policy.input("name")}
+        else:
+            assert p.input("placementPolicy") == placement
+    if placement != "workload-policy":
+        assert plan.by_type(POLICY) == []
+    # the cluster's minimum version covers the family
+    assert plan.one(CLUSTER).input("minMasterVersion") == {"v5e": "1.27.4-gke.900", "v5p": "1.27.4-gke.900", "v6e": "1.31.1-gke.1146000", "tpu7x": "1.34.0-gke.2201000"}[tpu.split("-")[0]]
+
+
+def test_spot_pools():
+    p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": "v6e-16", "spot": True}])))[0]
+    assert p.input("nodeConfig.spot") is True and p.input("nodeCount") == 4
+    assert p.options["ignoreChanges"] == []
+
+
+def test_flex_start_pools_autoscale_from_zero_without_diffs():
+    p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": "v5p-128", "flexStart": True}])))[0]
+    assert p.input("nodeCount") is None and p.input("initialNodeCount") == 0
+    assert p.input("autoscaling") == {"totalMinNodeCount": 0, "totalMaxNodeCount": 16, "locationPolicy": "ANY"}
+    assert p.input("management.autoRepair") is False
+    assert p.input("nodeConfig.flexStart") is True
+    assert p.options["ignoreChanges"] == ["initialNodeCount", "nodeCount"]
+    assert p.input("placementPolicy") == {"type": "COMPACT", "tpuTopology": "4x4x4"}
+
+
+def test_on_demand_pools_have_no_capacity_flags():
+    p = tpu_pools(plan_of(config_with()))[0]
+    nc = p.input("nodeConfig")
+    assert "spot" not in nc and "flexStart" not in nc and "reservationAffinity" not in nc
+
+
+def test_pools_depend_only_on_the_cluster_and_node_sa():
+    plan = plan_of(config_with(slices=[{"name": "g", "tpu": "v6e-16", "count": 3}]))
+    pool_urns = {p.urn for p in plan.by_type(POOL)}
+    for p in tpu_pools(plan):
+        assert not (set(p.dependencies) & pool_urns), p.dependencies
+
+
+def test_existing_network_creates_no_vpc():
+    plan = plan_of(config_with(network={"existingNetwork": "shared-vpc", "existingSubnetwork": "shared-subnet"}))
+    assert plan.by_type("gcp:compute/network:Network") == []
+    c = plan.one(CLUSTER)
+    assert (c.input("network"), c.input("subnetwork")) == ("shared-vpc", "shared-subnet")
+
+
+def test_created_network():
+    plan = plan_of(config_with(network={"mtu": 1460}))
+    vpc = plan.one("gcp:compute/network:Network")
+    subnet = plan.one("gcp:compute/subnetwork:Subnetwork")
+    assert vpc.input("mtu") == 1460 and vpc.input("autoCreateSubnetworks") is False
+    assert subnet.input("privateIpGoogleAccess") is True
+    assert {r["rangeName"] for r in subnet.input("secondaryIpRanges")} == {"pods", "services"}
+
+
+def test_system_pool_autoscales_without_diffs():
+    p = pool(plan_of(config_with()), "system")
+    assert p.input("autoscaling") == {"minNodeCount": 1, "maxNodeCount": 3}
+    assert p.input("nodeCount") is None
+    assert p.options["ignoreChanges"] == ["initialNodeCount", "nodeCount"]
