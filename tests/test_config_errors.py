@@ -106,7 +106,7 @@ def test_the_program_raises_a_clean_pulumi_error_before_any_resource():
 
 def test_several_problems_are_all_reported():
     with pytest.raises(ConfigError) as err:
-        load(_raw(config_with(workloads=[WORKLOAD, WORKLOAD, {"name": "y", "sliceGroup": "nope", "image": "i"}])), "test")
+        load(_raw(config_with(workloads=[WORKLOAD, WORKLOAD, {"name": "y", "sliceGroup": "nope", "image": "example.com/y:1"}])), "test")
     keys = [p.key for p in err.value.problems]
     assert keys == ["pathways:workloads[1].name", "pathways:workloads[2].sliceGroup", "pathways:pathwaysVersion"]
 

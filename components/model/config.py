@@ -272,6 +272,43 @@ def check_bucket_name(v: str) -> str:
 
 # --- workloads -----------------------------------------------------------------------------
 
+PATHWAYS_REGISTRY = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
+_SIDECAR_TAG = re.compile(r":[0-9]{8}-python_([0-9.]+)-jax_([0-9.]+)$")
+
+
+def check_pinned_image(image: str) -> str:
+    """An image reference with an explicit tag or digest that is not `latest`."""
+    name = image.rsplit("@", 1)[0] if "@" in image else image
+    tag = name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else None
+    if "@sha256:" not in image and (tag is None or tag == "latest"):
+        raise ValueError(f"{image!r} is not pinned; give an explicit tag (not latest) or a @sha256 digest")
+    return image
+
+
+class Profiling(_Model):
+    port: int = Field(9999, ge=1024, le=65535, description="jax.profiler.start_server port on the user container.")
+
+
+class ColocatedPython(_Model):
+    image: str = Field(description="Sidecar image built from pathways-colocated-python/sidecar:<date>-python_<X>-jax_<Y>.")
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        check_pinned_image(v)
+        if not _SIDECAR_TAG.search(v):
+            raise ValueError(f"{v!r} has no <date>-python_<X>-jax_<Y> tag; the sidecar's JAX must be known to match the client's")
+        return v
+
+    @property
+    def jax_version(self) -> str:
+        return _SIDECAR_TAG.search(self.image).group(2)
+
+
+class Elastic(_Model):
+    max_slice_restarts: int = Field(4, ge=1, description="Restarts allowed per worker host before the job fails.")
+
+
 
 class Workload(_Model):
     """One Pathways JobSet: batch (runs the user's program to completion) or interactive (headless)."""
@@ -286,17 +323,62 @@ class Workload(_Model):
     env: dict[str, str] = Field(default_factory=dict, description="Extra env for the user container.")
     cpu: str = Field(DEFAULT_USER_RESOURCES[0], description="User container CPU (request = limit).")
     memory: str = Field(DEFAULT_USER_RESOURCES[1], description="User container memory (request = limit).")
+    data_loader_workers: int = Field(4, ge=0, description="Data-loader worker count, passed as DATA_LOADER_WORKERS (never os.cpu_count()).")
+    shm_size: str = Field("16Gi", description="Size of the memory-backed /dev/shm.")
+    persistence: bool = Field(False, description="ENABLE_PATHWAYS_PERSISTENCE=1 (Orbax through pathwaysutils).")
+    profiling: Optional["Profiling"] = Field(None, description="Profiler server and trace upload.")
+    xla_flags: list[str] = Field(default_factory=list, description="XLA flags for the IFRT proxy (each --xla_*).")
+    hlo_dump: bool = Field(False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
+    colocated_python: Optional["ColocatedPython"] = Field(None, description="Colocated-Python sidecar on the workers.")
+    elastic: Optional["Elastic"] = Field(None, description="Elastic slices: the job survives losing slices.")
+    max_restarts: int = Field(0, ge=0, description="JobSet failurePolicy.maxRestarts.")
+    termination_grace_period_seconds: int = Field(30, ge=0, description="Pod termination grace period.")
+    ttl_seconds_after_finished: Optional[int] = Field(3600, ge=0, description="Delete a finished JobSet after this long (batch).")
+    server_image: Optional[str] = Field(None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
+    proxy_image: Optional[str] = Field(None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
+    subdomain: Optional[str] = Field(None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return _dns_label(v, 63)
 
-    @field_validator("cpu", "memory", mode="before")
+    @field_validator("cpu", "memory", "shm_size", mode="before")
     @classmethod
     def _quantity(cls, v: Any) -> str:
         quantity.parse(v)
         return str(v)
+
+    @field_validator("xla_flags")
+    @classmethod
+    def _xla_flags(cls, v: list[str]) -> list[str]:
+        for flag in v:
+            if not re.match(r"^--xla_[a-z0-9_]+(=.*)?$", flag):
+                raise ValueError(f"{flag!r} is not an XLA flag; each entry must look like --xla_<name>=<value>")
+        return v
+
+    @field_validator("subdomain")
+    @classmethod
+    def _subdomain(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else _dns_label(v, 63)
+
+    @field_validator("server_image", "proxy_image")
+    @classmethod
+    def _pinned(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None:
+            check_pinned_image(v)
+        return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None:
+            check_pinned_image(v)
+        return v
+
+    @property
+    def shm_bytes(self) -> Decimal:
+        return quantity.parse(self.shm_size)
 
     def head_containers(self) -> list[tuple[str, str, str]]:
         """(container, cpu, memory) of the head pod."""
@@ -307,6 +389,24 @@ class Workload(_Model):
 
 
 # --- the stack -----------------------------------------------------------------------------
+
+
+class KubernetesConfig(_Model):
+    namespace: str = Field("pathways", description="Namespace of the Pathways JobSets.")
+    jobset_version: str = Field("0.12.0", description="JobSet Helm chart version (controller and CRD).")
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        return _dns_label(v, 63)
+
+    @field_validator("jobset_version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", v):
+            raise ValueError(f"{v!r} is not a chart version (e.g. 0.12.0)")
+        return v
+
 
 
 class StackConfig(_Model):
@@ -321,6 +421,7 @@ class StackConfig(_Model):
     slices: list[SliceGroup] = Field(min_length=1, description="Slice groups.")
     bucket: BucketConfig = Field(default_factory=BucketConfig)
     pathways_version: Optional[str] = Field(None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
+    kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
     workloads: list[Workload] = Field(default_factory=list)
 
     @field_validator("project")
@@ -393,6 +494,16 @@ class StackConfig(_Model):
     def head_nodes(self) -> int:
         return self.head_pool.node_count or max(1, len(self.workloads))
 
+    def server_image(self, w: Workload) -> str:
+        return w.server_image or f"{PATHWAYS_REGISTRY}/server:{self.pathways_version}"
+
+    def proxy_image(self, w: Workload) -> str:
+        return w.proxy_image or f"{PATHWAYS_REGISTRY}/proxy_server:{self.pathways_version}"
+
+    @property
+    def jax_version(self) -> Optional[str]:
+        return self.pathways_version[len("jax-"):] if self.pathways_version else None
+
     def slice_group(self, name: str) -> SliceGroup:
         return next(g for g in self.slices if g.name == name)
 
@@ -412,11 +523,56 @@ def gke_version_key(version: str) -> tuple[int, int, int, int]:
 
 def head_pod_demand(w: Optional[Workload]) -> tuple[Decimal, Decimal, str]:
     """(vCPU, GiB, breakdown) of a workload's head pod; None means a default batch workload."""
-    containers = (w or Workload(name="default", image="default")).head_containers()
+    containers = (w or Workload(name="default", image="default:unused")).head_containers()
     cpu = sum((quantity.parse(c) for _, c, _ in containers), Decimal(0))
     mem = sum((quantity.parse(m) for _, _, m in containers), Decimal(0)) / quantity.GIB
     parts = " + ".join(f"{n} {c}/{m}" for n, c, m in containers)
     return cpu, mem, parts
+
+
+MAX_LABEL_VALUE = 63
+
+
+def coordinator_address(name: str, subdomain: Optional[str]) -> str:
+    """The JobSet coordinator label value: <jobset>-pathways-head-0-0.<subdomain>."""
+    return f"{name}-pathways-head-0-0.{subdomain or name}"
+
+
+def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
+    problems = []
+    coordinator = coordinator_address(w.name, w.subdomain)
+    if len(coordinator) > MAX_LABEL_VALUE:
+        fixed = len(coordinator_address(w.name, "")) if w.subdomain is None else None
+        hint = (
+            f"use a name of at most 22 characters, or set workloads[{i}].subdomain to at most "
+            f"{MAX_LABEL_VALUE - len(w.name) - 19} characters"
+            if fixed is not None and MAX_LABEL_VALUE - len(w.name) - 19 > 0
+            else "use a shorter name or subdomain"
+        )
+        key = ("workloads", i, "subdomain" if w.subdomain else "name")
+        problems.append(Problem(config_key(key), (
+            f"the coordinator label {coordinator!r} would be {len(coordinator)} characters, over Kubernetes' "
+            f"{MAX_LABEL_VALUE} for a label value (JobSet rejects it); {hint}"
+        )))
+    if w.mode == "batch":
+        cpu_limit = quantity.parse(w.cpu)
+        if w.data_loader_workers > cpu_limit:
+            problems.append(Problem(config_key(("workloads", i, "dataLoaderWorkers")), (
+                f"{w.data_loader_workers} exceeds the user container's CPU limit of {w.cpu}; use at most "
+                f"{int(cpu_limit)} or raise workloads[{i}].cpu"
+            )))
+        if w.shm_bytes > quantity.parse(w.memory):
+            problems.append(Problem(config_key(("workloads", i, "shmSize")), (
+                f"{w.shm_size} exceeds the user container's memory limit {w.memory} (a memory-backed /dev/shm counts against it)"
+            )))
+    if w.colocated_python and cfg.jax_version and w.colocated_python.jax_version != cfg.jax_version:
+        problems.append(Problem(config_key(("workloads", i, "colocatedPython", "image")), (
+            f"the sidecar is built for JAX {w.colocated_python.jax_version} but pathwaysVersion is {cfg.pathways_version}; "
+            f"use a sidecar tag ending in -jax_{cfg.jax_version}"
+        )))
+    if w.mode == "interactive" and (w.profiling or w.persistence):
+        problems.append(Problem(config_key(("workloads", i, "mode")), "profiling and persistence configure the user container, which interactive workloads do not have"))
+    return problems
 
 
 def _head_pool_checks(cfg: "StackConfig") -> list[Problem]:
@@ -526,6 +682,7 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
         group = cfg.workload_group(w)
         if w.slices is not None and w.slices > group.count:
             problems.append(Problem(config_key(("workloads", i, "slices")), f"{w.slices} exceeds the {group.count} slice(s) of group {group.name!r}; use 1..{group.count} or raise slices[{group_names[group.name]}].count"))
+        problems += _workload_checks(cfg, i, w)
         if w.mode == "batch" and not w.image:
             problems.append(Problem(config_key(("workloads", i, "image")), "required for a batch workload (the user program's image)"))
         if w.mode == "interactive" and (w.image or w.command or w.args):
@@ -556,3 +713,7 @@ def load(raw: dict[str, Any], stack: str) -> StackConfig:
     if problems:
         raise ConfigError(problems)
     return cfg
+
+
+Workload.model_rebuild()
+StackConfig.model_rebuild()
