@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.head_pool import HeadPool, HeadPoolArgs
+from components.jobset_controller import JobSetController, JobSetControllerArgs
+from components.manifests import jobset as jobset_manifest
 from components.model.config import StackConfig
 from components.model.errors import ConfigError
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
 from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
+from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from infra.config import read_stack_config
@@ -69,6 +73,31 @@ def build(cfg: StackConfig) -> dict[str, object]:
         soft_delete_days=b.soft_delete_days, role_id=cfg.scratch_role_id, members=(pathways_sa.member,),
         protect=cfg.protected, labels={"pathways-stack": cfg.stack},
     ))
+    # --- Kubernetes layer -------------------------------------------------------------------
+    provider = k8s.Provider(
+        "gke",
+        kubeconfig=cluster.kubeconfig,
+        # Stable identity: a refreshed kubeconfig (new token, rotated CA) must not replace every object.
+        cluster_identifier=f"{cfg.project}/{location}/{cfg.cluster_name}",
+        enable_server_side_apply=True,
+        opts=pulumi.ResourceOptions(depends_on=[cluster.system_pool]),
+    )
+    k8s_opts = pulumi.ResourceOptions(provider=provider)
+    controller = JobSetController("jobset", JobSetControllerArgs(version=cfg.kubernetes.jobset_version, system_role="system"), opts=k8s_opts)
+    namespace = k8s.core.v1.Namespace(
+        "workloads", metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.kubernetes.namespace), opts=k8s_opts
+    )
+    ctx = jobset_manifest.WorkloadContext(cache_location=cfg.cache_location, artifacts_location=cfg.artifacts_location)
+    interactive = {}
+    for w in cfg.workloads:
+        secret = f"{w.name}-profiling-token" if w.profiling else None
+        manifest = jobset_manifest.jobset(cfg, w, jobset_manifest.WorkloadContext(ctx.cache_location, ctx.artifacts_location, secret))
+        PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
+            manifest=manifest, profiling_secret=secret,
+            depends_on=(controller.release, namespace, head, groups[cfg.workload_group(w).name]),
+        ), opts=k8s_opts)
+        if w.mode == "interactive":
+            interactive[w.name] = jobset_manifest.interactive_access(cfg, w)
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -80,6 +109,13 @@ def build(cfg: StackConfig) -> dict[str, object]:
         "nodeServiceAccounts": {"pathways": pathways_sa.email, "system": system_sa.email},
         "headPool": head.pool_name,
         "slicePools": {name: g.pool_names for name, g in groups.items()},
+        "sliceGroups": {g.name: {
+            "tpu": g.tpu.name, "accelerator": g.tpu.accelerator, "topology": g.tpu.topology,
+            "machineType": g.tpu.machine_type, "chipsPerVm": g.tpu.chips_per_vm, "hosts": g.tpu.hosts,
+            "slices": g.count, "capacity": g.capacity.value,
+        } for g in cfg.slices},
+        "workloadNamespace": cfg.kubernetes.namespace,
+        "interactive": interactive,
     }
 
 

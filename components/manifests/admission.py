@@ -1,0 +1,216 @@
+"""Check JobSet manifests the way an API server and the JobSet webhook would (pure Python).
+
+Three layers: (1) the upstream JobSet CRD schema (../shared/reference, skipped with a notice when the
+file is absent), with unknown fields rejected; (2) each replicatedJob's Job against
+kubernetes-validate's strict schema; (3) semantic rules no schema holds.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+from ..model import quantity
+from .jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+JOBSET_SCHEMA = PROJECT_ROOT.parent / "shared" / "reference" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
+KUBERNETES_VERSION = "1.33"
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.path}: {self.message}"
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    """A node pool the stack creates, with the labels its nodes will carry."""
+
+    name: str
+    labels: dict[str, str]
+    chips_per_vm: Optional[int] = None
+    hosts: Optional[int] = None
+
+
+@dataclass
+class Report:
+    violations: list[Violation] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    def add(self, rule: str, path: str, message: str) -> None:
+        self.violations.append(Violation(rule, path, message))
+
+
+@functools.lru_cache(maxsize=1)
+def _jobset_schema() -> Optional[dict[str, Any]]:
+    if not JOBSET_SCHEMA.exists():
+        return None
+    crd = yaml.load(JOBSET_SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def _unknown_fields(value: Any, schema: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
+    """Fields the API server would prune silently (a typo that changes nothing is still a bug)."""
+    if isinstance(value, dict) and "properties" in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        props = schema["properties"]
+        for key, sub in value.items():
+            if key not in props:
+                if not schema.get("additionalProperties"):
+                    yield f"{path}.{key}", f"unknown field {key!r}"
+            else:
+                yield from _unknown_fields(sub, props[key], f"{path}.{key}")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            yield from _unknown_fields(item, schema["items"], f"{path}[{i}]")
+
+
+def check_schema(obj: dict[str, Any], report: Report) -> None:
+    schema = _jobset_schema()
+    if schema is None:
+        report.notices.append(f"JobSet CRD schema not found at {JOBSET_SCHEMA}; schema check skipped")
+        return
+    for err in sorted(jsonschema.Draft7Validator(schema).iter_errors(obj), key=lambda e: list(e.path)):
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
+        report.add("jobset-schema", path.lstrip("."), err.message)
+    for path, message in _unknown_fields(obj, schema, ""):
+        report.add("jobset-schema", path.lstrip("."), message)
+
+
+def check_job_templates(obj: dict[str, Any], report: Report) -> None:
+    for i, rj in enumerate(obj.get("spec", {}).get("replicatedJobs", [])):
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": rj.get("name", "job")}, **rj.get("template", {})}
+        try:
+            kubernetes_validate.validate(job, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            path = ".".join(str(p) for p in e.path)
+            report.add("job-schema", f"spec.replicatedJobs[{i}].template.{path}", e.message)
+
+
+def _pods(obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    for i, rj in enumerate(obj.get("spec", {}).get("replicatedJobs", [])):
+        yield f"spec.replicatedJobs[{i}]", rj, rj.get("template", {}).get("spec", {}).get("template", {})
+
+
+def _labels(node: Any, path: str) -> Iterator[tuple[str, str, str]]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "labels" and isinstance(v, dict) and path.endswith("metadata"):
+                for lk, lv in v.items():
+                    yield f"{path}.labels.{lk}", lk, lv
+            else:
+                yield from _labels(v, f"{path}.{k}" if path else k)
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _labels(item, f"{path}[{i}]")
+
+
+def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], report: Report) -> None:
+    meta = obj.get("metadata", {})
+    name = meta.get("name", "")
+    spec = obj.get("spec", {})
+    if not _DNS_LABEL.match(name) or len(name) > 63:
+        report.add("dns-1123", "metadata.name", f"{name!r} is not a DNS-1123 label")
+    subdomain = spec.get("network", {}).get("subdomain") or name
+    coordinator = spec.get("coordinator", {})
+    if coordinator:
+        value = f"{name}-{coordinator.get('replicatedJob')}-{coordinator.get('jobIndex', 0)}-{coordinator.get('podIndex', 0)}.{subdomain}"
+        if len(value) > 63:
+            report.add("coordinator-label", "spec.coordinator", f"label {COORDINATOR_LABEL} would be {value!r} ({len(value)} > 63 characters)")
+    for path, key, value in _labels(obj, ""):
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            report.add("label-value", path, f"{value!r} is not a valid label value (at most 63 characters, alphanumeric at both ends)")
+    for base, rj, pod_template in _pods(obj):
+        rj_name = rj.get("name", "")
+        if not _DNS_LABEL.match(rj_name):
+            report.add("dns-1123", f"{base}.name", f"{rj_name!r} is not a DNS-1123 label")
+        pod = pod_template.get("spec", {})
+        ppath = f"{base}.template.spec.template.spec"
+        containers = [("containers", c) for c in pod.get("containers", [])] + [("initContainers", c) for c in pod.get("initContainers", [])]
+        seen_names: set[str] = set()
+        seen_ports: set[tuple[int, str]] = set()
+        for idx, (kind, c) in enumerate(containers):
+            cpath = f"{ppath}.{kind}[{[x for k, x in containers if k == kind].index(c)}]"
+            cname = c.get("name", "")
+            if not _DNS_LABEL.match(cname):
+                report.add("dns-1123", f"{cpath}.name", f"{cname!r} is not a DNS-1123 label")
+            if cname in seen_names:
+                report.add("unique-names", f"{cpath}.name", f"duplicate container name {cname!r}")
+            seen_names.add(cname)
+            if kind == "containers" and "restartPolicy" in c:
+                report.add("restart-policy", f"{cpath}.restartPolicy", "only init containers may set restartPolicy (the API server rejects it on regular containers)")
+            if kind == "initContainers" and c.get("restartPolicy", "Always") != "Always":
+                report.add("restart-policy", f"{cpath}.restartPolicy", "an init container's restartPolicy may only be Always")
+            env_names: set[str] = set()
+            for e in c.get("env", []):
+                if e.get("name") in env_names:
+                    report.add("unique-names", f"{cpath}.env", f"duplicate env name {e.get('name')!r}")
+                if not _ENV_NAME.match(e.get("name", "")):
+                    report.add("env-name", f"{cpath}.env", f"{e.get('name')!r} is not a valid env name")
+                env_names.add(e.get("name"))
+            for p in c.get("ports", []):
+                key = (p.get("containerPort"), p.get("protocol", "TCP"))
+                # hostNetwork: every container of the pod shares the node's ports.
+                if key in seen_ports:
+                    report.add("unique-ports", f"{cpath}.ports", f"port {key[0]}/{key[1]} is used by another container of the pod")
+                seen_ports.add(key)
+            for section in ("requests", "limits"):
+                for res, amount in c.get("resources", {}).get(section, {}).items():
+                    try:
+                        quantity.parse(amount)
+                    except ValueError as e:
+                        report.add("quantity", f"{cpath}.resources.{section}.{res}", str(e))
+        vol_names = [v.get("name") for v in pod.get("volumes", [])]
+        for mount_owner in [c for _, c in containers]:
+            for m in mount_owner.get("volumeMounts", []):
+                if m.get("name") not in vol_names:
+                    report.add("volumes", ppath, f"container {mount_owner.get('name')!r} mounts unknown volume {m.get('name')!r}")
+        job = rj.get("template", {}).get("spec", {})
+        if job.get("parallelism") != job.get("completions"):
+            report.add("parallelism", f"{base}.template.spec", "parallelism must equal completions (one pod per host)")
+        if pools is not None:
+            _check_placement(base, ppath, rj, job, pod, containers, pools, report)
+
+
+def _check_placement(base, ppath, rj, job, pod, containers, pools: list[PoolFacts], report: Report) -> None:
+    selector = pod.get("nodeSelector", {})
+    matches = [p for p in pools if all(p.labels.get(k) == v for k, v in selector.items())]
+    if not matches:
+        report.add("node-selector", f"{ppath}.nodeSelector", f"{selector} matches no node pool the stack creates")
+        return
+    tpu = sum(int(quantity.parse(c.get("resources", {}).get("limits", {}).get(TPU_RESOURCE, 0))) for _, c in containers)
+    tpu_pools = [p for p in matches if p.chips_per_vm]
+    if tpu and not tpu_pools:
+        report.add("tpu-request", f"{ppath}.nodeSelector", "requests TPUs but selects no TPU pool")
+    for p in tpu_pools:
+        if tpu != p.chips_per_vm:
+            report.add("tpu-request", f"{ppath}.containers", f"requests {tpu} {TPU_RESOURCE}; pool {p.name} has {p.chips_per_vm} chips per VM")
+        if job.get("parallelism") != p.hosts:
+            report.add("parallelism", f"{base}.template.spec.parallelism", f"{job.get('parallelism')} pods per slice; pool {p.name} has {p.hosts} hosts")
+    if rj.get("name") == HEAD_JOB and tpu:
+        report.add("tpu-request", f"{ppath}.containers", "the head pod must not request TPUs")
+
+
+def check_jobset(obj: dict[str, Any], pools: Optional[list[PoolFacts]] = None) -> Report:
+    """All three layers; `pools` enables the checks against the stack's node pools."""
+    report = Report()
+    check_schema(obj, report)
+    check_job_templates(obj, report)
+    check_semantics(obj, pools, report)
+    return report

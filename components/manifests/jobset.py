@@ -1,0 +1,290 @@
+"""Pathways JobSet manifests from the validated config model (pure Python, no Pulumi).
+
+One JobSet per workload: replicatedJob `pathways-head` (resource manager + IFRT proxy, plus the
+user's program in batch mode) and `worker` (one pod per TPU host, one Job per slice).
+Facts: ../shared/PLATFORM-FACTS.md §1-2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL
+from ..model.config import (
+    PROXY_RESOURCES,
+    RESOURCE_MANAGER_RESOURCES,
+    Capacity,
+    StackConfig,
+    Workload,
+    coordinator_address,
+)
+
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+KIND = "JobSet"
+HEAD_JOB = "pathways-head"
+WORKER_JOB = "worker"
+
+RM_PORT, PROXY_PORT, WORKER_PORT, SIDECAR_PORT = 29001, 29000, 29005, 50051
+COORDINATOR_LABEL = "jobset.sigs.k8s.io/coordinator"
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+TPU_RESOURCE = "google.com/tpu"
+WORKLOAD_LABEL = "pathways/workload"
+PROFILING_TOKEN_KEY = "token"
+SHM_VOLUME = "dshm"
+
+
+@dataclass(frozen=True)
+class WorkloadContext:
+    """What a manifest needs beyond the config model: values only the stack knows."""
+
+    cache_location: str
+    """gs://<scratch bucket>/<cachePrefix>, shared by every workload."""
+    artifacts_location: str
+    """gs://<artifacts bucket>/<artifactsPrefix>."""
+    profiling_secret: Optional[str] = None
+    """Name of the Secret holding the profiler auth token, when profiling is on."""
+
+
+def _label_env(name: str, label: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
+
+
+def _resources(cpu: str, memory: str, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    # requests = limits: Guaranteed QoS, so the head pod is the last thing evicted on its node.
+    amounts = {"cpu": cpu, "memory": memory, **(extra or {})}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def _ports(*ports: int) -> list[dict[str, Any]]:
+    return [{"containerPort": p, "protocol": "TCP"} for p in ports]
+
+
+def _shm_volume(size: str) -> dict[str, Any]:
+    return {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": size}}
+
+
+SHM_MOUNT = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
+
+
+def resource_manager(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+    group = cfg.workload_group(w)
+    return {
+        "name": "pathways-rm",
+        "image": cfg.server_image(w),
+        "args": [
+            f"--server_port={RM_PORT}",
+            "--node_type=resource_manager",
+            f"--instance_count={cfg.workload_slices(w)}",
+            f"--instance_type={group.tpu.instance_type}",
+            f"--gcs_scratch_location={ctx.cache_location}",
+        ],
+        "env": [_label_env("HOST_ADDRESS", COORDINATOR_LABEL), {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}],
+        "ports": _ports(RM_PORT, RM_PORT + 1),
+        "resources": _resources(*RESOURCE_MANAGER_RESOURCES),
+    }
+
+
+def hlo_dump_location(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> str:
+    return f"{ctx.artifacts_location}/{w.name}/hlo/"
+
+
+def proxy(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+    args = [
+        f"--server_port={PROXY_PORT}",
+        f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
+        f"--gcs_scratch_location={ctx.cache_location}",
+        *w.xla_flags,
+    ]
+    if w.hlo_dump:
+        args.append(f"--xla_dump_to={hlo_dump_location(cfg, w, ctx)}")
+    if w.elastic:
+        args.append(f"--num_elastic_slices={cfg.workload_slices(w)}")
+    return {
+        "name": "pathways-proxy",
+        "image": cfg.proxy_image(w),
+        "args": args,
+        "env": [_label_env("PATHWAYS_HEAD", COORDINATOR_LABEL)],
+        "ports": _ports(PROXY_PORT),
+        "resources": _resources(*PROXY_RESOURCES),
+    }
+
+
+def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+    env: list[dict[str, Any]] = [
+        _label_env("PATHWAYS_HEAD", COORDINATOR_LABEL),  # defined first: $(PATHWAYS_HEAD) below expands it
+        {"name": "JAX_PLATFORMS", "value": "proxy"},
+        {"name": "JAX_BACKEND_TARGET", "value": f"grpc://$(PATHWAYS_HEAD):{PROXY_PORT}"},
+        # An explicit count: os.cpu_count() reports the host's vCPUs, not the container's limit.
+        {"name": "DATA_LOADER_WORKERS", "value": str(w.data_loader_workers)},
+    ]
+    ports: list[int] = []
+    if w.persistence:
+        env.append({"name": "ENABLE_PATHWAYS_PERSISTENCE", "value": "1"})
+    if w.profiling:
+        bucket = ctx.artifacts_location.split("/")[2]
+        env += [
+            {"name": "PATHWAYS_PROFILING_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": ctx.profiling_secret, "key": PROFILING_TOKEN_KEY}}},
+            {"name": "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "value": bucket},
+            {"name": "PROFILER_PORT", "value": str(w.profiling.port)},
+            {"name": "PROFILE_TRACE_DIR", "value": f"{ctx.artifacts_location}/{w.name}/profiles/"},
+        ]
+        ports.append(w.profiling.port)
+    env += [{"name": k, "value": v} for k, v in sorted(w.env.items())]
+    container: dict[str, Any] = {"name": "jax-program", "image": w.image}
+    if w.command:
+        container["command"] = list(w.command)
+    if w.args:
+        container["args"] = list(w.args)
+    container.update({
+        "env": env,
+        "resources": _resources(w.cpu, w.memory),
+        "volumeMounts": [SHM_MOUNT],
+    })
+    if ports:
+        container["ports"] = _ports(*ports)
+    return container
+
+
+def head_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+    rm, px = resource_manager(cfg, w, ctx), proxy(cfg, w, ctx)
+    pod: dict[str, Any] = {
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": w.termination_grace_period_seconds,
+        "nodeSelector": {ROLE_LABEL: HEAD_ROLE},
+        "tolerations": [{"key": HEAD_TAINT[0], "operator": "Equal", "value": HEAD_TAINT[1], "effect": "NoSchedule"}],
+    }
+    if w.mode == "batch":
+        # Native sidecars: RM and proxy stop with the pod, so the head Job completes when the program exits.
+        pod["initContainers"] = [{**rm, "restartPolicy": "Always"}, {**px, "restartPolicy": "Always"}]
+        pod["containers"] = [user_container(cfg, w, ctx)]
+        pod["volumes"] = [_shm_volume(w.shm_size)]
+    else:
+        # Headless: regular containers, which must not carry restartPolicy.
+        pod["containers"] = [rm, px]
+    return {
+        "name": HEAD_JOB,
+        "replicas": 1,
+        "template": {
+            "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: "kubernetes.io/hostname"}},
+            "spec": {
+                "backoffLimit": 0,
+                "completionMode": "Indexed",
+                "completions": 1,
+                "parallelism": 1,
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}}, "spec": pod},
+            },
+        },
+    }
+
+
+def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+    group = cfg.workload_group(w)
+    tpu = group.tpu
+    worker = {
+        "name": "pathways-worker",
+        "image": cfg.server_image(w),
+        "args": [
+            f"--server_port={WORKER_PORT}",
+            f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
+            f"--gcs_scratch_location={ctx.cache_location}",
+        ],
+        "env": [
+            _label_env("PATHWAYS_HEAD", COORDINATOR_LABEL),
+            _label_env("MEGASCALE_COORDINATOR_ADDRESS", COORDINATOR_LABEL),
+            _label_env("MEGASCALE_NUM_SLICES", "jobset.sigs.k8s.io/replicatedjob-replicas"),
+            _label_env("MEGASCALE_SLICE_ID", "jobset.sigs.k8s.io/job-index"),
+        ],
+        "ports": _ports(WORKER_PORT, WORKER_PORT + 1, 8471, 8080),
+        "resources": {"requests": {TPU_RESOURCE: str(tpu.chips_per_vm)}, "limits": {TPU_RESOURCE: str(tpu.chips_per_vm)}},
+    }
+    tolerations = [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    if group.capacity is Capacity.SPOT:
+        tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
+    pod: dict[str, Any] = {
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": w.termination_grace_period_seconds,
+        "nodeSelector": {
+            "cloud.google.com/gke-tpu-accelerator": tpu.accelerator,
+            "cloud.google.com/gke-tpu-topology": tpu.topology,
+            SLICE_GROUP_LABEL: group.name,
+        },
+        "tolerations": tolerations,
+        "containers": [worker],
+    }
+    if w.colocated_python:
+        pod["initContainers"] = [{
+            "name": "colocated-python",
+            "image": w.colocated_python.image,
+            "restartPolicy": "Always",
+            "env": [{"name": "GRPC_SERVER_ADDRESS", "value": f"0.0.0.0:{SIDECAR_PORT}"}],
+            "ports": _ports(SIDECAR_PORT),
+            "volumeMounts": [SHM_MOUNT],
+        }]
+        worker["volumeMounts"] = [SHM_MOUNT]
+        pod["volumes"] = [_shm_volume(w.shm_size)]
+    restarts_per_host = w.elastic.max_slice_restarts if w.elastic else 4
+    return {
+        "name": WORKER_JOB,
+        "replicas": cfg.workload_slices(w),
+        "template": {
+            "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"}},
+            "spec": {
+                "backoffLimit": tpu.hosts * restarts_per_host,
+                "completionMode": "Indexed",
+                "completions": tpu.hosts,
+                "parallelism": tpu.hosts,
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}}, "spec": pod},
+            },
+        },
+    }
+
+
+def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+    """The JobSet for one workload."""
+    network: dict[str, Any] = {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
+    if w.subdomain:
+        network["subdomain"] = w.subdomain
+    spec: dict[str, Any] = {
+        "coordinator": {"replicatedJob": HEAD_JOB, "jobIndex": 0, "podIndex": 0},
+        "network": network,
+        "startupPolicy": {"startupPolicyOrder": "InOrder"},
+        "failurePolicy": {"maxRestarts": w.max_restarts},
+        "replicatedJobs": [head_job(cfg, w, ctx), worker_job(cfg, w, ctx)],
+    }
+    if w.mode == "batch":
+        spec["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [HEAD_JOB]}
+        if w.ttl_seconds_after_finished is not None:
+            spec["ttlSecondsAfterFinished"] = w.ttl_seconds_after_finished
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": w.name,
+            "namespace": cfg.kubernetes.namespace,
+            "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"},
+        },
+        "spec": spec,
+    }
+
+
+def coordinator(w: Workload) -> str:
+    return coordinator_address(w.name, w.subdomain)
+
+
+def interactive_access(cfg: StackConfig, w: Workload) -> dict[str, str]:
+    """How a notebook reaches an interactive workload's IFRT proxy."""
+    ns = cfg.kubernetes.namespace
+    return {
+        # The head pod's DNS name under the JobSet's headless service, reachable from any namespace.
+        "proxyAddress": f"grpc://{coordinator(w)}.{ns}.svc.cluster.local:{PROXY_PORT}",
+        "portForward": (
+            f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l jobset.sigs.k8s.io/jobset-name={w.name},"
+            f"jobset.sigs.k8s.io/replicatedjob-name={HEAD_JOB} -o name) {PROXY_PORT}:{PROXY_PORT}"
+        ),
+        "notebookEnv": f"JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://127.0.0.1:{PROXY_PORT}",
+    }
