@@ -138,3 +138,36 @@ def test_defaults_make_a_small_stack_a_few_lines():
     assert cfg.cache_location == "gs://test-proj-123-dev-pathways/pathways-cache"
     assert cfg.deletion_protection is True and cfg.protected is False
     assert cfg.slices[0].capacity.value == "on-demand"
+
+
+# --- workload rules of the Kubernetes layer ---------------------------------------------------
+
+WORKLOAD_INVALID = [
+    ("name too long", {"name": "a-workload-name-of-30-chars-xx"},
+     "pathways:workloads[0].name", "would be 79 characters, over Kubernetes' 63 for a label value (JobSet rejects it); use a name of at most 22 characters, or set workloads[0].subdomain to at most 14 characters"),
+    ("subdomain too long", {"name": "a-workload-name-of-30-chars-xx", "subdomain": "also-quite-a-long-subdomain"},
+     "pathways:workloads[0].subdomain", "over Kubernetes' 63"),
+    ("slices exceed the group", {"slices": 5},
+     "pathways:workloads[0].slices", "5 exceeds the 2 slice(s) of group 'main'"),
+    ("XLA flag without --xla_", {"xlaFlags": ["--tpu_fast=true"]},
+     "pathways:workloads[0].xlaFlags", "'--tpu_fast=true' is not an XLA flag; each entry must look like --xla_<name>=<value>"),
+    ("data loader over the CPU limit", {"dataLoaderWorkers": 32, "cpu": "16"},
+     "pathways:workloads[0].dataLoaderWorkers", "32 exceeds the user container's CPU limit of 16; use at most 16"),
+    ("sidecar JAX differs", {"colocatedPython": {"image": "example.com/sidecar:20261101-python_3.12-jax_0.6.0"}},
+     "pathways:workloads[0].colocatedPython.image", "built for JAX 0.6.0 but pathwaysVersion is jax-0.7.2; use a sidecar tag ending in -jax_0.7.2"),
+    ("latest image", {"image": "example.com/trainer:latest"},
+     "pathways:workloads[0].image", "is not pinned"),
+    ("untagged image", {"image": "example.com/trainer"},
+     "pathways:workloads[0].image", "is not pinned"),
+    ("shm over memory", {"shmSize": "200Gi"},
+     "pathways:workloads[0].shmSize", "exceeds the user container's memory limit"),
+]
+
+
+@pytest.mark.parametrize("case,changes,key,text", WORKLOAD_INVALID, ids=[c[0] for c in WORKLOAD_INVALID])
+def test_workload_rules(case, changes, key, text):
+    w = {**WORKLOAD, **changes}
+    with pytest.raises(ConfigError) as err:
+        load(_raw(config_with(workloads=[w], pathwaysVersion="jax-0.7.2")), stack="test")
+    lines = str(err.value).splitlines()
+    assert any(line.startswith(f"{key}: ") and text in line for line in lines), lines

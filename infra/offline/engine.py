@@ -165,7 +165,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             "replaceOnChanges": sorted(request.replaceOnChanges),
             "ignoreChanges": sorted(request.ignoreChanges),
             "customTimeouts": _duration_options(request.customTimeouts),
-            "provider": request.provider.split("::")[0] if request.provider else "",
+            "provider": request.provider.rsplit("::", 1)[0] if request.provider else "",
             "retainOnDelete": bool(request.retainOnDelete),
         }
         inputs = _plain(rpc.deserialize_properties(request.object))

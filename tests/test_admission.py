@@ -1,0 +1,154 @@
+"""Each admission rule, with a manifest that breaks it and the message it gets."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.manifests import admission
+from infra.offline.__main__ import main as offline_main
+from infra.offline.render import manifests, pool_facts
+from tests.conftest import stack_plan
+
+PLAN = stack_plan("staging")
+POOLS = pool_facts(PLAN)
+GOOD = {o["metadata"]["name"]: o for o in manifests(PLAN) if o["kind"] == "JobSet"}
+
+
+def batch():
+    return copy.deepcopy(GOOD["train-smoke"])
+
+
+def head(js):
+    return js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+
+def worker(js):
+    return js["spec"]["replicatedJobs"][1]["template"]["spec"]
+
+
+def _unknown_field(js):
+    js["spec"]["startupPolicy"]["order"] = "InOrder"
+
+
+def _bad_enum(js):
+    js["spec"]["startupPolicy"]["startupPolicyOrder"] = "Sequential"
+
+
+def _job_schema(js):
+    js["spec"]["replicatedJobs"][0]["template"]["spec"]["completion"] = 1
+
+
+def _restart_on_regular(js):
+    head(js)["containers"][0]["restartPolicy"] = "Always"
+
+
+def _init_restart_never(js):
+    head(js)["initContainers"][0]["restartPolicy"] = "OnFailure"
+
+
+def _long_name(js):
+    js["metadata"]["name"] = "a-very-long-jobset-name-x"
+
+
+def _bad_name(js):
+    head(js)["containers"][0]["name"] = "JAX_Program"
+
+
+def _dup_container(js):
+    head(js)["initContainers"][1]["name"] = "pathways-rm"
+
+
+def _dup_port(js):
+    head(js)["initContainers"][1]["ports"] = [{"containerPort": 29001, "protocol": "TCP"}]
+
+
+def _dup_env(js):
+    c = head(js)["containers"][0]
+    c["env"].append(dict(c["env"][1]))
+
+
+def _label_value(js):
+    js["metadata"]["labels"]["pathways/workload"] = "x" * 64
+
+
+def _quantity(js):
+    head(js)["containers"][0]["resources"]["limits"]["memory"] = "100GB"
+
+
+def _tpu_request(js):
+    worker(js)["template"]["spec"]["containers"][0]["resources"]["limits"]["google.com/tpu"] = "8"
+
+
+def _parallelism(js):
+    worker(js)["parallelism"] = worker(js)["completions"] = 2
+
+
+def _selector(js):
+    worker(js)["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "8x8"
+
+
+def _unknown_volume(js):
+    head(js)["volumes"] = []
+
+
+RULES = [
+    ("jobset-schema", _unknown_field, "spec.startupPolicy.order: unknown field 'order'"),
+    ("jobset-schema", _bad_enum, "'Sequential' is not one of ['AnyOrder', 'InOrder']"),
+    ("job-schema", _job_schema, "'completion' was unexpected"),
+    ("restart-policy", _restart_on_regular, "only init containers may set restartPolicy"),
+    ("restart-policy", _init_restart_never, "restartPolicy may only be Always"),
+    ("coordinator-label", _long_name, "(69 > 63 characters)"),
+    ("dns-1123", _bad_name, "'JAX_Program' is not a DNS-1123 label"),
+    ("unique-names", _dup_container, "duplicate container name 'pathways-rm'"),
+    ("unique-ports", _dup_port, "port 29001/TCP is used by another container of the pod"),
+    ("unique-names", _dup_env, "duplicate env name 'JAX_PLATFORMS'"),
+    ("label-value", _label_value, "is not a valid label value"),
+    ("quantity", _quantity, "'100GB' is not a Kubernetes quantity"),
+    ("tpu-request", _tpu_request, "requests 8 google.com/tpu; pool tpu-v6e-0 has 4 chips per VM"),
+    ("parallelism", _parallelism, "2 pods per slice; pool tpu-v6e-0 has 4 hosts"),
+    ("node-selector", _selector, "matches no node pool the stack creates"),
+    ("volumes", _unknown_volume, "mounts unknown volume 'dshm'"),
+]
+
+
+def test_good_manifests_pass():
+    for js in GOOD.values():
+        assert admission.check_jobset(js, POOLS).violations == []
+
+
+@pytest.mark.parametrize("rule,breaker,message", RULES, ids=[f"{r[0]}-{r[1].__name__}" for r in RULES])
+def test_rule_fires_with_its_message(rule, breaker, message):
+    js = batch()
+    breaker(js)
+    found = [str(v) for v in admission.check_jobset(js, POOLS).violations if v.rule == rule]
+    assert any(message in f for f in found), [str(v) for v in admission.check_jobset(js, POOLS).violations]
+
+
+def test_missing_schema_is_skipped_with_a_notice(monkeypatch, tmp_path):
+    monkeypatch.setattr(admission, "JOBSET_SCHEMA", tmp_path / "absent.yaml")
+    admission._jobset_schema.cache_clear()
+    try:
+        report = admission.check_jobset(batch(), POOLS)
+        assert report.violations == []
+        assert report.notices and "schema check skipped" in report.notices[0]
+    finally:
+        admission._jobset_schema.cache_clear()
+
+
+def test_render_refuses_to_write_an_invalid_manifest(monkeypatch, tmp_path, capsys):
+    from components.manifests import jobset as builder
+
+    real = builder.head_job
+
+    def broken(cfg, w, ctx):
+        job = real(cfg, w, ctx)
+        job["template"]["spec"]["template"]["spec"]["containers"][0]["restartPolicy"] = "Always"
+        return job
+
+    monkeypatch.setattr(builder, "head_job", broken)
+    out = tmp_path / "out"
+    assert offline_main(["render", "--config", "stacks/Pulumi.dev.yaml", "--out", str(out)]) == 2
+    assert "[restart-policy]" in capsys.readouterr().err
+    assert not out.exists()

@@ -1,0 +1,222 @@
+"""The Kubernetes half: provider, JobSet controller, and the Pathways JobSets as rendered."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.manifests import admission
+from infra.offline.render import check_plan, manifests
+from tests.conftest import config_with, plan_of, stack_plan
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+VERSION = "jax-0.7.2"
+IMAGE = "example.com/trainer:1"
+
+
+def jobsets(plan):
+    return {o["metadata"]["name"]: o for o in manifests(plan) if o["kind"] == "JobSet"}
+
+
+def head_pod(js):
+    return js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+
+def worker_job(js):
+    return js["spec"]["replicatedJobs"][1]
+
+
+def env(container):
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
+def by_name(containers):
+    return {c["name"]: c for c in containers}
+
+
+def workload_plan(tpu, mode, **extra):
+    w = {"name": "job", "mode": mode, "sliceGroup": "g", **extra}
+    if mode == "batch":
+        w.setdefault("image", IMAGE)
+    return plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "count": 2}], pathwaysVersion=VERSION, workloads=[w]))
+
+
+def test_schema_reference_is_present():
+    # CI lays ../shared beside the checkout; without it the schema layer would be skipped silently here.
+    assert admission.JOBSET_SCHEMA.exists()
+
+
+def test_every_committed_stack_renders_clean(committed_stack):
+    name, plan = committed_stack
+    reports = check_plan(plan)
+    assert reports, "each committed stack has workloads"
+    for jobset_name, report in reports.items():
+        assert report.violations == [], (jobset_name, [str(v) for v in report.violations])
+        assert report.notices == []
+
+
+def test_provider_controller_and_dependencies():
+    plan = stack_plan("staging")
+    provider = plan.one("pulumi:providers:kubernetes")
+    assert provider.inputs["clusterIdentifier"] == "pathways-staging-123/us-east5-b/pathways-staging"
+    release = plan.one(RELEASE)
+    assert release.input("chart") == "oci://registry.k8s.io/jobset/charts/jobset"
+    assert release.input("version") == "0.12.0" and release.input("namespace") == "jobset-system"
+    assert release.input("values.controller.nodeSelector") == {"pathways/role": "system"}
+    assert release.options["provider"].endswith("pulumi:providers:kubernetes::gke")
+    for js in plan.by_type(JOBSET):
+        assert release.urn in js.dependencies
+        assert js.options["replaceOnChanges"] == ["spec"] and js.options["deleteBeforeReplace"] is True
+        assert js.options["provider"] == release.options["provider"]
+
+
+FAMILIES = ["v5e-16", "v5p-128", "v6e-16", "v6e-8", "tpu7x-128", "v4-16"]
+
+
+@pytest.mark.parametrize("tpu", FAMILIES)
+@pytest.mark.parametrize("mode", ["batch", "interactive"])
+def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
+    plan = workload_plan(tpu, mode)
+    report = check_plan(plan)["job"]
+    assert report.violations == [], [str(v) for v in report.violations]
+    js = jobsets(plan)["job"]
+    spec = js["spec"]
+    group = plan.outputs["sliceGroups"]["g"]
+    assert spec["coordinator"]["replicatedJob"] == "pathways-head"
+    assert spec["network"] == {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
+    assert spec["startupPolicy"] == {"startupPolicyOrder": "InOrder"}
+    pod = head_pod(js)
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert pod["nodeSelector"] == {"pathways/role": "head"}
+    assert spec["replicatedJobs"][0]["template"]["metadata"]["annotations"] == {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"}
+    if mode == "batch":
+        assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["pathways-head"]}
+        sidecars = by_name(pod["initContainers"])
+        assert {c["restartPolicy"] for c in sidecars.values()} == {"Always"}
+        rm, proxy = sidecars["pathways-rm"], sidecars["pathways-proxy"]
+        (user,) = pod["containers"]
+        e = env(user)
+        assert e["JAX_PLATFORMS"] == "proxy" and e["JAX_BACKEND_TARGET"] == "grpc://$(PATHWAYS_HEAD):29000"
+        assert list(e)[0] == "PATHWAYS_HEAD"  # defined before it is referenced
+        assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod["volumes"]
+        assert {"name": "dshm", "mountPath": "/dev/shm"} in user["volumeMounts"]
+    else:
+        assert "successPolicy" not in spec and "initContainers" not in pod
+        containers = by_name(pod["containers"])
+        assert set(containers) == {"pathways-rm", "pathways-proxy"}
+        assert all("restartPolicy" not in c for c in containers.values())
+        rm, proxy = containers["pathways-rm"], containers["pathways-proxy"]
+    cache = plan.outputs["cacheLocation"]
+    assert rm["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:{VERSION}"
+    assert proxy["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:{VERSION}"
+    assert rm["args"] == [
+        "--server_port=29001", "--node_type=resource_manager", "--instance_count=2",
+        f"--instance_type={'tpuv6e1t' if tpu == 'v6e-8' else {'v5e': 'tpuv5e', 'v5p': 'tpuv5', 'v6e': 'tpuv6e', 'tpu7x': 'tpu7x', 'v4': 'tpuv4'}[tpu.split('-')[0]]}:{group['topology']}",
+        f"--gcs_scratch_location={cache}",
+    ]
+    assert env(rm)["TPU_SKIP_MDS_QUERY"] == "true"
+    assert env(rm)["HOST_ADDRESS"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/coordinator']"}}
+    assert proxy["args"][:3] == ["--server_port=29000", "--resource_manager_address=$(PATHWAYS_HEAD):29001", f"--gcs_scratch_location={cache}"]
+    assert [p["containerPort"] for p in rm["ports"]] == [29001, 29002]
+    # workers
+    wj = worker_job(js)
+    job = wj["template"]["spec"]
+    assert wj["replicas"] == 2
+    assert job["parallelism"] == job["completions"] == group["hosts"]
+    assert job["backoffLimit"] == group["hosts"] * 4
+    assert wj["template"]["metadata"]["annotations"] == {"alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
+    wpod = job["template"]["spec"]
+    assert wpod["hostNetwork"] is True
+    assert wpod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": group["accelerator"],
+        "cloud.google.com/gke-tpu-topology": group["topology"],
+        "pathways/slice-group": "g",
+    }
+    assert wpod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+    (worker,) = wpod["containers"]
+    assert worker["resources"]["limits"] == {"google.com/tpu": str(group["chipsPerVm"])}
+    we = env(worker)
+    assert we["MEGASCALE_NUM_SLICES"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/replicatedjob-replicas']"}}
+    assert we["MEGASCALE_SLICE_ID"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/job-index']"}}
+    assert we["MEGASCALE_COORDINATOR_ADDRESS"] == we["PATHWAYS_HEAD"]
+    assert [p["containerPort"] for p in worker["ports"]] == [29005, 29006, 8471, 8080]
+    assert worker["args"][0] == "--server_port=29005"
+
+
+def test_spot_groups_tolerate_the_spot_taint():
+    plan = plan_of(config_with(slices=[{"name": "g", "tpu": "v6e-16", "spot": True}], pathwaysVersion=VERSION, workloads=[{"name": "nb", "mode": "interactive"}]))
+    wpod = worker_job(jobsets(plan)["nb"])["template"]["spec"]["template"]["spec"]
+    assert {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in wpod["tolerations"]
+    assert check_plan(plan)["nb"].violations == []
+
+
+def test_every_workload_option():
+    plan = workload_plan(
+        "v6e-16", "batch",
+        persistence=True, profiling={"port": 9100}, xlaFlags=["--xla_tpu_enable_latency_hiding_scheduler=true"],
+        hloDump=True, colocatedPython={"image": "example.com/sidecar:20261101-python_3.12-jax_0.7.2"},
+        elastic={"maxSliceRestarts": 6}, maxRestarts=3, terminationGracePeriodSeconds=120, ttlSecondsAfterFinished=600,
+        dataLoaderWorkers=16, shmSize="32Gi", env={"RUN": "x"},
+    )
+    assert check_plan(plan)["job"].violations == []
+    js = jobsets(plan)["job"]
+    spec, pod = js["spec"], head_pod(js)
+    artifacts = plan.outputs["artifactsLocation"]
+    assert spec["failurePolicy"] == {"maxRestarts": 3} and spec["ttlSecondsAfterFinished"] == 600
+    assert pod["terminationGracePeriodSeconds"] == 120
+    proxy = by_name(pod["initContainers"])["pathways-proxy"]
+    assert "--xla_tpu_enable_latency_hiding_scheduler=true" in proxy["args"]
+    assert f"--xla_dump_to={artifacts}/job/hlo/" in proxy["args"]
+    assert "--num_elastic_slices=2" in proxy["args"]
+    (user,) = pod["containers"]
+    e = env(user)
+    assert e["ENABLE_PATHWAYS_PERSISTENCE"] == "1" and e["DATA_LOADER_WORKERS"] == "16" and e["RUN"] == "x"
+    assert e["PATHWAYS_PROFILING_AUTH_TOKEN"] == {"secretKeyRef": {"name": "job-profiling-token", "key": "token"}}
+    assert e["PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS"] == artifacts.split("/")[2]
+    assert e["PROFILE_TRACE_DIR"] == f"{artifacts}/job/profiles/"
+    assert user["ports"] == [{"containerPort": 9100, "protocol": "TCP"}]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in pod["volumes"]
+    wj = worker_job(js)
+    assert wj["template"]["spec"]["backoffLimit"] == 4 * 6
+    wpod = wj["template"]["spec"]["template"]["spec"]
+    (sidecar,) = wpod["initContainers"]
+    assert sidecar["restartPolicy"] == "Always" and sidecar["ports"] == [{"containerPort": 50051, "protocol": "TCP"}]
+    assert env(sidecar)["GRPC_SERVER_ADDRESS"] == "0.0.0.0:50051"
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in sidecar["volumeMounts"]
+    # the token is a generated secret, in a Kubernetes Secret the JobSet waits for
+    secret = plan.one("kubernetes:core/v1:Secret")
+    assert secret.input("metadata.name") == "job-profiling-token" and secret.input("stringData") == "[secret]"
+    assert plan.one("random:index/randomPassword:RandomPassword").input("length") == 40
+    assert secret.urn in plan.one(JOBSET).dependencies
+
+
+def test_workload_waits_on_controller_and_its_own_pools_only():
+    cfg = config_with(
+        slices=[{"name": "a", "tpu": "v6e-16"}, {"name": "b", "tpu": "v5p-8"}], pathwaysVersion=VERSION,
+        workloads=[{"name": "on-a", "mode": "interactive", "sliceGroup": "a"}],
+    )
+    plan = plan_of(cfg)
+    js = plan.one(JOBSET)
+    deps = {plan.get(d).name for d in js.dependencies}
+    # depends_on a component waits for its children: the release, group a's pool, the head pool
+    assert {"jobset", "slices-a-0", "head-pool", "workloads"} <= deps
+    assert not any(d.startswith("slices-b") for d in deps)
+
+
+def test_interactive_outputs():
+    out = stack_plan("dev").outputs["interactive"]["notebook"]
+    assert out["proxyAddress"] == "grpc://notebook-pathways-head-0-0.notebook.pathways.svc.cluster.local:29000"
+    assert "port-forward" in out["portForward"] and out["portForward"].endswith("29000:29000")
+    assert out["notebookEnv"] == "JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://127.0.0.1:29000"
+
+
+def test_image_overrides_and_subdomain():
+    plan = workload_plan(
+        "v6e-16", "interactive", name="a-rather-long-workload-name", subdomain="pw",
+        serverImage="example.com/server@sha256:" + "a" * 64, proxyImage="example.com/proxy:jax-0.7.2",
+    )
+    js = jobsets(plan)["a-rather-long-workload-name"]
+    assert js["spec"]["network"]["subdomain"] == "pw"
+    rm = by_name(head_pod(js)["containers"])["pathways-rm"]
+    assert rm["image"].startswith("example.com/server@sha256:")
+    assert check_plan(plan)["a-rather-long-workload-name"].violations == []
