@@ -3,7 +3,11 @@
     python -m infra.offline plan   (--stack NAME | --config FILE) [--json]
     python -m infra.offline render (--stack NAME | --config FILE) --out DIR
 
-Exit status: 0 fine, 2 invalid config or stack file (one line per problem, no traceback).
+`plan` also runs the policy pack (policies/) over the recorded resources, as
+`pulumi preview --policy-pack policies` would.
+
+Exit status: 0 fine, 1 a mandatory policy failed, 2 invalid config, stack file or policy config
+(one line per problem, no traceback).
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ import sys
 from pathlib import Path
 
 from .engine import Plan, run
+from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies
 from .render import RenderError, write_manifests
 from .report import render_text
 from .stackfile import StackFileError, load_config, stack_name_for, stack_path
 
+EXIT_POLICY = 1
 EXIT_INVALID = 2
 
 
@@ -31,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
         src.add_argument("--config", type=Path, help="any file in Pulumi's stack-config format")
         if name == "plan":
             p.add_argument("--json", action="store_true", help="machine-readable output")
+            p.add_argument("--policy-config", type=Path, help="policy pack config JSON (as --policy-pack-config)")
         else:
             p.add_argument("--out", type=Path, required=True, help="directory for the YAML files")
     return parser
@@ -48,22 +55,43 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise StackFileError(str(e)) from None
 
 
+def _policies(plan: Plan, config_path: Path | None) -> list[PolicyViolation]:
+    from policies.rules import ALL_POLICIES
+
+    return run_policies(plan, ALL_POLICIES, load_policy_config(config_path))
+
+
+def _violations_text(plan: Plan, violations: list[PolicyViolation]) -> str:
+    from policies.rules import ALL_POLICIES
+
+    if not violations:
+        return f"Policies: all {len(ALL_POLICIES)} passed (pack pathways-gke)"
+    lines = [f"Policy violations ({len(violations)}):"]
+    for v in violations:
+        where = v.urn.rsplit("::", 1)[-1] if v.urn else "stack"
+        lines.append(f"  [{v.enforcement}] {v.policy}  ({where})")
+        lines.append(f"      {v.message}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         plan = _plan(args)
         if args.command == "plan":
+            violations = _policies(plan, args.policy_config)
             if args.json:
-                print(json.dumps(plan.to_json(), indent=2, sort_keys=True))
+                doc = {**plan.to_json(), "policyViolations": [v.to_json() for v in violations]}
+                print(json.dumps(doc, indent=2, sort_keys=True))
             else:
-                sys.stdout.write(render_text(plan))
-            return 0
+                sys.stdout.write(render_text(plan, [_violations_text(plan, violations)]))
+            return EXIT_POLICY if any(v.enforcement == "mandatory" for v in violations) else 0
         written = write_manifests(plan, args.out)
         print(f"wrote {len(written)} Kubernetes object(s) to {args.out}")
         for path in written:
             print(f"  {path}")
         return 0
-    except (StackFileError, RenderError) as e:
+    except (StackFileError, RenderError, PolicyConfigError) as e:
         for line in str(e).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return EXIT_INVALID

@@ -1,0 +1,128 @@
+"""Run the CrossGuard pack (policies/) over a recorded plan, as `pulumi preview --policy-pack` would.
+
+The rules are the same objects the pack serves to the engine; this module only builds the
+arguments the analyzer would pass (PolicyResource, options, per-policy config with schema defaults).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+)
+
+from .engine import Plan, Registration
+
+
+@dataclass(frozen=True)
+class PolicyViolation:
+    policy: str
+    enforcement: str
+    urn: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"policy": self.policy, "enforcement": self.enforcement, "urn": self.urn, "message": self.message}
+
+
+class PolicyConfigError(ValueError):
+    pass
+
+
+def _seconds(duration: str) -> float:
+    m = re.fullmatch(r"([0-9.]+)(s|m|h)", duration or "")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)] if m else 0.0
+
+
+def _options(r: Registration) -> PolicyResourceOptions:
+    t = r.options.get("customTimeouts", {})
+    return PolicyResourceOptions(
+        protect=r.options.get("protect", False),
+        ignore_changes=list(r.options.get("ignoreChanges", [])),
+        delete_before_replace=r.options.get("deleteBeforeReplace", False),
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(_seconds(t.get("create", "")), _seconds(t.get("update", "")), _seconds(t.get("delete", ""))),
+        additional_secret_outputs=[],
+        parent=r.parent or None,
+    )
+
+
+def policy_resources(plan: Plan) -> list[PolicyResource]:
+    by_urn: dict[str, PolicyResource] = {}
+    for r in plan.resources:
+        by_urn[r.urn] = PolicyResource(r.type, r.inputs, r.urn, r.name, _options(r), None, None, [], {})
+    for r in plan.resources:
+        pr = by_urn[r.urn]
+        pr.parent = by_urn.get(r.parent)
+        pr.dependencies = [by_urn[d] for d in r.dependencies if d in by_urn]
+    return [by_urn[r.urn] for r in plan.resources if r.custom]
+
+
+def load_policy_config(path: Optional[Path]) -> dict[str, Any]:
+    """A --policy-pack-config file: {"policy-name": "advisory" | {"enforcementLevel": …, prop: …}}."""
+    if path is None:
+        return {}
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise PolicyConfigError(f"{path}: cannot read policy config: {e}") from None
+    if not isinstance(doc, dict):
+        raise PolicyConfigError(f"{path}: expected a JSON object keyed by policy name")
+    return doc
+
+
+def _level_and_config(policy: Policy, config: dict[str, Any]) -> tuple[EnforcementLevel, dict[str, Any]]:
+    entry = config.get(policy.name, {})
+    props: dict[str, Any] = {}
+    if policy.config_schema:
+        props = {k: v["default"] for k, v in policy.config_schema.properties.items() if "default" in v}
+    level = policy.enforcement_level or EnforcementLevel.MANDATORY
+    if isinstance(entry, str):
+        entry = {"enforcementLevel": entry}
+    for k, v in entry.items():
+        if k == "enforcementLevel":
+            try:
+                level = EnforcementLevel(v)
+            except ValueError:
+                raise PolicyConfigError(f"{policy.name}.enforcementLevel: {v!r}; valid: advisory, mandatory, disabled") from None
+        else:
+            props[k] = v
+    return level, props
+
+
+def run_policies(plan: Plan, policies: list[Policy], config: Optional[dict[str, Any]] = None) -> list[PolicyViolation]:
+    config = config or {}
+    unknown = set(config) - {p.name for p in policies}
+    if unknown:
+        raise PolicyConfigError(f"unknown policies in config: {', '.join(sorted(unknown))}; valid: {', '.join(p.name for p in policies)}")
+    resources = policy_resources(plan)
+    violations: list[PolicyViolation] = []
+    for policy in policies:
+        level, props = _level_and_config(policy, config)
+        if level is EnforcementLevel.DISABLED:
+            continue
+
+        def reporter(default_urn: str):
+            def report(message: str, urn: Optional[str] = None) -> None:
+                violations.append(PolicyViolation(policy.name, level.value, urn or default_urn, message))
+            return report
+
+        if isinstance(policy, ResourceValidationPolicy):
+            for r in resources:
+                args = ResourceValidationArgs(r.resource_type, r.props, r.urn, r.name, r.opts, None, props)
+                policy.validate(args, reporter(r.urn))
+        else:
+            policy.validate(StackValidationArgs(resources, props), reporter(""))
+    return sorted(violations, key=lambda v: (v.policy, v.urn, v.message))

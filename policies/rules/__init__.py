@@ -1,0 +1,29 @@
+"""The rules of the Pathways policy pack, one per module."""
+
+from .bucket_hardening import bucket_hardening
+from .cache_location import cache_location
+from .cluster_hardening import cluster_hardening
+from .coordinator_label import coordinator_label
+from .head_machine import head_machine
+from .jobset_lifecycle import jobset_lifecycle
+from .node_identity import node_identity
+from .pinned_images import pinned_images
+from .single_zone import single_zone
+from .storage_iam import storage_iam
+from .tpu_pool_catalog import tpu_pool_catalog
+from .tpu_pool_replacement import tpu_pool_replacement
+
+ALL_POLICIES = [
+    single_zone,
+    head_machine,
+    tpu_pool_catalog,
+    pinned_images,
+    cache_location,
+    bucket_hardening,
+    storage_iam,
+    node_identity,
+    cluster_hardening,
+    jobset_lifecycle,
+    tpu_pool_replacement,
+    coordinator_label,
+]

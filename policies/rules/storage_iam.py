@@ -1,0 +1,43 @@
+"""Storage IAM only at bucket level; the scratch custom role holds exactly the five seed permissions;
+no primitive roles; no allUsers / allAuthenticatedUsers."""
+
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
+
+from .common import BUCKET_IAM_TYPES, CUSTOM_ROLE, PROJECT_IAM_TYPES, get
+
+PRIMITIVE_ROLES = {"roles/owner", "roles/editor", "roles/viewer"}
+PUBLIC_MEMBERS = {"allUsers", "allAuthenticatedUsers"}
+SCRATCH_PERMISSIONS = {
+    "storage.buckets.get", "storage.buckets.update", "storage.objects.list", "storage.objects.create", "storage.objects.get",
+}
+
+
+def _members(props) -> list[str]:
+    return [m for m in [get(props, "member")] + list(get(props, "members") or []) if m]
+
+
+def _validate(args: ResourceValidationArgs, report) -> None:
+    t, p = args.resource_type, args.props
+    if t in PROJECT_IAM_TYPES + BUCKET_IAM_TYPES:
+        role = str(get(p, "role", ""))
+        if role in PRIMITIVE_ROLES:
+            report(f"primitive role {role}; grant a predefined or custom role instead")
+        if t in PROJECT_IAM_TYPES and (role.startswith("roles/storage.") or "/roles/pathwaysScratch" in role):
+            report(f"storage role {role} granted project-wide; grant it on the bucket (gcp.storage.BucketIAMMember)")
+        for m in _members(p):
+            if m in PUBLIC_MEMBERS:
+                report(f"{m} is granted {role}; never make Pathways data public")
+    if t == CUSTOM_ROLE:
+        perms = set(get(p, "permissions") or [])
+        if any(x.startswith("storage.") for x in perms) and perms != SCRATCH_PERMISSIONS:
+            extra, missing = sorted(perms - SCRATCH_PERMISSIONS), sorted(SCRATCH_PERMISSIONS - perms)
+            report(f"custom storage role {get(p, 'roleId')} must hold exactly the five Pathways permissions; "
+                   f"extra: {extra or 'none'}, missing: {missing or 'none'}")
+
+
+storage_iam = ResourceValidationPolicy(
+    name="pathways-storage-iam-least-privilege",
+    description="Storage access is granted on buckets only, through the five-permission custom role; no primitive roles, no public members.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate,
+)
