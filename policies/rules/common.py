@@ -36,7 +36,7 @@ def stack_of(urn: str) -> str:
 
 
 def is_protected(config: Mapping[str, Any], urn: str) -> bool:
-    return stack_of(urn) in (config.get("protectedStacks") or ["prod"])
+    return stack_of(urn) in config.get("protectedStacks", ["prod"])
 
 
 def is_tpu_pool(props: Mapping[str, Any]) -> bool:

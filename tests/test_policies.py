@@ -1,0 +1,164 @@
+"""Each policy with a resource or config that violates it; committed stacks pass every rule."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+
+import pytest
+
+import infra.offline.__main__ as offline_cli
+from infra.offline.engine import Plan, Registration
+from infra.offline.policy_runner import PolicyConfigError, run_policies
+from policies.rules import ALL_POLICIES
+from tests.conftest import config_with, plan_of, stack_plan
+
+VERSION = "jax-0.7.2"
+
+
+def violations(plan, config=None):
+    return run_policies(plan, ALL_POLICIES, config)
+
+
+def names(plan, config=None):
+    return {v.policy for v in violations(plan, config)}
+
+
+def _set(d, path, value):
+    parts = path.split(".")
+    for p in parts[:-1]:
+        d = d[int(p)] if isinstance(d, list) else d.setdefault(p, {})
+    if isinstance(d, list):
+        d[int(parts[-1])] = value
+    else:
+        d[parts[-1]] = value
+
+
+def mutate(plan: Plan, type_: str, name: str, path: str = "", value=None, **options) -> Plan:
+    """A copy of the plan with one registration's input (dotted path) or options changed."""
+    out = []
+    for r in plan.resources:
+        if r.type == type_ and r.name == name:
+            inputs = copy.deepcopy(r.inputs)
+            if path:
+                _set(inputs, path, value)
+            r = dataclasses.replace(r, inputs=inputs, options={**r.options, **options})
+        out.append(r)
+    return Plan(plan.stack, out, plan.outputs)
+
+
+def add(plan: Plan, type_: str, name: str, inputs: dict, **fields) -> Plan:
+    urn = f"urn:pulumi:{plan.stack}::pathways::{type_}::{name}"
+    options = {"protect": False, "deleteBeforeReplace": False, "replaceOnChanges": [], "ignoreChanges": [], "customTimeouts": {}, "provider": ""}
+    reg = Registration(urn, type_, name, "", True, inputs, tuple(fields.get("dependencies", ())), options)
+    return Plan(plan.stack, plan.resources + [reg], plan.outputs)
+
+
+BATCH = plan_of(config_with(
+    pathwaysVersion=VERSION,
+    workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
+               {"name": "nb", "mode": "interactive"}],
+))
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+POOL = "gcp:container/nodePool:NodePool"
+HEAD_C = "spec.replicatedJobs.0.template.spec.template.spec"
+
+
+def test_committed_stacks_pass_every_rule(committed_stack):
+    _, plan = committed_stack
+    assert violations(plan) == []
+
+
+def test_pack_has_twelve_rules_with_descriptions():
+    assert len(ALL_POLICIES) == 12 and len({p.name for p in ALL_POLICIES}) == 12
+    assert all(p.description and p.enforcement_level is not None for p in ALL_POLICIES)
+
+
+def test_base_plan_is_clean():
+    assert violations(BATCH) == []
+
+
+CASES = [
+    ("pathways-single-zone", lambda p: mutate(p, POOL, "slices-main-1", "location", "us-east5-c"), "not the cluster's zone us-east5-b"),
+    ("pathways-single-zone", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch", "location", "US"), "put it in the TPUs' region"),
+    ("pathways-head-machine-fits", lambda p: mutate(p, POOL, "head-pool", "nodeConfig.machineType", "n2-standard-32"), "n2-standard-32 cannot hold JobSet train"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(p, POOL, "slices-main-0", "nodeCount", 3), "has 4 hosts, not 3 nodes"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(p, POOL, "slices-main-0", "placementPolicy", None), "without placement_policy"),
+    ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-train", f"{HEAD_C}.containers.0.image", "example.com/t:latest"), "uses 'example.com/t:latest'"),
+    ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.image", "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.6.0"), "use one jax-<version> everywhere"),
+    ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-train", "spec.replicatedJobs.1.template.spec.template.spec.initContainers.0.image", "example.com/sc:20261101-python_3.12-jax_0.6.0"), "does not match Pathways jax-0.7.2"),
+    ("pathways-one-cache-location", lambda p: mutate(p, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.args.4", "--gcs_scratch_location=gs://other/cache"), "use the stack's one cacheLocation"),
+    ("pathways-bucket-hardening", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch-artifacts", "lifecycleRules.0.condition.age", 0), "a Delete rule with age 0 empties the bucket"),
+    ("pathways-bucket-hardening", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch", "forceDestroy", True), "force_destroy"),
+    ("pathways-bucket-hardening", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch", "publicAccessPrevention", "inherited"), "public_access_prevention"),
+    ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMMember:IAMMember", "wide", {"role": "roles/storage.objectAdmin", "member": "serviceAccount:x@y.iam.gserviceaccount.com", "project": "p"}), "granted project-wide"),
+    ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMMember:IAMMember", "owner", {"role": "roles/owner", "member": "user:a@example.com", "project": "p"}), "primitive role roles/owner"),
+    ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:storage/bucketIAMMember:BucketIAMMember", "public", {"role": "roles/storage.objectViewer", "member": "allUsers", "bucket": "b"}), "allUsers is granted"),
+    ("pathways-storage-iam-least-privilege", lambda p: mutate(p, "gcp:projects/iAMCustomRole:IAMCustomRole", "scratch-role", "permissions", ["storage.buckets.get", "storage.objects.delete"]), "extra: ['storage.objects.delete']"),
+    ("pathways-node-identity", lambda p: mutate(p, POOL, "head-pool", "nodeConfig.serviceAccount", "123-compute@developer.gserviceaccount.com"), "Compute default service account"),
+    ("pathways-node-identity", lambda p: mutate(p, POOL, "slices-main-0", "nodeConfig.shieldedInstanceConfig.enableSecureBoot", False), "secure boot"),
+    ("pathways-cluster-hardening", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "workloadIdentityConfig", None), "enable Workload Identity"),
+    ("pathways-jobset-lifecycle", lambda p: mutate(p, JOBSET, "workload-train", deleteBeforeReplace=False), "set delete_before_replace"),
+    ("pathways-tpu-pool-delete-before-replace", lambda p: mutate(p, POOL, "slices-main-0", deleteBeforeReplace=False), "TPU pool tpu-main-0: set delete_before_replace"),
+    ("pathways-coordinator-label-length", lambda p: mutate(p, JOBSET, "workload-nb", "metadata.name", "n" * 30), "is 79 characters (> 63)"),
+]
+
+
+@pytest.mark.parametrize("policy,breaker,message", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_each_policy_fires(policy, breaker, message):
+    found = [v for v in violations(breaker(BATCH)) if v.policy == policy]
+    assert any(message in v.message for v in found), [f"{v.policy}: {v.message}" for v in violations(breaker(BATCH))]
+
+
+def test_jobset_must_depend_on_the_controller():
+    plan = BATCH
+    js = plan.one(JOBSET, "workload-train")
+    release = plan.one("kubernetes:helm.sh/v3:Release").urn
+    broken = Plan(plan.stack, [dataclasses.replace(r, dependencies=tuple(d for d in r.dependencies if d != release)) if r is js else r for r in plan.resources], plan.outputs)
+    found = [v for v in violations(broken) if v.policy == "pathways-jobset-lifecycle"]
+    assert [v.urn for v in found] == [js.urn] and "does not depend on the JobSet controller" in found[0].message
+
+
+def test_protected_stacks_need_protect_and_deletion_protection():
+    prod = stack_plan("prod")
+    unprotected = mutate(mutate(prod, "gcp:container/cluster:Cluster", "cluster", "deletionProtection", False, protect=False),
+                         "gcp:storage/bucket:Bucket", "scratch", protect=False)
+    found = {(v.policy, v.message.split(" ")[0]) for v in violations(unprotected)}
+    assert ("pathways-cluster-hardening", "cluster") in found and ("pathways-bucket-hardening", "bucket") in found
+    # the same resources in an unprotected stack are fine; and the set of protected stacks is config
+    assert not [v for v in violations(unprotected, {"pathways-cluster-hardening": {"protectedStacks": ["staging"]},
+                                                    "pathways-bucket-hardening": {"protectedStacks": []}})
+                if v.policy in ("pathways-cluster-hardening", "pathways-bucket-hardening")]
+
+
+def test_enforcement_levels_can_be_overridden():
+    bad = CASES[0][1](BATCH)
+    advisory = violations(bad, {"pathways-single-zone": "advisory"})
+    assert {v.enforcement for v in advisory if v.policy == "pathways-single-zone"} == {"advisory"}
+    assert not [v for v in violations(bad, {"pathways-single-zone": {"enforcementLevel": "disabled"}}) if v.policy == "pathways-single-zone"]
+    with pytest.raises(PolicyConfigError, match="unknown policies in config: no-such-rule"):
+        violations(bad, {"no-such-rule": "advisory"})
+
+
+@pytest.mark.parametrize("breaker_index,policy", [(5, "pathways-images-pinned"), (12, "pathways-storage-iam-least-privilege"), (9, "pathways-bucket-hardening"), (0, "pathways-single-zone")])
+def test_unsafe_plan_exits_nonzero_naming_rule_and_resource(monkeypatch, capsys, tmp_path, breaker_index, policy):
+    real_run = offline_cli.run
+    monkeypatch.setattr(offline_cli, "run", lambda *a, **k: CASES[breaker_index][1](real_run(*a, **k)))
+    path = tmp_path / "Pulumi.unsafe.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump({"config": config_with(
+        pathwaysVersion=VERSION,
+        workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
+                   {"name": "nb", "mode": "interactive"}])}))
+    assert offline_cli.main(["plan", "--config", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"[mandatory] {policy}" in out
+    assert offline_cli.main(["plan", "--config", str(path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    hits = [v for v in doc["policyViolations"] if v["policy"] == policy]
+    assert hits and all(set(v) == {"policy", "enforcement", "urn", "message"} for v in hits)
+    advisory = tmp_path / "advisory.json"
+    advisory.write_text(json.dumps({policy: "advisory"}))
+    assert offline_cli.main(["plan", "--config", str(path), "--policy-config", str(advisory)]) == 0
