@@ -118,7 +118,10 @@ def test_good_manifests_pass():
         assert admission.check_jobset(js, POOLS).violations == []
 
 
-@pytest.mark.parametrize("rule,breaker,message", RULES, ids=[f"{r[0]}-{r[1].__name__}" for r in RULES])
+@pytest.mark.parametrize("rule,breaker,message", [
+    pytest.param(*r, marks=pytest.mark.skipif(r[0] == "jobset-schema" and not admission.JOBSET_SCHEMA.exists(), reason="JobSet CRD schema absent"))
+    for r in RULES
+], ids=[f"{r[0]}-{r[1].__name__}" for r in RULES])
 def test_rule_fires_with_its_message(rule, breaker, message):
     js = batch()
     breaker(js)
