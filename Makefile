@@ -22,3 +22,6 @@ test: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
+
+bench: $(VENV)/.installed
+	$(PY) -m infra.offline.bench

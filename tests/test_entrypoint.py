@@ -59,7 +59,7 @@ def test_pulumi_style_entry_point_imports_components(tmp_path):
 def test_plan_json_shape(capsys):
     assert offline_main(["plan", "--stack", "dev", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"resources", "outputs", "policyViolations"}
+    assert set(doc) == {"resources", "outputs", "policyViolations", "criticalPath"}
     assert doc["policyViolations"] == []
     for r in doc["resources"]:
         assert set(r) == {"urn", "type", "name", "parent", "inputs", "dependencies", "options"}

@@ -17,9 +17,9 @@ import json
 import sys
 from pathlib import Path
 
+from .critical_path import critical_path
 from .engine import Plan, run
 from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies
-from .render import RenderError, write_manifests
 from .report import render_text
 from .stackfile import StackFileError, load_config, stack_name_for, stack_path
 
@@ -74,27 +74,44 @@ def _violations_text(plan: Plan, violations: list[PolicyViolation]) -> str:
     return "\n".join(lines)
 
 
+def _fail(error: Exception) -> int:
+    for line in str(error).splitlines():
+        print(f"error: {line}", file=sys.stderr)
+    return EXIT_INVALID
+
+
+def _plan_command(args: argparse.Namespace, plan: Plan) -> int:
+    violations = _policies(plan, args.policy_config)
+    path = critical_path(plan)
+    if args.json:
+        doc = {**plan.to_json(), "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(render_text(plan, [path.describe(), _violations_text(plan, violations)]))
+    return EXIT_POLICY if any(v.enforcement == "mandatory" for v in violations) else 0
+
+
+def _render_command(args: argparse.Namespace, plan: Plan) -> int:
+    # Imported here: only render needs the admission checkers (jsonschema, kubernetes-validate).
+    from .render import RenderError, write_manifests
+
+    try:
+        written = write_manifests(plan, args.out)
+    except RenderError as e:
+        return _fail(e)
+    print(f"wrote {len(written)} Kubernetes object(s) to {args.out}")
+    for path in written:
+        print(f"  {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         plan = _plan(args)
-        if args.command == "plan":
-            violations = _policies(plan, args.policy_config)
-            if args.json:
-                doc = {**plan.to_json(), "policyViolations": [v.to_json() for v in violations]}
-                print(json.dumps(doc, indent=2, sort_keys=True))
-            else:
-                sys.stdout.write(render_text(plan, [_violations_text(plan, violations)]))
-            return EXIT_POLICY if any(v.enforcement == "mandatory" for v in violations) else 0
-        written = write_manifests(plan, args.out)
-        print(f"wrote {len(written)} Kubernetes object(s) to {args.out}")
-        for path in written:
-            print(f"  {path}")
-        return 0
-    except (StackFileError, RenderError, PolicyConfigError) as e:
-        for line in str(e).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return EXIT_INVALID
+        return _plan_command(args, plan) if args.command == "plan" else _render_command(args, plan)
+    except (StackFileError, PolicyConfigError) as e:
+        return _fail(e)
 
 
 if __name__ == "__main__":

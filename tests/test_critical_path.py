@@ -1,0 +1,56 @@
+"""The deploy's critical path does not grow with the number of slices."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.offline.bench import stack_config
+from infra.offline.critical_path import critical_path
+from tests.conftest import plan_of
+
+POOL = "gcp:container/nodePool:NodePool"
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {n: plan_of(stack_config(n)["config"], stack=f"bench{n}") for n in (1, 256)}
+
+
+def test_same_chain_for_1_and_256_slices(plans):
+    small, large = critical_path(plans[1]), critical_path(plans[256])
+    assert large.length == small.length == 4
+    assert [r.type for r in large.chain] == [r.type for r in small.chain] == [
+        "gcp:container/cluster:Cluster",
+        "gcp:container/nodePool:NodePool",
+        "kubernetes:helm.sh/v3:Release",
+        "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+    ]
+    assert len([r for r in plans[256].by_type(POOL) if r.input("name").startswith("tpu-")]) == 256
+
+
+def test_no_pool_waits_on_another_pool(plans):
+    plan = plans[256]
+    pools = {r.urn for r in plan.by_type(POOL)}
+    cluster = plan.one("gcp:container/cluster:Cluster").urn
+    for r in plan.by_type(POOL):
+        assert cluster in r.dependencies
+        assert not pools & set(r.dependencies), r.name
+
+
+def test_controller_and_workloads_wait_only_on_what_they_need(plans):
+    plan = plans[256]
+    release = plan.one("kubernetes:helm.sh/v3:Release")
+    provider = plan.get(release.options["provider"])
+    names = lambda urns: {plan.get(u).name for u in urns}  # noqa: E731
+    assert names(provider.dependencies) <= {"cluster", "cluster-system"}  # the kubeconfig and schedulable nodes
+    assert release.dependencies == ()
+    train = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train")
+    deps = names(train.dependencies)
+    assert deps == {"jobset", "workloads", "head-pool"} | {f"slices-v6e-{i}" for i in range(128)}
+
+
+def test_plan_text_shows_the_chain(capsys):
+    from infra.offline.__main__ import main
+
+    assert main(["plan", "--stack", "dev"]) == 0
+    assert "Deploy critical path (4 slow resources in sequence): cluster (Cluster) -> cluster-system (NodePool)" in capsys.readouterr().out
