@@ -273,6 +273,11 @@ def check_bucket_name(v: str) -> str:
 # --- workloads -----------------------------------------------------------------------------
 
 PATHWAYS_REGISTRY = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
+# Env the user container gets from the stack; a user value would duplicate or contradict it.
+RESERVED_ENV = frozenset({
+    "PATHWAYS_HEAD", "JAX_PLATFORMS", "JAX_BACKEND_TARGET", "DATA_LOADER_WORKERS", "ENABLE_PATHWAYS_PERSISTENCE",
+    "PATHWAYS_PROFILING_AUTH_TOKEN", "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "PROFILER_PORT", "PROFILE_TRACE_DIR",
+})
 _SIDECAR_TAG = re.compile(r":[0-9]{8}-python_([0-9.]+)-jax_([0-9.]+)$")
 
 
@@ -348,6 +353,16 @@ class Workload(_Model):
     def _quantity(cls, v: Any) -> str:
         quantity.parse(v)
         return str(v)
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if not re.match(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$", name):
+                raise ValueError(f"{name!r} is not a valid environment variable name")
+            if name in RESERVED_ENV:
+                raise ValueError(f"{name} is set by the stack (reserved: {', '.join(sorted(RESERVED_ENV))}); use the workload's own keys instead")
+        return v
 
     @field_validator("xla_flags")
     @classmethod
@@ -631,6 +646,27 @@ def _model_at(loc: tuple[Any, ...]) -> Optional[type[BaseModel]]:
             return None
         model = _unwrap(field.annotation)
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def key_paths(model: type[BaseModel] = None, prefix: str = "") -> list[str]:
+    """Every config key the model accepts, e.g. pathways:slices[i].tpu (for the README reference)."""
+    model = model or StackConfig
+    out = []
+    for name, f in model.model_fields.items():
+        alias = f.alias or name
+        if model is StackConfig:
+            if alias == "stack":
+                continue
+            key = f"gcp:{alias}" if alias in GCP_KEYS else f"{PROJECT_NAMESPACE}:{alias}"
+        else:
+            key = f"{prefix}.{alias}"
+        inner = _unwrap(f.annotation)
+        is_list = get_origin(f.annotation) is list
+        if isinstance(inner, type) and issubclass(inner, BaseModel) and inner is not AuthorizedNetwork:
+            out += key_paths(inner, key + ("[i]" if is_list else ""))
+        else:
+            out.append(key)
+    return out
 
 
 def valid_keys(model: type[BaseModel]) -> list[str]:
