@@ -18,7 +18,7 @@ import kubernetes_validate
 import yaml
 
 from ..model import quantity
-from .jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE
+from .jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JOBSET_SCHEMA = PROJECT_ROOT.parent / "shared" / "reference" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
@@ -122,17 +122,12 @@ def _labels(node: Any, path: str) -> Iterator[tuple[str, str, str]]:
 
 
 def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], report: Report) -> None:
-    meta = obj.get("metadata", {})
-    name = meta.get("name", "")
-    spec = obj.get("spec", {})
+    name = obj.get("metadata", {}).get("name", "")
     if not _DNS_LABEL.match(name) or len(name) > 63:
         report.add("dns-1123", "metadata.name", f"{name!r} is not a DNS-1123 label")
-    subdomain = spec.get("network", {}).get("subdomain") or name
-    coordinator = spec.get("coordinator", {})
-    if coordinator:
-        value = f"{name}-{coordinator.get('replicatedJob')}-{coordinator.get('jobIndex', 0)}-{coordinator.get('podIndex', 0)}.{subdomain}"
-        if len(value) > 63:
-            report.add("coordinator-label", "spec.coordinator", f"label {COORDINATOR_LABEL} would be {value!r} ({len(value)} > 63 characters)")
+    value = coordinator_label_value(obj)
+    if value is not None and len(value) > 63:
+        report.add("coordinator-label", "spec.coordinator", f"label {COORDINATOR_LABEL} would be {value!r} ({len(value)} > 63 characters)")
     for path, key, value in _labels(obj, ""):
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             report.add("label-value", path, f"{value!r} is not a valid label value (at most 63 characters, alphanumeric at both ends)")
@@ -142,11 +137,11 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
             report.add("dns-1123", f"{base}.name", f"{rj_name!r} is not a DNS-1123 label")
         pod = pod_template.get("spec", {})
         ppath = f"{base}.template.spec.template.spec"
-        containers = [("containers", c) for c in pod.get("containers", [])] + [("initContainers", c) for c in pod.get("initContainers", [])]
+        containers = [(kind, i, c) for kind in ("containers", "initContainers") for i, c in enumerate(pod.get(kind, []))]
         seen_names: set[str] = set()
         seen_ports: set[tuple[int, str]] = set()
-        for idx, (kind, c) in enumerate(containers):
-            cpath = f"{ppath}.{kind}[{[x for k, x in containers if k == kind].index(c)}]"
+        for kind, i, c in containers:
+            cpath = f"{ppath}.{kind}[{i}]"
             cname = c.get("name", "")
             if not _DNS_LABEL.match(cname):
                 report.add("dns-1123", f"{cpath}.name", f"{cname!r} is not a DNS-1123 label")
@@ -177,7 +172,7 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
                     except ValueError as e:
                         report.add("quantity", f"{cpath}.resources.{section}.{res}", str(e))
         vol_names = [v.get("name") for v in pod.get("volumes", [])]
-        for mount_owner in [c for _, c in containers]:
+        for _, _, mount_owner in containers:
             for m in mount_owner.get("volumeMounts", []):
                 if m.get("name") not in vol_names:
                     report.add("volumes", ppath, f"container {mount_owner.get('name')!r} mounts unknown volume {m.get('name')!r}")
@@ -194,7 +189,7 @@ def _check_placement(base, ppath, rj, job, pod, containers, pools: list[PoolFact
     if not matches:
         report.add("node-selector", f"{ppath}.nodeSelector", f"{selector} matches no node pool the stack creates")
         return
-    tpu = sum(int(quantity.parse(c.get("resources", {}).get("limits", {}).get(TPU_RESOURCE, 0))) for _, c in containers)
+    tpu = sum(int(quantity.parse(c.get("resources", {}).get("limits", {}).get(TPU_RESOURCE, 0))) for _, _, c in containers)
     tpu_pools = [p for p in matches if p.chips_per_vm]
     if tpu and not tpu_pools:
         report.add("tpu-request", f"{ppath}.nodeSelector", "requests TPUs but selects no TPU pool")

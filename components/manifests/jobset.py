@@ -276,6 +276,17 @@ def coordinator(w: Workload) -> str:
     return coordinator_address(w.name, w.subdomain)
 
 
+def coordinator_label_value(obj: dict[str, Any]) -> Optional[str]:
+    """The coordinator label JobSet puts on its pods, read from a JobSet manifest (None without a coordinator)."""
+    spec = obj.get("spec") or {}
+    c = spec.get("coordinator") or {}
+    if not c:
+        return None
+    name = (obj.get("metadata") or {}).get("name", "")
+    subdomain = (spec.get("network") or {}).get("subdomain") or name
+    return f"{name}-{c.get('replicatedJob')}-{c.get('jobIndex', 0)}-{c.get('podIndex', 0)}.{subdomain}"
+
+
 def interactive_access(cfg: StackConfig, w: Workload) -> dict[str, str]:
     """How a notebook reaches an interactive workload's IFRT proxy."""
     ns = cfg.kubernetes.namespace

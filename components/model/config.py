@@ -12,9 +12,10 @@ import ipaddress
 import re
 from decimal import Decimal
 from enum import Enum
-from typing import Any, Literal, Optional, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -41,6 +42,26 @@ PROXY_RESOURCES = ("16", "100Gi")
 DEFAULT_USER_RESOURCES = ("24", "100Gi")
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")
+
+
+def _matching(pattern: str, what: str):
+    """An AfterValidator: the value must match `pattern`, else '<value> is not <what>'."""
+    regex = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not regex.match(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+ProjectId = Annotated[str, _matching(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", "a GCP project ID (6-30 lowercase letters, digits, '-')")]
+Region = Annotated[str, _matching(r"^[a-z]+-[a-z]+[0-9]+$", "a GCP region (e.g. us-east5)")]
+Zone = Annotated[str, _matching(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", "a GCP zone (e.g. us-east5-b)")]
+PathwaysVersion = Annotated[str, _matching(
+    _PATHWAYS_VERSION.pattern, "a Pathways release tag; use jax-<version> matching your program's JAX, e.g. jax-0.7.2"
+)]
 
 
 def _dns_label(value: str, max_len: int) -> str:
@@ -426,46 +447,18 @@ class KubernetesConfig(_Model):
 
 class StackConfig(_Model):
     stack: str = Field(description="Stack name (set by the loader, not a config key).")
-    project: str = Field(description="gcp:project")
-    region: str = Field(description="gcp:region")
-    zone: str = Field(description="gcp:zone; every node of the stack lives here.")
+    project: ProjectId = Field(description="gcp:project")
+    region: Region = Field(description="gcp:region")
+    zone: Zone = Field(description="gcp:zone; every node of the stack lives here.")
     protected: bool = Field(False, description="protect + deletion protection on cluster and bucket.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     head_pool: HeadPoolConfig = Field(default_factory=HeadPoolConfig)
     slices: list[SliceGroup] = Field(min_length=1, description="Slice groups.")
     bucket: BucketConfig = Field(default_factory=BucketConfig)
-    pathways_version: Optional[str] = Field(None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
+    pathways_version: Optional[PathwaysVersion] = Field(None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
     kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
     workloads: list[Workload] = Field(default_factory=list)
-
-    @field_validator("project")
-    @classmethod
-    def _project(cls, v: str) -> str:
-        if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", v):
-            raise ValueError(f"{v!r} is not a GCP project ID (6-30 lowercase letters, digits, '-')")
-        return v
-
-    @field_validator("region")
-    @classmethod
-    def _region(cls, v: str) -> str:
-        if not re.match(r"^[a-z]+-[a-z]+[0-9]+$", v):
-            raise ValueError(f"{v!r} is not a GCP region (e.g. us-east5)")
-        return v
-
-    @field_validator("zone")
-    @classmethod
-    def _zone(cls, v: str) -> str:
-        if not re.match(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", v):
-            raise ValueError(f"{v!r} is not a GCP zone (e.g. us-east5-b)")
-        return v
-
-    @field_validator("pathways_version")
-    @classmethod
-    def _pathways_version(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not _PATHWAYS_VERSION.match(v):
-            raise ValueError(f"{v!r} is not a Pathways release tag; use jax-<version> matching your program's JAX, e.g. jax-0.7.2")
-        return v
 
     # Derived names: deterministic, so a re-run never shows a diff.
     @property

@@ -2,6 +2,8 @@
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
+from components.manifests.jobset import coordinator_label_value
+
 from .common import JOBSET, get
 
 
@@ -9,12 +11,8 @@ def _validate(args: ResourceValidationArgs, report) -> None:
     if args.resource_type != JOBSET:
         return
     name = get(args.props, "metadata.name", "")
-    c = get(args.props, "spec.coordinator") or {}
-    if not c:
-        return
-    subdomain = get(args.props, "spec.network.subdomain") or name
-    value = f"{name}-{c.get('replicatedJob')}-{c.get('jobIndex', 0)}-{c.get('podIndex', 0)}.{subdomain}"
-    if len(value) > 63:
+    value = coordinator_label_value(dict(args.props))
+    if value is not None and len(value) > 63:
         report(f"JobSet {name}: coordinator label {value!r} is {len(value)} characters (> 63); shorten the name or set network.subdomain")
 
 
