@@ -62,6 +62,12 @@ INVALID = [
      "pathways:workloads[0].image", "required for a batch workload"),
     ("protected but deletion protection off", dict(protected=True, cluster={"deletionProtection": False}),
      "pathways:cluster.deletionProtection", "false conflicts with protected: true"),
+    ("derived bucket name invalid", dict(gcp_project="google-proj-1"),
+     "pathways:bucket.name", "derived 'google-proj-1-test-pathways' is not a valid bucket name"),
+    ("derived service account too short", dict(cluster={"name": "a"}),
+     "pathways:cluster.name", "the node service account ID 'a-sys' derived from it"),
+    ("reserved env", dict(workloads=[{**WORKLOAD, "env": {"JAX_PLATFORMS": "cpu"}}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].env", "JAX_PLATFORMS is set by the stack"),
     ("bad quantity", dict(workloads=[{**WORKLOAD, "memory": "lots"}], pathwaysVersion="jax-0.7.2"),
      "pathways:workloads[0].memory", "'lots' is not a Kubernetes quantity"),
 ]
@@ -129,6 +135,12 @@ def test_unreadable_stack_files_exit_2(tmp_path, capsys):
     bad.write_text("config: [1, 2")
     assert offline_main(["plan", "--config", str(bad)]) == 2
     assert "not valid YAML" in capsys.readouterr().err
+
+
+def test_stack_names_are_slugged_for_gcp_names():
+    cfg = load(_raw(BASE_CONFIG), stack="Team_A.dev")
+    assert cfg.cluster_name == "pathways-team-a-dev"
+    assert cfg.bucket_name == "test-proj-123-team-a-dev-pathways"
 
 
 def test_defaults_make_a_small_stack_a_few_lines():

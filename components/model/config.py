@@ -462,12 +462,17 @@ class StackConfig(_Model):
 
     # Derived names: deterministic, so a re-run never shows a diff.
     @property
+    def stack_slug(self) -> str:
+        """The stack name as GCP names accept it (Pulumi stack names may hold capitals, '_' and '.')."""
+        return re.sub(r"[^a-z0-9-]+", "-", self.stack.lower()).strip("-") or "stack"
+
+    @property
     def cluster_name(self) -> str:
-        return self.cluster.name or f"pathways-{self.stack}"
+        return self.cluster.name or f"pathways-{self.stack_slug}"
 
     @property
     def bucket_name(self) -> str:
-        return self.bucket.name or f"{self.project}-{self.stack}-pathways"[:63].rstrip("-_")
+        return self.bucket.name or f"{self.project}-{self.stack_slug}-pathways"[:63].rstrip("-_")
 
     @property
     def artifacts_bucket_name(self) -> str:
@@ -550,11 +555,10 @@ def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
     problems = []
     coordinator = coordinator_address(w.name, w.subdomain)
     if len(coordinator) > MAX_LABEL_VALUE:
-        fixed = len(coordinator_address(w.name, "")) if w.subdomain is None else None
+        room = MAX_LABEL_VALUE - len(f"{w.name}-pathways-head-0-0.")  # what a subdomain may take
         hint = (
-            f"use a name of at most 22 characters, or set workloads[{i}].subdomain to at most "
-            f"{MAX_LABEL_VALUE - len(w.name) - 19} characters"
-            if fixed is not None and MAX_LABEL_VALUE - len(w.name) - 19 > 0
+            f"use a name of at most 22 characters, or set workloads[{i}].subdomain to at most {room} characters"
+            if w.subdomain is None and room > 0
             else "use a shorter name or subdomain"
         )
         key = ("workloads", i, "subdomain" if w.subdomain else "name")
@@ -580,6 +584,32 @@ def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
         )))
     if w.mode == "interactive" and (w.profiling or w.persistence):
         problems.append(Problem(config_key(("workloads", i, "mode")), "profiling and persistence configure the user container, which interactive workloads do not have"))
+    return problems
+
+
+_SERVICE_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
+def _derived_name_checks(cfg: "StackConfig") -> list[Problem]:
+    """Names derived from the stack and project must still be names GCP accepts."""
+    problems = []
+    checks = [
+        (("cluster", "name"), cfg.cluster_name, lambda v: _dns_label(v, 40)),
+        (("bucket", "name"), cfg.bucket_name, check_bucket_name),
+        (("bucket", "artifactsName"), cfg.artifacts_bucket_name, check_bucket_name),
+    ]
+    for key, value, check in checks:
+        try:
+            check(value)
+        except ValueError as e:
+            problems.append(Problem(config_key(key), f"derived {e}; set it explicitly"))
+    for purpose in ("sys", "nodes"):
+        sa = cfg.service_account_id(purpose)
+        if not _SERVICE_ACCOUNT_ID.match(sa):
+            problems.append(Problem(config_key(("cluster", "name")), (
+                f"the node service account ID {sa!r} derived from it is not 6-30 lowercase letters, digits or '-'; "
+                "use a cluster name of at least 3 characters"
+            )))
     return problems
 
 
@@ -719,6 +749,7 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
     if cfg.workloads and cfg.pathways_version is None:
         problems.append(Problem(config_key(("pathwaysVersion",)), "required when workloads are set; use the jax-<version> tag matching your program's JAX, e.g. jax-0.7.2"))
     problems += _head_pool_checks(cfg)
+    problems += _derived_name_checks(cfg)
     if cfg.cluster.min_master_version and gke_version_key(cfg.cluster.min_master_version) < gke_version_key(cfg.required_gke_version):
         needs = [f"{g.tpu.family} needs {g.tpu.min_gke_version}" for g in cfg.slices]
         problems.append(Problem(config_key(("cluster", "minMasterVersion")), (
