@@ -50,6 +50,8 @@ INVALID = [
      "pathways:bucket.name", "'My_Bucket' is not a valid bucket name"),
     ("misspelt key", dict(slice=[]),
      "pathways:slice", "unknown key; valid keys: protected, cluster, network, headPool, slices"),
+    ("nested key set without --path", {"headPool.machineType": "n2-standard-80"},
+     "pathways:headPool.machineType", "use `pulumi config set --path 'pathways:headPool.machineType' <value>`"),
     ("missing project", dict(gcp_project=None),
      "gcp:project", "required but not set"),
     ("no slice groups", dict(slices=[]),

@@ -92,12 +92,32 @@ def test_config_file_outside_stacks_dir(tmp_path, capsys):
     assert doc["outputs"]["clusterName"] == "pathways-candidate"
 
 
-def test_render_writes_one_file_per_kubernetes_object(tmp_path, capsys):
-    assert offline_main(["render", "--stack", "dev", "--out", str(tmp_path / "out")]) == 0
-    k8s = [r for r in stack_plan("dev").resources if r.type.startswith("kubernetes:") and not r.type.startswith("kubernetes:helm")]
-    assert len(list((tmp_path / "out").glob("*.yaml"))) == len([r for r in k8s if r.custom])
+def test_render_writes_one_file_per_kubernetes_object(committed_stack, tmp_path, capsys):
+    name, plan = committed_stack
+    assert offline_main(["render", "--stack", name, "--out", str(tmp_path / "out")]) == 0
+    k8s = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:") and not r.type.startswith("kubernetes:helm")]
+    files = sorted((tmp_path / "out").glob("*.yaml"))
+    assert len(files) == len(k8s)
+    docs = [yaml.safe_load(f.read_text()) for f in files]
+    assert sorted(d["kind"] for d in docs) == sorted(r.inputs["kind"] for r in k8s)
+    assert all(list(d)[:3] == ["apiVersion", "kind", "metadata"] for d in docs)
 
 
 def test_every_committed_stack_plans(committed_stack):
     name, plan = committed_stack
     assert plan.resources and plan.outputs["clusterName"] == f"pathways-{name}"
+
+
+def test_invokes_that_would_call_gcp_get_deterministic_stand_ins():
+    import pytest
+    from pulumi.runtime.mocks import MockCallArgs
+
+    from infra.offline.engine import PROJECT_NUMBER, StandInMocks
+
+    mocks = StandInMocks("p-123456")
+    project, _ = mocks.call(MockCallArgs("gcp:organizations/getProject:getProject", {}, ""))
+    assert project["number"] == PROJECT_NUMBER and project["projectId"] == "p-123456"
+    client, _ = mocks.call(MockCallArgs("gcp:organizations/getClientConfig:getClientConfig", {}, ""))
+    assert client["project"] == "p-123456"
+    with pytest.raises(NotImplementedError, match="no stand-in for invoke gcp:compute/getZones"):
+        mocks.call(MockCallArgs("gcp:compute/getZones:getZones", {}, ""))

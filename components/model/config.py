@@ -706,6 +706,8 @@ def _problem(err: dict[str, Any]) -> Problem:
     if kind == "extra_forbidden":
         parent = _model_at(loc[:-1])
         valid = f"; valid keys: {', '.join(valid_keys(parent))}" if parent else ""
+        if len(loc) == 1 and any(c in str(loc[0]) for c in ".["):
+            valid += f"; to set a nested key use `pulumi config set --path 'pathways:{loc[0]}' <value>`"
         return Problem(config_key(loc), f"unknown key{valid}")
     if kind == "missing":
         return Problem(config_key(loc), "required but not set")
