@@ -162,3 +162,33 @@ def test_unsafe_plan_exits_nonzero_naming_rule_and_resource(monkeypatch, capsys,
     advisory = tmp_path / "advisory.json"
     advisory.write_text(json.dumps({policy: "advisory"}))
     assert offline_cli.main(["plan", "--config", str(path), "--policy-config", str(advisory)]) == 0
+
+
+def test_a_stack_overrides_levels_with_its_own_config_file(monkeypatch, capsys, tmp_path):
+    import infra.offline.policy_runner as runner
+
+    real_run = offline_cli.run
+    monkeypatch.setattr(offline_cli, "run", lambda *a, **k: CASES[0][1](real_run(*a, **k)))
+    path = tmp_path / "Pulumi.unsafe.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump({"config": config_with(pathwaysVersion=VERSION, workloads=[{"name": "nb", "mode": "interactive"}])}))
+    monkeypatch.setattr(runner, "POLICY_CONFIG_DIR", tmp_path)
+    assert offline_cli.main(["plan", "--config", str(path)]) == 1
+    (tmp_path / "config.unsafe.json").write_text(json.dumps({"pathways-single-zone": "advisory"}))
+    assert offline_cli.main(["plan", "--config", str(path)]) == 0
+    assert "[advisory] pathways-single-zone" in capsys.readouterr().out
+
+
+def test_pack_entry_point_only_builds_the_pack(monkeypatch):
+    """policies/__main__.py as the policy host runs it: builds one PolicyPack with every rule."""
+    import runpy
+    from pathlib import Path
+
+    import pulumi_policy
+
+    built = []
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", lambda **kw: built.append(kw))
+    runpy.run_path(str(Path(__file__).resolve().parents[1] / "policies"), run_name="__main__")
+    assert len(built) == 1
+    assert built[0]["name"] == "pathways-gke" and built[0]["policies"] == ALL_POLICIES

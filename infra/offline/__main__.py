@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .critical_path import critical_path
 from .engine import Plan, run
-from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies
+from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
 from .report import render_text
 from .stackfile import StackFileError, load_config, stack_name_for, stack_path
 
@@ -37,7 +37,10 @@ def _parser() -> argparse.ArgumentParser:
         src.add_argument("--config", type=Path, help="any file in Pulumi's stack-config format")
         if name == "plan":
             p.add_argument("--json", action="store_true", help="machine-readable output")
-            p.add_argument("--policy-config", type=Path, help="policy pack config JSON (as --policy-pack-config)")
+            p.add_argument(
+                "--policy-config", type=Path,
+                help="policy pack config JSON (as --policy-pack-config); default policies/config.<stack>.json if present",
+            )
         else:
             p.add_argument("--out", type=Path, required=True, help="directory for the YAML files")
     return parser
@@ -58,7 +61,7 @@ def _plan(args: argparse.Namespace) -> Plan:
 def _policies(plan: Plan, config_path: Path | None) -> list[PolicyViolation]:
     from policies.rules import ALL_POLICIES
 
-    return run_policies(plan, ALL_POLICIES, load_policy_config(config_path))
+    return run_policies(plan, ALL_POLICIES, load_policy_config(config_path or stack_policy_config(plan.stack)))
 
 
 def _violations_text(plan: Plan, violations: list[PolicyViolation]) -> str:

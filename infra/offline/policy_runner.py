@@ -23,7 +23,9 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from .engine import Plan, Registration
+from .engine import PROJECT_ROOT, Plan, Registration
+
+POLICY_CONFIG_DIR = PROJECT_ROOT / "policies"
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,12 @@ def policy_resources(plan: Plan) -> list[PolicyResource]:
         pr.parent = by_urn.get(r.parent)
         pr.dependencies = [by_urn[d] for d in r.dependencies if d in by_urn]
     return [by_urn[r.urn] for r in plan.resources if r.custom]
+
+
+def stack_policy_config(stack: str) -> Optional[Path]:
+    """policies/config.<stack>.json: a stack's overrides, also passed to `pulumi preview` in CI."""
+    path = POLICY_CONFIG_DIR / f"config.{stack}.json"
+    return path if path.exists() else None
 
 
 def load_policy_config(path: Optional[Path]) -> dict[str, Any]:
