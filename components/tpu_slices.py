@@ -38,7 +38,9 @@ class TpuSliceGroupArgs:
     regional: bool
     """Whether the cluster is regional."""
     cluster: pulumi.Input[str]
-    """Cluster name."""
+    """Cluster name (output, so pools wait for the cluster)."""
+    cluster_name: str
+    """Cluster name as configured, to make project-unique names (the workload policy)."""
     location: str
     """Cluster location."""
     group: str
@@ -68,7 +70,8 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 f"{name}-workload-policy",
                 project=args.project,
                 region=args.region,
-                name=f"{args.group}-{tpu.topology.replace('x', '-')}-policy",
+                # Resource policies are per project and region: the cluster name keeps stacks apart.
+                name=f"{args.cluster_name}-{args.group}-wp",
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
                     type="HIGH_THROUGHPUT", accelerator_topology=tpu.topology
                 ),

@@ -14,7 +14,8 @@ from components.model.config import GCP_KEYS, PROJECT_NAMESPACE, StackConfig, lo
 def _config_keys() -> set[str]:
     # pulumi.Config reads one key at a time; to reject misspelt keys we need the whole set, which the
     # runtime holds in set_all_config's map (mocks, automation) or the PULUMI_CONFIG env (the CLI).
-    return set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+    explicit = getattr(runtime_config, "CONFIG", None)
+    return set(explicit.get() if explicit is not None else ()) | set(runtime_config.get_config_env())
 
 
 def _decode(value: str) -> Any:

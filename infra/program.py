@@ -61,7 +61,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     groups = {
         g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
-            location=location, group=g.name, tpu=g.tpu, count=g.count, capacity=g.capacity,
+            cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.count, capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email,
         ))
         for g in cfg.slices
@@ -71,7 +71,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         project=cfg.project, region=cfg.region, name=cfg.bucket_name, artifacts_name=cfg.artifacts_bucket_name,
         cache_prefix=b.cache_prefix, artifacts_prefix=b.artifacts_prefix, artifacts_ttl_days=b.artifacts_ttl_days,
         soft_delete_days=b.soft_delete_days, role_id=cfg.scratch_role_id, members=(pathways_sa.member,),
-        protect=cfg.protected, labels={"pathways-stack": cfg.stack},
+        protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug},
     ))
     # --- Kubernetes layer -------------------------------------------------------------------
     provider = k8s.Provider(

@@ -111,6 +111,7 @@ def test_bucket_flags_and_lifecycle(committed_stack):
         assert b.input("publicAccessPrevention") == "enforced"
         assert b.input("forceDestroy") is False
         assert b.input("softDeletePolicy.retentionDurationSeconds") >= 7 * 86400
+        assert b.input("labels") == {"pathways-stack": name}
     # Pathways owns the scratch bucket's lifecycle rules: we set none and never diff them.
     assert scratch.input("lifecycleRules") in (None, [])
     assert scratch.options["ignoreChanges"] == ["lifecycleRules"]
@@ -189,6 +190,8 @@ def test_slice_pool_shape_per_family(tpu):
             assert p.input("placementPolicy") is None  # single-host: never tpu_topology
         elif placement == "workload-policy":
             policy = plan.one(POLICY)
+            assert policy.input("name") == "pathways-test-g-wp"  # project+region scoped: carries the cluster name
+            assert policy.input("region") == "us-east5"
             assert policy.input("workloadPolicy") == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "4x4x4"}
             assert p.input("placementPolicy") == {"type": "COMPACT", "policyName": policy.input("name")}
         else:
