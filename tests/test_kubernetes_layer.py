@@ -95,6 +95,7 @@ def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
     assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
     assert pod["nodeSelector"] == {"pathways/role": "head"}
     assert spec["replicatedJobs"][0]["template"]["metadata"]["annotations"] == {"alpha.jobset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"}
+    assert "ttlSecondsAfterFinished" not in spec  # a TTL-deleted JobSet would be re-run by `pulumi up --refresh`
     if mode == "batch":
         assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["pathways-head"]}
         sidecars = by_name(pod["initContainers"])

@@ -359,7 +359,9 @@ class Workload(_Model):
     elastic: Optional["Elastic"] = Field(None, description="Elastic slices: the job survives losing slices.")
     max_restarts: int = Field(0, ge=0, description="JobSet failurePolicy.maxRestarts.")
     termination_grace_period_seconds: int = Field(30, ge=0, description="Pod termination grace period.")
-    ttl_seconds_after_finished: Optional[int] = Field(3600, ge=0, description="Delete a finished JobSet after this long (batch).")
+    # Off by default: a JobSet deleted by its TTL is gone from the cluster but not from the stack, so
+    # the next `pulumi up --refresh` would create it again and re-run the job.
+    ttl_seconds_after_finished: Optional[int] = Field(None, ge=0, description="Delete a finished batch JobSet after this long.")
     server_image: Optional[str] = Field(None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
     proxy_image: Optional[str] = Field(None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
     subdomain: Optional[str] = Field(None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")
