@@ -163,7 +163,7 @@ def test_every_workload_option():
         persistence=True, profiling={"port": 9100}, xlaFlags=["--xla_tpu_enable_latency_hiding_scheduler=true"],
         hloDump=True, colocatedPython={"image": "example.com/sidecar:20261101-python_3.12-jax_0.7.2"},
         elastic={"maxSliceRestarts": 6}, maxRestarts=3, terminationGracePeriodSeconds=120, ttlSecondsAfterFinished=600,
-        dataLoaderWorkers=16, shmSize="32Gi", env={"RUN": "x"},
+        dataLoaderWorkers=16, shmSize="32Gi", env={"RUN": "x", "STEPS": 100, "DEBUG": True},
     )
     assert check_plan(plan)["job"].violations == []
     js = jobsets(plan)["job"]
@@ -177,7 +177,7 @@ def test_every_workload_option():
     assert "--num_elastic_slices=2" in proxy["args"]
     (user,) = pod["containers"]
     e = env(user)
-    assert e["ENABLE_PATHWAYS_PERSISTENCE"] == "1" and e["DATA_LOADER_WORKERS"] == "16" and e["RUN"] == "x"
+    assert e["ENABLE_PATHWAYS_PERSISTENCE"] == "1" and e["DATA_LOADER_WORKERS"] == "16" and e["RUN"] == "x" and (e["STEPS"], e["DEBUG"]) == ("100", "true")
     assert e["PATHWAYS_PROFILING_AUTH_TOKEN"] == {"secretKeyRef": {"name": "job-profiling-token", "key": "token"}}
     assert e["PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS"] == artifacts.split("/")[2]
     assert e["PROFILE_TRACE_DIR"] == f"{artifacts}/job/profiles/"

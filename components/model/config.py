@@ -377,6 +377,14 @@ class Workload(_Model):
         quantity.parse(v)
         return str(v)
 
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_text(cls, v: Any) -> Any:
+        # YAML reads `STEPS: 100` or `DEBUG: true` as numbers and booleans; Kubernetes wants text.
+        if isinstance(v, dict):
+            return {k: (str(x).lower() if isinstance(x, bool) else str(x) if isinstance(x, (int, float)) else x) for k, x in v.items()}
+        return v
+
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
