@@ -13,9 +13,10 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from .labels import ROLE_LABEL, SYSTEM_ROLE
 from .node_defaults import node_config, pool_locations
 
-SYSTEM_POOL_LABELS = {"pathways/role": "system"}
+SYSTEM_POOL_LABELS = {ROLE_LABEL: SYSTEM_ROLE}
 
 
 @dataclass(frozen=True)

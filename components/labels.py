@@ -2,6 +2,7 @@
 
 ROLE_LABEL = "pathways/role"
 HEAD_ROLE = "head"
+SYSTEM_ROLE = "system"
 SLICE_GROUP_LABEL = "pathways/slice-group"
 SLICE_LABEL = "pathways/slice"
 TPU_TAINT = ("google.com/tpu", "present", "NO_SCHEDULE")

@@ -8,6 +8,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.head_pool import HeadPool, HeadPoolArgs
 from components.jobset_controller import JobSetController, JobSetControllerArgs
+from components.labels import SYSTEM_ROLE
 from components.manifests import jobset as jobset_manifest
 from components.model.config import StackConfig
 from components.model.errors import ConfigError
@@ -83,18 +84,18 @@ def build(cfg: StackConfig) -> dict[str, object]:
         opts=pulumi.ResourceOptions(depends_on=[cluster.system_pool]),
     )
     k8s_opts = pulumi.ResourceOptions(provider=provider)
-    controller = JobSetController("jobset", JobSetControllerArgs(version=cfg.kubernetes.jobset_version, system_role="system"), opts=k8s_opts)
+    controller = JobSetController("jobset", JobSetControllerArgs(version=cfg.kubernetes.jobset_version, system_role=SYSTEM_ROLE), opts=k8s_opts)
     namespace = k8s.core.v1.Namespace(
         "workloads", metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.kubernetes.namespace), opts=k8s_opts
     )
-    ctx = jobset_manifest.WorkloadContext(cache_location=cfg.cache_location, artifacts_location=cfg.artifacts_location)
     interactive = {}
     for w in cfg.workloads:
         secret = f"{w.name}-profiling-token" if w.profiling else None
-        manifest = jobset_manifest.jobset(cfg, w, jobset_manifest.WorkloadContext(ctx.cache_location, ctx.artifacts_location, secret))
+        ctx = jobset_manifest.WorkloadContext(cfg.cache_location, cfg.artifacts_location, secret)
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
-            manifest=manifest, profiling_secret=secret,
-            depends_on=(controller.release, namespace, head, groups[cfg.workload_group(w).name]),
+            manifest=jobset_manifest.jobset(cfg, w, ctx), profiling_secret=secret,
+            # The bucket and its grants too: the first compilation-cache write must not 403.
+            depends_on=(controller.release, namespace, head, groups[cfg.workload_group(w).name], bucket),
         ), opts=k8s_opts)
         if w.mode == "interactive":
             interactive[w.name] = jobset_manifest.interactive_access(cfg, w)

@@ -206,7 +206,7 @@ def test_workload_waits_on_controller_and_its_own_pools_only():
     js = plan.one(JOBSET)
     deps = {plan.get(d).name for d in js.dependencies}
     # depends_on a component waits for its children: the release, group a's pool, the head pool
-    assert {"jobset", "slices-a-0", "head-pool", "workloads"} <= deps
+    assert {"jobset", "slices-a-0", "head-pool", "workloads", "scratch", "scratch-scratch-0"} <= deps
     assert not any(d.startswith("slices-b") for d in deps)
 
 
