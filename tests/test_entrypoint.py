@@ -121,3 +121,11 @@ def test_invokes_that_would_call_gcp_get_deterministic_stand_ins():
     assert client["project"] == "p-123456"
     with pytest.raises(NotImplementedError, match="no stand-in for invoke gcp:compute/getZones"):
         mocks.call(MockCallArgs("gcp:compute/getZones:getZones", {}, ""))
+
+
+def test_secure_values_in_stack_files_become_secret_markers():
+    from infra.offline.stackfile import flatten
+
+    config, secrets = flatten({"gcp:project": "p-123456", "pathways:token": {"secure": "v1:abc"}, "protected": True})
+    assert config == {"gcp:project": "p-123456", "pathways:token": "[secret]", "pathways:protected": "true"}
+    assert secrets == ("pathways:token",)

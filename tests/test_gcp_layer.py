@@ -252,3 +252,12 @@ def test_system_pool_autoscales_without_diffs():
     assert p.input("autoscaling") == {"minNodeCount": 1, "maxNodeCount": 3}
     assert p.input("nodeCount") is None
     assert p.options["ignoreChanges"] == ["initialNodeCount", "nodeCount"]
+
+
+def test_kubeconfig_uses_the_auth_plugin_and_no_static_credentials():
+    from components.cluster import kubeconfig
+
+    text = kubeconfig("p-123456", "us-east5-b", "pathways-dev", "203.0.113.10", "Q0E=")
+    assert "command: gke-gcloud-auth-plugin" in text and "server: https://203.0.113.10" in text
+    assert "certificate-authority-data: Q0E=" in text
+    assert "token" not in text and "password" not in text
