@@ -12,7 +12,6 @@ import yaml
 
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import stack_path
-from tests.conftest import stack_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

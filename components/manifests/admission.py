@@ -128,7 +128,7 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
     value = coordinator_label_value(obj)
     if value is not None and len(value) > 63:
         report.add("coordinator-label", "spec.coordinator", f"label {COORDINATOR_LABEL} would be {value!r} ({len(value)} > 63 characters)")
-    for path, key, value in _labels(obj, ""):
+    for path, _key, value in _labels(obj, ""):
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             report.add("label-value", path, f"{value!r} is not a valid label value (at most 63 characters, alphanumeric at both ends)")
     for base, rj, pod_template in _pods(obj):

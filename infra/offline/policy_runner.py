@@ -122,7 +122,7 @@ def run_policies(plan: Plan, policies: list[Policy], config: Optional[dict[str, 
         if level is EnforcementLevel.DISABLED:
             continue
 
-        def reporter(default_urn: str):
+        def reporter(default_urn: str, policy: Policy = policy, level: EnforcementLevel = level):
             def report(message: str, urn: Optional[str] = None) -> None:
                 violations.append(PolicyViolation(policy.name, level.value, urn or default_urn, message))
             return report

@@ -5,7 +5,7 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from .common import JOBSET, containers, get, pod_specs
+from .common import JOBSET, containers, pod_specs
 
 FLAG = "--gcs_scratch_location="
 
@@ -20,7 +20,7 @@ def _validate(args: StackValidationArgs, report) -> None:
                     if arg.startswith(FLAG):
                         locations[arg[len(FLAG):].rstrip("/")].add(js.urn)
     if len(locations) > 1:
-        for loc, urns in sorted(locations.items()):
+        for urns in locations.values():
             for urn in sorted(urns):
                 report(f"workloads use {len(locations)} cache locations ({', '.join(sorted(locations))}); use the stack's one cacheLocation", urn)
     per_bucket: dict[str, set[str]] = defaultdict(set)

@@ -38,7 +38,7 @@ def _validate(args: StackValidationArgs, report) -> None:
                 elif c.get("name") == "colocated-python":
                     sidecars.append((name, image, js.urn))
     if len(pathways_tags) > 1:
-        for tag, urn in pathways_tags.items():
+        for urn in pathways_tags.values():
             report(f"Pathways images use several tags ({', '.join(sorted(pathways_tags))}); use one jax-<version> everywhere", urn)
     if len(pathways_tags) == 1:
         (tag,) = pathways_tags

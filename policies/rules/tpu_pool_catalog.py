@@ -17,7 +17,6 @@ def _validate(args: ResourceValidationArgs, report) -> None:
     props = args.props
     machine = get(props, "nodeConfig.machineType")
     fam = _family_of(machine)
-    per_vm = fam.machine_types[machine]
     nodes = get(props, "nodeCount")
     if nodes is None:
         nodes = get(props, "autoscaling.totalMaxNodeCount") or get(props, "autoscaling.maxNodeCount")
