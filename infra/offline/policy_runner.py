@@ -23,6 +23,8 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
+from pulumi_policy.proxy import unknown_checking_proxy
+
 from .engine import PROJECT_ROOT, Plan, Registration
 
 POLICY_CONFIG_DIR = PROJECT_ROOT / "policies"
@@ -64,7 +66,9 @@ def _options(r: Registration) -> PolicyResourceOptions:
 def policy_resources(plan: Plan) -> list[PolicyResource]:
     by_urn: dict[str, PolicyResource] = {}
     for r in plan.resources:
-        by_urn[r.urn] = PolicyResource(r.type, r.inputs, r.urn, r.name, _options(r), None, None, [], {})
+        # The analyzer hands rules read-only proxies (Mapping / Sequence, not dict / list): so do we.
+        props = unknown_checking_proxy(r.inputs)
+        by_urn[r.urn] = PolicyResource(r.type, props, r.urn, r.name, _options(r), None, None, [], {})
     for r in plan.resources:
         pr = by_urn[r.urn]
         pr.parent = by_urn.get(r.parent)
