@@ -128,3 +128,18 @@ def test_secure_values_in_stack_files_become_secret_markers():
     config, secrets = flatten({"gcp:project": "p-123456", "pathways:token": {"secure": "v1:abc"}, "protected": True})
     assert config == {"gcp:project": "p-123456", "pathways:token": "[secret]", "pathways:protected": "true"}
     assert secrets == ("pathways:token",)
+
+
+def test_plan_json_is_identical_across_processes_and_hash_seeds():
+    """No set order, hash seed or clock leaks into a plan (a real `pulumi up` would show a perpetual diff)."""
+    import os
+
+    outs = []
+    for seed in ("1", "2"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "infra.offline", "plan", "--stack", "staging", "--json"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert proc.returncode == 0, proc.stderr
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1]
