@@ -18,14 +18,26 @@ def plans():
 
 def test_same_chain_for_1_and_256_slices(plans):
     small, large = critical_path(plans[1]), critical_path(plans[256])
-    assert large.length == small.length == 4
+    assert large.length == small.length == 3
+    assert large.minutes == small.minutes == 45 + 180  # cluster, then one TPU pool: pools come up in parallel
     assert [r.type for r in large.chain] == [r.type for r in small.chain] == [
         "gcp:container/cluster:Cluster",
         "gcp:container/nodePool:NodePool",
-        "kubernetes:helm.sh/v3:Release",
         "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
     ]
+    assert large.chain[1].input("name").startswith("tpu-")
     assert len([r for r in plans[256].by_type(POOL) if r.input("name").startswith("tpu-")]) == 256
+
+
+def test_worst_case_weights_come_from_the_plan():
+    from infra.offline.critical_path import worst_case_minutes
+
+    plan = plan_of(stack_config(1)["config"], stack="bench1")
+    weights = {r.name: worst_case_minutes(r) for r in plan.resources if r.custom}
+    assert weights["cluster"] == 45 and weights["slices-v6e-0"] == 180 and weights["head-pool"] == 30
+    assert weights["cluster-system"] == 30  # provider default: no custom timeout
+    assert weights["jobset"] == 10  # the Helm release's own timeout (600 s)
+    assert weights["workload-train"] == 0
 
 
 def test_no_pool_waits_on_another_pool(plans):
@@ -54,4 +66,5 @@ def test_plan_text_shows_the_chain(capsys):
     from infra.offline.__main__ import main
 
     assert main(["plan", "--stack", "dev"]) == 0
-    assert "Deploy critical path (4 slow resources in sequence): cluster (Cluster) -> cluster-system (NodePool)" in capsys.readouterr().out
+    assert ("Deploy critical path (3 slow resources in sequence, worst case 225 min by create timeouts): "
+            "cluster (Cluster, <= 45m) -> slices-dev-0 (NodePool, <= 180m) -> workload-notebook (JobSet, <= 0m)") in capsys.readouterr().out

@@ -1,23 +1,43 @@
-"""The deploy's critical path: the longest chain of slow resources in the plan's dependency graph.
+"""The deploy's critical path: the chain of slow resources a deploy waits on longest.
 
-Slow resources are the ones a deploy waits minutes on: the cluster, node pools, Helm releases and
-JobSets. A resource waits on its dependencies and its provider; the chain that matters is the one
-with the most slow resources on it. It must not grow with the number of slices.
+Slow resources are the cluster, node pools, Helm releases and JobSets. A resource waits on its
+dependencies and its provider. Each slow resource weighs what a deploy may wait for it: its create
+timeout from the plan (or the provider's default), so the chain shown is the worst case, e.g. a TPU
+pool's 180 minutes. Neither the chain nor its bound may grow with the number of slices.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from .engine import Plan, Registration
 
-SLOW_TYPES = (
-    "gcp:container/cluster:Cluster",
-    "gcp:container/nodePool:NodePool",
-    "kubernetes:helm.sh/v3:Release",
-    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
-)
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+SLOW_TYPES = (CLUSTER, NODE_POOL, HELM_RELEASE, JOBSET)
+
+# Provider defaults where the plan sets no create timeout (pulumi-gcp: cluster 40m, node pool 30m).
+DEFAULT_CREATE_MINUTES = {CLUSTER: 40, NODE_POOL: 30}
+HELM_DEFAULT_SECONDS = 300
+
+
+def _minutes(duration: str) -> float:
+    m = re.fullmatch(r"([0-9.]+)(s|m|h)", duration)
+    return float(m.group(1)) * {"s": 1 / 60, "m": 1, "h": 60}[m.group(2)] if m else 0.0
+
+
+def worst_case_minutes(r: Registration) -> float:
+    """How long a deploy may wait for this resource to be created."""
+    if r.type == HELM_RELEASE:
+        return (r.input("timeout") or HELM_DEFAULT_SECONDS) / 60  # helm waits up to `timeout`
+    if r.type == JOBSET:
+        return 0.0  # created without waiting for its pods
+    create = r.options.get("customTimeouts", {}).get("create")
+    return _minutes(create) if create else DEFAULT_CREATE_MINUTES.get(r.type, 0.0)
 
 
 @dataclass(frozen=True)
@@ -28,11 +48,18 @@ class CriticalPath:
     def length(self) -> int:
         return len(self.chain)
 
+    @property
+    def minutes(self) -> float:
+        return sum(worst_case_minutes(r) for r in self.chain)
+
     def describe(self) -> str:
         if not self.chain:
             return "Deploy critical path: no slow resources"
-        steps = " -> ".join(f"{r.name} ({r.type.split(':')[-1]})" for r in self.chain)
-        return f"Deploy critical path ({self.length} slow resources in sequence): {steps}"
+        steps = " -> ".join(f"{r.name} ({r.type.split(':')[-1]}, <= {worst_case_minutes(r):g}m)" for r in self.chain)
+        return (
+            f"Deploy critical path ({self.length} slow resources in sequence, worst case {self.minutes:g} min "
+            f"by create timeouts): {steps}"
+        )
 
 
 def critical_path(plan: Plan) -> CriticalPath:
@@ -45,19 +72,22 @@ def critical_path(plan: Plan) -> CriticalPath:
             deps.append(by_urn[provider])
         return deps
 
+    def weight(chain: tuple[Registration, ...]) -> tuple[float, int]:
+        return sum(worst_case_minutes(r) for r in chain), len(chain)
+
     @functools.lru_cache(maxsize=None)
     def longest(urn: str) -> tuple[Registration, ...]:
         r = by_urn[urn]
         best: tuple[Registration, ...] = ()
-        for d in waits_on(r):
+        for d in sorted(waits_on(r), key=lambda d: d.urn):  # sorted: ties resolve the same way every run
             chain = longest(d.urn)
-            if len(chain) > len(best):
+            if weight(chain) > weight(best):
                 best = chain
         return best + ((r,) if r.type in SLOW_TYPES else ())
 
     result: tuple[Registration, ...] = ()
     for r in plan.resources:
         chain = longest(r.urn)
-        if len(chain) > len(result):
+        if weight(chain) > weight(result):
             result = chain
     return CriticalPath(result)
