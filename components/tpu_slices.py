@@ -71,7 +71,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 project=args.project,
                 region=args.region,
                 # Resource policies are per project and region: the cluster name keeps stacks apart.
-                name=f"{args.cluster_name}-{args.group}-wp",
+                name=f"{args.cluster_name}-{args.group}"[:60].rstrip("-") + "-wp",  # names: at most 63
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
                     type="HIGH_THROUGHPUT", accelerator_topology=tpu.topology
                 ),
