@@ -85,7 +85,7 @@ def resource_manager(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dic
     }
 
 
-def hlo_dump_location(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> str:
+def hlo_dump_location(w: Workload, ctx: WorkloadContext) -> str:
     return f"{ctx.artifacts_location}/{w.name}/hlo/"
 
 
@@ -97,7 +97,7 @@ def proxy(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]
         *w.xla_flags,
     ]
     if w.hlo_dump:
-        args.append(f"--xla_dump_to={hlo_dump_location(cfg, w, ctx)}")
+        args.append(f"--xla_dump_to={hlo_dump_location(w, ctx)}")
     if w.elastic:
         args.append(f"--num_elastic_slices={cfg.workload_slices(w)}")
     return {
