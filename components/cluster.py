@@ -14,7 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from .labels import ROLE_LABEL, SYSTEM_ROLE
-from .node_defaults import node_config, pool_locations
+from .node_defaults import CLOUD_PLATFORM_SCOPE, node_config, pool_locations
 
 SYSTEM_POOL_LABELS = {ROLE_LABEL: SYSTEM_ROLE}
 
@@ -87,7 +87,7 @@ class GkeCluster(pulumi.ComponentResource):
             # The throwaway default pool still must not run as the Compute default SA.
             node_config=gcp.container.ClusterNodeConfigArgs(
                 service_account=args.node_service_account,
-                oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"],
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
                 shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(enable_secure_boot=True),
             ),
             network=args.network,

@@ -20,13 +20,8 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
-SCRATCH_PERMISSIONS = (
-    "storage.buckets.get",
-    "storage.buckets.update",  # Pathways attaches lifecycle rules to its cache location
-    "storage.objects.create",
-    "storage.objects.get",
-    "storage.objects.list",
-)
+from .model.config import SCRATCH_PERMISSIONS
+
 ARTIFACT_ROLES = ("roles/storage.objectCreator", "roles/storage.objectViewer")
 
 

@@ -92,6 +92,10 @@ def test_scratch_role_and_bucket_members(committed_stack):
     role = plan.one(ROLE)
     assert sorted(role.input("permissions")) == sorted(SCRATCH_PERMISSIONS)
     assert len(SCRATCH_PERMISSIONS) == 5
+    # the seed's list, written out: comparing only to the constant the code uses could not fail
+    assert set(role.input("permissions")) == {
+        "storage.buckets.get", "storage.buckets.update", "storage.objects.list", "storage.objects.create", "storage.objects.get",
+    }
     scratch_bucket = plan.one(BUCKET, "scratch").input("name")
     grants = [r for r in plan.by_type(BUCKET_IAM) if r.input("bucket") == scratch_bucket]
     node_sa = plan.outputs["nodeServiceAccounts"]["pathways"]

@@ -18,6 +18,7 @@ from ..model.config import (
     StackConfig,
     Workload,
     coordinator_address,
+    coordinator_label,
 )
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -283,8 +284,8 @@ def coordinator_label_value(obj: dict[str, Any]) -> Optional[str]:
     if not c:
         return None
     name = (obj.get("metadata") or {}).get("name", "")
-    subdomain = (spec.get("network") or {}).get("subdomain") or name
-    return f"{name}-{c.get('replicatedJob')}-{c.get('jobIndex', 0)}-{c.get('podIndex', 0)}.{subdomain}"
+    subdomain = (spec.get("network") or {}).get("subdomain")
+    return coordinator_label(name, c.get("replicatedJob", ""), c.get("jobIndex", 0), c.get("podIndex", 0), subdomain)
 
 
 def interactive_access(cfg: StackConfig, w: Workload) -> dict[str, str]:

@@ -25,8 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from . import machines
-from . import quantity
+from . import machines, quantity
 from . import tpu as tpu_catalog
 from .errors import ConfigError, Problem
 
@@ -293,6 +292,14 @@ def check_bucket_name(v: str) -> str:
 
 # --- workloads -----------------------------------------------------------------------------
 
+# What Pathways needs on its scratch bucket (PLATFORM-FACTS §1); buckets.update: it attaches lifecycle rules.
+SCRATCH_PERMISSIONS = (
+    "storage.buckets.get",
+    "storage.buckets.update",
+    "storage.objects.create",
+    "storage.objects.get",
+    "storage.objects.list",
+)
 PATHWAYS_REGISTRY = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
 # Env the user container gets from the stack; a user value would duplicate or contradict it.
 RESERVED_ENV = frozenset({
@@ -302,11 +309,16 @@ RESERVED_ENV = frozenset({
 _SIDECAR_TAG = re.compile(r":[0-9]{8}-python_([0-9.]+)-jax_([0-9.]+)$")
 
 
+def is_pinned(image: str) -> bool:
+    """A @sha256 digest, or an explicit tag on the last path segment that is not `latest`."""
+    if "@sha256:" in image:
+        return True
+    last = image.rsplit("/", 1)[-1]
+    return ":" in last and last.split(":", 1)[1] != "latest"
+
+
 def check_pinned_image(image: str) -> str:
-    """An image reference with an explicit tag or digest that is not `latest`."""
-    name = image.rsplit("@", 1)[0] if "@" in image else image
-    tag = name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else None
-    if "@sha256:" not in image and (tag is None or tag == "latest"):
+    if not is_pinned(image):
         raise ValueError(f"{image!r} is not pinned; give an explicit tag (not latest) or a @sha256 digest")
     return image
 
@@ -556,9 +568,14 @@ def head_pod_demand(w: Optional[Workload]) -> tuple[Decimal, Decimal, str]:
 MAX_LABEL_VALUE = 63
 
 
+def coordinator_label(jobset: str, replicated_job: str, job_index: int, pod_index: int, subdomain: Optional[str]) -> str:
+    """The label JobSet puts on every pod: <jobset>-<replicatedJob>-<job>-<pod>.<subdomain (default: jobset)>."""
+    return f"{jobset}-{replicated_job}-{job_index}-{pod_index}.{subdomain or jobset}"
+
+
 def coordinator_address(name: str, subdomain: Optional[str]) -> str:
-    """The JobSet coordinator label value: <jobset>-pathways-head-0-0.<subdomain>."""
-    return f"{name}-pathways-head-0-0.{subdomain or name}"
+    """The coordinator label of a Pathways JobSet (head job, first pod)."""
+    return coordinator_label(name, "pathways-head", 0, 0, subdomain)
 
 
 def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:

@@ -64,7 +64,7 @@ def _policies(plan: Plan, config_path: Path | None) -> list[PolicyViolation]:
     return run_policies(plan, ALL_POLICIES, load_policy_config(config_path or stack_policy_config(plan.stack)))
 
 
-def _violations_text(plan: Plan, violations: list[PolicyViolation]) -> str:
+def _violations_text(violations: list[PolicyViolation]) -> str:
     from policies.rules import ALL_POLICIES
 
     if not violations:
@@ -90,7 +90,7 @@ def _plan_command(args: argparse.Namespace, plan: Plan) -> int:
         doc = {**plan.to_json(), "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        sys.stdout.write(render_text(plan, [path.describe(), _violations_text(plan, violations)]))
+        sys.stdout.write(render_text(plan, [path.describe(), _violations_text(violations)]))
     return EXIT_POLICY if any(v.enforcement == "mandatory" for v in violations) else 0
 
 

@@ -9,25 +9,17 @@ pool's 180 minutes. Neither the chain nor its bound may grow with the number of 
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 
-from .engine import Plan, Registration
+from components.resource_types import CLUSTER, HELM_RELEASE, JOBSET, NODE_POOL
 
-CLUSTER = "gcp:container/cluster:Cluster"
-NODE_POOL = "gcp:container/nodePool:NodePool"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+from .engine import Plan, Registration, duration_seconds
+
 SLOW_TYPES = (CLUSTER, NODE_POOL, HELM_RELEASE, JOBSET)
 
 # Provider defaults where the plan sets no create timeout (pulumi-gcp: cluster 40m, node pool 30m).
 DEFAULT_CREATE_MINUTES = {CLUSTER: 40, NODE_POOL: 30}
 HELM_DEFAULT_SECONDS = 300
-
-
-def _minutes(duration: str) -> float:
-    m = re.fullmatch(r"([0-9.]+)(s|m|h)", duration)
-    return float(m.group(1)) * {"s": 1 / 60, "m": 1, "h": 60}[m.group(2)] if m else 0.0
 
 
 def worst_case_minutes(r: Registration) -> float:
@@ -37,7 +29,7 @@ def worst_case_minutes(r: Registration) -> float:
     if r.type == JOBSET:
         return 0.0  # created without waiting for its pods
     create = r.options.get("customTimeouts", {}).get("create")
-    return _minutes(create) if create else DEFAULT_CREATE_MINUTES.get(r.type, 0.0)
+    return duration_seconds(create) / 60 if create else DEFAULT_CREATE_MINUTES.get(r.type, 0.0)
 
 
 @dataclass(frozen=True)

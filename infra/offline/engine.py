@@ -7,6 +7,7 @@ would reach Google Cloud get deterministic stand-ins: the same config always giv
 
 from __future__ import annotations
 
+import re
 import runpy
 import threading
 from dataclasses import dataclass, field
@@ -105,6 +106,12 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
+
+
+def duration_seconds(duration: str) -> float:
+    """'180m' -> 10800.0 (custom timeouts as the SDK sends them); 0 for an empty or odd value."""
+    m = re.fullmatch(r"([0-9.]+)(s|m|h)", duration or "")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)] if m else 0.0
 
 
 def _duration_options(timeouts: Any) -> dict[str, str]:

@@ -7,7 +7,6 @@ arguments the analyzer would pass (PolicyResource, options, per-policy config wi
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -22,10 +21,9 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationArgs,
 )
-
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from .engine import PROJECT_ROOT, Plan, Registration
+from .engine import PROJECT_ROOT, Plan, Registration, duration_seconds
 
 POLICY_CONFIG_DIR = PROJECT_ROOT / "policies"
 
@@ -45,11 +43,6 @@ class PolicyConfigError(ValueError):
     pass
 
 
-def _seconds(duration: str) -> float:
-    m = re.fullmatch(r"([0-9.]+)(s|m|h)", duration or "")
-    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)] if m else 0.0
-
-
 def _options(r: Registration) -> PolicyResourceOptions:
     t = r.options.get("customTimeouts", {})
     return PolicyResourceOptions(
@@ -57,7 +50,7 @@ def _options(r: Registration) -> PolicyResourceOptions:
         ignore_changes=list(r.options.get("ignoreChanges", [])),
         delete_before_replace=r.options.get("deleteBeforeReplace", False),
         aliases=[],
-        custom_timeouts=PolicyCustomTimeouts(_seconds(t.get("create", "")), _seconds(t.get("update", "")), _seconds(t.get("delete", ""))),
+        custom_timeouts=PolicyCustomTimeouts(*(duration_seconds(t.get(k, "")) for k in ("create", "update", "delete"))),
         additional_secret_outputs=[],
         parent=r.parent or None,
     )

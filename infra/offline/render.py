@@ -12,10 +12,9 @@ import yaml
 from components.labels import SLICE_GROUP_LABEL, SPOT_LABEL
 from components.manifests.admission import PoolFacts, Report, check_jobset
 from components.manifests.jobset import KIND
+from components.resource_types import NODE_POOL
 
 from .engine import Plan, Registration
-
-NODE_POOL = "gcp:container/nodePool:NodePool"
 
 
 class RenderError(ValueError):

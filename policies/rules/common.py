@@ -6,15 +6,18 @@ from typing import Any, Iterator, Mapping
 
 from pulumi_policy import PolicyConfigSchema
 
-CLUSTER = "gcp:container/cluster:Cluster"
-NODE_POOL = "gcp:container/nodePool:NodePool"
-BUCKET = "gcp:storage/bucket:Bucket"
-BUCKET_IAM_TYPES = ("gcp:storage/bucketIAMMember:BucketIAMMember", "gcp:storage/bucketIAMBinding:BucketIAMBinding")
-PROJECT_IAM_TYPES = ("gcp:projects/iAMMember:IAMMember", "gcp:projects/iAMBinding:IAMBinding", "gcp:projects/iAMPolicy:IAMPolicy")
-CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
-JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-HEAD_LABEL = ("pathways/role", "head")
+from components.labels import HEAD_ROLE, ROLE_LABEL
+from components.model import tpu
+from components.resource_types import (  # noqa: F401 (re-exported for the rules)
+    BUCKET,
+    BUCKET_IAM_TYPES,
+    CLUSTER,
+    CUSTOM_ROLE,
+    HELM_RELEASE,
+    JOBSET,
+    NODE_POOL,
+    PROJECT_IAM_TYPES,
+)
 
 PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
     properties={"protectedStacks": {"type": "array", "items": {"type": "string"}, "default": ["prod"]}}
@@ -40,14 +43,12 @@ def is_protected(config: Mapping[str, Any], urn: str) -> bool:
 
 
 def is_tpu_pool(props: Mapping[str, Any]) -> bool:
-    from components.model import tpu
-
     machine = get(props, "nodeConfig.machineType", "")
     return any(machine in f.machine_types for f in tpu.FAMILIES.values())
 
 
 def is_head_pool(props: Mapping[str, Any]) -> bool:
-    return (get(props, "nodeConfig.labels") or {}).get(HEAD_LABEL[0]) == HEAD_LABEL[1]
+    return (get(props, "nodeConfig.labels") or {}).get(ROLE_LABEL) == HEAD_ROLE
 
 
 def pod_specs(jobset_props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

@@ -5,17 +5,12 @@ import re
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
+from components.model.config import is_pinned
+
 from .common import JOBSET, containers, get, pod_specs
 
 PATHWAYS_IMAGE = re.compile(r"/pathways/(server|proxy_server):(?P<tag>[^@/]+)$")
 SIDECAR_JAX = re.compile(r"-jax_(?P<v>[0-9.]+)$")
-
-
-def _tag(image: str):
-    last = image.rsplit("/", 1)[-1]
-    if "@sha256:" in image:
-        return "digest"
-    return last.split(":", 1)[1] if ":" in last else None
 
 
 def _validate(args: StackValidationArgs, report) -> None:
@@ -26,8 +21,7 @@ def _validate(args: StackValidationArgs, report) -> None:
         for _, pod in pod_specs(js.props):
             for c in containers(pod):
                 image = c.get("image", "")
-                tag = _tag(image)
-                if tag is None or tag == "latest":
+                if not is_pinned(image):
                     report(f"JobSet {name} container {c.get('name')} uses {image!r}; pin an explicit tag or digest", js.urn)
                     continue
                 m = PATHWAYS_IMAGE.search(image)

@@ -3,13 +3,13 @@ no primitive roles; no allUsers / allAuthenticatedUsers."""
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
+from components.model import config
+
 from .common import BUCKET_IAM_TYPES, CUSTOM_ROLE, PROJECT_IAM_TYPES, get
 
 PRIMITIVE_ROLES = {"roles/owner", "roles/editor", "roles/viewer"}
 PUBLIC_MEMBERS = {"allUsers", "allAuthenticatedUsers"}
-SCRATCH_PERMISSIONS = {
-    "storage.buckets.get", "storage.buckets.update", "storage.objects.list", "storage.objects.create", "storage.objects.get",
-}
+SCRATCH_PERMISSIONS = frozenset(config.SCRATCH_PERMISSIONS)
 
 
 def _members(props) -> list[str]:

@@ -1,0 +1,10 @@
+"""Pulumi type tokens the offline tools and the policy pack look for (one place, so they agree)."""
+
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_IAM_TYPES = ("gcp:storage/bucketIAMMember:BucketIAMMember", "gcp:storage/bucketIAMBinding:BucketIAMBinding")
+PROJECT_IAM_TYPES = ("gcp:projects/iAMMember:IAMMember", "gcp:projects/iAMBinding:IAMBinding", "gcp:projects/iAMPolicy:IAMPolicy")
+CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
