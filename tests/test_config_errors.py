@@ -185,3 +185,13 @@ def test_workload_rules(case, changes, key, text):
         load(_raw(config_with(workloads=[w], pathwaysVersion="jax-0.7.2")), stack="test")
     lines = str(err.value).splitlines()
     assert any(line.startswith(f"{key}: ") and text in line for line in lines), lines
+
+
+def test_unusable_paths_are_one_line_errors(tmp_path, capsys):
+    assert offline_main(["plan", "--config", str(tmp_path)]) == 2  # a directory, not a stack file
+    assert "cannot read the stack file" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert offline_main(["render", "--stack", "dev", "--out", str(blocker / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write there" in err and "Traceback" not in err

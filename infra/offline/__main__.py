@@ -102,6 +102,8 @@ def _render_command(args: argparse.Namespace, plan: Plan) -> int:
         written = write_manifests(plan, args.out)
     except RenderError as e:
         return _fail(e)
+    except OSError as e:
+        return _fail(ValueError(f"--out {args.out}: cannot write there: {e.strerror}"))
     print(f"wrote {len(written)} Kubernetes object(s) to {args.out}")
     for path in written:
         print(f"  {path}")

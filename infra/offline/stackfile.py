@@ -49,6 +49,8 @@ def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         raise StackFileError(f"{path}: no such stack file (stacks: {known})") from None
     except yaml.YAMLError as e:
         raise StackFileError(f"{path}: not valid YAML: {e}") from None
+    except OSError as e:
+        raise StackFileError(f"{path}: cannot read the stack file: {e.strerror}") from None
     doc = doc or {}
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping (Pulumi stack-config format)")
