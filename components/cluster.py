@@ -41,8 +41,9 @@ class GkeClusterArgs:
     """Secondary range name for services."""
     release_channel: str
     """RAPID, REGULAR, STABLE or EXTENDED."""
-    min_master_version: str
-    """Lowest acceptable control-plane version (at least what the TPU families need)."""
+    min_master_version: Optional[str]
+    """Lowest control-plane version, or None to let the release channel choose (the default: the
+    provider creates the cluster *at* this version, and GKE refuses versions it no longer offers)."""
     deletion_protection: bool
     """GKE-side deletion protection."""
     protect: bool

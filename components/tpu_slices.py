@@ -7,7 +7,7 @@ so adding slices never lengthens a deploy's critical path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
@@ -20,6 +20,38 @@ from .node_defaults import node_config, pool_locations
 # A TPU pool can take far longer than the provider's default to come up (capacity search, atomic
 # multi-host creation); deletes of large slices are slow too.
 TPU_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="180m", update="120m", delete="90m")
+
+
+def placement_policy(tpu: TpuSlice, policy_name: Optional[pulumi.Input[str]]) -> Optional[gcp.container.NodePoolPlacementPolicyArgs]:
+    """The pool's placement_policy, written as GKE stores it, so `pulumi up` never sees a diff
+    (placement_policy is ForceNew in the provider: a diff would replace the slice).
+
+    - single host: none (GKE refuses tpu_topology on single-host TPU pools);
+    - compact (v4, v5e, v5p, v6e multi-host): {type: COMPACT, tpu_topology};
+    - workload policy (tpu7x multi-host): {policy_name, tpu_topology} and an empty type. GKE stores a
+      named policy with no type (vllm-project/ci-infra #547, probed on a live cluster: "the API stored
+      policyName and tpuTopology with no type"; gcloud sends the same, cluster-toolkit #5691,
+      terraform-provider-google #25388). The provider's read copies type, policy_name and
+      tpu_topology from the API verbatim (resource_container_node_pool.go, flattenNodePool) and
+      still marks type Required, so the empty string is what matches the read-back state.
+    """
+    if tpu.placement is Placement.COMPACT:
+        return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu.topology)
+    if tpu.placement is Placement.WORKLOAD_POLICY:
+        return gcp.container.NodePoolPlacementPolicyArgs(type="", policy_name=policy_name, tpu_topology=tpu.topology)
+    return None
+
+
+def flex_start_autoscaling(tpu: TpuSlice) -> dict[str, Any]:
+    """Autoscaling of a flex-start slice pool: 0 nodes until a workload asks, then the whole slice.
+
+    Per-zone limits, not total ones: GKE checks a multi-host slice against the per-zone
+    max_node_count, which is 0 when only total_max_node_count is set ("Maximum node count 0 is not a
+    valid size of TPU pod slice", vllm-project/ci-infra #545; Cluster Toolkit exposes per-zone
+    limits for flex-start TPU pools, cluster-toolkit #5111). The pool lives in one zone, so per-zone
+    and total are the same number. Location policy ANY: a balanced spread cannot assemble a slice.
+    """
+    return {"min_node_count": 0, "max_node_count": tpu.hosts, "location_policy": "ANY"}
 
 
 def pool_name(group: str, index: int) -> str:
@@ -98,11 +130,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
             extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
                 consume_reservation_type="NO_RESERVATION"
             )
-        placement = None
-        if tpu.placement is Placement.COMPACT:
-            placement = gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu.topology)
-        elif tpu.placement is Placement.WORKLOAD_POLICY:
-            placement = gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy_name)
+        placement = placement_policy(tpu, policy_name)
         labels = {SLICE_GROUP_LABEL: args.group, SLICE_LABEL: pool_name(args.group, index)}
         return gcp.container.NodePool(
             f"{name}-{index}",
@@ -114,9 +142,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
             # Flex-start pools start empty and the autoscaler brings the whole slice up on demand.
             node_count=None if flex else tpu.hosts,
             initial_node_count=0 if flex else None,
-            autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=0, total_max_node_count=tpu.hosts, location_policy="ANY"
-            ) if flex else None,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(**flex_start_autoscaling(tpu)) if flex else None,
             management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
             placement_policy=placement,
             node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,), **extra),

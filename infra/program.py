@@ -47,7 +47,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     cluster = GkeCluster("cluster", GkeClusterArgs(
         project=cfg.project, name=cfg.cluster_name, region=cfg.region, zone=cfg.zone, regional=c.regional,
         network=network.network, subnetwork=network.subnetwork, pods_range=PODS_RANGE, services_range=SERVICES_RANGE,
-        release_channel=c.release_channel.value, min_master_version=c.min_master_version or cfg.required_gke_version,
+        release_channel=c.release_channel.value, min_master_version=c.min_master_version,
         deletion_protection=cfg.deletion_protection, protect=cfg.protected,
         node_service_account=system_sa.email, system_machine_type=c.system_pool.machine_type,
         system_min_nodes=c.system_pool.min_nodes, system_max_nodes=c.system_pool.max_nodes,

@@ -46,6 +46,17 @@ INVALID = [
      "pathways:headPool.machineType", "cannot hold the head pod of a default batch workload (48 vCPU, 232.0 GiB"),
     ("GKE version below the TPU minimum", dict(cluster={"minMasterVersion": "1.30.5-gke.100"}),
      "pathways:cluster.minMasterVersion", "1.30.5-gke.100 is below what the slice groups need (v6e needs 1.31.1-gke.1146000)"),
+    # A full version compares all four parts (the patch too); a minor compares as a minor.
+    ("GKE version one patch below the v6e floor", dict(cluster={"minMasterVersion": "1.31.0-gke.2000000"}),
+     "pathways:cluster.minMasterVersion", "1.31.0-gke.2000000 is below what the slice groups need (v6e needs 1.31.1-gke.1146000)"),
+    ("GKE minor below the tpu7x floor", dict(slices=[{"name": "main", "tpu": "tpu7x-128"}], cluster={"minMasterVersion": "1.33"}),
+     "pathways:cluster.minMasterVersion", "1.33 is below what the slice groups need (tpu7x needs 1.34.0-gke.2201000)"),
+    ("GKE version not a version", dict(cluster={"minMasterVersion": "latest"}),
+     "pathways:cluster.minMasterVersion", "'latest' is not a GKE version; use e.g. 1.32 or 1.32.2-gke.1182000"),
+    ("head pool smaller than the workloads", dict(
+        headPool={"nodeCount": 1}, pathwaysVersion="jax-0.7.2",
+        workloads=[WORKLOAD, {"name": "notebook", "mode": "interactive", "sliceGroup": "main"}]),
+     "pathways:headPool.nodeCount", "1 node(s) cannot hold the head pods of 2 workloads (one head pod per node); use at least 2"),
     ("invalid bucket name", dict(bucket={"name": "My_Bucket"}),
      "pathways:bucket.name", "'My_Bucket' is not a valid bucket name"),
     ("misspelt key", dict(slice=[]),

@@ -197,13 +197,30 @@ def test_slice_pool_shape_per_family(tpu):
             assert policy.input("name") == "pathways-test-g-wp"  # project+region scoped: carries the cluster name
             assert policy.input("region") == "us-east5"
             assert policy.input("workloadPolicy") == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "4x4x4"}
-            assert p.input("placementPolicy") == {"type": "COMPACT", "policyName": policy.input("name")}
+            # What GKE stores for a named policy: no type (see components.tpu_slices.placement_policy
+            # for the sources); sending COMPACT too would diff, and replace the slice, on every up.
+            assert p.input("placementPolicy") == {"type": "", "policyName": policy.input("name"), "tpuTopology": "4x4x4"}
         else:
             assert p.input("placementPolicy") == placement
     if placement != "workload-policy":
         assert plan.by_type(POLICY) == []
-    # the cluster's minimum version covers the family
-    assert plan.one(CLUSTER).input("minMasterVersion") == {"v5e": "1.27.4-gke.900", "v5p": "1.27.4-gke.900", "v6e": "1.31.1-gke.1146000", "tpu7x": "1.34.0-gke.2201000"}[tpu.split("-")[0]]
+    # The family's minimum is a floor, never a version to request: the release channel picks one
+    # GKE offers (the provider creates the cluster *at* min_master_version; GKE refuses retired ones).
+    assert plan.one(CLUSTER).input("minMasterVersion") is None
+
+
+def test_committed_stacks_request_no_gke_version(committed_stack):
+    _, plan = committed_stack
+    assert plan.one(CLUSTER).input("minMasterVersion") is None
+    assert plan.one(CLUSTER).input("releaseChannel.channel") in {"REGULAR", "STABLE"}
+    for p in plan.by_type(POOL):
+        assert p.input("version") is None  # pools follow the control plane
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.34", "1.34.1", "1.34.0-gke.2201000", "1.36.2-gke.1000"])
+def test_explicit_gke_version_is_passed_through_when_it_meets_the_floor(version):
+    plan = plan_of(config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}], cluster={"minMasterVersion": version}))
+    assert plan.one(CLUSTER).input("minMasterVersion") == version
 
 
 def test_spot_pools():
@@ -212,14 +229,24 @@ def test_spot_pools():
     assert p.options["ignoreChanges"] == []
 
 
-def test_flex_start_pools_autoscale_from_zero_without_diffs():
-    p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": "v5p-128", "flexStart": True}])))[0]
+@pytest.mark.parametrize("tpu,hosts,placement", [
+    ("v5p-128", 16, {"type": "COMPACT", "tpuTopology": "4x4x4"}),
+    ("v6e-16", 4, {"type": "COMPACT", "tpuTopology": "4x4"}),
+    ("tpu7x-16", 2, {"type": "", "policyName": "pathways-test-g-wp", "tpuTopology": "2x2x2"}),
+    ("v6e-4", 1, None),
+])
+def test_flex_start_pools_autoscale_from_zero_without_diffs(tpu, hosts, placement):
+    p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "flexStart": True}])))[0]
     assert p.input("nodeCount") is None and p.input("initialNodeCount") == 0
-    assert p.input("autoscaling") == {"totalMinNodeCount": 0, "totalMaxNodeCount": 16, "locationPolicy": "ANY"}
+    # Per-zone limits: GKE checks a multi-host slice against the per-zone maximum, which is 0 with
+    # total limits only ("Maximum node count 0 is not a valid size of TPU pod slice",
+    # vllm-project/ci-infra #545; cluster-toolkit #5111). The pool has one zone, so they equal the slice.
+    assert p.input("autoscaling") == {"minNodeCount": 0, "maxNodeCount": hosts, "locationPolicy": "ANY"}
     assert p.input("management.autoRepair") is False
     assert p.input("nodeConfig.flexStart") is True
+    assert p.input("nodeConfig.reservationAffinity") == {"consumeReservationType": "NO_RESERVATION"}
     assert p.options["ignoreChanges"] == ["initialNodeCount", "nodeCount"]
-    assert p.input("placementPolicy") == {"type": "COMPACT", "tpuTopology": "4x4x4"}
+    assert p.input("placementPolicy") == placement
 
 
 def test_on_demand_pools_have_no_capacity_flags():

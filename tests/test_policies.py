@@ -60,6 +60,7 @@ BATCH = plan_of(config_with(
     workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
                {"name": "nb", "mode": "interactive"}],
 ))
+TPU7X = plan_of(config_with(slices=[{"name": "main", "tpu": "tpu7x-128", "count": 2}]))
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 POOL = "gcp:container/nodePool:NodePool"
 HEAD_C = "spec.replicatedJobs.0.template.spec.template.spec"
@@ -77,6 +78,7 @@ def test_pack_has_twelve_rules_with_descriptions():
 
 def test_base_plan_is_clean():
     assert violations(BATCH) == []
+    assert violations(TPU7X) == []
 
 
 CASES = [
@@ -85,6 +87,8 @@ CASES = [
     ("pathways-head-machine-fits", lambda p: mutate(p, POOL, "head-pool", "nodeConfig.machineType", "n2-standard-32"), "n2-standard-32 cannot hold JobSet train"),
     ("pathways-tpu-pool-matches-catalog", lambda p: mutate(p, POOL, "slices-main-0", "nodeCount", 3), "has 4 hosts, not 3 nodes"),
     ("pathways-tpu-pool-matches-catalog", lambda p: mutate(p, POOL, "slices-main-0", "placementPolicy", None), "without placement_policy"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(mutate(p, POOL, "slices-main-0", "nodeCount", None), POOL, "slices-main-0", "autoscaling", {"totalMinNodeCount": 0, "totalMaxNodeCount": 4, "locationPolicy": "ANY"}), "sets only total node limits"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(TPU7X, POOL, "slices-main-0", "placementPolicy.type", "COMPACT"), "GKE stores none, so every update would replace the slice"),
     ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-train", f"{HEAD_C}.containers.0.image", "example.com/t:latest"), "uses 'example.com/t:latest'"),
     ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.image", "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.6.0"), "use one jax-<version> everywhere"),
     ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-train", "spec.replicatedJobs.1.template.spec.template.spec.initContainers.0.image", "example.com/sc:20261101-python_3.12-jax_0.6.0"), "does not match Pathways jax-0.7.2"),
@@ -141,10 +145,11 @@ def test_enforcement_levels_can_be_overridden():
         violations(bad, {"no-such-rule": "advisory"})
 
 
-@pytest.mark.parametrize("breaker_index,policy", [(5, "pathways-images-pinned"), (12, "pathways-storage-iam-least-privilege"), (9, "pathways-bucket-hardening"), (0, "pathways-single-zone")])
-def test_unsafe_plan_exits_nonzero_naming_rule_and_resource(monkeypatch, capsys, tmp_path, breaker_index, policy):
+@pytest.mark.parametrize("policy", ["pathways-images-pinned", "pathways-storage-iam-least-privilege", "pathways-bucket-hardening", "pathways-single-zone"])
+def test_unsafe_plan_exits_nonzero_naming_rule_and_resource(monkeypatch, capsys, tmp_path, policy):
+    breaker = next(c[1] for c in CASES if c[0] == policy)
     real_run = offline_cli.run
-    monkeypatch.setattr(offline_cli, "run", lambda *a, **k: CASES[breaker_index][1](real_run(*a, **k)))
+    monkeypatch.setattr(offline_cli, "run", lambda *a, **k: breaker(real_run(*a, **k)))
     path = tmp_path / "Pulumi.unsafe.yaml"
     import yaml
 

@@ -30,7 +30,52 @@ CASES = {
     # tpu7x (Ironwood): multi-host placement is a workload policy
     "tpu7x-8": ("2x2x1", "tpu7x-standard-4t", 4, 1, 4, "tpu7x", "tpu7x:2x2x1", Placement.SINGLE_HOST),
     "tpu7x-128": ("4x4x4", "tpu7x-standard-4t", 4, 16, 64, "tpu7x", "tpu7x:4x4x4", Placement.WORKLOAD_POLICY),
+    # tpu7x's single-chip VM (PLATFORM-FACTS §6; xpk and Cluster Toolkit hardware.go list tpu7x-standard-1t 1x1x1)
+    "tpu7x-2": ("1x1x1", "tpu7x-standard-1t", 1, 1, 1, "tpu7x", "tpu7x:1x1x1", Placement.SINGLE_HOST),
 }
+
+# Default topology for a chip count, as the peers name the slices (xpk system characteristics,
+# Cluster Toolkit pkg/config/hardware.go, GKE's v5p topology table): the most cube-like shape,
+# written out here rather than recomputed.
+PEER_3D_DEFAULTS = {
+    "v5p-1024": "8x8x8",
+    "v5p-1152": "4x12x12",
+    "v5p-1536": "8x8x12",
+    "v5p-2048": "8x8x16",  # not 4x16x16
+    "v5p-4096": "8x16x16",
+    "v4-2048": "8x8x16",
+    "tpu7x-2048": "8x8x16",
+    "tpu7x-8192": "16x16x16",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PEER_3D_DEFAULTS))
+def test_default_3d_topology_is_the_most_cube_like(name):
+    assert tpu.from_name(name).topology == PEER_3D_DEFAULTS[name]
+
+
+@pytest.mark.parametrize("family,topology", [("v5p", "4x4x268"), ("v4", "4x4x260"), ("tpu7x", "4x8x260"), ("v5p", "4x8x264")])
+def test_no_3d_dimension_above_256(family, topology):
+    with pytest.raises(TpuError, match="at most 256"):
+        tpu.resolve(family, topology)
+
+
+def test_no_slice_name_needs_a_dimension_above_256():
+    # v5p-8576 = 4288 chips = 4x4x268 only: no valid topology, so no such slice
+    with pytest.raises(TpuError, match="v5p-8576 is not a v5p slice size"):
+        tpu.from_name("v5p-8576")
+
+
+@pytest.mark.parametrize("topology", ["1x2x2", "2x1x2", "4x2x2", "2x2x4x1", "1x2x4"])
+def test_v4_small_shapes_only_as_gke_writes_them(topology):
+    with pytest.raises(TpuError, match="not a v4 topology"):
+        tpu.resolve("v4", topology)
+
+
+@pytest.mark.parametrize("family", ["v4", "v5p"])
+def test_single_chip_3d_is_tpu7x_only(family):
+    with pytest.raises(TpuError, match=f"not a {family} topology"):
+        tpu.resolve(family, "1x1x1")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

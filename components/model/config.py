@@ -119,7 +119,10 @@ class ClusterConfig(_Model):
     name: Optional[str] = Field(None, description="GKE cluster name; default pathways-<stack>.")
     regional: bool = Field(False, description="Regional control plane (nodes stay in the stack's zone).")
     release_channel: ReleaseChannel = Field(ReleaseChannel.REGULAR, description="GKE release channel.")
-    min_master_version: Optional[str] = Field(None, description="Minimum GKE version, e.g. 1.32.2-gke.1182000.")
+    min_master_version: Optional[str] = Field(None, description=(
+        "Lowest control-plane version: a minor (1.35) or a full version (1.35.1-gke.1234000). Default: none, "
+        "the release channel picks a version GKE offers."
+    ))
     private_nodes: bool = Field(False, description="Nodes without public IPs.")
     master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
     deletion_protection: Optional[bool] = Field(None, description="GKE deletion protection; default on.")
@@ -506,7 +509,8 @@ class StackConfig(_Model):
 
     @property
     def required_gke_version(self) -> str:
-        """The highest minimum GKE version among the stack's TPU families."""
+        """The highest minimum GKE version among the stack's TPU families: a floor to check
+        cluster.minMasterVersion against, never a version to request (GKE stops offering old ones)."""
         return max((g.tpu.min_gke_version for g in self.slices), key=gke_version_key)
 
     @property
@@ -549,11 +553,21 @@ class StackConfig(_Model):
         return w.slices or self.workload_group(w).count
 
 
-def gke_version_key(version: str) -> tuple[int, int, int, int]:
+def gke_version_key(version: str) -> tuple[int, ...]:
+    """'1.35' -> (1, 35); '1.35.1' -> (1, 35, 1); '1.35.1-gke.1234000' -> (1, 35, 1, 1234000)."""
     m = _GKE_VERSION.match(version)
     if not m:
         raise ValueError(f"{version!r} is not a GKE version")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(4) or 0), int(m.group(6) or 0))
+    return tuple(int(g) for g in (m.group(1), m.group(2), m.group(4), m.group(6)) if g is not None)
+
+
+def meets_gke_floor(version: str, floor: str) -> bool:
+    """Whether GKE would run at least `floor` when asked for `version`.
+
+    A minor (1.34) or patch (1.34.1) without a GKE build is fuzzy: GKE resolves it to a build it
+    offers today, so only the components given are compared (1.34 meets 1.34.0-gke.2201000)."""
+    v = gke_version_key(version)
+    return v >= gke_version_key(floor)[: len(v)]
 
 
 def head_pod_demand(w: Optional[Workload]) -> tuple[Decimal, Decimal, str]:
@@ -641,12 +655,19 @@ def _derived_name_checks(cfg: "StackConfig") -> list[Problem]:
 
 
 def _head_pool_checks(cfg: "StackConfig") -> list[Problem]:
+    problems = []
+    count = cfg.head_pool.node_count
+    if count is not None and count < len(cfg.workloads):
+        # One head pod per node (exclusive placement by hostname): the rest would stay Pending.
+        problems.append(Problem(config_key(("headPool", "nodeCount")), (
+            f"{count} node(s) cannot hold the head pods of {len(cfg.workloads)} workloads (one head pod per node); "
+            f"use at least {len(cfg.workloads)}, or remove it (default: one node per workload)"
+        )))
     key = config_key(("headPool", "machineType"))
     try:
         machine = machines.shape(cfg.head_pool.machine_type)
     except machines.MachineError as e:
-        return [Problem(key, str(e))]
-    problems = []
+        return [*problems, Problem(key, str(e))]
     for w in cfg.workloads or [None]:
         cpu, mem, parts = head_pod_demand(w)
         if not machines.fits(machine, cpu, mem):
@@ -779,7 +800,7 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
         problems.append(Problem(config_key(("pathwaysVersion",)), "required when workloads are set; use the jax-<version> tag matching your program's JAX, e.g. jax-0.7.2"))
     problems += _head_pool_checks(cfg)
     problems += _derived_name_checks(cfg)
-    if cfg.cluster.min_master_version and gke_version_key(cfg.cluster.min_master_version) < gke_version_key(cfg.required_gke_version):
+    if cfg.cluster.min_master_version and not meets_gke_floor(cfg.cluster.min_master_version, cfg.required_gke_version):
         needs = [f"{g.tpu.family} needs {g.tpu.min_gke_version}" for g in cfg.slices]
         problems.append(Problem(config_key(("cluster", "minMasterVersion")), (
             f"{cfg.cluster.min_master_version} is below what the slice groups need ({', '.join(sorted(set(needs)))}); "

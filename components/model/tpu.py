@@ -40,13 +40,24 @@ class TpuFamily:
     # machine type -> chips per VM
     machine_types: dict[str, int]
     max_chips: int
-    ascending_dims: bool  # 3-D families that require A <= B <= C
+    ascending_dims: bool  # 3-D families that require A <= B <= C (above the small shapes)
     min_gke_version: str
+    small_topologies: tuple[str, ...] = ()  # 3-D shapes below the 4x4x4 cube, exactly as GKE writes them
 
 
-# Minimum GKE versions: multislice needs 1.27.4-gke.900 (every family here is run as multislice by
-# Pathways), v6e 1.31.1-gke.1146000, tpu7x 1.34.0-gke.2201000 (workload-policy placement).
+# Minimum GKE versions, floors to validate a requested version against (never versions to request):
+# - multislice needs 1.27.4-gke.900 (GKE docs, "Deploy TPU Multislice in GKE": "Standard supports
+#   Multislice in version 1.27.4-gke.900 and later"); Pathways runs every family as multislice;
+# - v6e needs 1.31.1-gke.1146000 (GKE docs, "Plan TPUs in GKE", TPU version availability);
+# - tpu7x needs 1.34.0-gke.2201000 (GKE docs, Ironwood (TPU7x) on GKE: workload-policy placement).
 _MULTISLICE_MIN_GKE = "1.27.4-gke.900"
+
+# 3-D shapes below the 4x4x4 cube, as GKE lists them ("Plan TPUs in GKE", topology tables; the same
+# lists in Cluster Toolkit pkg/config/hardware.go and xpk's system characteristics). tpu7x adds the
+# single-chip 1x1x1 (tpu7x-standard-1t).
+SMALL_TOPOLOGIES_3D = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")
+# No 3-D dimension above 256: no peer lists one and GKE's topology tables end well below it.
+MAX_DIMENSION_3D = 256
 
 FAMILIES: dict[str, TpuFamily] = {
     f.name: f
@@ -62,6 +73,7 @@ FAMILIES: dict[str, TpuFamily] = {
             max_chips=4096,
             ascending_dims=False,
             min_gke_version=_MULTISLICE_MIN_GKE,
+            small_topologies=SMALL_TOPOLOGIES_3D,
         ),
         TpuFamily(
             name="v5e",
@@ -86,6 +98,7 @@ FAMILIES: dict[str, TpuFamily] = {
             max_chips=8960,
             ascending_dims=True,
             min_gke_version=_MULTISLICE_MIN_GKE,
+            small_topologies=SMALL_TOPOLOGIES_3D,
         ),
         TpuFamily(
             name="v6e",
@@ -110,6 +123,7 @@ FAMILIES: dict[str, TpuFamily] = {
             max_chips=9216,
             ascending_dims=True,
             min_gke_version="1.34.0-gke.2201000",
+            small_topologies=("1x1x1", *SMALL_TOPOLOGIES_3D),
         ),
     )
 }
@@ -118,10 +132,7 @@ _FAMILY_BY_ALIAS = {alias: f for f in FAMILIES.values() for alias in (f.name, *f
 
 # 2-D (v5e, v6e) slice shapes GKE offers.
 TOPOLOGIES_2D = ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
-# 3-D shapes below the 4x4x4 cube; from there every dimension is a multiple of 4.
-SMALL_TOPOLOGIES_3D = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")
 
-_SMALL_3D_SORTED = [sorted(int(d) for d in t.split("x")) for t in SMALL_TOPOLOGIES_3D]
 _TOPOLOGY_RE = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*)+$")
 
 
@@ -201,16 +212,13 @@ def _dims(topology: str) -> list[int]:
 
 
 def _valid_3d(fam: TpuFamily, dims: list[int]) -> bool:
-    if len(dims) != 3 or math.prod(dims) > fam.max_chips:
+    if len(dims) != 3 or math.prod(dims) > fam.max_chips or max(dims) > MAX_DIMENSION_3D:
         return False
-    if fam.ascending_dims:
-        # v5p and tpu7x: the small shapes exactly as GKE writes them, then A <= B <= C.
-        if "x".join(map(str, dims)) in SMALL_TOPOLOGIES_3D:
-            return True
-        if dims != sorted(dims):
-            return False
-    elif sorted(dims) in _SMALL_3D_SORTED:
-        return True  # v4 accepts any order of a valid shape
+    # Small shapes only exactly as GKE writes them (v4 too: 1x2x2 is not a v4 topology).
+    if "x".join(map(str, dims)) in fam.small_topologies:
+        return True
+    if fam.ascending_dims and dims != sorted(dims):
+        return False  # v5p and tpu7x write A <= B <= C; v4 accepts any order of the large shapes
     return all(d % 4 == 0 for d in dims)
 
 
@@ -219,8 +227,8 @@ def valid_topologies_text(fam: TpuFamily) -> str:
         return ", ".join(TOPOLOGIES_2D)
     order = " in ascending order" if fam.ascending_dims else ""
     return (
-        f"{', '.join(SMALL_TOPOLOGIES_3D)}, or AxBxC with every dimension a multiple of 4{order} "
-        f"and at most {fam.max_chips} chips (e.g. 4x4x4, 4x4x8, 4x8x8)"
+        f"{', '.join(fam.small_topologies)}, or AxBxC with every dimension a multiple of 4 and at most "
+        f"{MAX_DIMENSION_3D}{order}, at most {fam.max_chips} chips in all (e.g. 4x4x4, 4x4x8, 4x8x8)"
     )
 
 
@@ -245,7 +253,8 @@ def machine_types_for(fam: TpuFamily, topology: str) -> list[str]:
     if chips == 1:
         return [by_chips[1]] if 1 in by_chips else []
     if chips == 8 and 8 in by_chips:
-        # 2x4 fits one 8-chip VM (the default, as xpk does) or two 4-chip hosts.
+        # 2x4 fits one 8-chip VM (the default, as Cluster Toolkit and the PathwaysJob controller do)
+        # or two 4-chip hosts (what xpk 1.16 creates): machineType chooses.
         return [by_chips[8], by_chips[4]]
     return [by_chips[4]] if chips >= 4 and 4 in by_chips else []
 
@@ -273,21 +282,23 @@ def resolve(
 
 
 def _canonical_3d(fam: TpuFamily, chips: int) -> Optional[str]:
-    """The most cube-like valid 3-D topology with this many chips, dimensions ascending."""
-    for small in SMALL_TOPOLOGIES_3D:
+    """The most cube-like valid 3-D topology with this many chips, dimensions ascending:
+    the shortest longest side, then the longest shortest side (1024 chips: 8x8x16, not 4x16x16,
+    as xpk and Cluster Toolkit name v5p-2048)."""
+    for small in fam.small_topologies:
         if math.prod(_dims(small)) == chips:
             return small
+    if chips > fam.max_chips:
+        return None
     best = None
     for a in range(4, round(chips ** (1 / 3)) + 5, 4):
         for b in range(a, chips // a + 1, 4):
-            if (chips % (a * b)) or (c := chips // (a * b)) < b or c % 4:
+            if (chips % (a * b)) or (c := chips // (a * b)) < b or c % 4 or c > MAX_DIMENSION_3D:
                 continue
-            key = (c, a, b)  # smallest longest side first
+            key = (c, -a)
             if best is None or key < best[0]:
                 best = (key, f"{a}x{b}x{c}")
-    if best and chips <= fam.max_chips:
-        return best[1]
-    return None
+    return best[1] if best else None
 
 
 def valid_sizes(fam: TpuFamily) -> list[str]:
@@ -295,7 +306,7 @@ def valid_sizes(fam: TpuFamily) -> list[str]:
     if fam.dims == 2:
         chips = [math.prod(_dims(t)) for t in TOPOLOGIES_2D]
     else:
-        chips = [c for c in (4, 8, 16, 32, 64, 128, 256, 512, 1024) if _canonical_3d(fam, c)]
+        chips = [c for c in (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if _canonical_3d(fam, c)]
     return [f"{fam.name}-{c * fam.cores_per_chip}" for c in chips]
 
 

@@ -19,7 +19,12 @@ def _validate(args: ResourceValidationArgs, report) -> None:
     fam = _family_of(machine)
     nodes = get(props, "nodeCount")
     if nodes is None:
-        nodes = get(props, "autoscaling.totalMaxNodeCount") or get(props, "autoscaling.maxNodeCount")
+        nodes = get(props, "autoscaling.maxNodeCount")
+        if nodes is None and get(props, "autoscaling.totalMaxNodeCount"):
+            # GKE checks a slice against the per-zone maximum, 0 here (vllm-project/ci-infra #545).
+            report(f"autoscaled pool {get(props, 'name')} sets only total node limits; GKE sizes a TPU slice by the "
+                   "per-zone max_node_count, which is then 0: set min_node_count/max_node_count instead", args.urn)
+            return
     placement = get(props, "placementPolicy") or {}
     topology = placement.get("tpuTopology")
     name = get(props, "name")
@@ -33,6 +38,10 @@ def _validate(args: ResourceValidationArgs, report) -> None:
         if fam.name == "tpu7x":
             if not placement.get("policyName"):
                 report(f"pool {name} is a multi-host tpu7x slice without a workload policy; set placement_policy.policy_name", args.urn)
+            elif placement.get("type"):
+                # GKE stores a named policy without a type: sending one diffs (and replaces) on every update.
+                report(f"pool {name} sends placement_policy.type {placement['type']} with a named workload policy; GKE stores "
+                       "none, so every update would replace the slice: leave type empty", args.urn)
             return
         if placement.get("type") != "COMPACT" or not topology:
             report(f"pool {name} is multi-host ({nodes} x {machine}) without placement_policy {{type: COMPACT, tpu_topology}}", args.urn)
