@@ -1,4 +1,11 @@
-"""JobSetController: the JobSet controller and CRD from the upstream Helm chart, on the system pool."""
+"""JobSetController: the JobSet controller, webhook and CRD from the upstream Helm chart, on the system pool.
+
+Installed with Pulumi's helm.v4.Chart, not helm.v3.Release: Helm (and so a Release) installs a chart's
+crds/ only when absent and never upgrades them (Helm docs, "Custom Resource Definitions: limitations";
+PLATFORM-FACTS §6), so bumping kubernetes.jobsetVersion would run a new controller on an old CRD. A v4
+Chart renders the chart (`helm template`, CRDs included) and Pulumi applies every object, the CRD too,
+server-side: a version bump updates the CRD in the same `pulumi up`, and `pulumi preview` shows it.
+"""
 
 from __future__ import annotations
 
@@ -23,22 +30,23 @@ class JobSetControllerArgs:
 
 
 class JobSetController(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release
-    """The Helm release: JobSets depend on it, so the CRD and webhook exist first."""
+    ready: pulumi.Resource
+    """Depend on this: the CRD is applied and the controller and webhook are ready (Pulumi awaits the
+    Deployment), so a JobSet created afterwards is admitted."""
 
     def __init__(self, name: str, args: JobSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:JobSetController", name, None, opts)
-        self.release = k8s.helm.v3.Release(
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE), opts=pulumi.ResourceOptions(parent=self)
+        )
+        chart = k8s.helm.v4.Chart(
             name,
-            name="jobset",
             chart=CHART,
             version=args.version,
             namespace=NAMESPACE,
-            create_namespace=True,
-            # Wait for the webhook to serve: a JobSet created before it is rejected.
-            atomic=True,
-            timeout=600,
+            skip_crds=False,  # the CRD is one of the chart's objects: applied and upgraded with it
             values={"controller": {"nodeSelector": {ROLE_LABEL: args.system_role}}},
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
         )
-        self.register_outputs({"status": self.release.status})
+        self.ready = chart
+        self.register_outputs({})

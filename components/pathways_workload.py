@@ -18,6 +18,10 @@ class PathwaysWorkloadArgs:
     """The JobSet, built by components.manifests.jobset (pure) from the config model."""
     profiling_secret: Optional[str]
     """Name of the Secret to create for the profiler auth token, or None."""
+    env_secret: Optional[str]
+    """Name of the Secret to create for the workload's env values (they came from secret config), or None."""
+    env: dict[str, str]
+    """The workload's env values (only used with env_secret: the JobSet then holds references only)."""
     depends_on: tuple[pulumi.Resource, ...]
     """What must exist first: the JobSet controller (CRD + webhook) and the workload's node pools."""
 
@@ -40,6 +44,16 @@ class PathwaysWorkload(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             deps.append(secret)
+        if args.env_secret:
+            env_secret = k8s.core.v1.Secret(
+                f"{name}-env",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.env_secret, namespace=meta["namespace"]),
+                # Secret in state and previews too: the values came from `pulumi config set --secret`.
+                string_data=pulumi.Output.secret(dict(args.env)),
+                type="Opaque",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            deps.append(env_secret)
         jobset = k8s.apiextensions.CustomResource(
             name,
             api_version=API_VERSION,

@@ -7,4 +7,6 @@ BUCKET_IAM_TYPES = ("gcp:storage/bucketIAMMember:BucketIAMMember", "gcp:storage/
 PROJECT_IAM_TYPES = ("gcp:projects/iAMMember:IAMMember", "gcp:projects/iAMBinding:IAMBinding", "gcp:projects/iAMPolicy:IAMPolicy")
 CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+HELM_CHART = "kubernetes:helm.sh/v4:Chart"
+HELM_TYPES = (HELM_RELEASE, HELM_CHART)
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"

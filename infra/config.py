@@ -30,16 +30,29 @@ def _decode(value: str) -> Any:
 
 
 def read_stack_config() -> StackConfig:
-    """Stack config -> StackConfig, or ConfigError naming every bad key."""
+    """Stack config -> StackConfig, or ConfigError naming every bad key.
+
+    Values are read as text with the runtime's get_config (pulumi.Config.get would warn on secret
+    keys): the model validates plain values, and the keys that were secret travel with it so that
+    what they feed stays secret (see StackConfig.secret_env)."""
     raw: dict[str, Any] = {}
-    project_cfg = pulumi.Config(PROJECT_NAMESPACE)
-    gcp_cfg = pulumi.Config("gcp")
-    for key in sorted(_config_keys()):
+    keys = sorted(_config_keys())
+    for key in keys:
         namespace, _, name = key.partition(":")
         if namespace == PROJECT_NAMESPACE:
-            raw[name] = _decode(project_cfg.get(name))
+            raw[name] = _decode(runtime_config.get_config(key))
     for name in GCP_KEYS:
-        value = gcp_cfg.get(name)
+        value = runtime_config.get_config(f"gcp:{name}")
         if value is not None:
             raw[name] = value
-    return load(raw, stack=pulumi.get_stack())
+    return load(raw, stack=pulumi.get_stack(), secret_keys=secret_config_keys(keys))
+
+
+def secret_config_keys(keys: list[str]) -> frozenset[str]:
+    """Keys of ours that hold secrets. The CLI lists them in PULUMI_CONFIG_SECRET_KEYS (which
+    runtime.is_config_secret does not read); mocks and automation set them with set_all_config."""
+    listed = set(runtime_config.get_config_secret_keys_env())
+    return frozenset(
+        k for k in keys
+        if (k in listed or runtime_config.is_config_secret(k)) and k.partition(":")[0] in (PROJECT_NAMESPACE, "gcp")
+    )

@@ -90,12 +90,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
     )
     interactive = {}
     for w in cfg.workloads:
-        secret = f"{w.name}-profiling-token" if w.profiling else None
-        ctx = jobset_manifest.WorkloadContext(cfg.cache_location, cfg.artifacts_location, secret)
+        ctx = jobset_manifest.context(cfg, w)
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
-            manifest=jobset_manifest.jobset(cfg, w, ctx), profiling_secret=secret,
+            manifest=jobset_manifest.jobset(cfg, w, ctx), profiling_secret=ctx.profiling_secret,
+            env_secret=ctx.env_secret, env=dict(w.env),
             # The bucket and its grants too: the first compilation-cache write must not 403.
-            depends_on=(controller.release, namespace, head, groups[cfg.workload_group(w).name], bucket),
+            depends_on=(controller.ready, namespace, head, groups[cfg.workload_group(w).name], bucket),
         ), opts=k8s_opts)
         if w.mode == "interactive":
             interactive[w.name] = jobset_manifest.interactive_access(cfg, w)

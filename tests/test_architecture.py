@@ -33,7 +33,28 @@ def test_components_never_reach_back_into_the_program():
         assert not {m for m in imports(path) if m.split(".")[0] == "infra"}, path
 
 
+def reads_config(path: Path) -> bool:
+    """pulumi.Config(...), `from pulumi import Config`, or the runtime's config module / get_config."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr == "Config" and isinstance(node.value, ast.Name) and node.value.id == "pulumi":
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pulumi"):
+            if any(a.name in ("Config", "config", "get_config") for a in node.names):
+                return True
+        if isinstance(node, ast.Import) and any(a.name == "pulumi.runtime.config" for a in node.names):
+            return True
+    return False
+
+
 def test_only_infra_config_reads_pulumi_config():
-    readers = [p.relative_to(ROOT).as_posix() for p in files("infra") + files("components") + files("policies")
-               if "pulumi.Config(" in p.read_text()]
+    readers = [p.relative_to(ROOT).as_posix() for p in files("infra") + files("components") + files("policies") if reads_config(p)]
     assert readers == ["infra/config.py"]
+
+
+def test_the_config_reader_check_sees_every_form(tmp_path):
+    for text in ("import pulumi\npulumi.Config('x')", "from pulumi import Config", "from pulumi.runtime import config",
+                 "import pulumi.runtime.config", "from pulumi.runtime.config import get_config"):
+        (tmp_path / "m.py").write_text(text)
+        assert reads_config(tmp_path / "m.py"), text
+    (tmp_path / "m.py").write_text("import pulumi\npulumi.export('a', 1)\nargs.get_config()")
+    assert not reads_config(tmp_path / "m.py")

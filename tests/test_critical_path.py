@@ -33,10 +33,10 @@ def test_worst_case_weights_come_from_the_plan():
     from infra.offline.critical_path import worst_case_minutes
 
     plan = plan_of(stack_config(1)["config"], stack="bench1")
-    weights = {r.name: worst_case_minutes(r) for r in plan.resources if r.custom}
+    weights = {r.name: worst_case_minutes(r) for r in plan.resources if r.custom or r.type == "kubernetes:helm.sh/v4:Chart"}
     assert weights["cluster"] == 45 and weights["slices-v6e-0"] == 180 and weights["head-pool"] == 30
     assert weights["cluster-system"] == 30  # provider default: no custom timeout
-    assert weights["jobset"] == 10  # the Helm release's own timeout (600 s)
+    assert weights["jobset"] == 10  # the chart: Pulumi awaits its Deployment, 10 minutes by default
     assert weights["workload-train"] == 0
 
 
@@ -51,11 +51,12 @@ def test_no_pool_waits_on_another_pool(plans):
 
 def test_controller_and_workloads_wait_only_on_what_they_need(plans):
     plan = plans[256]
-    release = plan.one("kubernetes:helm.sh/v3:Release")
-    provider = plan.get(release.options["provider"])
+    chart = plan.one("kubernetes:helm.sh/v4:Chart")
+    provider = plan.get(chart.options["provider"])
     names = lambda urns: {plan.get(u).name for u in urns}  # noqa: E731
     assert names(provider.dependencies) <= {"cluster", "cluster-system"}  # the kubeconfig and schedulable nodes
-    assert release.dependencies == ()
+    assert names(chart.dependencies) == {"jobset-namespace"}
+    assert plan.get(chart.dependencies[0]).dependencies == ()
     train = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train")
     deps = names(train.dependencies)
     buckets = {"scratch", "scratch-artifacts", "scratch-role"} | {r.name for r in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")}

@@ -9,7 +9,7 @@ from infra.offline.render import check_plan, manifests
 from tests.conftest import config_with, plan_of, stack_plan
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
-RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART = "kubernetes:helm.sh/v4:Chart"
 VERSION = "jax-0.7.2"
 IMAGE = "example.com/trainer:1"
 
@@ -65,18 +65,37 @@ def test_provider_controller_and_dependencies():
     plan = stack_plan("staging")
     provider = plan.one("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "pathways-staging-123/us-east5-b/pathways-staging"
-    release = plan.one(RELEASE)
-    assert release.input("chart") == "oci://registry.k8s.io/jobset/charts/jobset"
-    assert release.input("version") == "0.12.0" and release.input("namespace") == "jobset-system"
-    assert release.input("values.controller.nodeSelector") == {"pathways/role": "system"}
-    assert release.options["provider"].endswith("pulumi:providers:kubernetes::gke")
+    chart = plan.one(CHART)
+    assert chart.input("chart") == "oci://registry.k8s.io/jobset/charts/jobset"
+    assert chart.input("version") == "0.12.0" and chart.input("namespace") == "jobset-system"
+    assert chart.input("values.controller.nodeSelector") == {"pathways/role": "system"}
+    # CRD upgrades: a v4 Chart applies the chart's CRD as one of its objects (Helm would install
+    # crds/ once and never upgrade them), so a jobsetVersion bump upgrades the CRD too.
+    assert chart.input("skipCrds") is False
+    assert plan.by_type("kubernetes:helm.sh/v3:Release") == []
+    ns = next(r for r in plan.by_type("kubernetes:core/v1:Namespace") if r.input("metadata.name") == "jobset-system")
+    assert ns.urn in chart.dependencies
+    assert chart.options["provider"].endswith("pulumi:providers:kubernetes::gke")
     for js in plan.by_type(JOBSET):
-        assert release.urn in js.dependencies
+        assert chart.urn in js.dependencies
         assert js.options["replaceOnChanges"] == ["spec"] and js.options["deleteBeforeReplace"] is True
-        assert js.options["provider"] == release.options["provider"]
+        assert js.options["provider"] == chart.options["provider"]
 
 
 FAMILIES = ["v5e-16", "v5p-128", "v6e-16", "v6e-8", "tpu7x-128", "v4-16"]
+
+# Worker requests per TPU VM, written out: the VM (vCPU, GB from the Cloud TPU docs' machine tables)
+# less GKE's reservations (CPU: 6% of the 1st core, 1% of the 2nd, 0.5% of the next 2, 0.25% above;
+# memory: 25/20/10/6/2% tiers + 100 MiB eviction threshold, GKE "Plan node sizes") less 1 CPU / 2 GiB
+# for DaemonSets, rounded down.
+WORKER_REQUESTS = {
+    "ct5lp-hightpu-4t": {"cpu": "110", "memory": "179Gi"},  # 112 vCPU, 192 GB
+    "ct5p-hightpu-4t": {"cpu": "206", "memory": "430Gi"},  # 208, 448
+    "ct6e-standard-4t": {"cpu": "178", "memory": "696Gi"},  # 180, 720
+    "ct6e-standard-8t": {"cpu": "178", "memory": "1402Gi"},  # 180, 1440
+    "tpu7x-standard-4t": {"cpu": "222", "memory": "931Gi"},  # 224, 960
+    "ct4p-hightpu-4t": {"cpu": "238", "memory": "390Gi"},  # 240, 407
+}
 
 
 @pytest.mark.parametrize("tpu", FAMILIES)
@@ -130,7 +149,9 @@ def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
     job = wj["template"]["spec"]
     assert wj["replicas"] == 2
     assert job["parallelism"] == job["completions"] == group["hosts"]
-    assert job["backoffLimit"] == group["hosts"] * 4
+    # batch: a crash loop ends the run (hosts x 4, the anchors'); interactive keeps serving:
+    # pathwaysutils gives headless workers 1_000_000 restarts per host (experimental/gke/jobset.py)
+    assert job["backoffLimit"] == group["hosts"] * (4 if mode == "batch" else 1_000_000)
     assert wj["template"]["metadata"]["annotations"] == {"alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
     wpod = job["template"]["spec"]
     assert wpod["hostNetwork"] is True
@@ -140,8 +161,13 @@ def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
         "pathways/slice-group": "g",
     }
     assert wpod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert wpod["restartPolicy"] == "OnFailure"  # as xpk, PathwaysJob and pathwaysutils: restart in place
     (worker,) = wpod["containers"]
     assert worker["resources"]["limits"] == {"google.com/tpu": str(group["chipsPerVm"])}
+    # requests, so the worker is not BestEffort: the VM's allocatable (table below, from the docs)
+    assert worker["resources"]["requests"] == {
+        "google.com/tpu": str(group["chipsPerVm"]), **WORKER_REQUESTS[group["machineType"]],
+    }
     we = env(worker)
     assert we["MEGASCALE_NUM_SLICES"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/replicatedjob-replicas']"}}
     assert we["MEGASCALE_SLICE_ID"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/job-index']"}}
@@ -162,7 +188,7 @@ def test_every_workload_option():
         "v6e-16", "batch",
         persistence=True, profiling={"port": 9100}, xlaFlags=["--xla_tpu_enable_latency_hiding_scheduler=true"],
         hloDump=True, colocatedPython={"image": "example.com/sidecar:20261101-python_3.12-jax_0.7.2"},
-        elastic={"maxSliceRestarts": 6}, maxRestarts=3, terminationGracePeriodSeconds=120, ttlSecondsAfterFinished=600,
+        elastic={"maxMissingSlices": 1}, workerRestartsPerHost=6, maxRestarts=3, terminationGracePeriodSeconds=120, ttlSecondsAfterFinished=600,
         dataLoaderWorkers=16, shmSize="32Gi", env={"RUN": "x", "STEPS": 100, "DEBUG": True},
     )
     assert check_plan(plan)["job"].violations == []
@@ -174,7 +200,8 @@ def test_every_workload_option():
     proxy = by_name(pod["initContainers"])["pathways-proxy"]
     assert "--xla_tpu_enable_latency_hiding_scheduler=true" in proxy["args"]
     assert f"--xla_dump_to={artifacts}/job/hlo/" in proxy["args"]
-    assert "--num_elastic_slices=2" in proxy["args"]
+    # the number of slices the job may lose, not the total (2 here)
+    assert "--num_elastic_slices=1" in proxy["args"]
     (user,) = pod["containers"]
     e = env(user)
     assert e["ENABLE_PATHWAYS_PERSISTENCE"] == "1" and e["DATA_LOADER_WORKERS"] == "16" and e["RUN"] == "x" and (e["STEPS"], e["DEBUG"]) == ("100", "true")
@@ -187,9 +214,19 @@ def test_every_workload_option():
     assert wj["template"]["spec"]["backoffLimit"] == 4 * 6
     wpod = wj["template"]["spec"]["template"]["spec"]
     (sidecar,) = wpod["initContainers"]
+    (worker,) = wpod["containers"]
     assert sidecar["restartPolicy"] == "Always" and sidecar["ports"] == [{"containerPort": 50051, "protocol": "TCP"}]
     assert env(sidecar)["GRPC_SERVER_ADDRESS"] == "0.0.0.0:50051"
-    assert {"name": "dshm", "mountPath": "/dev/shm"} in sidecar["volumeMounts"]
+    # one memory-backed directory shared by worker and sidecar, and both told where it is
+    # (pathwaysutils 0.1.13 experimental/gke/jobset.py add_colocated_python)
+    assert wpod["volumes"] == [{"name": "sidecar-shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]
+    for c in (worker, sidecar):
+        assert c["volumeMounts"] == [{"name": "sidecar-shm", "mountPath": "/tmp/shared-memory"}]
+        assert env(c)["CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY"] == "/tmp/shared-memory"
+    assert "--cloud_pathways_sidecar_shm_directory=/tmp/shared-memory" in worker["args"]
+    # bounded and counted: the worker leaves the sidecar's memory and the shared directory free
+    assert sidecar["resources"] == {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"memory": "16Gi"}}
+    assert worker["resources"]["requests"] == {"cpu": str(178 - 4), "memory": f"{696 - 16 - 8}Gi", "google.com/tpu": "4"}
     # the token is a generated secret, in a Kubernetes Secret the JobSet waits for
     secret = plan.one("kubernetes:core/v1:Secret")
     assert secret.input("metadata.name") == "job-profiling-token" and secret.input("stringData") == "[secret]"
@@ -207,6 +244,7 @@ def test_workload_waits_on_controller_and_its_own_pools_only():
     deps = {plan.get(d).name for d in js.dependencies}
     # depends_on a component waits for its children: the release, group a's pool, the head pool
     assert {"jobset", "slices-a-0", "head-pool", "workloads", "scratch", "scratch-scratch-0"} <= deps
+    assert plan.get(next(d for d in js.dependencies if plan.get(d).name == "jobset")).type == CHART
     assert not any(d.startswith("slices-b") for d in deps)
 
 
@@ -220,7 +258,7 @@ def test_interactive_outputs():
 def test_image_overrides_and_subdomain():
     plan = workload_plan(
         "v6e-16", "interactive", name="a-rather-long-workload-name", subdomain="pw",
-        serverImage="example.com/server@sha256:" + "a" * 64, proxyImage="example.com/proxy:jax-0.7.2",
+        serverImage="example.com/server@sha256:" + "a" * 64, proxyImage="example.com/proxy@sha256:" + "b" * 64,
     )
     js = jobsets(plan)["a-rather-long-workload-name"]
     assert js["spec"]["network"]["subdomain"] == "pw"

@@ -118,7 +118,7 @@ def test_each_policy_fires(policy, breaker, message):
 def test_jobset_must_depend_on_the_controller():
     plan = BATCH
     js = plan.one(JOBSET, "workload-train")
-    release = plan.one("kubernetes:helm.sh/v3:Release").urn
+    release = plan.one("kubernetes:helm.sh/v4:Chart").urn
     broken = Plan(plan.stack, [dataclasses.replace(r, dependencies=tuple(d for d in r.dependencies if d != release)) if r is js else r for r in plan.resources], plan.outputs)
     found = [v for v in violations(broken) if v.policy == "pathways-jobset-lifecycle"]
     assert [v.urn for v in found] == [js.urn] and "does not depend on the JobSet controller" in found[0].message

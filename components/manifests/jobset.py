@@ -33,6 +33,18 @@ TPU_RESOURCE = "google.com/tpu"
 WORKLOAD_LABEL = "pathways/workload"
 PROFILING_TOKEN_KEY = "token"
 SHM_VOLUME = "dshm"
+# Colocated Python: the worker and the sidecar exchange large arrays through one memory-backed
+# directory. The worker only does so when told the directory (--cloud_pathways_sidecar_shm_directory),
+# and both read CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY (pathwaysutils 0.1.13 experimental/gke/jobset.py,
+# add_colocated_python; its default path is /tmp/shared-memory).
+SIDECAR_SHM_VOLUME = "sidecar-shm"
+SIDECAR_SHM_DIR = "/tmp/shared-memory"
+SIDECAR_SHM_ENV = "CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY"
+SIDECAR_SHM_FLAG = "--cloud_pathways_sidecar_shm_directory"
+# Documented JobSet annotations (kubernetes-sigs/jobset, jobset.sigs.k8s.io/*), which Google's
+# generators expose to the RM and workers as env.
+JOBSET_NAME_ANNOTATION = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_ANNOTATION = "jobset.sigs.k8s.io/replicatedjob-name"
 
 
 @dataclass(frozen=True)
@@ -45,10 +57,43 @@ class WorkloadContext:
     """gs://<artifacts bucket>/<artifactsPrefix>."""
     profiling_secret: Optional[str] = None
     """Name of the Secret holding the profiler auth token, when profiling is on."""
+    env_secret: Optional[str] = None
+    """Name of the Secret holding the workload's env values, when they came from secret config."""
+
+
+def env_secret_name(w: Workload) -> str:
+    return f"{w.name}-env"
+
+
+def context(cfg: StackConfig, w: Workload) -> WorkloadContext:
+    """The values a workload's manifests need from the stack."""
+    return WorkloadContext(
+        cfg.cache_location,
+        cfg.artifacts_location,
+        profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,
+        env_secret=env_secret_name(w) if cfg.secret_env and w.env else None,
+    )
 
 
 def _label_env(name: str, label: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
+
+
+def _annotation_env(name: str, annotation: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}}
+
+
+JOBSET_IDENTITY_ENV = (
+    _annotation_env("JOBSET_NAME", JOBSET_NAME_ANNOTATION),
+    _annotation_env("REPLICATED_JOB_NAME", REPLICATED_JOB_ANNOTATION),
+)
+
+
+def user_env(w: Workload, ctx: WorkloadContext) -> list[dict[str, Any]]:
+    """The workload's own env: plain values, or references into its Secret when they were secret."""
+    if ctx.env_secret:
+        return [{"name": k, "valueFrom": {"secretKeyRef": {"name": ctx.env_secret, "key": k}}} for k in sorted(w.env)]
+    return [{"name": k, "value": v} for k, v in sorted(w.env.items())]
 
 
 def _resources(cpu: str, memory: str, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -80,7 +125,9 @@ def resource_manager(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dic
             f"--instance_type={group.tpu.instance_type}",
             f"--gcs_scratch_location={ctx.cache_location}",
         ],
-        "env": [_label_env("HOST_ADDRESS", COORDINATOR_LABEL), {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}],
+        "env": [
+            _label_env("HOST_ADDRESS", COORDINATOR_LABEL), {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}, *JOBSET_IDENTITY_ENV,
+        ],
         "ports": _ports(RM_PORT, RM_PORT + 1),
         "resources": _resources(*RESOURCE_MANAGER_RESOURCES),
     }
@@ -100,7 +147,7 @@ def proxy(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]
     if w.hlo_dump:
         args.append(f"--xla_dump_to={hlo_dump_location(w, ctx)}")
     if w.elastic:
-        args.append(f"--num_elastic_slices={cfg.workload_slices(w)}")
+        args.append(f"--num_elastic_slices={w.elastic.max_missing_slices}")
     return {
         "name": "pathways-proxy",
         "image": cfg.proxy_image(w),
@@ -131,7 +178,7 @@ def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[
             {"name": "PROFILE_TRACE_DIR", "value": f"{ctx.artifacts_location}/{w.name}/profiles/"},
         ]
         ports.append(w.profiling.port)
-    env += [{"name": k, "value": v} for k, v in sorted(w.env.items())]
+    env += user_env(w, ctx)
     container: dict[str, Any] = {"name": "jax-program", "image": w.image}
     if w.command:
         container["command"] = list(w.command)
@@ -184,22 +231,32 @@ def head_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, A
 def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
     group = cfg.workload_group(w)
     tpu = group.tpu
-    worker = {
+    res = cfg.worker_resources(w)
+    args = [
+        f"--server_port={WORKER_PORT}",
+        f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
+        f"--gcs_scratch_location={ctx.cache_location}",
+    ]
+    env = [
+        _label_env("PATHWAYS_HEAD", COORDINATOR_LABEL),
+        _label_env("MEGASCALE_COORDINATOR_ADDRESS", COORDINATOR_LABEL),
+        _label_env("MEGASCALE_NUM_SLICES", "jobset.sigs.k8s.io/replicatedjob-replicas"),
+        _label_env("MEGASCALE_SLICE_ID", "jobset.sigs.k8s.io/job-index"),
+        *JOBSET_IDENTITY_ENV,
+    ]
+    tpu_chips = str(tpu.chips_per_vm)
+    worker: dict[str, Any] = {
         "name": "pathways-worker",
         "image": cfg.server_image(w),
-        "args": [
-            f"--server_port={WORKER_PORT}",
-            f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
-            f"--gcs_scratch_location={ctx.cache_location}",
-        ],
-        "env": [
-            _label_env("PATHWAYS_HEAD", COORDINATOR_LABEL),
-            _label_env("MEGASCALE_COORDINATOR_ADDRESS", COORDINATOR_LABEL),
-            _label_env("MEGASCALE_NUM_SLICES", "jobset.sigs.k8s.io/replicatedjob-replicas"),
-            _label_env("MEGASCALE_SLICE_ID", "jobset.sigs.k8s.io/job-index"),
-        ],
+        "args": args,
+        "env": env,
         "ports": _ports(WORKER_PORT, WORKER_PORT + 1, 8471, 8080),
-        "resources": {"requests": {TPU_RESOURCE: str(tpu.chips_per_vm)}, "limits": {TPU_RESOURCE: str(tpu.chips_per_vm)}},
+        # Requests from the TPU VM's allocatable (Burstable, not BestEffort: the last pods evicted
+        # under node pressure); no CPU or memory limit, the worker owns the VM. TPU chips: whole VM.
+        "resources": {
+            "requests": {"cpu": str(res.worker_cpu), "memory": f"{res.worker_memory_gib}Gi", TPU_RESOURCE: tpu_chips},
+            "limits": {TPU_RESOURCE: tpu_chips},
+        },
     }
     tolerations = [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     if group.capacity is Capacity.SPOT:
@@ -207,7 +264,9 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
     pod: dict[str, Any] = {
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
-        "restartPolicy": "Never",
+        # As every peer (xpk, PathwaysJob, pathwaysutils): a crashed worker restarts in place on its
+        # TPU host, counted against backoffLimit, instead of a new pod waiting for the same node.
+        "restartPolicy": "OnFailure",
         "terminationGracePeriodSeconds": w.termination_grace_period_seconds,
         "nodeSelector": {
             "cloud.google.com/gke-tpu-accelerator": tpu.accelerator,
@@ -218,24 +277,30 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
         "containers": [worker],
     }
     if w.colocated_python:
+        sc = w.colocated_python
+        shm_env = {"name": SIDECAR_SHM_ENV, "value": SIDECAR_SHM_DIR}
+        shm_mount = {"name": SIDECAR_SHM_VOLUME, "mountPath": SIDECAR_SHM_DIR}
+        args.append(f"{SIDECAR_SHM_FLAG}={SIDECAR_SHM_DIR}")
+        env.append(shm_env)
+        worker["volumeMounts"] = [shm_mount]
         pod["initContainers"] = [{
             "name": "colocated-python",
-            "image": w.colocated_python.image,
+            "image": sc.image,
             "restartPolicy": "Always",
-            "env": [{"name": "GRPC_SERVER_ADDRESS", "value": f"0.0.0.0:{SIDECAR_PORT}"}],
+            "env": [{"name": "GRPC_SERVER_ADDRESS", "value": f"0.0.0.0:{SIDECAR_PORT}"}, shm_env],
             "ports": _ports(SIDECAR_PORT),
-            "volumeMounts": [SHM_MOUNT],
+            "resources": {"requests": {"cpu": sc.cpu, "memory": sc.memory}, "limits": {"memory": sc.memory}},
+            "volumeMounts": [shm_mount],
         }]
-        worker["volumeMounts"] = [SHM_MOUNT]
-        pod["volumes"] = [_shm_volume(w.shm_size)]
-    restarts_per_host = w.elastic.max_slice_restarts if w.elastic else 4
+        # Bounded, and counted: the worker's memory request above leaves this much of the VM free.
+        pod["volumes"] = [{"name": SIDECAR_SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": sc.shm_size}}]
     return {
         "name": WORKER_JOB,
         "replicas": cfg.workload_slices(w),
         "template": {
             "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"}},
             "spec": {
-                "backoffLimit": tpu.hosts * restarts_per_host,
+                "backoffLimit": cfg.worker_backoff_limit(w),
                 "completionMode": "Indexed",
                 "completions": tpu.hosts,
                 "parallelism": tpu.hosts,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
@@ -35,6 +36,12 @@ GCP_KEYS = ("project", "region", "zone")
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _PATHWAYS_VERSION = re.compile(r"^jax-[0-9]+\.[0-9]+(\.[0-9]+)?$")
 _GKE_VERSION = re.compile(r"^([0-9]+)\.([0-9]+)(\.([0-9]+)(-gke\.([0-9]+))?)?$")
+# What "unlimited" worker restarts means: pathwaysutils' GKE builder gives headless workers
+# max_slice_restarts = 1_000_000 (experimental/gke/jobset.py); Job.backoffLimit is an int32.
+UNLIMITED_RESTARTS_PER_HOST = 1_000_000
+INT32_MAX = 2**31 - 1
+DEFAULT_BATCH_RESTARTS_PER_HOST = 4  # the anchors' hosts x 4 (PLATFORM-FACTS §2)
+MAX_RESTARTS_BOUND = 10_000
 # Head pod containers besides the user's (PLATFORM-FACTS §1: the anchors' limits).
 RESOURCE_MANAGER_RESOURCES = ("8", "32Gi")
 PROXY_RESOURCES = ("16", "100Gi")
@@ -332,6 +339,18 @@ class Profiling(_Model):
 
 class ColocatedPython(_Model):
     image: str = Field(description="Sidecar image built from pathways-colocated-python/sidecar:<date>-python_<X>-jax_<Y>.")
+    cpu: str = Field("4", description="Sidecar CPU request (taken from the worker's share of the TPU VM).")
+    memory: str = Field("16Gi", description="Sidecar memory (request = limit; taken from the worker's share).")
+    shm_size: str = Field("8Gi", description=(
+        "Size of the memory-backed directory the worker and sidecar share for large transfers; "
+        "it counts against the pod's memory."
+    ))
+
+    @field_validator("cpu", "memory", "shm_size", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        quantity.parse(v)
+        return str(v)
 
     @field_validator("image")
     @classmethod
@@ -347,7 +366,9 @@ class ColocatedPython(_Model):
 
 
 class Elastic(_Model):
-    max_slice_restarts: int = Field(4, ge=1, description="Restarts allowed per worker host before the job fails.")
+    # --num_elastic_slices is how many slices the job may lose, not the total (xpk help, PathwaysJob
+    # docs; Google's elastic MaxText example runs 1 of 3).
+    max_missing_slices: int = Field(1, ge=1, description="Slices the job may lose and keep running (--num_elastic_slices); below the workload's slices.")
 
 
 
@@ -372,7 +393,11 @@ class Workload(_Model):
     hlo_dump: bool = Field(False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
     colocated_python: Optional["ColocatedPython"] = Field(None, description="Colocated-Python sidecar on the workers.")
     elastic: Optional["Elastic"] = Field(None, description="Elastic slices: the job survives losing slices.")
-    max_restarts: int = Field(0, ge=0, description="JobSet failurePolicy.maxRestarts.")
+    max_restarts: int = Field(0, ge=0, le=MAX_RESTARTS_BOUND, description="JobSet failurePolicy.maxRestarts.")
+    worker_restarts_per_host: Optional[int] = Field(None, ge=1, le=UNLIMITED_RESTARTS_PER_HOST, description=(
+        "Worker restarts allowed per TPU host (worker Job backoffLimit = hosts x this). Default: 4 for batch "
+        "(a crash loop ends the run), unlimited for interactive (the endpoint keeps serving)."
+    ))
     termination_grace_period_seconds: int = Field(30, ge=0, description="Pod termination grace period.")
     # Off by default: a JobSet deleted by its TTL is gone from the cluster but not from the stack, so
     # the next `pulumi up --refresh` would create it again and re-run the job.
@@ -472,6 +497,7 @@ class KubernetesConfig(_Model):
 
 class StackConfig(_Model):
     stack: str = Field(description="Stack name (set by the loader, not a config key).")
+    secret_keys: frozenset[str] = Field(frozenset(), description="Config keys given as secrets (set by the loader, not a config key).")
     project: ProjectId = Field(description="gcp:project")
     region: Region = Field(description="gcp:region")
     zone: Zone = Field(description="gcp:zone; every node of the stack lives here.")
@@ -537,7 +563,29 @@ class StackConfig(_Model):
         return w.server_image or f"{PATHWAYS_REGISTRY}/server:{self.pathways_version}"
 
     def proxy_image(self, w: Workload) -> str:
-        return w.proxy_image or f"{PATHWAYS_REGISTRY}/proxy_server:{self.pathways_version}"
+        """The IFRT proxy from the same release as the server: given, derived from a tagged server
+        override (.../server:T -> .../proxy_server:T, as pathwaysutils and xpk derive it), or the default."""
+        if w.proxy_image:
+            return w.proxy_image
+        if w.server_image:
+            derived = derived_proxy_image(w.server_image)
+            if derived:
+                return derived
+        return f"{PATHWAYS_REGISTRY}/proxy_server:{self.pathways_version}"
+
+    @property
+    def secret_env(self) -> bool:
+        """Workload env values came from secret config: they go to a Kubernetes Secret, never the JobSet."""
+        return f"{PROJECT_NAMESPACE}:workloads" in self.secret_keys
+
+    def worker_backoff_limit(self, w: Workload) -> int:
+        per_host = w.worker_restarts_per_host or (
+            DEFAULT_BATCH_RESTARTS_PER_HOST if w.mode == "batch" else UNLIMITED_RESTARTS_PER_HOST
+        )
+        return min(self.workload_group(w).tpu.hosts * per_host, INT32_MAX)
+
+    def worker_resources(self, w: Workload) -> "WorkerResources":
+        return worker_resources(self.workload_group(w).tpu.machine_type, w.colocated_python)
 
     @property
     def jax_version(self) -> Optional[str]:
@@ -559,6 +607,51 @@ def gke_version_key(version: str) -> tuple[int, ...]:
     if not m:
         raise ValueError(f"{version!r} is not a GKE version")
     return tuple(int(g) for g in (m.group(1), m.group(2), m.group(4), m.group(6)) if g is not None)
+
+
+def image_tag(image: str) -> Optional[str]:
+    """The tag of an image reference (also in name:tag@sha256:...), or None (digest only / no tag)."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else None
+
+
+def derived_proxy_image(server_image: str) -> Optional[str]:
+    """.../server:T -> .../proxy_server:T; None where no same-release proxy can be named (a digest
+    names one image, and a path not ending in /server has no known proxy beside it)."""
+    if "@" in server_image:
+        return None
+    name, _, tag = server_image.rpartition(":")
+    if not tag or "/" in tag or not name.endswith("/server"):
+        return None
+    return f"{name[: -len('server')]}proxy_server:{tag}"
+
+
+@dataclass(frozen=True)
+class WorkerResources:
+    """Requests of a worker pod's containers on one TPU VM (Burstable QoS; the TPU chips are limits)."""
+
+    vm_cpu: Decimal  # allocatable
+    vm_memory_gib: Decimal
+    worker_cpu: int
+    worker_memory_gib: int
+    sidecar_cpu: Decimal = Decimal(0)
+    sidecar_memory_gib: Decimal = Decimal(0)
+    shm_gib: Decimal = Decimal(0)
+
+
+def worker_resources(machine_type: str, sidecar: Optional["ColocatedPython"]) -> WorkerResources:
+    """What the worker requests: the TPU VM's allocatable (GKE's reservations and DaemonSets taken
+    off, machines.MachineShape), less the colocated sidecar's CPU and memory and the shared-memory
+    directory, which is memory-backed and so counts against the pod's memory."""
+    vm = machines.tpu_vm_shape(machine_type)
+    cpu, mem = vm.allocatable_cpu, vm.allocatable_memory_gib
+    if sidecar is None:
+        return WorkerResources(cpu, mem, int(cpu), int(mem))
+    s_cpu = quantity.parse(sidecar.cpu)
+    s_mem = quantity.parse(sidecar.memory) / quantity.GIB
+    shm = quantity.parse(sidecar.shm_size) / quantity.GIB
+    return WorkerResources(cpu, mem, int(cpu - s_cpu), int(mem - s_mem - shm), s_cpu, s_mem, shm)
 
 
 def meets_gke_floor(version: str, floor: str) -> bool:
@@ -618,6 +711,24 @@ def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
             problems.append(Problem(config_key(("workloads", i, "shmSize")), (
                 f"{w.shm_size} exceeds the user container's memory limit {w.memory} (a memory-backed /dev/shm counts against it)"
             )))
+    if w.elastic and w.elastic.max_missing_slices >= cfg.workload_slices(w):
+        n = cfg.workload_slices(w)
+        valid = f"use 1..{n - 1}" if n > 1 else "elastic needs at least 2 slices; raise workloads[{i}].slices or remove elastic"
+        problems.append(Problem(config_key(("workloads", i, "elastic", "maxMissingSlices")), (
+            f"{w.elastic.max_missing_slices} is not below the workload's {n} slice(s) "
+            f"(it is how many slices the job may lose and keep running); {valid.format(i=i)}"
+        )))
+    if w.colocated_python:
+        r = cfg.worker_resources(w)
+        sc = w.colocated_python
+        if r.sidecar_cpu * 2 > r.vm_cpu or (r.sidecar_memory_gib + r.shm_gib) * 2 > r.vm_memory_gib:
+            machine = cfg.workload_group(w).tpu.machine_type
+            problems.append(Problem(config_key(("workloads", i, "colocatedPython")), (
+                f"cpu {sc.cpu}, memory {sc.memory} + shmSize {sc.shm_size} leave the Pathways worker less than half of a "
+                f"{machine} ({r.vm_cpu:.0f} vCPU, {r.vm_memory_gib:.0f} GiB allocatable); use at most "
+                f"{int(r.vm_cpu / 2)} CPU and {int(r.vm_memory_gib / 2)}Gi for memory + shmSize together"
+            )))
+    problems += _image_checks(cfg, i, w)
     if w.colocated_python and cfg.jax_version and w.colocated_python.jax_version != cfg.jax_version:
         problems.append(Problem(config_key(("workloads", i, "colocatedPython", "image")), (
             f"the sidecar is built for JAX {w.colocated_python.jax_version} but pathwaysVersion is {cfg.pathways_version}; "
@@ -626,6 +737,25 @@ def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
     if w.mode == "interactive" and (w.profiling or w.persistence):
         problems.append(Problem(config_key(("workloads", i, "mode")), "profiling and persistence configure the user container, which interactive workloads do not have"))
     return problems
+
+
+def _image_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
+    """The IFRT proxy must come from the same Pathways release as the server (RM and workers)."""
+    key = config_key(("workloads", i, "proxyImage"))
+    if w.server_image and not w.proxy_image and derived_proxy_image(w.server_image) is None:
+        return [Problem(key, (
+            f"required when serverImage is {w.server_image!r}: no same-release proxy_server image can be derived "
+            "from a digest or a path not ending in /server; give the proxy_server image of the same release"
+        ))]
+    server, proxy = cfg.server_image(w), cfg.proxy_image(w)
+    s_tag, p_tag = image_tag(server), image_tag(proxy)
+    if s_tag != p_tag and (s_tag or p_tag) and (w.server_image or w.proxy_image):
+        if s_tag and p_tag:
+            why = f"its tag {p_tag} differs from the server's {s_tag}"
+        else:
+            why = "one of the two is given by digest only, so their release cannot be compared; give both by tag (name:tag or name:tag@sha256:...)"
+        return [Problem(key, f"{proxy!r} is not from the server's release ({server}): {why}; the proxy and server must match")]
+    return []
 
 
 _SERVICE_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
@@ -726,7 +856,7 @@ def key_paths(model: type[BaseModel] = None, prefix: str = "") -> list[str]:
     for name, f in model.model_fields.items():
         alias = f.alias or name
         if model is StackConfig:
-            if alias == "stack":
+            if alias in ("stack", "secretKeys"):
                 continue
             key = f"gcp:{alias}" if alias in GCP_KEYS else f"{PROJECT_NAMESPACE}:{alias}"
         else:
@@ -743,7 +873,7 @@ def key_paths(model: type[BaseModel] = None, prefix: str = "") -> list[str]:
 def valid_keys(model: type[BaseModel]) -> list[str]:
     keys = [f.alias or n for n, f in model.model_fields.items()]
     if model is StackConfig:  # gcp:* keys and the loader's stack name are not pathways:* keys
-        keys = [k for k in keys if k not in (*GCP_KEYS, "stack")]
+        keys = [k for k in keys if k not in (*GCP_KEYS, "stack", "secretKeys")]
     return keys
 
 
@@ -813,10 +943,30 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-def load(raw: dict[str, Any], stack: str) -> StackConfig:
+# Secret config is supported where the stack can keep it secret end to end: workload env values
+# (they become a Kubernetes Secret per workload). Pulumi marks a whole top-level key secret when any
+# value under it is (`config set --secret --path`), so the key is what the program can see.
+SECRET_CAPABLE_KEYS = frozenset({f"{PROJECT_NAMESPACE}:workloads"})
+
+
+def _secret_key_problems(secret_keys: frozenset[str]) -> list[Problem]:
+    return [
+        Problem(key, (
+            "is set as a secret, but only workload env values can be kept secret (they go to a Kubernetes Secret); "
+            "this value would reach resources in plaintext: set it without --secret, or move the secret into "
+            "`pulumi config set --secret --path 'pathways:workloads[i].env.NAME'`"
+        ))
+        for key in sorted(secret_keys - SECRET_CAPABLE_KEYS)
+    ]
+
+
+def load(raw: dict[str, Any], stack: str, secret_keys: frozenset[str] = frozenset()) -> StackConfig:
     """Validate raw config values (keys without namespace) into a StackConfig, or raise ConfigError."""
+    secret_problems = _secret_key_problems(frozenset(secret_keys))
+    if secret_problems:
+        raise ConfigError(secret_problems)
     try:
-        cfg = StackConfig.model_validate({**raw, "stack": stack})
+        cfg = StackConfig.model_validate({**raw, "stack": stack, "secretKeys": frozenset(secret_keys)})
     except ValidationError as e:
         raise ConfigError([_problem(err) for err in e.errors()]) from None
     problems = _cross_checks(cfg)

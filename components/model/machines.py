@@ -37,6 +37,31 @@ class MachineError(ValueError):
     pass
 
 
+# TPU VM shapes (vCPUs, memory GiB as Compute Engine publishes it), for the worker pods' requests.
+# Sources: Cloud TPU docs "TPU7x (Ironwood)" system architecture table (4-chip VMs: v5p 208 / 448,
+# v6e 180 / 720, tpu7x 224 / 960); Cloud TPU "TPU v6e" configurations (ct6e-standard-1t 44 / 176,
+# -8t 180 / 1440); GKE "About TPUs in GKE" v5e table (ct5lp-hightpu-1t 24 / 48, -4t 112 / 192,
+# -8t 224 / 384); Cloud TPU "TPU v4" (ct4p-hightpu-4t 240 / 407).
+TPU_VM_SHAPES: dict[str, tuple[int, int]] = {
+    "ct4p-hightpu-4t": (240, 407),
+    "ct5lp-hightpu-1t": (24, 48),
+    "ct5lp-hightpu-4t": (112, 192),
+    "ct5lp-hightpu-8t": (224, 384),
+    "ct5p-hightpu-4t": (208, 448),
+    "ct6e-standard-1t": (44, 176),
+    "ct6e-standard-4t": (180, 720),
+    "ct6e-standard-8t": (180, 1440),
+    "tpu7x-standard-4t": (224, 960),
+    # Unpublished when written: assume the smallest TPU VM shape above, so a worker always fits.
+    "tpu7x-standard-1t": (24, 48),
+}
+
+
+def tpu_vm_shape(machine_type: str) -> "MachineShape":
+    vcpus, memory = TPU_VM_SHAPES[machine_type]
+    return MachineShape(machine_type, vcpus, Decimal(memory))
+
+
 @dataclass(frozen=True)
 class MachineShape:
     name: str

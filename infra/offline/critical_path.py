@@ -11,21 +11,26 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from components.resource_types import CLUSTER, HELM_RELEASE, JOBSET, NODE_POOL
+from components.resource_types import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET, NODE_POOL
 
 from .engine import Plan, Registration, duration_seconds
 
-SLOW_TYPES = (CLUSTER, NODE_POOL, HELM_RELEASE, JOBSET)
+SLOW_TYPES = (CLUSTER, NODE_POOL, HELM_RELEASE, HELM_CHART, JOBSET)
 
 # Provider defaults where the plan sets no create timeout (pulumi-gcp: cluster 40m, node pool 30m).
 DEFAULT_CREATE_MINUTES = {CLUSTER: 40, NODE_POOL: 30}
 HELM_DEFAULT_SECONDS = 300
+# A helm.v4.Chart is done when Pulumi's await logic sees its objects ready: 10 minutes by default
+# for a Deployment (pulumi-kubernetes await defaults).
+CHART_AWAIT_MINUTES = 10
 
 
 def worst_case_minutes(r: Registration) -> float:
     """How long a deploy may wait for this resource to be created."""
     if r.type == HELM_RELEASE:
         return (r.input("timeout") or HELM_DEFAULT_SECONDS) / 60  # helm waits up to `timeout`
+    if r.type == HELM_CHART:
+        return CHART_AWAIT_MINUTES
     if r.type == JOBSET:
         return 0.0  # created without waiting for its pods
     create = r.options.get("customTimeouts", {}).get("create")

@@ -32,6 +32,8 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
     ),
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "role", "member"),
     "kubernetes:helm.sh/v3:Release": ("chart", "version", "namespace"),
+    "kubernetes:helm.sh/v4:Chart": ("chart", "version", "namespace"),
+    "kubernetes:core/v1:Secret": ("metadata.name", "stringData"),
     "kubernetes:core/v1:Namespace": ("metadata.name",),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": ("metadata.name", "metadata.namespace"),
 }

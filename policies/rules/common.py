@@ -13,7 +13,7 @@ from components.resource_types import (  # noqa: F401 (re-exported for the rules
     BUCKET_IAM_TYPES,
     CLUSTER,
     CUSTOM_ROLE,
-    HELM_RELEASE,
+    HELM_TYPES,
     JOBSET,
     NODE_POOL,
     PROJECT_IAM_TYPES,

@@ -4,13 +4,13 @@ that option on the recorded registrations."""
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from .common import HELM_RELEASE, JOBSET, get
+from .common import HELM_TYPES, JOBSET, get
 
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
 
 def _installs_jobset(r) -> bool:
-    if r.resource_type == HELM_RELEASE:
+    if r.resource_type in HELM_TYPES:
         return "jobset" in str(get(r.props, "chart", ""))
     return r.resource_type == CRD and get(r.props, "metadata.name") == "jobsets.jobset.x-k8s.io"
 
@@ -19,7 +19,7 @@ def _validate(args: StackValidationArgs, report) -> None:
     for js in (r for r in args.resources if r.resource_type == JOBSET):
         name = get(js.props, "metadata.name")
         if not any(_installs_jobset(d) for d in js.dependencies):
-            report(f"JobSet {name} does not depend on the JobSet controller; add depends_on the Helm release", js.urn)
+            report(f"JobSet {name} does not depend on the JobSet controller; add depends_on the JobSet chart", js.urn)
         if not js.opts.delete_before_replace:
             report(f"JobSet {name}: set delete_before_replace (a JobSet's spec is immutable; replace it old-first)", js.urn)
 
