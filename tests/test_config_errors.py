@@ -200,7 +200,7 @@ def test_workload_rules(case, changes, key, text):
 
 def test_unusable_paths_are_one_line_errors(tmp_path, capsys):
     assert offline_main(["plan", "--config", str(tmp_path)]) == 2  # a directory, not a stack file
-    assert "cannot read the stack file" in capsys.readouterr().err
+    assert "not a regular file" in capsys.readouterr().err
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert offline_main(["render", "--stack", "dev", "--out", str(blocker / "out")]) == 2

@@ -129,17 +129,17 @@ def _labels(node: Any, path: str) -> Iterator[tuple[str, str, str]]:
 
 def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], report: Report) -> None:
     name = obj.get("metadata", {}).get("name", "")
-    if not _DNS_LABEL.match(name) or len(name) > 63:
+    if not _DNS_LABEL.fullmatch(name) or len(name) > 63:
         report.add("dns-1123", "metadata.name", f"{name!r} is not a DNS-1123 label")
     value = coordinator_label_value(obj)
     if value is not None and len(value) > 63:
         report.add("coordinator-label", "spec.coordinator", f"label {COORDINATOR_LABEL} would be {value!r} ({len(value)} > 63 characters)")
     for path, _key, value in _labels(obj, ""):
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
             report.add("label-value", path, f"{value!r} is not a valid label value (at most 63 characters, alphanumeric at both ends)")
     for base, rj, pod_template in _pods(obj):
         rj_name = rj.get("name", "")
-        if not _DNS_LABEL.match(rj_name):
+        if not _DNS_LABEL.fullmatch(rj_name):
             report.add("dns-1123", f"{base}.name", f"{rj_name!r} is not a DNS-1123 label")
         pod = pod_template.get("spec", {})
         ppath = f"{base}.template.spec.template.spec"
@@ -149,7 +149,7 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
         for kind, i, c in containers:
             cpath = f"{ppath}.{kind}[{i}]"
             cname = c.get("name", "")
-            if not _DNS_LABEL.match(cname):
+            if not _DNS_LABEL.fullmatch(cname):
                 report.add("dns-1123", f"{cpath}.name", f"{cname!r} is not a DNS-1123 label")
             if cname in seen_names:
                 report.add("unique-names", f"{cpath}.name", f"duplicate container name {cname!r}")
@@ -162,7 +162,7 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
             for e in c.get("env", []):
                 if e.get("name") in env_names:
                     report.add("unique-names", f"{cpath}.env", f"duplicate env name {e.get('name')!r}")
-                if not _ENV_NAME.match(e.get("name", "")):
+                if not _ENV_NAME.fullmatch(e.get("name", "")):
                     report.add("env-name", f"{cpath}.env", f"{e.get('name')!r} is not a valid env name")
                 env_names.add(e.get("name"))
             for p in c.get("ports", []):

@@ -47,6 +47,29 @@ RESOURCE_MANAGER_RESOURCES = ("8", "32Gi")
 PROXY_RESOURCES = ("16", "100Gi")
 DEFAULT_USER_RESOURCES = ("24", "100Gi")
 
+# Upper bounds. From GKE ("Quotas and limits", Standard clusters): 15,000 nodes per cluster and
+# 1,000 nodes per node pool per zone. From this project: at most 1,000 TPU slice pools and 100
+# workloads per stack, which `make bench` plans in seconds (see README, Performance).
+MAX_NODES_PER_CLUSTER = 15_000
+MAX_NODES_PER_POOL_ZONE = 1_000
+MAX_TPU_POOLS = 1_000
+MAX_WORKLOADS = 100
+
+# Ports the head node already serves (hostNetwork): Pathways (PLATFORM-FACTS §1) and the kubelet /
+# kube-proxy (Kubernetes "Ports and Protocols").
+HEAD_NODE_PORTS = {
+    29000: "the IFRT proxy", 29001: "the resource manager", 29002: "the resource manager",
+    10248: "the kubelet", 10250: "the kubelet", 10255: "the kubelet", 10249: "kube-proxy", 10256: "kube-proxy",
+}
+
+
+def _network(v: str) -> "ipaddress.IPv4Network | ipaddress.IPv6Network":
+    try:
+        return ipaddress.ip_network(str(v), strict=True)
+    except ValueError as e:
+        raise ValueError(f"{str(v)[:60]!r} is not a CIDR range ({e}); use e.g. 10.0.0.0/20") from None
+
+
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")
 
 
@@ -55,7 +78,7 @@ def _matching(pattern: str, what: str):
     regex = re.compile(pattern)
 
     def check(value: str) -> str:
-        if not regex.match(value):
+        if not regex.fullmatch(value):
             raise ValueError(f"{value!r} is not {what}")
         return value
 
@@ -71,7 +94,7 @@ PathwaysVersion = Annotated[str, _matching(
 
 
 def _dns_label(value: str, max_len: int) -> str:
-    if len(value) > max_len or not _DNS_LABEL.match(value):
+    if len(value) > max_len or not _DNS_LABEL.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a valid name; use lowercase letters, digits and '-', start with a "
             f"letter, end with a letter or digit, at most {max_len} characters"
@@ -106,14 +129,23 @@ class AuthorizedNetwork(_Model):
     @field_validator("cidr_block")
     @classmethod
     def _cidr(cls, v: str) -> str:
-        ipaddress.ip_network(v, strict=True)  # ValueError names the problem
+        net = _network(v)
+        if net.prefixlen == 0:
+            # "All of the internet": the control plane would be open to anyone with credentials to try.
+            raise ValueError(f"{v} is the whole internet; list the ranges that need the control plane (a VPN, a bastion, CI runners)")
         return v
 
 
 class SystemPool(_Model):
     machine_type: str = Field("e2-standard-4", description="Machine type of the system pool (kube-system, JobSet controller).")
-    min_nodes: int = Field(1, ge=1, description="Autoscaler minimum.")
-    max_nodes: int = Field(3, ge=1, description="Autoscaler maximum.")
+    min_nodes: int = Field(1, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler minimum.")
+    max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler maximum.")
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine(cls, v: str) -> str:
+        machines.shape(v)  # MachineError (a ValueError) names what exists
+        return v
 
     @model_validator(mode="after")
     def _range(self) -> "SystemPool":
@@ -143,7 +175,7 @@ class ClusterConfig(_Model):
     @field_validator("min_master_version")
     @classmethod
     def _version(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not _GKE_VERSION.match(v):
+        if v is not None and not _GKE_VERSION.fullmatch(v):
             raise ValueError(f"{v!r} is not a GKE version; use e.g. 1.32 or 1.32.2-gke.1182000")
         return v
 
@@ -160,13 +192,21 @@ class NetworkConfig(_Model):
     @field_validator("nodes_cidr", "pods_cidr", "services_cidr")
     @classmethod
     def _cidr(cls, v: str) -> str:
-        ipaddress.ip_network(v, strict=True)
+        net = _network(v)
+        if net.version != 4:
+            raise ValueError(f"{v} is not an IPv4 range; the subnet and its secondary ranges are IPv4")
         return v
 
     @model_validator(mode="after")
     def _existing(self) -> "NetworkConfig":
         if (self.existing_network is None) != (self.existing_subnetwork is None):
             raise ValueError("set both existingNetwork and existingSubnetwork, or neither (a VPC is then created)")
+        # The VPC API refuses a subnet whose primary and secondary ranges overlap.
+        named = (("nodesCidr", self.nodes_cidr), ("podsCidr", self.pods_cidr), ("servicesCidr", self.services_cidr))
+        for i, (a, ra) in enumerate(named):
+            for b, rb in named[i + 1:]:
+                if _network(ra).overlaps(_network(rb)):
+                    raise ValueError(f"{a} {ra} and {b} {rb} overlap; the three ranges must be disjoint")
         return self
 
     @property
@@ -179,7 +219,7 @@ class NetworkConfig(_Model):
 
 class HeadPoolConfig(_Model):
     machine_type: str = Field("n2-standard-64", description="Machine type for Pathways head pods (RM + proxy + user program).")
-    node_count: Optional[int] = Field(None, ge=1, description="Nodes; default one per workload (one head pod per node).")
+    node_count: Optional[int] = Field(None, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Nodes; default one per workload (one head pod per node).")
 
 
 class Capacity(str, Enum):
@@ -213,7 +253,7 @@ class SliceGroup(_Model):
 
     name: str = Field(description="Group name: node label, pool name part, and what workloads reference.")
     tpu: tpu_catalog.TpuSlice = Field(description="TPU name (v6e-16) or {family, topology, machineType}.")
-    count: int = Field(1, ge=1, description="Number of slices (node pools) in the group.")
+    count: int = Field(1, ge=1, le=MAX_TPU_POOLS, description="Number of slices (node pools) in the group.")
     spot: bool = Field(False, description="Spot capacity.")
     flex_start: bool = Field(False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
     reservation: Optional[str] = Field(None, description="Name of a specific reservation to consume.")
@@ -231,7 +271,7 @@ class SliceGroup(_Model):
     @field_validator("reservation")
     @classmethod
     def _reservation(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not re.match(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", v):
+        if v is not None and not re.fullmatch(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", v):
             raise ValueError(f"{v!r} is not a reservation name (lowercase letters, digits, '-')")
         return v
 
@@ -264,7 +304,7 @@ class BucketConfig(_Model):
     artifacts_name: Optional[str] = Field(None, description="Artifacts bucket (profiles, HLO dumps); default <name>-artifacts.")
     cache_prefix: str = Field("pathways-cache", description="The one --gcs_scratch_location prefix all workloads share.")
     artifacts_prefix: str = Field("artifacts", description="Prefix for profiles and HLO dumps (own TTL).")
-    artifacts_ttl_days: int = Field(30, ge=1, description="Days before objects under artifactsPrefix are deleted.")
+    artifacts_ttl_days: int = Field(30, ge=1, le=36500, description="Days before objects under artifactsPrefix are deleted.")
     soft_delete_days: int = Field(7, ge=7, le=90, description="Soft-delete retention (GCS allows 7-90 days).")
 
     @field_validator("name", "artifacts_name")
@@ -275,7 +315,7 @@ class BucketConfig(_Model):
     @field_validator("cache_prefix", "artifacts_prefix")
     @classmethod
     def _prefix(cls, v: str) -> str:
-        if not re.match(r"^[a-z0-9][-a-z0-9_]*(/[a-z0-9][-a-z0-9_]*)*$", v):
+        if not re.fullmatch(r"^[a-z0-9][-a-z0-9_]*(/[a-z0-9][-a-z0-9_]*)*$", v):
             raise ValueError(f"{v!r} is not a prefix; use path segments of lowercase letters, digits, '-', '_' without leading or trailing '/'")
         return v
 
@@ -292,7 +332,7 @@ class BucketConfig(_Model):
 
 def check_bucket_name(v: str) -> str:
     """GCS bucket naming rules (names with dots need domain verification, so refuse them)."""
-    if not _BUCKET_NAME.match(v) or "." in v or v.startswith("goog") or "google" in v or "g00gle" in v:
+    if not _BUCKET_NAME.fullmatch(v) or "." in v or v.startswith("goog") or "google" in v or "g00gle" in v:
         raise ValueError(
             f"{v!r} is not a valid bucket name; use 3-63 lowercase letters, digits, '-' or '_', "
             "starting and ending with a letter or digit, no dots, not starting with 'goog' nor containing 'google'"
@@ -316,18 +356,28 @@ RESERVED_ENV = frozenset({
     "PATHWAYS_HEAD", "JAX_PLATFORMS", "JAX_BACKEND_TARGET", "DATA_LOADER_WORKERS", "ENABLE_PATHWAYS_PERSISTENCE",
     "PATHWAYS_PROFILING_AUTH_TOKEN", "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "PROFILER_PORT", "PROFILE_TRACE_DIR",
 })
-_SIDECAR_TAG = re.compile(r":[0-9]{8}-python_([0-9.]+)-jax_([0-9.]+)$")
+_SIDECAR_TAG = re.compile(r":[0-9]{8}-python_([0-9.]+)-jax_([0-9.]+)(@sha256:[0-9a-f]{64})?\Z")
+# An image reference as the registry API writes it (distribution/reference grammar, simplified):
+# [host[:port]/]path[:tag][@sha256:<64 hex>], path components lowercase.
+_IMAGE_REF = re.compile(
+    r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+)
 
 
 def is_pinned(image: str) -> bool:
-    """A @sha256 digest, or an explicit tag on the last path segment that is not `latest`."""
-    if "@sha256:" in image:
-        return True
-    last = image.rsplit("/", 1)[-1]
-    return ":" in last and last.split(":", 1)[1] != "latest"
+    """A well-formed reference with a full @sha256 digest, or an explicit tag that is not `latest`."""
+    if not _IMAGE_REF.fullmatch(image):
+        return False
+    if "@" in image:
+        return True  # the grammar admits only @sha256:<64 hex>
+    tag = image_tag(image)
+    return tag is not None and tag != "latest"
 
 
 def check_pinned_image(image: str) -> str:
+    if len(image) > 512 or not _IMAGE_REF.fullmatch(image):
+        raise ValueError(f"{image[:80]!r} is not an image reference; use [registry/]path:tag or path@sha256:<64 hex digits>")
     if not is_pinned(image):
         raise ValueError(f"{image!r} is not pinned; give an explicit tag (not latest) or a @sha256 digest")
     return image
@@ -335,6 +385,14 @@ def check_pinned_image(image: str) -> str:
 
 class Profiling(_Model):
     port: int = Field(9999, ge=1024, le=65535, description="jax.profiler.start_server port on the user container.")
+
+    @field_validator("port")
+    @classmethod
+    def _free(cls, v: int) -> int:
+        # The head pod is hostNetwork: the port is the node's, beside the RM, the proxy and the kubelet.
+        if v in HEAD_NODE_PORTS:
+            raise ValueError(f"{v} is taken on the head node by {HEAD_NODE_PORTS[v]}; use another port, e.g. 9999")
+        return v
 
 
 class ColocatedPython(_Model):
@@ -368,7 +426,7 @@ class ColocatedPython(_Model):
 class Elastic(_Model):
     # --num_elastic_slices is how many slices the job may lose, not the total (xpk help, PathwaysJob
     # docs; Google's elastic MaxText example runs 1 of 3).
-    max_missing_slices: int = Field(1, ge=1, description="Slices the job may lose and keep running (--num_elastic_slices); below the workload's slices.")
+    max_missing_slices: int = Field(1, ge=1, le=MAX_TPU_POOLS, description="Slices the job may lose and keep running (--num_elastic_slices); below the workload's slices.")
 
 
 
@@ -378,14 +436,14 @@ class Workload(_Model):
     name: str = Field(description="JobSet name (DNS-1123 label).")
     mode: Literal["batch", "interactive"] = Field("batch", description="batch: user container on the head; interactive: RM + proxy only.")
     slice_group: Optional[str] = Field(None, description="Slice group it runs on; default: the only group.")
-    slices: Optional[int] = Field(None, ge=1, description="Slices used; default: all slices of the group.")
+    slices: Optional[int] = Field(None, ge=1, le=MAX_TPU_POOLS, description="Slices used; default: all slices of the group.")
     image: Optional[str] = Field(None, description="User program image (batch only).")
     command: list[str] = Field(default_factory=list, description="User program command (batch only).")
     args: list[str] = Field(default_factory=list, description="User program args (batch only).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra env for the user container.")
     cpu: str = Field(DEFAULT_USER_RESOURCES[0], description="User container CPU (request = limit).")
     memory: str = Field(DEFAULT_USER_RESOURCES[1], description="User container memory (request = limit).")
-    data_loader_workers: int = Field(4, ge=0, description="Data-loader worker count, passed as DATA_LOADER_WORKERS (never os.cpu_count()).")
+    data_loader_workers: int = Field(4, ge=0, le=1024, description="Data-loader worker count, passed as DATA_LOADER_WORKERS (never os.cpu_count()).")
     shm_size: str = Field("16Gi", description="Size of the memory-backed /dev/shm.")
     persistence: bool = Field(False, description="ENABLE_PATHWAYS_PERSISTENCE=1 (Orbax through pathwaysutils).")
     profiling: Optional["Profiling"] = Field(None, description="Profiler server and trace upload.")
@@ -398,10 +456,10 @@ class Workload(_Model):
         "Worker restarts allowed per TPU host (worker Job backoffLimit = hosts x this). Default: 4 for batch "
         "(a crash loop ends the run), unlimited for interactive (the endpoint keeps serving)."
     ))
-    termination_grace_period_seconds: int = Field(30, ge=0, description="Pod termination grace period.")
+    termination_grace_period_seconds: int = Field(30, ge=0, le=86400, description="Pod termination grace period (at most a day).")
     # Off by default: a JobSet deleted by its TTL is gone from the cluster but not from the stack, so
     # the next `pulumi up --refresh` would create it again and re-run the job.
-    ttl_seconds_after_finished: Optional[int] = Field(None, ge=0, description="Delete a finished batch JobSet after this long.")
+    ttl_seconds_after_finished: Optional[int] = Field(None, ge=0, le=INT32_MAX, description="Delete a finished batch JobSet after this long.")
     server_image: Optional[str] = Field(None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
     proxy_image: Optional[str] = Field(None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
     subdomain: Optional[str] = Field(None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")
@@ -429,7 +487,7 @@ class Workload(_Model):
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
         for name in v:
-            if not re.match(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$", name):
+            if not re.fullmatch(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$", name):
                 raise ValueError(f"{name!r} is not a valid environment variable name")
             if name in RESERVED_ENV:
                 raise ValueError(f"{name} is set by the stack (reserved: {', '.join(sorted(RESERVED_ENV))}); use the workload's own keys instead")
@@ -439,7 +497,7 @@ class Workload(_Model):
     @classmethod
     def _xla_flags(cls, v: list[str]) -> list[str]:
         for flag in v:
-            if not re.match(r"^--xla_[a-z0-9_]+(=.*)?$", flag):
+            if not re.fullmatch(r"^--xla_[a-z0-9_]+(=.*)?$", flag):
                 raise ValueError(f"{flag!r} is not an XLA flag; each entry must look like --xla_<name>=<value>")
         return v
 
@@ -489,7 +547,7 @@ class KubernetesConfig(_Model):
     @field_validator("jobset_version")
     @classmethod
     def _version(cls, v: str) -> str:
-        if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", v):
+        if not re.fullmatch(r"^[0-9]+\.[0-9]+\.[0-9]+$", v):
             raise ValueError(f"{v!r} is not a chart version (e.g. 0.12.0)")
         return v
 
@@ -505,11 +563,11 @@ class StackConfig(_Model):
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     head_pool: HeadPoolConfig = Field(default_factory=HeadPoolConfig)
-    slices: list[SliceGroup] = Field(min_length=1, description="Slice groups.")
+    slices: list[SliceGroup] = Field(min_length=1, max_length=100, description="Slice groups.")
     bucket: BucketConfig = Field(default_factory=BucketConfig)
     pathways_version: Optional[PathwaysVersion] = Field(None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
     kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
-    workloads: list[Workload] = Field(default_factory=list)
+    workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
 
     # Derived names: deterministic, so a re-run never shows a diff.
     @property
@@ -603,7 +661,7 @@ class StackConfig(_Model):
 
 def gke_version_key(version: str) -> tuple[int, ...]:
     """'1.35' -> (1, 35); '1.35.1' -> (1, 35, 1); '1.35.1-gke.1234000' -> (1, 35, 1, 1234000)."""
-    m = _GKE_VERSION.match(version)
+    m = _GKE_VERSION.fullmatch(version)
     if not m:
         raise ValueError(f"{version!r} is not a GKE version")
     return tuple(int(g) for g in (m.group(1), m.group(2), m.group(4), m.group(6)) if g is not None)
@@ -776,7 +834,7 @@ def _derived_name_checks(cfg: "StackConfig") -> list[Problem]:
             problems.append(Problem(config_key(key), f"derived {e}; set it explicitly"))
     for purpose in ("sys", "nodes"):
         sa = cfg.service_account_id(purpose)
-        if not _SERVICE_ACCOUNT_ID.match(sa):
+        if not _SERVICE_ACCOUNT_ID.fullmatch(sa):
             problems.append(Problem(config_key(("cluster", "name")), (
                 f"the node service account ID {sa!r} derived from it is not 6-30 lowercase letters, digits or '-'; "
                 "use a cluster name of at least 3 characters"
@@ -895,9 +953,26 @@ def _problem(err: dict[str, Any]) -> Problem:
     return Problem(config_key(loc), f"{value!r} is not valid: {msg[0].lower()}{msg[1:]}")
 
 
+def _size_checks(cfg: StackConfig) -> list[Problem]:
+    """What GKE (and this project's planning time) can hold."""
+    problems = []
+    pools = sum(g.count for g in cfg.slices)
+    if pools > MAX_TPU_POOLS:
+        problems.append(Problem(config_key(("slices",)), (
+            f"{pools} TPU slices in all, one node pool each; at most {MAX_TPU_POOLS} per stack: lower the counts or split the stack"
+        )))
+    nodes = cfg.cluster.system_pool.max_nodes + cfg.head_nodes + sum(g.count * g.tpu.hosts for g in cfg.slices)
+    if nodes > MAX_NODES_PER_CLUSTER:
+        problems.append(Problem(config_key(("slices",)), (
+            f"{nodes} nodes in all (TPU hosts, head and system pools), over GKE's {MAX_NODES_PER_CLUSTER} per "
+            "Standard cluster; lower the counts or split the stack"
+        )))
+    return problems
+
+
 def _cross_checks(cfg: StackConfig) -> list[Problem]:
     """Rules that span keys: references, uniqueness, placement."""
-    problems: list[Problem] = []
+    problems: list[Problem] = _size_checks(cfg)
     if not cfg.zone.startswith(cfg.region + "-"):
         problems.append(
             Problem("gcp:zone", f"{cfg.zone} is not in region {cfg.region}; use a zone {cfg.region}-<letter> or change gcp:region")

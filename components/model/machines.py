@@ -20,7 +20,21 @@ _MEMORY_PER_VCPU: dict[str, dict[str, Decimal]] = {
     "c3d": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(2)},
     "c4": {"standard": Decimal("3.75"), "highmem": Decimal("7.75"), "highcpu": Decimal(2)},
 }
-_MACHINE = re.compile(r"^([a-z][a-z0-9]*)-(standard|highmem|highcpu)-([0-9]+)$")
+_MACHINE = re.compile(r"([a-z][a-z0-9]*)-(standard|highmem|highcpu)-([0-9]{1,4})")
+
+# The vCPU counts each series and kind exists in (Compute Engine docs, "General-purpose machine
+# family" for N2, N2D, E2, N4, C3, C3D, C4 machine type tables); anything else is not a machine type.
+_SIZES: dict[str, dict[str, tuple[int, ...]]] = {
+    "n2": {"standard": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128), "highmem": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128),
+           "highcpu": (2, 4, 8, 16, 32, 48, 64, 80, 96)},
+    "n2d": {"standard": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224), "highmem": (2, 4, 8, 16, 32, 48, 64, 80, 96),
+            "highcpu": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224)},
+    "e2": {"standard": (2, 4, 8, 16, 32), "highmem": (2, 4, 8, 16), "highcpu": (2, 4, 8, 16, 32)},
+    "n4": {k: (2, 4, 8, 16, 32, 48, 64, 80) for k in ("standard", "highmem", "highcpu")},
+    "c3": {k: (4, 8, 22, 44, 88, 176) for k in ("standard", "highmem", "highcpu")},
+    "c3d": {k: (4, 8, 16, 30, 60, 90, 180, 360) for k in ("standard", "highmem", "highcpu")},
+    "c4": {k: (2, 4, 8, 16, 24, 32, 48, 96, 144, 192, 288) for k in ("standard", "highmem", "highcpu")},
+}
 
 # What DaemonSets (logging, metadata, networking) take on every node, on top of GKE's reservation.
 DAEMONSET_CPU = Decimal("1")
@@ -92,13 +106,18 @@ class MachineShape:
 
 
 def shape(machine_type: str) -> MachineShape:
-    m = _MACHINE.match(machine_type)
+    m = _MACHINE.fullmatch(machine_type) if isinstance(machine_type, str) else None
     if not m or m.group(1) not in _MEMORY_PER_VCPU:
         raise MachineError(
-            f"{machine_type!r} is not a machine type this stack knows; use <series>-<standard|highmem|highcpu>-<vCPUs> "
+            f"{str(machine_type)[:80]!r} is not a machine type this stack knows; use <series>-<standard|highmem|highcpu>-<vCPUs> "
             f"with series one of {', '.join(_MEMORY_PER_VCPU)} (e.g. n2-standard-64)"
         )
     series, kind, vcpus = m.group(1), m.group(2), int(m.group(3))
+    sizes = _SIZES[series][kind]
+    if vcpus not in sizes:
+        raise MachineError(
+            f"{machine_type} does not exist; {series}-{kind} comes with {', '.join(map(str, sizes))} vCPUs"
+        )
     return MachineShape(machine_type, vcpus, _MEMORY_PER_VCPU[series][kind] * vcpus)
 
 

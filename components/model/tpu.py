@@ -235,7 +235,7 @@ def valid_topologies_text(fam: TpuFamily) -> str:
 def check_topology(fam: TpuFamily, topology: str) -> str:
     """Return the normalised topology or raise TpuError with the valid list."""
     topo = str(topology).strip().lower()
-    ok = bool(_TOPOLOGY_RE.match(topo))
+    ok = bool(_TOPOLOGY_RE.fullmatch(topo))
     if ok:
         dims = _dims(topo)
         ok = topo in TOPOLOGIES_2D if fam.dims == 2 else _valid_3d(fam, dims)

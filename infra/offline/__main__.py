@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from .critical_path import critical_path
 from .engine import Plan, run
 from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
 from .report import render_text
-from .stackfile import StackFileError, load_config, stack_name_for, stack_path
+from .stackfile import StackFileError, load_config, stack_name_for, stack_names, stack_path
 
 EXIT_POLICY = 1
 EXIT_INVALID = 2
@@ -46,9 +47,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # what Pulumi accepts as a stack name
+
+
 def _plan(args: argparse.Namespace) -> Plan:
     from infra.program import InvalidStackConfig
 
+    if args.stack is not None and (not _STACK_NAME.fullmatch(args.stack) or args.stack.startswith(".")):
+        raise StackFileError(f"--stack {args.stack[:60]!r} is not a stack name; use letters, digits, '-', '_', '.' (stacks: {', '.join(stack_names())})")
     path = stack_path(args.stack) if args.stack else args.config
     stack = args.stack or stack_name_for(path)
     config, secret_keys = load_config(path)
@@ -99,7 +105,7 @@ def _render_command(args: argparse.Namespace, plan: Plan) -> int:
     from .render import RenderError, write_manifests
 
     try:
-        written = write_manifests(plan, args.out)
+        written, notes = write_manifests(plan, args.out)
     except RenderError as e:
         return _fail(e)
     except OSError as e:
@@ -107,6 +113,8 @@ def _render_command(args: argparse.Namespace, plan: Plan) -> int:
     print(f"wrote {len(written)} Kubernetes object(s) to {args.out}")
     for path in written:
         print(f"  {path}")
+    for note in notes:
+        print(f"  note: {note}")
     return 0
 
 

@@ -3,6 +3,11 @@ JobSet the way the API server and the JobSet webhook would. An invalid manifest 
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -77,17 +82,85 @@ def file_name(obj: dict[str, Any]) -> str:
     return "-".join(p for p in parts if p) + ".yaml"
 
 
-def write_manifests(plan: Plan, out: Path) -> list[Path]:
+# What the last render wrote into the directory, so the next one removes what the stack no longer has
+# (and never anything else).
+INDEX = ".pathways-render.json"
+_SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,250}\.yaml")
+
+
+def _is_secret(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+def _read_index(dir_fd: int) -> list[str]:
+    try:
+        fd = os.open(INDEX, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return []
+    with os.fdopen(fd) as f:
+        try:
+            names = json.load(f)
+        except ValueError:
+            return []
+    return [n for n in names if isinstance(n, str) and _SAFE_NAME.fullmatch(n)] if isinstance(names, list) else []
+
+
+def _write(dir_fd: int, name: str, text: str) -> None:
+    """Create `name` in the directory as a new regular file; a symlink (or anything) there is replaced,
+    never followed."""
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        raise RenderError(f"{name} is a directory in the output directory; remove it") from None
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def write_manifests(plan: Plan, out: Path) -> tuple[list[Path], list[str]]:
+    """Write every object except Secrets (their values exist only in Pulumi state; a manifest would
+    carry a placeholder the API server would store) into `out`, and nowhere else. -> (written, notes)."""
     reports = check_plan(plan)
     problems = [f"JobSet {name}: {v}" for name, rep in reports.items() for v in rep.violations]
     if problems:
         raise RenderError("\n".join(problems))
     for notice in sorted({n for rep in reports.values() for n in rep.notices}):
         print(f"notice: {notice}", file=sys.stderr)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    objects, notes = [], []
     for obj in manifests(plan):
-        path = out / file_name(obj)
-        path.write_text(yaml.safe_dump(ordered(obj), sort_keys=False))
-        written.append(path)
-    return written
+        if _is_secret(obj):
+            meta = obj.get("metadata", {})
+            notes.append(f"skipped Secret {meta.get('namespace')}/{meta.get('name')}: its values exist only in Pulumi state")
+            continue
+        name = file_name(obj)
+        if not _SAFE_NAME.fullmatch(name):
+            raise RenderError(f"{name!r} is not a safe file name")
+        objects.append((name, yaml.safe_dump(ordered(obj), sort_keys=False)))
+    if out.is_symlink():
+        raise RenderError(f"--out {out} is a symlink; give the directory itself")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        dir_fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and out.is_symlink():  # swapped in since the check
+            raise RenderError(f"--out {out} is a symlink; give the directory itself") from None
+        raise
+    try:
+        previous = _read_index(dir_fd)
+        names = [n for n, _ in objects]
+        for name, text in objects:
+            _write(dir_fd, name, text)
+        for stale in sorted(set(previous) - set(names)):
+            try:
+                if stat.S_ISDIR(os.stat(stale, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                    continue
+                os.unlink(stale, dir_fd=dir_fd)  # a symlink is removed itself, never its target
+                notes.append(f"removed {stale}: the stack no longer has it")
+            except FileNotFoundError:
+                pass
+        _write(dir_fd, INDEX, json.dumps(sorted(names)) + "\n")
+    finally:
+        os.close(dir_fd)
+    return [out / n for n in names], notes

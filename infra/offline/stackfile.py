@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +43,115 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
-    """-> (flat config {"ns:key": text}, secret keys). Unqualified keys belong to the project."""
+# A stack file is a few KB; 1 MiB leaves room for long env values and refuses /dev/zero and friends.
+MAX_STACK_FILE_BYTES = 1 << 20
+# Keys Pulumi's stack files hold besides config (pulumi/pulumi sdk/go/common/workspace/project.go, ProjectStack).
+_STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
+
+
+# Values a stack file may expand to. YAML aliases (*name) share one node, so a few lines can stand
+# for billions of values ("billion laughs"): count them expanded before building anything.
+MAX_STACK_FILE_VALUES = 100_000
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
+    key = id(node)
+    if key in memo:
+        if memo[key] < 0:
+            raise StackFileError("a YAML alias refers to itself")
+        return memo[key]
+    memo[key] = -1
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            size += _expanded_size(child, memo, limit)
+            if size > limit:
+                break
+    elif isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            size += _expanded_size(k, memo, limit) + _expanded_size(v, memo, limit)
+            if size > limit:
+                break
+    memo[key] = size
+    return size
+
+
+def read_stack_file(path: Path) -> str:
+    """The text of a stack file: a regular file, at most MAX_STACK_FILE_BYTES, UTF-8; else StackFileError."""
     try:
-        doc = yaml.safe_load(path.read_text())
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         known = ", ".join(stack_names()) or "none"
         raise StackFileError(f"{path}: no such stack file (stacks: {known})") from None
-    except yaml.YAMLError as e:
-        raise StackFileError(f"{path}: not valid YAML: {e}") from None
     except OSError as e:
         raise StackFileError(f"{path}: cannot read the stack file: {e.strerror}") from None
-    doc = doc or {}
-    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
-        raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping (Pulumi stack-config format)")
-    return flatten(doc.get("config") or {})
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StackFileError(f"{path}: not a regular file; give a stack file (stacks/Pulumi.<name>.yaml)")
+        if info.st_size > MAX_STACK_FILE_BYTES:
+            raise StackFileError(f"{path}: {info.st_size} bytes, over the {MAX_STACK_FILE_BYTES} a stack file may have")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_STACK_FILE_BYTES + 1)
+    except OSError as e:
+        raise StackFileError(f"{path}: cannot read the stack file: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_STACK_FILE_BYTES:
+        raise StackFileError(f"{path}: over the {MAX_STACK_FILE_BYTES} bytes a stack file may have")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise StackFileError(
+            f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); save the file as UTF-8"
+        ) from None
+
+
+def parse_stack_file(text: str, path: Path) -> Any:
+    stream = io.StringIO(text)
+    stream.name = str(path)  # so YAML errors name the file, not "<unicode string>"
+    loader = yaml.SafeLoader(stream)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            size = _expanded_size(node, {}, MAX_STACK_FILE_VALUES)
+        except StackFileError as e:
+            raise StackFileError(f"{path}: {e}") from None
+        if size > MAX_STACK_FILE_VALUES:
+            raise StackFileError(
+                f"{path}: expands to more than {MAX_STACK_FILE_VALUES} values (YAML aliases); write the values out"
+            )
+        return loader.construct_document(node)
+    except yaml.YAMLError as e:
+        raise StackFileError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise StackFileError(f"{path}: nested too deeply to be a stack file") from None
+    except StackFileError:
+        raise
+    except ValueError as e:  # e.g. an integer with more digits than Python converts
+        raise StackFileError(f"{path}: not a valid stack file value: {e}") from None
+    finally:
+        loader.dispose()
+
+
+def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """-> (flat config {"ns:key": text}, secret keys). Unqualified keys belong to the project."""
+    doc = parse_stack_file(read_stack_file(path), path)
+    if doc is None:
+        raise StackFileError(f"{path}: empty; a stack file is a mapping with a 'config:' mapping (Pulumi stack-config format)")
+    if not isinstance(doc, dict):
+        raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping (Pulumi stack-config format), found a {type(doc).__name__}")
+    config = doc.get("config")
+    if config is None:
+        others = [str(k) for k in doc if k not in _STACK_FILE_KEYS]
+        hint = f"; put {', '.join(others[:5])}{' …' if len(others) > 5 else ''} under 'config:'" if others else ""
+        raise StackFileError(f"{path}: no 'config:' mapping (Pulumi stack-config format){hint}")
+    if not isinstance(config, dict):
+        raise StackFileError(f"{path}: 'config:' must be a mapping of keys to values, found a {type(config).__name__}")
+    return flatten(config)
 
 
 def _is_secure(value: Any) -> bool:
@@ -91,7 +188,7 @@ def flatten(values: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
         value = _stand_in_secrets(value, full, found)
         nested = [p for p in found if p != full]
         for path in nested:
-            if not _SECRET_ENV_PATH.match(path):
+            if not _SECRET_ENV_PATH.fullmatch(path):
                 raise StackFileError(
                     f"{path}: a secret value here would reach resources in plaintext; only workload env values can be "
                     "kept secret: pulumi config set --secret --path 'pathways:workloads[i].env.NAME' VALUE"
