@@ -332,3 +332,23 @@ def test_fuzzed_stack_files_exit_cleanly(tmp_path, capsys):
         assert elapsed < 5, (name, elapsed)
         codes[code] = codes.get(code, 0) + 1
     assert codes.get(2, 0) > 50 and codes.get(0, 0) > 5, codes  # the fuzzer reaches both outcomes
+
+
+@pytest.mark.parametrize("network,key", [
+    ({"existingNetwork": "vpc\nx", "existingSubnetwork": "sub"}, "pathways:network.existingNetwork"),
+    ({"existingNetwork": "projects/p-123456/global/networks/vpc", "existingSubnetwork": "a b"}, "pathways:network.existingSubnetwork"),
+])
+def test_existing_network_references(network, key):
+    assert any(line.startswith(f"{key}: ") and "is not a network or subnetwork name" in line for line in message(network=network))
+
+
+def test_existing_network_paths_are_accepted():
+    from tests.conftest import plan_of
+
+    net = {"existingNetwork": "projects/host-proj-1/global/networks/shared", "existingSubnetwork": "projects/host-proj-1/regions/us-east5/subnetworks/tpu"}
+    assert plan_of(config_with(network=net)).one("gcp:container/cluster:Cluster").input("network") == net["existingNetwork"]
+
+
+def test_authorized_network_labels_are_printable():
+    lines = message(cluster={"masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.0/24", "displayName": "vpn\nX"}]})
+    assert lines[0].startswith("pathways:cluster.masterAuthorizedNetworks[0].displayName: ")

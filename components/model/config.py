@@ -63,6 +63,12 @@ HEAD_NODE_PORTS = {
 }
 
 
+_NETWORK_REF = re.compile(
+    r"(?:(?:https://www\.googleapis\.com/compute/v1/)?projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/"
+    r"(?:global|regions/[a-z]+-[a-z]+[0-9]+)/(?:networks|subnetworks)/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+)
+
+
 def _network(v: str) -> "ipaddress.IPv4Network | ipaddress.IPv6Network":
     try:
         return ipaddress.ip_network(str(v), strict=True)
@@ -124,7 +130,7 @@ class ReleaseChannel(str, Enum):
 
 class AuthorizedNetwork(_Model):
     cidr_block: str = Field(description="CIDR allowed to reach the control plane, e.g. 203.0.113.0/24.")
-    display_name: str = Field("", description="Label shown in the console.")
+    display_name: str = Field("", max_length=100, pattern=r"^[ -~]*$", description="Label shown in the console (printable ASCII).")
 
     @field_validator("cidr_block")
     @classmethod
@@ -195,6 +201,14 @@ class NetworkConfig(_Model):
         net = _network(v)
         if net.version != 4:
             raise ValueError(f"{v} is not an IPv4 range; the subnet and its secondary ranges are IPv4")
+        return v
+
+    @field_validator("existing_network", "existing_subnetwork")
+    @classmethod
+    def _resource_name(cls, v: Optional[str]) -> Optional[str]:
+        # A name, or a projects/.../networks|subnetworks/<name> path or URL, as the Compute API takes them.
+        if v is not None and not _NETWORK_REF.fullmatch(v):
+            raise ValueError(f"{v[:80]!r} is not a network or subnetwork name or projects/... path")
         return v
 
     @model_validator(mode="after")
