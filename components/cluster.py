@@ -56,8 +56,10 @@ class GkeClusterArgs:
     """System pool autoscaler minimum."""
     system_max_nodes: int
     """System pool autoscaler maximum."""
-    private_nodes: bool = False
+    private_nodes: bool = True
     """Nodes get no public IPs."""
+    public_endpoint: bool = False
+    """The IP endpoint is reachable from the internet (else from the VPC only)."""
     master_authorized_networks: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     """(CIDR, display name) pairs allowed to reach the control plane; empty means unrestricted."""
 
@@ -68,9 +70,9 @@ class GkeCluster(pulumi.ComponentResource):
     location: pulumi.Output[str]
     """Region or zone of the control plane."""
     endpoint: pulumi.Output[str]
-    """Control plane IP."""
+    """The control plane's DNS endpoint (IAM-authorized, reachable without opening IP ranges)."""
     kubeconfig: pulumi.Output[str]
-    """Kubeconfig using gke-gcloud-auth-plugin (secret)."""
+    """Kubeconfig for the DNS endpoint, using gke-gcloud-auth-plugin (secret)."""
     system_pool: gcp.container.NodePool
     """The system pool, for resources that must wait on schedulable nodes."""
 
@@ -106,9 +108,17 @@ class GkeCluster(pulumi.ComponentResource):
             datapath_provider="ADVANCED_DATAPATH",
             dns_config=gcp.container.ClusterDnsConfigArgs(cluster_dns="CLOUD_DNS", cluster_dns_scope="CLUSTER_SCOPE"),
             enable_shielded_nodes=True,
+            # Private nodes, and the IP endpoint closed to the internet unless asked for; people and CI
+            # reach the control plane through the DNS-based endpoint, authorized by IAM (GKE docs,
+            # "About network isolation": DNS-based endpoint, allow external traffic).
             private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
-                enable_private_nodes=True, enable_private_endpoint=False
-            ) if args.private_nodes else None,
+                enable_private_nodes=args.private_nodes, enable_private_endpoint=not args.public_endpoint
+            ),
+            control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=True
+                ),
+            ),
             master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
                 cidr_blocks=[
                     gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=d)
@@ -143,25 +153,26 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster = cluster
         self.name = cluster.name
         self.location = cluster.location
-        self.endpoint = cluster.endpoint
+        self.endpoint = cluster.control_plane_endpoints_config.apply(
+            lambda c: c.dns_endpoint_config.endpoint if c and c.dns_endpoint_config else ""
+        )
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate).apply(
-                lambda a: kubeconfig(args.project, location, a[0], a[1], a[2])
-            )
+            pulumi.Output.all(cluster.name, self.endpoint).apply(lambda a: kubeconfig(args.project, location, a[0], a[1]))
         )
         self.register_outputs({"name": self.name, "location": self.location, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
 
 
-def kubeconfig(project: str, location: str, name: str, endpoint: str, ca: str) -> str:
-    """Kubeconfig that authenticates through gke-gcloud-auth-plugin (no static credentials)."""
+def kubeconfig(project: str, location: str, name: str, dns_endpoint: str) -> str:
+    """Kubeconfig for the DNS-based endpoint, authenticating through gke-gcloud-auth-plugin (no static
+    credentials). The DNS endpoint serves a publicly trusted certificate, so no CA data is needed (as
+    `gcloud container clusters get-credentials --dns-endpoint` writes it)."""
     context = f"gke_{project}_{location}_{name}"
     return f"""apiVersion: v1
 kind: Config
 clusters:
 - name: {context}
   cluster:
-    server: https://{endpoint}
-    certificate-authority-data: {ca}
+    server: https://{dns_endpoint}
 contexts:
 - name: {context}
   context:

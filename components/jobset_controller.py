@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .labels import ROLE_LABEL
+from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, psa_labels
 
 CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 NAMESPACE = "jobset-system"
@@ -37,7 +38,9 @@ class JobSetController(pulumi.ComponentResource):
     def __init__(self, name: str, args: JobSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:JobSetController", name, None, opts)
         namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE), opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels(CONTROLLER_NAMESPACE_LEVEL)),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         chart = k8s.helm.v4.Chart(
             name,
@@ -45,7 +48,12 @@ class JobSetController(pulumi.ComponentResource):
             version=args.version,
             namespace=NAMESPACE,
             skip_crds=False,  # the CRD is one of the chart's objects: applied and upgraded with it
-            values={"controller": {"nodeSelector": {ROLE_LABEL: args.system_role}}},
+            values={
+                "controller": {"nodeSelector": {ROLE_LABEL: args.system_role}},
+                # The chart's default renders a ServiceMonitor (monitoring.coreos.com), a CRD GKE does not
+                # install: the apply would fail (charts/jobset/templates/prometheus/service_monitor.yaml).
+                "prometheus": {"enable": False},
+            },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
         )
         self.ready = chart

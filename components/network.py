@@ -1,4 +1,11 @@
-"""PathwaysNetwork: a dedicated VPC and subnet for the cluster, or an existing pair by name."""
+"""PathwaysNetwork: a dedicated VPC and subnet for the cluster (or an existing pair by name), and the
+Cloud Router + Cloud NAT private nodes need for egress.
+
+Private nodes reach Google APIs and Artifact Registry through Private Google Access, but not
+registry.k8s.io, where the JobSet (and Kueue) images live: without NAT their pods never pull and the
+chart's await times out (GKE docs, "Private clusters": "nodes have no outbound internet access";
+"Cloud NAT" for GKE).
+"""
 
 from __future__ import annotations
 
@@ -32,6 +39,8 @@ class PathwaysNetworkArgs:
     """Use this VPC instead of creating one (must carry secondary ranges `pods` and `services`)."""
     existing_subnetwork: Optional[str] = None
     """Subnet of existing_network."""
+    cloud_nat: bool = False
+    """Create a Cloud Router and Cloud NAT in the region for the nodes' egress."""
 
 
 class PathwaysNetwork(pulumi.ComponentResource):
@@ -72,4 +81,25 @@ class PathwaysNetwork(pulumi.ComponentResource):
             )
             self.network = vpc.self_link
             self.subnetwork = subnet.self_link
+        self.nat: Optional[gcp.compute.RouterNat] = None
+        if args.cloud_nat:
+            router = gcp.compute.Router(
+                f"{name}-router", project=args.project, name=f"{args.name}-router", region=args.region,
+                network=self.network, opts=child,
+            )
+            self.nat = gcp.compute.RouterNat(
+                f"{name}-nat",
+                project=args.project,
+                name=f"{args.name}-nat",
+                region=args.region,
+                router=router.name,
+                nat_ip_allocate_option="AUTO_ONLY",
+                # Only the cluster's subnet (all its ranges: nodes and pods), never the rest of a shared VPC.
+                source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
+                subnetworks=[gcp.compute.RouterNatSubnetworkArgs(
+                    name=self.subnetwork, source_ip_ranges_to_nats=["ALL_IP_RANGES"],
+                )],
+                log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+                opts=child,
+            )
         self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})

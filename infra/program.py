@@ -6,14 +6,18 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster import GkeCluster, GkeClusterArgs
+from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
 from components.head_pool import HeadPool, HeadPoolArgs
 from components.jobset_controller import JobSetController, JobSetControllerArgs
 from components.labels import SYSTEM_ROLE
 from components.manifests import jobset as jobset_manifest
+from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, priority_class_name, psa_labels
 from components.model.config import StackConfig
 from components.model.errors import ConfigError
+from components.model.ports import PATHWAYS_PORTS
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
 from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
+from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
@@ -34,7 +38,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     network = PathwaysNetwork("network", PathwaysNetworkArgs(
         project=cfg.project, region=cfg.region, name=cfg.cluster_name,
         nodes_cidr=net.nodes_cidr, pods_cidr=net.pods_cidr, services_cidr=net.services_cidr, mtu=net.mtu,
-        existing_network=net.existing_network, existing_subnetwork=net.existing_subnetwork,
+        existing_network=net.existing_network, existing_subnetwork=net.existing_subnetwork, cloud_nat=cfg.cloud_nat,
     ))
     # Two identities: system nodes get no data access; Pathways nodes (head + TPU) get the bucket.
     system_sa = NodeServiceAccount("system-nodes", NodeServiceAccountArgs(
@@ -51,8 +55,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
         deletion_protection=cfg.deletion_protection, protect=cfg.protected,
         node_service_account=system_sa.email, system_machine_type=c.system_pool.machine_type,
         system_min_nodes=c.system_pool.min_nodes, system_max_nodes=c.system_pool.max_nodes,
-        private_nodes=c.private_nodes,
+        private_nodes=c.private_nodes, public_endpoint=c.public_endpoint,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
+    ))
+    PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
+        project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
+        ports=(*PATHWAYS_PORTS, *cfg.profiling_ports), client_ranges=tuple(net.pathways_client_ranges),
     ))
     location = cfg.region if c.regional else cfg.zone
     head = HeadPool("head-pool", HeadPoolArgs(
@@ -86,8 +94,11 @@ def build(cfg: StackConfig) -> dict[str, object]:
     k8s_opts = pulumi.ResourceOptions(provider=provider)
     controller = JobSetController("jobset", JobSetControllerArgs(version=cfg.kubernetes.jobset_version, system_role=SYSTEM_ROLE), opts=k8s_opts)
     namespace = k8s.core.v1.Namespace(
-        "workloads", metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.kubernetes.namespace), opts=k8s_opts
+        "workloads",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.kubernetes.namespace, labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL)),
+        opts=k8s_opts,
     )
+    guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(workload_namespace=cfg.kubernetes.namespace), opts=k8s_opts)
     interactive = {}
     for w in cfg.workloads:
         ctx = jobset_manifest.context(cfg, w)
@@ -95,7 +106,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
             manifest=jobset_manifest.jobset(cfg, w, ctx), profiling_secret=ctx.profiling_secret,
             env_secret=ctx.env_secret, env=dict(w.env),
             # The bucket and its grants too: the first compilation-cache write must not 403.
-            depends_on=(controller.ready, namespace, head, groups[cfg.workload_group(w).name], bucket),
+            depends_on=(controller.ready, namespace, guardrails.priority_classes[priority_class_name(w)], head, groups[cfg.workload_group(w).name], bucket),
         ), opts=k8s_opts)
         if w.mode == "interactive":
             interactive[w.name] = jobset_manifest.interactive_access(cfg, w)

@@ -60,7 +60,7 @@ def test_controller_and_workloads_wait_only_on_what_they_need(plans):
     train = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train")
     deps = names(train.dependencies)
     buckets = {"scratch", "scratch-artifacts", "scratch-role"} | {r.name for r in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
-    assert deps == {"jobset", "workloads", "head-pool"} | {f"slices-v6e-{i}" for i in range(128)} | buckets
+    assert deps == {"jobset", "workloads", "head-pool", "guardrails-pathways-training"} | {f"slices-v6e-{i}" for i in range(128)} | buckets
 
 
 def test_plan_text_shows_the_chain(capsys):

@@ -288,7 +288,8 @@ def test_system_pool_autoscales_without_diffs():
 def test_kubeconfig_uses_the_auth_plugin_and_no_static_credentials():
     from components.cluster import kubeconfig
 
-    text = kubeconfig("p-123456", "us-east5-b", "pathways-dev", "203.0.113.10", "Q0E=")
-    assert "command: gke-gcloud-auth-plugin" in text and "server: https://203.0.113.10" in text
-    assert "certificate-authority-data: Q0E=" in text
+    text = kubeconfig("p-123456", "us-east5-b", "pathways-dev", "gke-abc.us-east5-b.gke.goog")
+    assert "command: gke-gcloud-auth-plugin" in text and "server: https://gke-abc.us-east5-b.gke.goog" in text
+    # the DNS endpoint serves a publicly trusted certificate (as `get-credentials --dns-endpoint` writes it)
+    assert "certificate-authority-data" not in text
     assert "token" not in text and "password" not in text

@@ -206,7 +206,9 @@ def test_every_workload_option():
     e = env(user)
     assert e["ENABLE_PATHWAYS_PERSISTENCE"] == "1" and e["DATA_LOADER_WORKERS"] == "16" and e["RUN"] == "x" and (e["STEPS"], e["DEBUG"]) == ("100", "true")
     assert e["PATHWAYS_PROFILING_AUTH_TOKEN"] == {"secretKeyRef": {"name": "job-profiling-token", "key": "token"}}
-    assert e["PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS"] == artifacts.split("/")[2]
+    # exact gs:// prefix: pathwaysutils >= 0.1.12 refuses a bare bucket name ("Path must be a GCS path")
+    # and matches by prefix, so gs://<bucket> alone would also admit gs://<bucket>-other
+    assert e["PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS"] == f"{artifacts}/job/profiles/"
     assert e["PROFILE_TRACE_DIR"] == f"{artifacts}/job/profiles/"
     assert user["ports"] == [{"containerPort": 9100, "protocol": "TCP"}]
     assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in pod["volumes"]

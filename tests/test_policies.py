@@ -71,8 +71,8 @@ def test_committed_stacks_pass_every_rule(committed_stack):
     assert violations(plan) == []
 
 
-def test_pack_has_twelve_rules_with_descriptions():
-    assert len(ALL_POLICIES) == 12 and len({p.name for p in ALL_POLICIES}) == 12
+def test_pack_has_thirteen_rules_with_descriptions():
+    assert len(ALL_POLICIES) == 13 and len({p.name for p in ALL_POLICIES}) == 13
     assert all(p.description and p.enforcement_level is not None for p in ALL_POLICIES)
 
 
@@ -105,6 +105,9 @@ CASES = [
     ("pathways-cluster-hardening", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "workloadIdentityConfig", None), "enable Workload Identity"),
     ("pathways-jobset-lifecycle", lambda p: mutate(p, JOBSET, "workload-train", deleteBeforeReplace=False), "set delete_before_replace"),
     ("pathways-tpu-pool-delete-before-replace", lambda p: mutate(p, POOL, "slices-main-0", deleteBeforeReplace=False), "TPU pool tpu-main-0: set delete_before_replace"),
+    ("pathways-network-exposure", lambda p: mutate(p, "gcp:compute/firewall:Firewall", "pathways-ports-allow", "sourceRanges", ["0.0.0.0/0"]), "opens Pathways ports [8080, 8471, 29000, 29001, 29002, 29005, 29006, 50051] to the internet"),
+    ("pathways-network-exposure", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "masterAuthorizedNetworksConfig", {"cidrBlocks": [{"cidrBlock": "0.0.0.0/0"}]}), "is the whole internet"),
+    ("pathways-network-exposure", lambda p: Plan(p.stack, [r for r in p.resources if r.type != "gcp:compute/routerNat:RouterNat"], p.outputs), "private nodes in a VPC without Cloud NAT"),
     ("pathways-coordinator-label-length", lambda p: mutate(p, JOBSET, "workload-nb", "metadata.name", "n" * 30), "is 79 characters (> 63)"),
 ]
 
@@ -122,6 +125,23 @@ def test_jobset_must_depend_on_the_controller():
     broken = Plan(plan.stack, [dataclasses.replace(r, dependencies=tuple(d for d in r.dependencies if d != release)) if r is js else r for r in plan.resources], plan.outputs)
     found = [v for v in violations(broken) if v.policy == "pathways-jobset-lifecycle"]
     assert [v.urn for v in found] == [js.urn] and "does not depend on the JobSet controller" in found[0].message
+
+
+@pytest.mark.parametrize("breaker,message", [
+    (lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "privateClusterConfig", {"enablePrivateNodes": False, "enablePrivateEndpoint": False}), "public node IPs"),
+    (lambda p: mutate(mutate(p, "gcp:container/cluster:Cluster", "cluster", "privateClusterConfig.enablePrivateEndpoint", False),
+                      "gcp:container/cluster:Cluster", "cluster", "masterAuthorizedNetworksConfig", None), "control plane open to the internet"),
+    (lambda p: Plan(p.stack, [r for r in p.resources if r.name != "pathways-ports-deny"], p.outputs), "are not closed to other sources"),
+])
+def test_protected_stacks_must_be_private_with_closed_pathways_ports(breaker, message):
+    prod = stack_plan("prod")
+    assert not [v for v in violations(prod) if v.policy == "pathways-network-exposure"]
+    found = [v.message for v in violations(breaker(prod)) if v.policy == "pathways-network-exposure"]
+    assert any(message in m for m in found), found
+    # the same change in an unprotected stack is allowed (dev may open its endpoint on purpose)
+    dev = stack_plan("dev")
+    if "public" in message or "open to the internet" in message:
+        assert not [v for v in violations(breaker(dev)) if v.policy == "pathways-network-exposure" and message in v.message]
 
 
 def test_protected_stacks_need_protect_and_deletion_protection():

@@ -215,3 +215,17 @@ def check_jobset(obj: dict[str, Any], pools: Optional[list[PoolFacts]] = None) -
     check_job_templates(obj, report)
     check_semantics(obj, pools, report)
     return report
+
+
+def check_builtin(obj: dict[str, Any]) -> Report:
+    """A built-in Kubernetes object (Namespace, Secret, PriorityClass, ValidatingAdmissionPolicy, …)
+    against kubernetes-validate's strict schema for the cluster's version: what the API server would
+    refuse or silently prune."""
+    report = Report()
+    try:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as e:
+        report.add("schema", ".".join(str(p) for p in e.path) or ".", e.message)
+    except kubernetes_validate.SchemaNotFoundError as e:
+        report.add("schema", ".", f"no schema for {obj.get('apiVersion')} {obj.get('kind')} in Kubernetes {KUBERNETES_VERSION}: {e}")
+    return report

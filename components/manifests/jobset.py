@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .guardrails import priority_class_name
+from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
 from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL
 from ..model.config import (
     PROXY_RESOURCES,
@@ -26,7 +28,6 @@ KIND = "JobSet"
 HEAD_JOB = "pathways-head"
 WORKER_JOB = "worker"
 
-RM_PORT, PROXY_PORT, WORKER_PORT, SIDECAR_PORT = 29001, 29000, 29005, 50051
 COORDINATOR_LABEL = "jobset.sigs.k8s.io/coordinator"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 TPU_RESOURCE = "google.com/tpu"
@@ -112,6 +113,27 @@ def _shm_volume(size: str) -> dict[str, Any]:
 
 SHM_MOUNT = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
 
+# Container security contexts. Every container: no privilege escalation (setuid binaries gain
+# nothing). The IFRT proxy runs exactly as Google runs it for the Shared Pathways Service: rootless,
+# no capabilities, RuntimeDefault seccomp (pathwaysutils 0.1.13 shared_pathways_service/yamls/
+# pw-proxy.yaml). The user's program and the colocated sidecar drop every capability too; the RM and
+# the TPU workers keep the image's defaults beyond that (no public source says what libtpu needs).
+NO_ESCALATION = {"allowPrivilegeEscalation": False}
+DROP_ALL = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+ROOTLESS = {**DROP_ALL, "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000}
+
+
+def _pod_common(w: Workload) -> dict[str, Any]:
+    """Pod fields every Pathways pod shares."""
+    return {
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        # Pathways never calls the Kubernetes API: no token in the pod to steal.
+        "automountServiceAccountToken": False,
+        "priorityClassName": priority_class_name(w),
+        "terminationGracePeriodSeconds": w.termination_grace_period_seconds,
+    }
+
 
 def resource_manager(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
     group = cfg.workload_group(w)
@@ -128,8 +150,9 @@ def resource_manager(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dic
         "env": [
             _label_env("HOST_ADDRESS", COORDINATOR_LABEL), {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}, *JOBSET_IDENTITY_ENV,
         ],
-        "ports": _ports(RM_PORT, RM_PORT + 1),
+        "ports": _ports(RM_PORT, RM_EXTRA_PORT),
         "resources": _resources(*RESOURCE_MANAGER_RESOURCES),
+        "securityContext": NO_ESCALATION,
     }
 
 
@@ -155,6 +178,7 @@ def proxy(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]
         "env": [_label_env("PATHWAYS_HEAD", COORDINATOR_LABEL)],
         "ports": _ports(PROXY_PORT),
         "resources": _resources(*PROXY_RESOURCES),
+        "securityContext": ROOTLESS,
     }
 
 
@@ -170,12 +194,14 @@ def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[
     if w.persistence:
         env.append({"name": "ENABLE_PATHWAYS_PERSISTENCE", "value": "1"})
     if w.profiling:
-        bucket = ctx.artifacts_location.split("/")[2]
+        profile_dir = f"{ctx.artifacts_location}/{w.name}/profiles/"
         env += [
             {"name": "PATHWAYS_PROFILING_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": ctx.profiling_secret, "key": PROFILING_TOKEN_KEY}}},
-            {"name": "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "value": bucket},
+            # Exact gs:// paths: pathwaysutils (>= 0.1.12, profiling.py) refuses anything not gs:// and
+        # matches by prefix, so a bare bucket name fails and gs://b would admit gs://b-other.
+        {"name": "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "value": profile_dir},
             {"name": "PROFILER_PORT", "value": str(w.profiling.port)},
-            {"name": "PROFILE_TRACE_DIR", "value": f"{ctx.artifacts_location}/{w.name}/profiles/"},
+            {"name": "PROFILE_TRACE_DIR", "value": profile_dir},
         ]
         ports.append(w.profiling.port)
     env += user_env(w, ctx)
@@ -188,6 +214,7 @@ def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[
         "env": env,
         "resources": _resources(w.cpu, w.memory),
         "volumeMounts": [SHM_MOUNT],
+        "securityContext": DROP_ALL,
     })
     if ports:
         container["ports"] = _ports(*ports)
@@ -197,10 +224,8 @@ def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[
 def head_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
     rm, px = resource_manager(cfg, w, ctx), proxy(cfg, w, ctx)
     pod: dict[str, Any] = {
-        "hostNetwork": True,
-        "dnsPolicy": "ClusterFirstWithHostNet",
+        **_pod_common(w),
         "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": w.termination_grace_period_seconds,
         "nodeSelector": {ROLE_LABEL: HEAD_ROLE},
         "tolerations": [{"key": HEAD_TAINT[0], "operator": "Equal", "value": HEAD_TAINT[1], "effect": "NoSchedule"}],
     }
@@ -250,24 +275,23 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
         "image": cfg.server_image(w),
         "args": args,
         "env": env,
-        "ports": _ports(WORKER_PORT, WORKER_PORT + 1, 8471, 8080),
+        "ports": _ports(WORKER_PORT, *WORKER_EXTRA_PORTS),
         # Requests from the TPU VM's allocatable (Burstable, not BestEffort: the last pods evicted
         # under node pressure); no CPU or memory limit, the worker owns the VM. TPU chips: whole VM.
         "resources": {
             "requests": {"cpu": str(res.worker_cpu), "memory": f"{res.worker_memory_gib}Gi", TPU_RESOURCE: tpu_chips},
             "limits": {TPU_RESOURCE: tpu_chips},
         },
+        "securityContext": NO_ESCALATION,
     }
     tolerations = [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     if group.capacity is Capacity.SPOT:
         tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
     pod: dict[str, Any] = {
-        "hostNetwork": True,
-        "dnsPolicy": "ClusterFirstWithHostNet",
+        **_pod_common(w),
         # As every peer (xpk, PathwaysJob, pathwaysutils): a crashed worker restarts in place on its
         # TPU host, counted against backoffLimit, instead of a new pod waiting for the same node.
         "restartPolicy": "OnFailure",
-        "terminationGracePeriodSeconds": w.termination_grace_period_seconds,
         "nodeSelector": {
             "cloud.google.com/gke-tpu-accelerator": tpu.accelerator,
             "cloud.google.com/gke-tpu-topology": tpu.topology,
@@ -291,6 +315,7 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
             "ports": _ports(SIDECAR_PORT),
             "resources": {"requests": {"cpu": sc.cpu, "memory": sc.memory}, "limits": {"memory": sc.memory}},
             "volumeMounts": [shm_mount],
+            "securityContext": DROP_ALL,
         }]
         # Bounded, and counted: the worker's memory request above leaves this much of the VM free.
         pod["volumes"] = [{"name": SIDECAR_SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": sc.shm_size}}]

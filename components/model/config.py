@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from . import machines, quantity
+from .ports import HEAD_NODE_PORTS
 from . import tpu as tpu_catalog
 from .errors import ConfigError, Problem
 
@@ -55,12 +56,6 @@ MAX_NODES_PER_POOL_ZONE = 1_000
 MAX_TPU_POOLS = 1_000
 MAX_WORKLOADS = 100
 
-# Ports the head node already serves (hostNetwork): Pathways (PLATFORM-FACTS §1) and the kubelet /
-# kube-proxy (Kubernetes "Ports and Protocols").
-HEAD_NODE_PORTS = {
-    29000: "the IFRT proxy", 29001: "the resource manager", 29002: "the resource manager",
-    10248: "the kubelet", 10250: "the kubelet", 10255: "the kubelet", 10249: "kube-proxy", 10256: "kube-proxy",
-}
 
 
 _NETWORK_REF = re.compile(
@@ -168,8 +163,12 @@ class ClusterConfig(_Model):
         "Lowest control-plane version: a minor (1.35) or a full version (1.35.1-gke.1234000). Default: none, "
         "the release channel picks a version GKE offers."
     ))
-    private_nodes: bool = Field(False, description="Nodes without public IPs.")
-    master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
+    private_nodes: bool = Field(True, description="Nodes without public IPs (they reach the internet through Cloud NAT).")
+    public_endpoint: bool = Field(False, description=(
+        "Let the internet reach the control plane's IP endpoint (limited by masterAuthorizedNetworks). "
+        "Off: only the VPC reaches it; people and CI use the IAM-authorized DNS endpoint."
+    ))
+    master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list, max_length=50)
     deletion_protection: Optional[bool] = Field(None, description="GKE deletion protection; default on.")
     system_pool: SystemPool = Field(default_factory=SystemPool)
 
@@ -194,6 +193,22 @@ class NetworkConfig(_Model):
     services_cidr: str = Field("10.8.0.0/20", description="Secondary range for services.")
     # 8896 is the largest GCP MTU; multislice DCN traffic benefits from jumbo frames.
     mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the created VPC.")
+    cloud_nat: Optional[bool] = Field(None, description=(
+        "Cloud Router + Cloud NAT for the nodes' egress; default on with private nodes in a created VPC "
+        "(images outside Google's registries, e.g. registry.k8s.io for JobSet, need it)."
+    ))
+    pathways_client_ranges: list[str] = Field(default_factory=list, max_length=20, description=(
+        "CIDRs besides the Pathways nodes allowed to reach the IFRT proxy port 29000 (opt-in; the proxy runs "
+        "any program it is sent)."
+    ))
+
+    @field_validator("pathways_client_ranges")
+    @classmethod
+    def _client_ranges(cls, v: list[str]) -> list[str]:
+        for cidr in v:
+            if _network(cidr).prefixlen == 0:
+                raise ValueError(f"{cidr} is the whole internet; list the ranges of the clients that need the proxy")
+        return v
 
     @field_validator("nodes_cidr", "pods_cidr", "services_cidr")
     @classmethod
@@ -465,6 +480,9 @@ class Workload(_Model):
     hlo_dump: bool = Field(False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
     colocated_python: Optional["ColocatedPython"] = Field(None, description="Colocated-Python sidecar on the workers.")
     elastic: Optional["Elastic"] = Field(None, description="Elastic slices: the job survives losing slices.")
+    priority: Optional[Literal["training", "interactive", "experiment"]] = Field(None, description=(
+        "PriorityClass pathways-<priority> of its pods; default training for batch, interactive for interactive."
+    ))
     max_restarts: int = Field(0, ge=0, le=MAX_RESTARTS_BOUND, description="JobSet failurePolicy.maxRestarts.")
     worker_restarts_per_host: Optional[int] = Field(None, ge=1, le=UNLIMITED_RESTARTS_PER_HOST, description=(
         "Worker restarts allowed per TPU host (worker Job backoffLimit = hosts x this). Default: 4 for batch "
@@ -533,6 +551,10 @@ class Workload(_Model):
         if v is not None:
             check_pinned_image(v)
         return v
+
+    @property
+    def effective_priority(self) -> str:
+        return self.priority or ("training" if self.mode == "batch" else "interactive")
 
     @property
     def shm_bytes(self) -> Decimal:
@@ -644,6 +666,16 @@ class StackConfig(_Model):
             if derived:
                 return derived
         return f"{PATHWAYS_REGISTRY}/proxy_server:{self.pathways_version}"
+
+    @property
+    def cloud_nat(self) -> bool:
+        if self.network.cloud_nat is not None:
+            return self.network.cloud_nat
+        return self.cluster.private_nodes and self.network.create
+
+    @property
+    def profiling_ports(self) -> tuple[int, ...]:
+        return tuple(sorted({w.profiling.port for w in self.workloads if w.profiling}))
 
     @property
     def secret_env(self) -> bool:
@@ -1027,6 +1059,11 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
         )))
     if cfg.artifacts_bucket_name == cfg.bucket_name:
         problems.append(Problem(config_key(("bucket", "artifactsName")), "must differ from bucket.name (its lifecycle rules would fight Pathways')"))
+    if not cfg.cluster.private_nodes and not cfg.cluster.public_endpoint:
+        problems.append(Problem(config_key(("cluster", "privateNodes")), (
+            "false needs cluster.publicEndpoint: true too (GKE closes the public IP endpoint only for private "
+            "nodes); keep privateNodes: true (the default), or open both explicitly"
+        )))
     if cfg.protected and cfg.cluster.deletion_protection is False:
         problems.append(Problem(config_key(("cluster", "deletionProtection")), "false conflicts with protected: true; remove it or set protected: false"))
     return problems

@@ -132,7 +132,13 @@ class StandInMocks(pulumi_mocks.Mocks):
             email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
             extra = {"email": email, "member": f"serviceAccount:{email}", "name": f"projects/{project}/serviceAccounts/{email}"}
         elif t == "gcp:container/cluster:Cluster":
-            extra = {"endpoint": CLUSTER_ENDPOINT, "masterAuth": {"clusterCaCertificate": CLUSTER_CA}, "selfLink": f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}"}
+            endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
+            endpoints["dnsEndpointConfig"] = {**(endpoints.get("dnsEndpointConfig") or {}), "endpoint": f"gke-0123456789abcdef-{project}.{inputs.get('location')}.gke.goog"}
+            extra = {
+                "endpoint": CLUSTER_ENDPOINT, "masterAuth": {"clusterCaCertificate": CLUSTER_CA},
+                "controlPlaneEndpointsConfig": endpoints,
+                "selfLink": f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}",
+            }
         elif t == "gcp:storage/bucket:Bucket":
             extra = {"url": f"gs://{name}", "selfLink": f"https://www.googleapis.com/storage/v1/b/{name}"}
         elif t == "gcp:projects/iAMCustomRole:IAMCustomRole":

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from components.labels import SLICE_GROUP_LABEL, SPOT_LABEL
-from components.manifests.admission import PoolFacts, Report, check_jobset
+from components.manifests.admission import PoolFacts, Report, check_builtin, check_jobset
 from components.manifests.jobset import KIND
 from components.resource_types import NODE_POOL
 
@@ -61,6 +61,14 @@ def check_plan(plan: Plan) -> dict[str, Report]:
     """Admission report per JobSet name."""
     pools = pool_facts(plan)
     return {obj["metadata"]["name"]: check_jobset(obj, pools) for obj in manifests(plan) if obj.get("kind") == KIND}
+
+
+def check_builtins(plan: Plan) -> dict[str, Report]:
+    """Schema report per built-in object (everything but JobSets), keyed kind/name."""
+    return {
+        f"{obj['kind']}/{obj.get('metadata', {}).get('name')}": check_builtin(obj)
+        for obj in manifests(plan) if obj.get("kind") != KIND and not _is_secret(obj)
+    }
 
 
 _FIRST = ("apiVersion", "kind", "metadata", "name", "namespace", "spec")
@@ -124,6 +132,7 @@ def write_manifests(plan: Plan, out: Path) -> tuple[list[Path], list[str]]:
     carry a placeholder the API server would store) into `out`, and nowhere else. -> (written, notes)."""
     reports = check_plan(plan)
     problems = [f"JobSet {name}: {v}" for name, rep in reports.items() for v in rep.violations]
+    problems += [f"{name}: {v}" for name, rep in check_builtins(plan).items() for v in rep.violations]
     if problems:
         raise RenderError("\n".join(problems))
     for notice in sorted({n for rep in reports.values() for n in rep.notices}):

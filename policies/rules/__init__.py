@@ -6,6 +6,7 @@ from .cluster_hardening import cluster_hardening
 from .coordinator_label import coordinator_label
 from .head_machine import head_machine
 from .jobset_lifecycle import jobset_lifecycle
+from .network_exposure import network_exposure
 from .node_identity import node_identity
 from .pinned_images import pinned_images
 from .single_zone import single_zone
@@ -26,4 +27,5 @@ ALL_POLICIES = [
     jobset_lifecycle,
     tpu_pool_replacement,
     coordinator_label,
+    network_exposure,
 ]

@@ -1,0 +1,46 @@
+"""ClusterGuardrails: the cluster-wide objects that keep the Pathways nodes to Pathways pods, and the
+PriorityClasses its pods name. Built from components.manifests.guardrails (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .manifests import guardrails
+
+
+@dataclass(frozen=True)
+class ClusterGuardrailsArgs:
+    workload_namespace: str
+    """The one namespace allowed onto the Pathways head and TPU nodes."""
+
+
+class ClusterGuardrails(pulumi.ComponentResource):
+    priority_classes: dict[str, pulumi.Resource]
+    """By name; pods name one: a JobSet waits for its own."""
+
+    def __init__(self, name: str, args: ClusterGuardrailsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:k8s:ClusterGuardrails", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.priority_classes = {
+            pc["metadata"]["name"]: k8s.scheduling.v1.PriorityClass(
+                f"{name}-{pc['metadata']['name']}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=pc["metadata"]["name"]),
+                value=pc["value"], global_default=pc["globalDefault"], preemption_policy=pc["preemptionPolicy"],
+                description=pc["description"], opts=child,
+            )
+            for pc in guardrails.priority_classes()
+        }
+        policy = guardrails.node_guard_policy(args.workload_namespace)
+        guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-node-guard", metadata=policy["metadata"], spec=policy["spec"], opts=child,
+        )
+        binding = guardrails.node_guard_binding()
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-node-guard", metadata=binding["metadata"], spec=binding["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[guard]),
+        )
+        self.register_outputs({})

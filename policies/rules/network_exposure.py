@@ -1,0 +1,78 @@
+"""Network exposure: no control plane or Pathways port open to the internet, and in protected stacks
+a private cluster whose Pathways ports are closed to everything but the Pathways nodes.
+
+Why: the IFRT proxy runs any program it is sent and every Pathways pod is hostNetwork, so its ports
+are the nodes' (GKE's own firewall rules open node ports to every pod and node range). Private
+nodes need Cloud NAT, or registry.k8s.io images (the JobSet controller) never pull.
+"""
+
+import ipaddress
+
+from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
+
+from components.model.ports import PATHWAYS_PORTS
+
+from .common import CLUSTER, PROTECTED_STACKS_SCHEMA, get, is_protected
+
+FIREWALL = "gcp:compute/firewall:Firewall"
+NETWORK = "gcp:compute/network:Network"
+NAT = "gcp:compute/routerNat:RouterNat"
+
+
+def _is_everywhere(cidr: str) -> bool:
+    try:
+        return ipaddress.ip_network(str(cidr), strict=False).prefixlen == 0
+    except ValueError:
+        return False
+
+
+def _ports(blocks) -> set[int]:
+    out: set[int] = set()
+    for block in blocks or []:
+        for p in block.get("ports") or []:
+            lo, _, hi = str(p).partition("-")
+            if lo.isdigit():
+                out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _validate(args: StackValidationArgs, report) -> None:
+    resources = list(args.resources)
+    firewalls = [r for r in resources if r.resource_type == FIREWALL]
+    for fw in firewalls:
+        opened = _ports(get(fw.props, "allows")) & set(PATHWAYS_PORTS)
+        if opened and any(_is_everywhere(c) for c in get(fw.props, "sourceRanges") or []):
+            report(f"firewall {get(fw.props, 'name')} opens Pathways ports {sorted(opened)} to the internet; "
+                   "allow them from the Pathways node service account only", fw.urn)
+    for c in (r for r in resources if r.resource_type == CLUSTER):
+        name = get(c.props, "name")
+        for block in get(c.props, "masterAuthorizedNetworksConfig.cidrBlocks") or []:
+            if _is_everywhere(block.get("cidrBlock")):
+                report(f"cluster {name}: master authorized network {block.get('cidrBlock')} is the whole internet", c.urn)
+        private_nodes = get(c.props, "privateClusterConfig.enablePrivateNodes") is True
+        if private_nodes and any(r.resource_type == NETWORK for r in resources) and not any(r.resource_type == NAT for r in resources):
+            report(f"cluster {name} has private nodes in a VPC without Cloud NAT: registry.k8s.io images (the JobSet "
+                   "controller) cannot be pulled; set pathways:network.cloudNat: true", c.urn)
+        if not is_protected(args.get_config(), c.urn):
+            continue
+        if not private_nodes:
+            report(f"cluster {name} is in a protected stack with public node IPs; set pathways:cluster.privateNodes: true", c.urn)
+        if get(c.props, "privateClusterConfig.enablePrivateEndpoint") is not True and not get(c.props, "masterAuthorizedNetworksConfig.cidrBlocks"):
+            report(f"cluster {name} is in a protected stack with a control plane open to the internet; keep "
+                   "pathways:cluster.publicEndpoint false (use the DNS endpoint) or list masterAuthorizedNetworks", c.urn)
+        closed = set()
+        for fw in firewalls:
+            if any(_is_everywhere(s) for s in get(fw.props, "sourceRanges") or []) and get(fw.props, "targetServiceAccounts"):
+                closed |= _ports(get(fw.props, "denies"))
+        if not set(PATHWAYS_PORTS) <= closed:
+            report(f"protected stack: Pathways ports {sorted(set(PATHWAYS_PORTS) - closed)} are not closed to other sources; "
+                   "add the stack's Pathways firewall (deny above GKE's rules, allow from the Pathways nodes)", c.urn)
+
+
+network_exposure = StackValidationPolicy(
+    name="pathways-network-exposure",
+    description="No internet-facing control plane or Pathways port; protected stacks are private with Pathways ports closed to all but Pathways nodes; private nodes get Cloud NAT.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate,
+    config_schema=PROTECTED_STACKS_SCHEMA,
+)

@@ -1,0 +1,228 @@
+"""Secure by default: private cluster that still deploys, Pathways ports closed to all but the
+Pathways nodes, hardened pods, and a node guard keeping other namespaces off the Pathways nodes."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from components.manifests import guardrails
+from components.model.ports import PATHWAYS_PORTS
+from infra.offline.render import manifests
+from tests.conftest import config_with, plan_of, stack_plan
+
+FIREWALL = "gcp:compute/firewall:Firewall"
+CLUSTER = "gcp:container/cluster:Cluster"
+VERSION = "jax-0.7.2"
+
+
+# --- network -------------------------------------------------------------------------------------
+
+
+def test_defaults_are_private_with_nat_and_a_dns_endpoint():
+    plan = plan_of(config_with())
+    c = plan.one(CLUSTER)
+    assert c.input("privateClusterConfig") == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}
+    assert c.input("controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic") is True
+    nat = plan.one("gcp:compute/routerNat:RouterNat")
+    router = plan.one("gcp:compute/router:Router")
+    assert nat.input("router") == router.input("name") and nat.input("region") == "us-east5"
+    assert nat.input("sourceSubnetworkIpRangesToNat") == "LIST_OF_SUBNETWORKS"
+    subnet = plan.one("gcp:compute/subnetwork:Subnetwork")
+    assert nat.input("subnetworks")[0]["sourceIpRangesToNats"] == ["ALL_IP_RANGES"]
+    assert subnet.urn in nat.dependencies
+    # the kubeconfig (and so the Kubernetes provider, CI, laptops) uses the DNS endpoint
+    endpoint = plan.outputs["clusterEndpoint"]
+    assert endpoint.endswith(".gke.goog")
+
+
+def test_committed_stacks_are_private_and_prod_has_nat_dns_and_firewall(committed_stack):
+    name, plan = committed_stack
+    c = plan.one(CLUSTER)
+    assert c.input("privateClusterConfig.enablePrivateNodes") is True
+    assert c.input("privateClusterConfig.enablePrivateEndpoint") is True
+    assert c.input("controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic") is True
+    assert plan.by_type("gcp:compute/routerNat:RouterNat")
+    assert {r.input("name").rsplit("-", 1)[-1] for r in plan.by_type(FIREWALL)} >= {"allow", "deny"}
+    for net in c.input("masterAuthorizedNetworksConfig.cidrBlocks") or []:
+        assert ipaddress.ip_network(net["cidrBlock"]).prefixlen > 0
+
+
+def test_public_endpoint_is_an_explicit_opt_in():
+    plan = plan_of(config_with(cluster={"publicEndpoint": True, "privateNodes": False}))
+    assert plan.one(CLUSTER).input("privateClusterConfig") == {"enablePrivateNodes": False, "enablePrivateEndpoint": False}
+    assert plan.by_type("gcp:compute/routerNat:RouterNat") == []  # public nodes need no NAT
+
+
+def test_existing_networks_get_nat_only_when_asked():
+    net = {"existingNetwork": "shared", "existingSubnetwork": "tpu"}
+    assert plan_of(config_with(network=net)).by_type("gcp:compute/routerNat:RouterNat") == []
+    nat = plan_of(config_with(network={**net, "cloudNat": True})).one("gcp:compute/routerNat:RouterNat")
+    assert nat.input("subnetworks")[0]["name"] == "tpu"
+
+
+# A minimal model of VPC firewall evaluation (VPC docs, "Firewall rules": the highest priority =
+# lowest number wins; at equal priority deny wins; the implied rule denies ingress) with GKE's
+# automatically created allow rules (priority 1000, from the pod and node ranges, to every node).
+def _gke_rules(plan):
+    net = plan.one("gcp:compute/subnetwork:Subnetwork")
+    ranges = [net.input("ipCidrRange")] + [r["ipCidrRange"] for r in net.input("secondaryIpRanges")]
+    return [{"priority": 1000, "action": "allow", "ports": None, "sources": {"ranges": ranges}, "targets": None}]
+
+
+def _our_rules(plan):
+    rules = []
+    for r in plan.by_type(FIREWALL):
+        action = "allow" if r.input("allows") else "deny"
+        ports = {int(p) for block in (r.input("allows") or r.input("denies")) for p in block["ports"]}
+        rules.append({
+            "priority": r.input("priority"), "action": action, "ports": ports,
+            "sources": {"ranges": r.input("sourceRanges") or [], "sas": r.input("sourceServiceAccounts") or []},
+            "targets": r.input("targetServiceAccounts"),
+        })
+    return rules
+
+
+def _allowed(rules, source_ip, source_sa, target_sa, port) -> bool:
+    def matches(rule):
+        if rule["targets"] is not None and target_sa not in rule["targets"]:
+            return False
+        if rule["ports"] is not None and port not in rule["ports"]:
+            return False
+        src = rule["sources"]
+        in_range = any(ipaddress.ip_address(source_ip) in ipaddress.ip_network(r) for r in src.get("ranges", []))
+        return in_range or source_sa in src.get("sas", [])
+    hits = sorted((r for r in rules if matches(r)), key=lambda r: (r["priority"], r["action"] != "deny"))
+    return bool(hits) and hits[0]["action"] == "allow"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_pathways_ports_are_reachable_only_from_the_pathways_node_identity(stack):
+    plan = stack_plan(stack)
+    rules = _gke_rules(plan) + _our_rules(plan)
+    sas = plan.outputs["nodeServiceAccounts"]
+    pathways, system = sas["pathways"], sas["system"]
+    node_ip, pod_ip, internet = "10.0.0.5", "10.4.1.7", "203.0.113.9"
+    for port in PATHWAYS_PORTS:
+        assert _allowed(rules, node_ip, pathways, pathways, port), port  # head <-> workers
+        assert not _allowed(rules, node_ip, system, pathways, port), port  # a system-pool VM
+        assert not _allowed(rules, pod_ip, None, pathways, port), port  # any pod of the cluster
+        assert not _allowed(rules, internet, None, pathways, port), port
+    # everything else on the nodes is as GKE left it (kubelet from the control plane etc. untouched)
+    assert _allowed(rules, pod_ip, None, pathways, 10250)
+    assert _allowed(rules, node_ip, system, system, 29000)  # other nodes' ports are not ours to close
+
+
+def test_deny_rule_outranks_gke_and_covers_profiler_ports():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[{"name": "t", "image": "example.com/t:1", "profiling": {"port": 9100}}]))
+    deny = next(r for r in plan.by_type(FIREWALL) if r.input("denies"))
+    assert deny.input("priority") < 1000 and deny.input("sourceRanges") == ["0.0.0.0/0"]
+    assert {"9100", "29000", "29001", "29005", "50051"} <= set(deny.input("denies")[0]["ports"])
+
+
+def test_client_ranges_open_only_the_proxy_port():
+    plan = plan_of(config_with(network={"pathwaysClientRanges": ["198.51.100.0/24"]}))
+    rules = _gke_rules(plan) + _our_rules(plan)
+    sa = plan.outputs["nodeServiceAccounts"]["pathways"]
+    assert _allowed(rules, "198.51.100.7", None, sa, 29000)
+    assert not _allowed(rules, "198.51.100.7", None, sa, 29001)
+
+
+# --- pods and namespaces -----------------------------------------------------------------------------
+
+
+def _objects(plan, kind):
+    return [o for o in manifests(plan) if o["kind"] == kind]
+
+
+def _pods(js):
+    return [rj["template"]["spec"]["template"]["spec"] for rj in js["spec"]["replicatedJobs"]]
+
+
+def test_namespaces_carry_pod_security_labels(committed_stack):
+    _, plan = committed_stack
+    ns = {o["metadata"]["name"]: o["metadata"].get("labels", {}) for o in _objects(plan, "Namespace")}
+    # hostNetwork needs `privileged` (Pod Security Standards: baseline forbids host namespaces)
+    assert ns["pathways"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert ns["pathways"]["pod-security.kubernetes.io/warn"] == "restricted"
+    assert ns["jobset-system"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+WORKLOADS = [
+    {"name": "train", "image": "example.com/t:1", "profiling": {}, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
+    {"name": "nb", "mode": "interactive", "priority": "experiment"},
+]
+
+
+def test_no_pod_mounts_a_token_and_every_container_is_hardened():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=WORKLOADS))
+    for js in _objects(plan, "JobSet"):
+        for pod in _pods(js):
+            assert pod["automountServiceAccountToken"] is False
+            for c in pod.get("initContainers", []) + pod["containers"]:
+                assert c["securityContext"]["allowPrivilegeEscalation"] is False, c["name"]
+                if c["name"] in ("pathways-proxy", "jax-program", "colocated-python"):
+                    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}, c["name"]
+                    assert c["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+            proxy = [c for c in pod.get("initContainers", []) + pod["containers"] if c["name"] == "pathways-proxy"]
+            for c in proxy:  # as pathwaysutils runs its proxy (shared_pathways_service/yamls/pw-proxy.yaml)
+                assert (c["securityContext"]["runAsNonRoot"], c["securityContext"]["runAsUser"], c["securityContext"]["runAsGroup"]) == (True, 1000, 1000)
+
+
+def test_priority_classes_exist_and_pods_name_them():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=WORKLOADS))
+    classes = {o["metadata"]["name"]: o["value"] for o in _objects(plan, "PriorityClass")}
+    assert classes == {"pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
+    assert max(classes.values()) < 1_000_000_000  # below the system classes
+    names = {js["metadata"]["name"]: {p["priorityClassName"] for p in _pods(js)} for js in _objects(plan, "JobSet")}
+    assert names == {"train": {"pathways-training"}, "nb": {"pathways-experiment"}}
+    train = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train")
+    assert any(plan.get(d).name == "guardrails-pathways-training" for d in train.dependencies)
+
+
+# --- the node guard ------------------------------------------------------------------------------------
+
+
+def _evaluate(expression, activation):
+    import celpy
+
+    env = celpy.Environment()
+    return bool(env.program(env.compile(expression)).evaluate({k: celpy.json_to_cel(v) for k, v in activation.items()}))
+
+
+@pytest.mark.parametrize("namespace,tolerations,admitted", [
+    ("default", [], True),
+    ("default", [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}], False),
+    ("team-a", [{"key": "pathways/role", "operator": "Equal", "value": "head", "effect": "NoSchedule"}], False),
+    ("team-a", [{"operator": "Exists"}], False),  # tolerates every taint
+    ("team-a", [{"key": "nvidia.com/gpu", "operator": "Exists"}], True),
+    ("pathways", [{"key": "google.com/tpu", "operator": "Exists"}], True),  # the workload namespace
+    ("kube-system", [{"operator": "Exists"}], True),  # GKE's DaemonSets
+    ("gke-managed-system", [{"operator": "Exists"}], True),
+    ("gmp-system", [{"operator": "Exists"}], True),
+])
+def test_node_guard_keeps_other_namespaces_off_pathways_nodes(namespace, tolerations, admitted):
+    policy = guardrails.node_guard_policy("pathways")["spec"]
+    request = {"namespace": namespace}
+    pod = {"spec": {"tolerations": tolerations} if tolerations else {}}
+    applies = all(_evaluate(m["expression"], {"request": request}) for m in policy["matchConditions"])
+    passes = all(_evaluate(v["expression"], {"object": pod, "request": request}) for v in policy["validations"])
+    assert (not applies or passes) == admitted
+
+
+def test_node_guard_is_bound_and_denies():
+    plan = stack_plan("dev")
+    (policy,) = _objects(plan, "ValidatingAdmissionPolicy")
+    (binding,) = _objects(plan, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    assert policy["spec"]["failurePolicy"] == "Fail"
+
+
+def test_every_built_in_object_passes_the_strict_kubernetes_schema(committed_stack):
+    from infra.offline.render import check_builtins
+
+    _, plan = committed_stack
+    reports = check_builtins(plan)
+    assert {k.split("/")[0] for k in reports} >= {"Namespace", "PriorityClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    assert {k: [str(v) for v in r.violations] for k, r in reports.items() if r.violations} == {}
