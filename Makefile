@@ -1,14 +1,16 @@
-# Two commands for a fresh machine: `make plan` and `make test`. Both create .venv when missing.
+# Two commands for a fresh machine: `make plan` and `make test`. Both create .venv when missing and
+# install requirements.lock (exact versions, hash-checked), the one lock local runs, CI, the
+# workflows and Pulumi's own install (infra/requirements.txt) share.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STACK  ?= dev
 
-.PHONY: plan render test bench clean
+.PHONY: plan render test bench lock clean
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	touch $@
 
 plan: $(VENV)/.installed
@@ -20,8 +22,14 @@ render: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
-clean:
-	rm -rf $(VENV) build .pytest_cache
-
 bench: $(VENV)/.installed
 	$(PY) -m infra.offline.bench
+
+# Re-resolve requirements.txt (ranges) into requirements.lock after editing it.
+lock: $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check uv
+	$(VENV)/bin/uv pip compile requirements.txt --generate-hashes --universal --python-version 3.11 \
+		--custom-compile-command "make lock" --quiet -o requirements.lock
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

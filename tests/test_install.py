@@ -31,13 +31,25 @@ def language_host_requirements() -> Path:
     return ROOT / project.get("main", ".") / "requirements.txt"
 
 
+def requirement_lines(path: Path) -> list[str]:
+    """Logical lines of a requirements file: comments dropped, backslash continuations joined."""
+    lines, current = [], ""
+    for raw in path.read_text().splitlines():
+        text = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if text.endswith("\\"):
+            current += text[:-1] + " "
+            continue
+        current += text
+        if current.strip():
+            lines.append(current.strip())
+        current = ""
+    return lines
+
+
 def requirement_names(path: Path, seen: frozenset[Path] = frozenset()) -> set[str]:
     """Distribution names a requirements file installs, following -r / --requirement like pip."""
     names: set[str] = set()
-    for raw in path.read_text().splitlines():
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
+    for line in requirement_lines(path):
         nested = re.match(r"^(-r|--requirement)[ =]?\s*(\S+)$", line)
         if nested:
             target = (path.parent / nested.group(2)).resolve()
@@ -75,6 +87,55 @@ def test_it_installs_everything_the_program_imports():
         assert dists & installs, f"{module} (from {sorted(dists)}) is not installed by {language_host_requirements()}"
 
 
-def test_it_installs_what_make_installs():
-    # One list of dependencies: the language host's file and the root file (make, CI) agree.
-    assert requirement_names(language_host_requirements()) == requirement_names(ROOT / "requirements.txt")
+def test_it_installs_the_lock_make_and_ci_install():
+    # One lock: Pulumi's install, make (and so CI) and the workflows install requirements.lock.
+    assert requirement_names(language_host_requirements()) == requirement_names(ROOT / "requirements.lock")
+    assert "--require-hashes -r requirements.lock" in (ROOT / "Makefile").read_text()
+    for wf in (ROOT / ".github" / "workflows").glob("*.yml"):
+        text = wf.read_text()
+        assert "pip install -r requirements.txt" not in text, wf.name
+
+
+def test_the_lock_pins_every_requirement_with_hashes():
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for line in requirement_lines(ROOT / "requirements.lock"):
+        req, *hashes = line.split(" --hash=")
+        name, _, version = req.partition("==")
+        assert version and hashes, f"unpinned or unhashed: {line[:80]}"
+        assert all(h.startswith("sha256:") for h in hashes)
+        pins[name.split("[")[0].lower().replace("_", "-")] = version.split(";")[0].strip()
+    for line in requirement_lines(ROOT / "requirements.txt"):
+        req = Requirement(line)
+        name = req.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is in requirements.txt but not in the lock: run make lock"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is outside {req.specifier}: run make lock"
+
+
+def test_python_version_is_pinned():
+    assert (ROOT / ".python-version").read_text().strip() == "3.11"
+    assert "python-version: \"3.11\"" in (ROOT / ".github" / "workflows" / "pull-request.yml").read_text() or \
+        "python-version-file: .python-version" in (ROOT / ".github" / "workflows" / "pull-request.yml").read_text()
+
+
+def test_an_unsupported_pulumi_sdk_fails_loudly_in_one_line(monkeypatch, capsys):
+    from infra.offline import engine
+    from infra.offline.__main__ import main
+
+    engine.check_sdk()  # the installed one is supported
+    monkeypatch.setattr(engine.metadata, "version", lambda name: "3.300.1")
+    assert main(["plan", "--stack", "dev"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: pulumi 3.300.1 is installed; the offline engine is tested with pulumi >=3.272,<3.273 "
+                   "(its SDK internals change between releases): run `make` to install requirements.lock\n")
+
+
+def test_the_supported_range_is_the_requirement_range():
+    from packaging.requirements import Requirement
+
+    from infra.offline.engine import SUPPORTED_PULUMI
+
+    (line,) = [ln for ln in requirement_lines(ROOT / "requirements.txt") if ln.startswith("pulumi>")]
+    (low, high) = SUPPORTED_PULUMI
+    assert str(Requirement(line).specifier) == f"<{high[0]}.{high[1]},>={low[0]}.{low[1]}"

@@ -1,7 +1,9 @@
-"""The CI workflows a team adopts: schema-valid, keyless, previews with the policy pack."""
+"""The CI workflows a team adopts: schema-valid, keyless, pinned, per-environment identities, tests
+before any update, and `pulumi up` applies the plan that was previewed for the commit."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,13 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+STACKS = ["dev", "staging", "prod"]
+# Current majors, checked against each action's tags when pinned (README, "CI workflows").
+CURRENT = {
+    "actions/checkout": "v7", "actions/setup-python": "v7", "google-github-actions/auth": "v3",
+    "google-github-actions/setup-gcloud": "v3", "pulumi/actions": "v7", "actions/upload-artifact": "v7",
+    "actions/download-artifact": "v8",
+}
 
 
 def load(name):
@@ -18,44 +27,98 @@ def load(name):
     return doc
 
 
-def steps(job):
-    return job["steps"]
-
-
 def pulumi_step(job):
-    return next(s for s in steps(job) if str(s.get("uses", "")).startswith("pulumi/actions@"))
+    return next(s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@"))
 
 
-def test_workflows_pass_the_github_workflow_schema():
-    assert [p.name for p in WORKFLOWS] == ["deploy.yml", "pull-request.yml"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_workflows_and_dependabot_pass_their_schemas():
+    assert [p.name for p in WORKFLOWS] == ["deploy.yml", "pull-request.yml", "pulumi-stack.yml"]
+    for schema, files in (("vendor.github-workflows", WORKFLOWS), ("vendor.dependabot", [ROOT / ".github" / "dependabot.yml"])):
+        proc = subprocess.run(
+            [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, files)],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_action_is_pinned_by_commit_sha_on_its_current_major():
+    seen = set()
+    for wf in WORKFLOWS:
+        for line in wf.read_text().splitlines():
+            m = re.search(r"uses:\s*(\S+)", line)
+            if not m or m.group(1).startswith("./"):
+                continue
+            action, _, ref = m.group(1).partition("@")
+            assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{wf.name}: {m.group(1)} is not pinned by commit SHA"
+            version = re.search(r"#\s*(v[0-9]+)\.[0-9]+\.[0-9]+", line)
+            assert version and version.group(1) == CURRENT[action], f"{wf.name}: {line.strip()}"
+            seen.add(action)
+    assert seen == set(CURRENT)
+    dependabot = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
+    assert {u["package-ecosystem"] for u in dependabot["updates"]} == {"github-actions", "pip"}
 
 
 def test_pull_request_runs_tests_offline_plan_and_previews_with_policies():
     wf = load("pull-request.yml")
     assert "pull_request" in wf["on"]
     test = wf["jobs"]["test"]
-    runs = " ".join(s.get("run", "") for s in steps(test))
+    runs = " ".join(s.get("run", "") for s in test["steps"])
     assert "make test" in runs and "python -m infra.offline plan" in runs
-    assert not any("secrets." in str(s) for s in steps(test))  # works for forks
+    assert "secrets." not in yaml.safe_dump(test)  # works for forks
     preview = wf["jobs"]["preview"]
-    assert preview["permissions"]["id-token"] == "write"
-    assert preview["strategy"]["matrix"]["stack"] == ["dev", "staging", "prod"]
-    p = pulumi_step(preview)["with"]
-    assert (p["command"], p["policyPacks"], p["comment-on-pr"], p["edit-pr-comment"]) == ("preview", "policies", True, True)
+    assert preview["needs"] == "test" and preview["uses"] == "./.github/workflows/pulumi-stack.yml"
+    assert preview["strategy"]["matrix"]["stack"] == STACKS and "apply" not in preview["with"]
+    assert "secrets" not in preview  # no repository secret is handed down; environments hold them
 
 
-def test_deploy_is_per_environment_with_wif_and_no_keys():
+def test_deploy_runs_tests_then_each_stack_in_order():
     wf = load("deploy.yml")
-    assert wf["on"]["push"]["branches"] == ["main"]
-    up = wf["jobs"]["up"]
-    assert up["environment"] == "${{ matrix.stack }}" and up["strategy"]["max-parallel"] == 1
-    assert pulumi_step(up)["with"]["command"] == "up"
-    for name in ("deploy.yml", "pull-request.yml"):
-        text = (ROOT / ".github" / "workflows" / name).read_text()
-        assert "credentials_json" not in text  # Workload Identity Federation only
-        assert "workload_identity_provider" in text
+    assert wf["on"]["push"]["branches"] == ["main"] and wf["concurrency"]["cancel-in-progress"] is False
+    jobs = wf["jobs"]
+    assert [jobs[s]["needs"] for s in STACKS] == ["test", "dev", "staging"]
+    assert "make test" in " ".join(s.get("run", "") for s in jobs["test"]["steps"])
+    for s in STACKS:
+        assert jobs[s]["uses"] == "./.github/workflows/pulumi-stack.yml" and jobs[s]["with"] == {"stack": s, "apply": True}
+
+
+def test_identities_only_inside_their_stacks_environment():
+    wf = load("pulumi-stack.yml")
+    jobs = wf["jobs"]
+    # every job that can mint a cloud token runs in an environment named after its stack
+    for name, job in jobs.items():
+        if job.get("permissions", {}).get("id-token") == "write":
+            assert job["environment"] in ("${{ inputs.stack }}-preview", "${{ inputs.stack }}"), name
+            auth = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("google-github-actions/auth@"))
+            # the service account comes from the environment's own vars, never a repo-wide name
+            assert auth["with"]["service_account"] == "${{ vars.GCP_SERVICE_ACCOUNT }}"
+            assert "credentials_json" not in auth["with"]
+    assert wf["permissions"] == {"contents": "read"}
+    for other in ("deploy.yml", "pull-request.yml"):
+        for name, job in load(other)["jobs"].items():
+            if "steps" in job:  # only reusable-workflow calls get cloud identities
+                assert job.get("permissions", {}).get("id-token") != "write", (other, name)
+                assert "google-github-actions/auth" not in yaml.safe_dump(job), (other, name)
+
+
+def test_up_applies_the_previewed_plan_with_a_pinned_cli():
+    jobs = load("pulumi-stack.yml")["jobs"]
+    preview, up = pulumi_step(jobs["preview"])["with"], pulumi_step(jobs["up"])["with"]
+    assert preview["command"] == "preview" and up["command"] == "up"
+    assert preview["plan"] == up["plan"] == "plan-${{ inputs.stack }}.json"
+    assert jobs["up"]["needs"] == "preview" and jobs["up"]["if"] == "inputs.apply"
+    assert "refresh" not in up  # a refresh would re-create finished or hand-deleted JobSets
+    assert preview["policyPacks"] == up["policyPacks"] == "policies"
+    assert load("pulumi-stack.yml")["env"]["PULUMI_VERSION"] == "3.272.0"
+    assert preview["pulumi-version"] == up["pulumi-version"] == "${{ env.PULUMI_VERSION }}"
+    # the CLI matches the SDK in the lock
+    assert "pulumi==3.272.0" in (ROOT / "requirements.lock").read_text()
+
+
+def test_secrets_providers_per_stack():
+    for stack in STACKS:
+        doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+        provider = doc.get("secretsprovider", "passphrase")
+        if stack == "dev":
+            assert provider == "passphrase"
+        else:
+            assert provider.startswith("gcpkms://projects/") and f"/cryptoKeys/pulumi-{stack}" in provider

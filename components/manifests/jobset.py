@@ -382,7 +382,8 @@ def interactive_access(cfg: StackConfig, w: Workload) -> dict[str, str]:
     """How a notebook reaches an interactive workload's IFRT proxy."""
     ns = cfg.kubernetes.namespace
     return {
-        # The head pod's DNS name under the JobSet's headless service, reachable from any namespace.
+        # The head pod's DNS name under the JobSet's headless service: reachable from the Pathways nodes
+        # (and network.pathwaysClientRanges) only, the VPC firewall closes port 29000 to the rest.
         "proxyAddress": f"grpc://{coordinator(w)}.{ns}.svc.cluster.local:{PROXY_PORT}",
         "portForward": (
             f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l jobset.sigs.k8s.io/jobset-name={w.name},"

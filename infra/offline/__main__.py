@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from .critical_path import critical_path
-from .engine import Plan, run
+from .engine import Plan, UnsupportedSdk, run
 from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
 from .report import render_text
 from .stackfile import StackFileError, load_config, stack_name_for, stack_names, stack_path
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = _plan(args)
         return _plan_command(args, plan) if args.command == "plan" else _render_command(args, plan)
-    except (StackFileError, PolicyConfigError) as e:
+    except (StackFileError, PolicyConfigError, UnsupportedSdk) as e:
         return _fail(e)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import runpy
 import threading
+from importlib import metadata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -19,6 +20,26 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc, settings
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
+
+# The engine drives private SDK internals (_sync_await, SETTINGS.rpc_manager, SETTINGS.outputs,
+# rpc._special_sig_key); these changed shape within 3.x before. Tested with exactly this range.
+SUPPORTED_PULUMI = ((3, 272), (3, 273))  # [min, max)
+
+
+class UnsupportedSdk(RuntimeError):
+    """The installed Pulumi SDK is outside what the offline engine is tested on."""
+
+
+def check_sdk(version: str | None = None) -> None:
+    version = version or metadata.version("pulumi")
+    parts = tuple(int(p) for p in re.findall(r"[0-9]+", version)[:2])
+    low, high = SUPPORTED_PULUMI
+    if not (low <= parts < high):
+        raise UnsupportedSdk(
+            f"pulumi {version} is installed; the offline engine is tested with pulumi >={low[0]}.{low[1]},<{high[0]}.{high[1]} "
+            "(its SDK internals change between releases): run `make` to install requirements.lock"
+        )
+
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROGRAM_DIR = PROJECT_ROOT / "infra"
@@ -205,8 +226,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = ()) -> Plan:
     """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
 
-    Raises whatever the program raises (InvalidStackConfig for bad config).
+    Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
     """
+    check_sdk()
     settings.ROOT.set(None)
     pulumi.runtime.set_all_config(dict(config), list(secret_keys))
     project = str(config.get("gcp:project", "offline-project"))
