@@ -352,3 +352,11 @@ def test_existing_network_paths_are_accepted():
 def test_authorized_network_labels_are_printable():
     lines = message(cluster={"masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.0/24", "displayName": "vpn\nX"}]})
     assert lines[0].startswith("pathways:cluster.masterAuthorizedNetworks[0].displayName: ")
+
+
+def test_control_characters_are_a_yaml_error_naming_the_file(tmp_path, capsys):
+    # found by the fuzz test: PyYAML's reader refuses them while the loader is being built
+    path = tmp_path / "Pulumi.ctl.yaml"
+    path.write_text("config:\n  gcp:project: p\x13\n")
+    error = one_error(capsys, path)
+    assert error.startswith(f"{path}: not valid YAML: unacceptable character #x0013")

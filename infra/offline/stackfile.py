@@ -111,8 +111,9 @@ def read_stack_file(path: Path) -> str:
 def parse_stack_file(text: str, path: Path) -> Any:
     stream = io.StringIO(text)
     stream.name = str(path)  # so YAML errors name the file, not "<unicode string>"
-    loader = yaml.SafeLoader(stream)
+    loader = None
     try:
+        loader = yaml.SafeLoader(stream)  # its reader already checks the characters
         node = loader.get_single_node()
         if node is None:
             return None
@@ -134,7 +135,8 @@ def parse_stack_file(text: str, path: Path) -> Any:
     except ValueError as e:  # e.g. an integer with more digits than Python converts
         raise StackFileError(f"{path}: not a valid stack file value: {e}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
