@@ -301,7 +301,11 @@ def _fuzz_cases(n: int) -> list[tuple[str, bytes]]:
     cases = []
     for i in range(n):
         base = bases[i % len(bases)]
-        if i % 10 == 9:  # raw byte damage too
+        if i % 8 == 4:  # benign edits, so the run also reaches clean plans
+            benign = yaml.safe_load(yaml.safe_dump(base))
+            benign["config"]["pathways:bucket"] = {"artifactsTtlDays": rng.randint(1, 365)}
+            cases.append((f"benign-{i}", ("# edited\n" + yaml.safe_dump(benign)).encode()))
+        elif i % 10 == 9:  # raw byte damage too
             data = bytearray(yaml.safe_dump(base).encode())
             for _ in range(rng.randint(1, 5)):
                 data[rng.randrange(len(data))] = rng.randrange(256)
