@@ -6,7 +6,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STACK  ?= dev
 
-.PHONY: plan render test bench lock clean
+REF    ?= origin/main
+
+.PHONY: plan diff render test bench lock clean
 
 $(VENV)/.installed: requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +17,10 @@ $(VENV)/.installed: requirements.lock
 
 plan: $(VENV)/.installed
 	$(PY) -m infra.offline plan --stack $(STACK)
+
+# What this branch's stack file changes against REF: replacements, deletions, what they interrupt.
+diff: $(VENV)/.installed
+	$(PY) -m infra.offline diff --stack $(STACK) --against $(REF)
 
 render: $(VENV)/.installed
 	$(PY) -m infra.offline render --stack $(STACK) --out build/render/$(STACK)

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from .manifests.jobset import API_VERSION, KIND, PROFILING_TOKEN_KEY
+from .manifests.jobset import API_VERSION, IMMUTABLE_SPEC_FIELDS, KIND, PROFILING_TOKEN_KEY
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ class PathwaysWorkload(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=deps,
-                # A JobSet's spec is immutable once created: any change replaces it, old one first.
-                replace_on_changes=["spec"],
+                # A JobSet's spec is immutable once created (suspend aside): a change replaces it, old one first.
+                replace_on_changes=[f"spec.{f}" for f in IMMUTABLE_SPEC_FIELDS],
                 delete_before_replace=True,
             ),
         )

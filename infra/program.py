@@ -100,7 +100,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     )
     guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(workload_namespace=cfg.kubernetes.namespace), opts=k8s_opts)
     interactive = {}
-    for w in cfg.workloads:
+    for w in cfg.active_workloads:
         ctx = jobset_manifest.context(cfg, w)
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
             manifest=jobset_manifest.jobset(cfg, w, ctx), profiling_secret=ctx.profiling_secret,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.manifests import admission
+from components.manifests.jobset import IMMUTABLE_SPEC_FIELDS
 from infra.offline.render import check_plan, manifests
 from tests.conftest import config_with, plan_of, stack_plan
 
@@ -78,7 +79,7 @@ def test_provider_controller_and_dependencies():
     assert chart.options["provider"].endswith("pulumi:providers:kubernetes::gke")
     for js in plan.by_type(JOBSET):
         assert chart.urn in js.dependencies
-        assert js.options["replaceOnChanges"] == ["spec"] and js.options["deleteBeforeReplace"] is True
+        assert js.options["replaceOnChanges"] == sorted(f"spec.{f}" for f in IMMUTABLE_SPEC_FIELDS) and js.options["deleteBeforeReplace"] is True
         assert js.options["provider"] == chart.options["provider"]
 
 

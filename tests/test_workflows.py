@@ -65,6 +65,11 @@ def test_pull_request_runs_tests_offline_plan_and_previews_with_policies():
     runs = " ".join(s.get("run", "") for s in test["steps"])
     assert "make test" in runs and "python -m infra.offline plan" in runs
     assert "secrets." not in yaml.safe_dump(test)  # works for forks
+    diff_step = next(st for st in test["steps"] if "infra.offline diff" in st.get("run", ""))
+    assert '--against "origin/$BASE_REF"' in diff_step["run"] and "GITHUB_STEP_SUMMARY" in diff_step["run"]
+    assert diff_step["env"] == {"BASE_REF": "${{ github.base_ref }}"}  # never interpolated into the script
+    comment = wf["jobs"]["diff-comment"]
+    assert comment["permissions"] == {"pull-requests": "write"} and "head.repo.full_name == github.repository" in comment["if"]
     preview = wf["jobs"]["preview"]
     assert preview["needs"] == "test" and preview["uses"] == "./.github/workflows/pulumi-stack.yml"
     assert preview["strategy"]["matrix"]["stack"] == STACKS and "apply" not in preview["with"]

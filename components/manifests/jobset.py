@@ -347,6 +347,8 @@ def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any
         "failurePolicy": {"maxRestarts": w.max_restarts},
         "replicatedJobs": [head_job(cfg, w, ctx), worker_job(cfg, w, ctx)],
     }
+    if w.state == "suspended":
+        spec["suspend"] = True  # the one spec field JobSet lets change in place
     if w.mode == "batch":
         spec["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [HEAD_JOB]}
         if w.ttl_seconds_after_finished is not None:
@@ -361,6 +363,14 @@ def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any
         },
         "spec": spec,
     }
+
+
+# JobSet's spec is immutable once created except `suspend` (the JobSet webhook): a change to any of
+# these replaces the JobSet (old one first), while suspend/resume updates it in place.
+IMMUTABLE_SPEC_FIELDS = (
+    "replicatedJobs", "network", "successPolicy", "failurePolicy", "startupPolicy", "coordinator",
+    "managedBy", "ttlSecondsAfterFinished",
+)
 
 
 def coordinator(w: Workload) -> str:

@@ -464,6 +464,10 @@ class Workload(_Model):
 
     name: str = Field(description="JobSet name (DNS-1123 label).")
     mode: Literal["batch", "interactive"] = Field("batch", description="batch: user container on the head; interactive: RM + proxy only.")
+    state: Literal["running", "suspended", "finished"] = Field("running", description=(
+        "running; suspended (JobSet spec.suspend: pods stop, the JobSet stays; resuming restarts from the last "
+        "checkpoint); finished (batch only: the stack stops managing the run, so nothing re-runs it)."
+    ))
     slice_group: Optional[str] = Field(None, description="Slice group it runs on; default: the only group.")
     slices: Optional[int] = Field(None, ge=1, le=MAX_TPU_POOLS, description="Slices used; default: all slices of the group.")
     image: Optional[str] = Field(None, description="User program image (batch only).")
@@ -604,6 +608,23 @@ class StackConfig(_Model):
     pathways_version: Optional[PathwaysVersion] = Field(None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
     kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
     workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
+    allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
+        "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
+        "delete or recreate in a protected stack. Review it in the PR; empty it after the change lands."
+    ))
+
+    @field_validator("allow_disruption")
+    @classmethod
+    def _allowances(cls, v: list[str]) -> list[str]:
+        for entry in v:
+            if not re.fullmatch(r"[a-z0-9*][-a-z0-9*]{0,100}", entry):
+                raise ValueError(f"{entry[:60]!r} is not a resource name as `diff` prints it (e.g. slices-train-0, workload-pretrain)")
+        return v
+
+    @property
+    def active_workloads(self) -> list[Workload]:
+        """The workloads the stack runs a JobSet for (finished ones are left alone)."""
+        return [w for w in self.workloads if w.state != "finished"]
 
     # Derived names: deterministic, so a re-run never shows a diff.
     @property
@@ -651,7 +672,7 @@ class StackConfig(_Model):
 
     @property
     def head_nodes(self) -> int:
-        return self.head_pool.node_count or max(1, len(self.workloads))
+        return self.head_pool.node_count or max(1, len(self.active_workloads))
 
     def server_image(self, w: Workload) -> str:
         return w.server_image or f"{PATHWAYS_REGISTRY}/server:{self.pathways_version}"
@@ -838,6 +859,10 @@ def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
             f"the sidecar is built for JAX {w.colocated_python.jax_version} but pathwaysVersion is {cfg.pathways_version}; "
             f"use a sidecar tag ending in -jax_{cfg.jax_version}"
         )))
+    if w.mode == "interactive" and w.state == "finished":
+        problems.append(Problem(config_key(("workloads", i, "state")), (
+            "finished is for batch runs; an interactive workload is suspended (state: suspended) or removed"
+        )))
     if w.mode == "interactive" and (w.profiling or w.persistence):
         problems.append(Problem(config_key(("workloads", i, "mode")), "profiling and persistence configure the user container, which interactive workloads do not have"))
     return problems
@@ -891,11 +916,12 @@ def _derived_name_checks(cfg: "StackConfig") -> list[Problem]:
 def _head_pool_checks(cfg: "StackConfig") -> list[Problem]:
     problems = []
     count = cfg.head_pool.node_count
-    if count is not None and count < len(cfg.workloads):
+    active = len(cfg.active_workloads)
+    if count is not None and count < active:
         # One head pod per node (exclusive placement by hostname): the rest would stay Pending.
         problems.append(Problem(config_key(("headPool", "nodeCount")), (
-            f"{count} node(s) cannot hold the head pods of {len(cfg.workloads)} workloads (one head pod per node); "
-            f"use at least {len(cfg.workloads)}, or remove it (default: one node per workload)"
+            f"{count} node(s) cannot hold the head pods of {active} workloads (one head pod per node); "
+            f"use at least {active}, or remove it (default: one node per workload)"
         )))
     key = config_key(("headPool", "machineType"))
     try:

@@ -1,13 +1,14 @@
-"""Offline tools: preview the stack and render its Kubernetes objects with no CLI and no cloud.
+"""Offline tools: preview the stack, see what a change does, render its Kubernetes objects; no CLI, no cloud.
 
     python -m infra.offline plan   (--stack NAME | --config FILE) [--json]
+    python -m infra.offline diff   (--stack NAME | --config FILE) (--against GIT_REF | --before FILE) [--json]
     python -m infra.offline render (--stack NAME | --config FILE) --out DIR
 
 `plan` also runs the policy pack (policies/) over the recorded resources, as
 `pulumi preview --policy-pack policies` would.
 
-Exit status: 0 fine, 1 a mandatory policy failed, 2 invalid config, stack file or policy config
-(one line per problem, no traceback).
+Exit status: 0 fine, 1 a mandatory policy failed (plan) or the protected-stack guard refused the change
+(diff), 2 invalid config, stack file, git ref or policy config (one line per problem, no traceback).
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 from .critical_path import critical_path
-from .engine import Plan, UnsupportedSdk, run
+from .engine import PROJECT_ROOT, Plan, UnsupportedSdk, run
 from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
 from .report import render_text
-from .stackfile import StackFileError, load_config, stack_name_for, stack_names, stack_path
+from .stackfile import StackFileError, config_from_text, load_config, raw_values, stack_name_for, stack_names, stack_path
 
 EXIT_POLICY = 1
 EXIT_INVALID = 2
@@ -31,7 +34,11 @@ EXIT_INVALID = 2
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m infra.offline", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_ in (("plan", "print the resources the stack would create"), ("render", "write the Kubernetes objects as YAML")):
+    for name, help_ in (
+        ("plan", "print the resources the stack would create"),
+        ("diff", "what a config change creates, updates, replaces or deletes, and what it interrupts"),
+        ("render", "write the Kubernetes objects as YAML"),
+    ):
         p = sub.add_parser(name, help=help_)
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
@@ -42,6 +49,11 @@ def _parser() -> argparse.ArgumentParser:
                 "--policy-config", type=Path,
                 help="policy pack config JSON (as --policy-pack-config); default policies/config.<stack>.json if present",
             )
+        elif name == "diff":
+            before = p.add_mutually_exclusive_group(required=True)
+            before.add_argument("--against", metavar="GIT_REF", help="compare with the stack file at this git revision (e.g. origin/main, HEAD~1)")
+            before.add_argument("--before", type=Path, metavar="FILE", help="compare with this stack file")
+            p.add_argument("--json", action="store_true", help="machine-readable output")
         else:
             p.add_argument("--out", type=Path, required=True, help="directory for the YAML files")
     return parser
@@ -118,9 +130,70 @@ def _render_command(args: argparse.Namespace, plan: Plan) -> int:
     return 0
 
 
+def _before_config(args: argparse.Namespace, after_path: Path) -> Optional[tuple[dict[str, str], tuple[str, ...]]]:
+    """The config to compare with: a file, or the stack file at a git revision (None: absent there)."""
+    if args.before is not None:
+        return load_config(args.before)
+    try:
+        rel = after_path.resolve().relative_to(PROJECT_ROOT)
+    except ValueError:
+        raise StackFileError(f"--against needs a stack file inside the repository; {after_path} is not (use --before FILE)") from None
+    if not re.fullmatch(r"[A-Za-z0-9_./~^@{}-]{1,200}", args.against) or args.against.startswith("-"):
+        raise StackFileError(f"--against {args.against[:60]!r} is not a git revision")
+    proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{args.against}^{{commit}}"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StackFileError(f"--against {args.against}: not a git revision here (fetch it first, e.g. git fetch origin main)")
+    proc = subprocess.run(["git", "show", f"{args.against}:{rel.as_posix()}"], cwd=PROJECT_ROOT, capture_output=True)
+    if proc.returncode != 0:
+        return None  # the stack is new in this change: everything is a create
+    try:
+        text = proc.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StackFileError(f"{args.against}:{rel}: not UTF-8 text") from None
+    return config_from_text(text, Path(f"{args.against}:{rel}"))
+
+
+def _diff_command(args: argparse.Namespace) -> int:
+    from components.model.config import load
+    from components.model.errors import ConfigError
+    from infra.program import InvalidStackConfig
+
+    from .diff import diff, guard, render_text
+
+    path = stack_path(args.stack) if args.stack else args.config
+    stack = args.stack or stack_name_for(path)
+    after_plan = _plan(args)
+    after_cfg, secrets = load_config(path)
+    try:
+        model = load(raw_values(after_cfg), stack, frozenset(secrets))
+    except ConfigError as e:  # pragma: no cover - _plan refused it already
+        raise StackFileError(str(e)) from None
+    before = _before_config(args, path)
+    label = f"--against {args.against}" if args.against else f"--before {args.before}"
+    if before is None:
+        before_plan = Plan(stack=stack)
+    else:
+        try:
+            before_plan = run(before[0], stack, before[1])
+        except InvalidStackConfig as e:
+            raise StackFileError(f"{label}: that config is invalid: {str(e).splitlines()[0]}") from None
+    changes = diff(before_plan, after_plan)
+    verdict = guard(changes, before_plan, after_plan, model.protected, list(model.allow_disruption))
+    if args.json:
+        print(json.dumps({"stack": stack, "against": args.against or str(args.before), "changes": [c.to_json() for c in changes],
+                          "guard": {"protected": verdict.protected, "ok": verdict.ok, "refusals": verdict.refusals,
+                                    "unusedAllowances": verdict.unused_allowances}}, indent=2, sort_keys=True))
+    else:
+        title = f"Changes to stack {stack!r} against {args.against or args.before} (offline, providers' replacement rules; no cloud calls)"
+        sys.stdout.write(render_text(changes, verdict, title))
+    return 0 if verdict.ok else EXIT_POLICY
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "diff":
+            return _diff_command(args)
         plan = _plan(args)
         return _plan_command(args, plan) if args.command == "plan" else _render_command(args, plan)
     except (StackFileError, PolicyConfigError, UnsupportedSdk) as e:

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from components.model.config import GCP_KEYS
+
 from .engine import PROJECT_NAME, PROJECT_ROOT, SECRET
 
 STACKS_DIR = PROJECT_ROOT / "stacks"
@@ -141,7 +143,14 @@ def parse_stack_file(text: str, path: Path) -> Any:
 
 def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
     """-> (flat config {"ns:key": text}, secret keys). Unqualified keys belong to the project."""
-    doc = parse_stack_file(read_stack_file(path), path)
+    return config_from_text(read_stack_file(path), path)
+
+
+def config_from_text(text: str, path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The same from a stack file's text (e.g. `git show REF:stacks/Pulumi.<stack>.yaml`)."""
+    if len(text.encode()) > MAX_STACK_FILE_BYTES:
+        raise StackFileError(f"{path}: over the {MAX_STACK_FILE_BYTES} bytes a stack file may have")
+    doc = parse_stack_file(text, path)
     if doc is None:
         raise StackFileError(f"{path}: empty; a stack file is a mapping with a 'config:' mapping (Pulumi stack-config format)")
     if not isinstance(doc, dict):
@@ -154,6 +163,19 @@ def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
     if not isinstance(config, dict):
         raise StackFileError(f"{path}: 'config:' must be a mapping of keys to values, found a {type(config).__name__}")
     return flatten(config)
+
+
+def raw_values(config: dict[str, str]) -> dict[str, Any]:
+    """Flat config -> the model's raw mapping (keys without namespace), as infra.config builds it."""
+    raw: dict[str, Any] = {}
+    for key, text in config.items():
+        namespace, _, name = key.partition(":")
+        if namespace == PROJECT_NAME or (namespace == "gcp" and name in GCP_KEYS):
+            try:
+                raw[name] = json.loads(text) if text[:1] in "[{" else text
+            except json.JSONDecodeError:
+                raw[name] = text
+    return raw
 
 
 def _is_secure(value: Any) -> bool:

@@ -1,0 +1,226 @@
+"""What a config change does to a running stack, from the two offline plans, without credentials.
+
+Per resource: create / update (which inputs) / replace (which input forces it, by the providers'
+rules in change_rules) / delete, plus in-place updates that recreate nodes, and what each replace,
+delete or disruptive update interrupts. The guard: in a protected stack, losing a stateful resource
+needs an entry in pathways:allowDisruption, and a zone move is refused outright.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from components.labels import ROLE_LABEL, SLICE_GROUP_LABEL
+from components.resource_types import BUCKET, CLUSTER, JOBSET, NODE_POOL
+
+from .change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
+from .engine import Plan, Registration
+
+ORDER = {"replace": 0, "delete": 1, "update": 2, "create": 3}
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+
+
+@dataclass
+class Change:
+    name: str
+    type: str
+    action: str  # create | update | replace | delete
+    changed: list[str] = field(default_factory=list)
+    forced_by: list[str] = field(default_factory=list)
+    disruptive: list[str] = field(default_factory=list)
+    interrupts: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return self.type.rsplit(":", 1)[-1]
+
+    @property
+    def destructive(self) -> bool:
+        return self.action in ("replace", "delete") or bool(self.disruptive)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "action": self.action, "changed": self.changed,
+                "forcedBy": self.forced_by, "disruptive": self.disruptive, "interrupts": self.interrupts}
+
+
+@dataclass
+class Verdict:
+    protected: bool
+    refusals: list[str] = field(default_factory=list)
+    unused_allowances: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.refusals
+
+
+def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
+    """Dotted input paths whose values differ (lists compare whole)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[str] = []
+        for key in sorted(set(before) | set(after)):
+            out += changed_paths(before.get(key), after.get(key), f"{prefix}.{key}" if prefix else key)
+        return out
+    return [] if before == after else [prefix]
+
+
+def _key(r: Registration) -> str:
+    # URNs carry the parent type chain, which is the same for both plans of one program.
+    return r.urn
+
+
+def _workloads_on(plan: Plan) -> dict[str, list[Registration]]:
+    """JobSets by the slice group their workers select."""
+    out: dict[str, list[Registration]] = {}
+    for js in plan.by_type(JOBSET):
+        for rj in js.input("spec.replicatedJobs") or []:
+            group = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector", {}).get(SLICE_GROUP_LABEL)
+            if group:
+                out.setdefault(group, []).append(js)
+    return out
+
+
+def _run_effect(js: Registration, verb: str) -> str:
+    name = js.input("metadata.name")
+    batch = "successPolicy" in (js.input("spec") or {})
+    restarts = js.input("spec.failurePolicy.maxRestarts") or 0
+    if verb == "restart":
+        what = "restarts from its last checkpoint, or from step 0 without one" if batch else "drops every notebook session"
+    else:
+        what = "stops the run" if batch else "stops the endpoint"
+    return f"{name} ({'batch' if batch else 'interactive'}, maxRestarts {restarts}): {what}"
+
+
+def _interrupts(r: Registration, before: Plan, after: Plan, verb: str) -> list[str]:
+    plans = (before, after)
+    jobsets = {js.input("metadata.name"): js for p in plans for js in p.by_type(JOBSET)}
+    if r.type == JOBSET:
+        return [_run_effect(r, verb)]
+    if r.type == CLUSTER:
+        return ["every workload and slice of the stack"] + [_run_effect(js, "restart") for js in jobsets.values()]
+    if r.type == NODE_POOL:
+        labels = r.input("nodeConfig.labels") or {}
+        if labels.get(ROLE_LABEL) == "head":
+            return [_run_effect(js, "restart") for js in jobsets.values()]
+        group = labels.get(SLICE_GROUP_LABEL)
+        if group:
+            hit = {js.input("metadata.name"): js for p in plans for js in _workloads_on(p).get(group, [])}
+            return [_run_effect(js, "restart") for js in hit.values()] or [f"slice group {group}: no workload runs on it"]
+        return []
+    if r.type == NAMESPACE:
+        ns = r.input("metadata.name")
+        return [_run_effect(js, "restart") for js in jobsets.values() if js.input("metadata.namespace") == ns]
+    if r.type == K8S_PROVIDER:
+        return ["every Kubernetes object is re-created"] + [_run_effect(js, "restart") for js in jobsets.values()]
+    if r.type == BUCKET:
+        return ["objects in the bucket (the compilation cache recompiles on the next start)"]
+    return []
+
+
+def diff(before: Plan, after: Plan) -> list[Change]:
+    old = {_key(r): r for r in before.resources}
+    new = {_key(r): r for r in after.resources}
+    changes: list[Change] = []
+    replaced_providers: set[str] = set()
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a is None:
+            changes.append(Change(b.name, b.type, "create"))
+            continue
+        if b is None:
+            c = Change(a.name, a.type, "delete")
+            c.interrupts = _interrupts(a, before, after, "stop")
+            changes.append(c)
+            continue
+        paths = changed_paths(a.inputs, b.inputs)
+        if not paths:
+            continue
+        forced = forcing_paths(b.type, paths, b.options.get("replaceOnChanges") or [])
+        c = Change(b.name, b.type, "replace" if forced else "update", paths, forced, [] if forced else disruptive_paths(b.type, paths))
+        if c.destructive:
+            c.interrupts = _interrupts(b, before, after, "restart")
+        if forced and b.type == K8S_PROVIDER:
+            replaced_providers.add(key)
+        changes.append(c)
+    # A new cluster identity re-creates everything that provider manages.
+    if replaced_providers:
+        by_name = {(c.type, c.name): c for c in changes}
+        for r in after.resources:
+            if r.options.get("provider") in replaced_providers and r.custom:
+                c = by_name.get((r.type, r.name))
+                if c is None:
+                    c = Change(r.name, r.type, "replace")
+                    changes.append(c)
+                if c.action in ("update", "replace"):
+                    c.action = "replace"
+                    c.forced_by = c.forced_by or ["its provider's clusterIdentifier"]
+                    c.interrupts = _interrupts(r, before, after, "restart")
+    return sorted(changes, key=lambda c: (ORDER[c.action], c.name))
+
+
+def stack_zone(plan: Plan) -> Optional[str]:
+    """The one zone the stack's nodes live in."""
+    for r in plan.by_type(NODE_POOL):
+        if r.input("nodeLocations"):
+            return r.input("nodeLocations")[0]
+    cluster = next(iter(plan.by_type(CLUSTER)), None)
+    return cluster.input("location") if cluster else None
+
+
+def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, allowed: list[str]) -> Verdict:
+    verdict = Verdict(protected)
+    if not protected:
+        return verdict
+    old_zone, new_zone = stack_zone(before), stack_zone(after)
+    if before.resources and old_zone and new_zone and old_zone != new_zone:
+        verdict.refusals.append(
+            f"zone {old_zone} -> {new_zone}: a protected stack never moves zones (reservations are zonal and every "
+            "slice, pool and workload would be re-created); build a new stack in the new zone instead"
+        )
+    used: set[str] = set()
+    for c in changes:
+        if c.type not in STATEFUL_TYPES or not c.destructive:
+            continue
+        match = [a for a in allowed if fnmatch.fnmatchcase(c.name, a)]
+        used |= set(match)
+        if not match:
+            what = {"replace": "replaces it", "delete": "deletes it"}.get(c.action, "recreates its nodes")
+            verdict.refusals.append(
+                f"{c.name} ({c.kind}): this change {what} in a protected stack; if intended, add {c.name!r} to "
+                "pathways:allowDisruption in the same change"
+            )
+    verdict.unused_allowances = [a for a in allowed if a not in used]
+    return verdict
+
+
+def render_text(changes: list[Change], verdict: Verdict, title: str) -> str:
+    marks = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
+    lines = [title, ""]
+    if not changes:
+        lines.append("  no changes")
+    for c in changes:
+        detail = ""
+        if c.action == "replace":
+            detail = f"forced by {', '.join(c.forced_by)}"
+        elif c.action == "update":
+            detail = ", ".join(c.changed[:6]) + (" …" if len(c.changed) > 6 else "")
+            if c.disruptive:
+                detail += f"  [recreates nodes: {', '.join(c.disruptive)}]"
+        lines.append(f"  {marks[c.action]:>3} {c.action:<8} {c.name} ({c.kind})" + (f"  {detail}" if detail else ""))
+        for i in c.interrupts:
+            lines.append(f"          interrupts: {i}")
+    counts = {a: sum(1 for c in changes if c.action == a) for a in ORDER}
+    lines += ["", "Summary: " + ", ".join(f"{n} to {a}" for a, n in counts.items())]
+    interrupted = sorted({i.split(" (")[0] for c in changes for i in c.interrupts if " (" in i})
+    if interrupted:
+        lines.append(f"Interrupts running work: {', '.join(interrupted)}")
+    if verdict.protected:
+        lines.append("")
+        lines.append("Guard (protected stack): " + ("passed" if verdict.ok else f"REFUSED ({len(verdict.refusals)})"))
+        lines += [f"  {r}" for r in verdict.refusals]
+        if verdict.unused_allowances:
+            lines.append(f"  note: pathways:allowDisruption entries that match nothing here: {', '.join(verdict.unused_allowances)}")
+    return "\n".join(lines) + "\n"

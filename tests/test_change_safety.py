@@ -1,0 +1,193 @@
+"""Change safety: what one-field edits do to a running stack, and the guard for protected stacks.
+
+Replacement rules come from the providers (infra/offline/change_rules.py names the source files);
+these tests pin the classification a reviewer sees for the edits people actually make."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from infra.offline.change_rules import FORCE_NEW, forcing_paths
+from infra.offline.diff import diff, guard
+from infra.offline.stackfile import stack_path
+from tests.conftest import plan_of
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+POOL = "gcp:container/nodePool:NodePool"
+
+
+def stack_config(stack: str) -> dict:
+    return yaml.safe_load(stack_path(stack).read_text())["config"]
+
+
+def edit(config: dict, key: str, fn) -> dict:
+    out = copy.deepcopy(config)
+    out[key] = fn(copy.deepcopy(out.get(key)))
+    return out
+
+
+def run_diff(stack: str, after: dict, allow: list[str] = ()):
+    before_cfg = stack_config(stack)
+    if allow:
+        after = {**after, "pathways:allowDisruption": list(allow)}
+    before, after_plan = plan_of(before_cfg, stack), plan_of(after, stack)
+    changes = diff(before, after_plan)
+    protected = bool(after.get("pathways:protected"))
+    verdict = guard(changes, before, after_plan, protected, list(after.get("pathways:allowDisruption", [])))
+    return {c.name: c for c in changes}, verdict
+
+
+def _set_group(field, value, group="train"):
+    def fn(groups):
+        for g in groups:
+            if g["name"] == group:
+                g[field] = value
+        return groups
+    return fn
+
+
+def _set_workload(field, value, name):
+    def fn(ws):
+        for w in ws:
+            if w["name"] == name:
+                w[field] = value
+        return ws
+    return fn
+
+
+def _count(delta):
+    def fn(groups):
+        groups[0]["count"] += delta
+        return groups
+    return fn
+
+
+# (edit id, stack, config key, edit, {resource: action}, replaced-by input (for one of them), interrupted workloads)
+EDITS = [
+    ("reservation rename", "prod", "pathways:slices", _set_group("reservation", "pathways-prod-v5p-b"),
+     {f"slices-train-{i}": "replace" for i in range(4)}, "nodeConfig.reservationAffinity.values", {"pretrain"}),
+    ("cachePrefix", "prod", "pathways:bucket", lambda b: {**b, "cachePrefix": "cache-v2"},
+     {"workload-pretrain": "replace", "workload-notebook": "replace"}, "spec.replicatedJobs", {"pretrain", "notebook"}),
+    ("pathwaysVersion bump", "prod", "pathways:pathwaysVersion", lambda _: "jax-0.7.3",
+     {"workload-pretrain": "replace", "workload-notebook": "replace"}, "spec.replicatedJobs", {"pretrain", "notebook"}),
+    ("image bump", "prod", "pathways:workloads", _set_workload("image", "us-docker.pkg.dev/pathways-prod-123/train/trainer:2026-11-27", "pretrain"),
+     {"workload-pretrain": "replace"}, "spec.replicatedJobs", {"pretrain"}),
+    ("slice count +1", "staging", "pathways:slices", _count(+1),
+     {"slices-v6e-2": "create"}, None, set()),
+    ("slice count -1", "staging", "pathways:slices", _count(-1),
+     # notebook uses 1 of the group's slices, which may be this one: both are named
+     {"slices-v6e-1": "delete", "workload-train-smoke": "replace"}, "spec.replicatedJobs", {"train-smoke", "notebook"}),
+    ("bucket TTL", "prod", "pathways:bucket", lambda b: {**b, "artifactsTtlDays": 21},
+     {"scratch-artifacts": "update"}, None, set()),
+    ("add a workload", "prod", "pathways:workloads", lambda ws: ws + [{"name": "eval", "mode": "batch", "sliceGroup": "explore", "image": "us-docker.pkg.dev/pathways-prod-123/train/eval:1"}],
+     {"workload-eval": "create", "head-pool": "update"}, None, set()),
+]
+
+# Edits that need a second key to stay valid (the model refuses them otherwise).
+COMPANIONS = {
+    "slice count -1": ("pathways:workloads", _set_workload("slices", 1, "train-smoke")),
+    "add a workload": ("pathways:headPool", lambda h: {**h, "nodeCount": 3}),
+}
+
+
+def edited(case, stack, key, fn):
+    config = edit(stack_config(stack), key, fn)
+    if case in COMPANIONS:
+        config = edit(config, *COMPANIONS[case])
+    return config
+
+
+@pytest.mark.parametrize("case,stack,key,fn,expected,forced_by,interrupted", EDITS, ids=[e[0] for e in EDITS])
+def test_edit_classification(case, stack, key, fn, expected, forced_by, interrupted):
+    changes, _ = run_diff(stack, edited(case, stack, key, fn))
+    for name, action in expected.items():
+        assert name in changes and changes[name].action == action, (name, {n: c.action for n, c in changes.items()})
+    if forced_by:
+        assert any(forced_by in c.forced_by for c in changes.values() if c.action == "replace")
+    hit = {i.split(" (")[0] for c in changes.values() for i in c.interrupts if " (" in i}
+    assert hit == interrupted
+
+
+def test_removing_a_slice_names_what_ran_on_it():
+    case = next(e for e in EDITS if e[0] == "slice count -1")
+    changes, _ = run_diff("staging", edited(*case[:4]))
+    assert "train-smoke (batch, maxRestarts 0): restarts from its last checkpoint, or from step 0 without one" in changes["slices-v6e-1"].interrupts
+
+
+@pytest.mark.parametrize("case,stack,key,fn,expected,forced_by,interrupted", EDITS, ids=[e[0] for e in EDITS])
+def test_guard_verdicts(case, stack, key, fn, expected, forced_by, interrupted):
+    after = edited(case, stack, key, fn)
+    changes, verdict = run_diff(stack, after)
+    destructive = {n for n, c in changes.items() if c.destructive and c.type in (POOL, JOBSET, "gcp:container/cluster:Cluster", "gcp:storage/bucket:Bucket")}
+    if stack == "prod":  # protected
+        assert verdict.ok == (not destructive), verdict.refusals
+        if destructive:
+            # stated in the same change, it passes
+            _, allowed = run_diff(stack, after, allow=sorted(destructive))
+            assert allowed.ok, allowed.refusals
+    else:  # staging is unprotected: listed, never refused
+        assert verdict.ok and not verdict.protected
+
+
+def test_zone_moves_are_refused_in_protected_stacks_even_when_allowed():
+    after = {**stack_config("prod"), "gcp:zone": "us-east5-b"}
+    changes, verdict = run_diff("prod", after, allow=["*"])
+    assert not verdict.ok and verdict.refusals[0].startswith("zone us-east5-a -> us-east5-b: a protected stack never moves zones")
+    # the pools' node locations move: an in-place update that recreates every node
+    assert changes["slices-train-0"].action == "update" and changes["slices-train-0"].disruptive == ["nodeLocations"]
+    staging_after = {**stack_config("staging"), "gcp:zone": "us-east5-c"}
+    changes, verdict = run_diff("staging", staging_after)
+    assert verdict.ok  # unprotected: shown, not refused
+    assert changes["cluster"].action == "replace" and changes["cluster"].forced_by == ["location"]  # zonal cluster
+
+
+def test_suspending_a_workload_updates_its_jobset_in_place():
+    after = edit(stack_config("prod"), "pathways:workloads", _set_workload("state", "suspended", "pretrain"))
+    changes, verdict = run_diff("prod", after)
+    assert changes["workload-pretrain"].action == "update" and changes["workload-pretrain"].changed == ["spec.suspend"]
+    assert verdict.ok
+
+
+def test_finishing_a_batch_run_deletes_its_jobset_only():
+    after = edit(stack_config("prod"), "pathways:workloads", _set_workload("state", "finished", "pretrain"))
+    changes, verdict = run_diff("prod", after, allow=["workload-pretrain"])
+    assert changes["workload-pretrain"].action == "delete"
+    assert {n for n, c in changes.items() if c.action in ("replace", "delete")} == {"workload-pretrain"}
+    assert verdict.ok and verdict.unused_allowances == []
+
+
+def test_force_new_rules_are_provider_facts():
+    # A few written out from terraform-provider-google e03b7622 (ForceNew: true in the schemas)
+    assert forcing_paths(POOL, ["placementPolicy.tpuTopology", "nodeConfig.labels", "nodeLocations"]) == ["placementPolicy.tpuTopology"]
+    assert forcing_paths(POOL, ["nodeConfig.reservationAffinity.values", "autoscaling.maxNodeCount"]) == ["nodeConfig.reservationAffinity.values"]
+    assert forcing_paths("gcp:storage/bucket:Bucket", ["lifecycleRules", "location"]) == ["location"]
+    assert forcing_paths("gcp:compute/firewall:Firewall", ["sourceRanges", "direction"]) == ["direction"]
+    assert set(FORCE_NEW["gcp:compute/resourcePolicy:ResourcePolicy"]) >= {"workloadPolicy", "region"}
+
+
+def test_cli_against_a_git_ref(tmp_path, capsys):
+    from infra.offline.__main__ import main
+
+    assert main(["diff", "--stack", "prod", "--against", "HEAD"]) == 0
+    assert "no changes" in capsys.readouterr().out
+    assert main(["diff", "--stack", "prod", "--against", "no-such-ref-xyz"]) == 2
+    assert "not a git revision here" in capsys.readouterr().err
+    after = tmp_path / "Pulumi.prod.yaml"
+    after.write_text(yaml.safe_dump({"config": edit(stack_config("prod"), "pathways:slices", _set_group("reservation", "r2"))}))
+    assert main(["diff", "--config", str(after), "--before", str(stack_path("prod")), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["guard"]["ok"] is False and len(doc["guard"]["refusals"]) == 4
+    assert {c["name"] for c in doc["changes"] if c["action"] == "replace"} == {f"slices-train-{i}" for i in range(4)}
+
+
+def test_make_diff_target_exists():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "diff:" in text and "--against $(REF)" in text
+    assert subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True).returncode == 0
