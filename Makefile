@@ -26,7 +26,7 @@ render: $(VENV)/.installed
 	$(PY) -m infra.offline render --stack $(STACK) --out build/render/$(STACK)
 
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 bench: $(VENV)/.installed
 	$(PY) -m infra.offline.bench
