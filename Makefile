@@ -26,6 +26,8 @@ render: $(VENV)/.installed
 	$(PY) -m infra.offline render --stack $(STACK) --out build/render/$(STACK)
 
 test: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/basedpyright
 	$(PY) -m pytest -q -n 2
 
 bench: $(VENV)/.installed

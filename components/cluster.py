@@ -153,13 +153,16 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster = cluster
         self.name = cluster.name
         self.location = cluster.location
-        self.endpoint = cluster.control_plane_endpoints_config.apply(
-            lambda c: c.dns_endpoint_config.endpoint if c and c.dns_endpoint_config else ""
-        )
+        self.endpoint = cluster.control_plane_endpoints_config.apply(_dns_endpoint)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(cluster.name, self.endpoint).apply(lambda a: kubeconfig(args.project, location, a[0], a[1]))
         )
         self.register_outputs({"name": self.name, "location": self.location, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+
+
+def _dns_endpoint(config: Optional[gcp.container.outputs.ClusterControlPlaneEndpointsConfig]) -> str:
+    dns = config.dns_endpoint_config if config else None
+    return (dns.endpoint or "") if dns else ""
 
 
 def kubeconfig(project: str, location: str, name: str, dns_endpoint: str) -> str:

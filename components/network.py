@@ -53,6 +53,7 @@ class PathwaysNetwork(pulumi.ComponentResource):
         super().__init__("pathways:gcp:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         if args.existing_network:
+            assert args.existing_subnetwork is not None  # the config model asks for both
             self.network = pulumi.Output.from_input(args.existing_network)
             self.subnetwork = pulumi.Output.from_input(args.existing_subnetwork)
         else:

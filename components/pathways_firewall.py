@@ -50,24 +50,27 @@ class PathwaysFirewall(pulumi.ComponentResource):
         super().__init__("pathways:gcp:PathwaysFirewall", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         ports = [str(p) for p in sorted(set(args.ports))]
-        common = dict(project=args.project, network=args.network, direction="INGRESS", target_service_accounts=[args.node_service_account])
+        targets = [args.node_service_account]
         self.allow = gcp.compute.Firewall(
             f"{name}-allow", name=f"{args.name}-pathways-allow", priority=ALLOW_PRIORITY,
+            project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
             description="Pathways ports: from the Pathways nodes only",
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
-            source_service_accounts=[args.node_service_account], **common, opts=child,
+            source_service_accounts=[args.node_service_account], opts=child,
         )
         if args.client_ranges:
             gcp.compute.Firewall(
                 f"{name}-clients", name=f"{args.name}-pathways-clients", priority=ALLOW_PRIORITY,
+                project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
                 description="IFRT proxy port: from the listed client ranges (network.pathwaysClientRanges)",
                 allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(PROXY_PORT)])],
-                source_ranges=list(args.client_ranges), **common, opts=child,
+                source_ranges=list(args.client_ranges), opts=child,
             )
         self.deny = gcp.compute.Firewall(
             f"{name}-deny", name=f"{args.name}-pathways-deny", priority=DENY_PRIORITY,
+            project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
             description="Pathways ports: closed to everything else (above GKE's own allow rules)",
             denies=[gcp.compute.FirewallDenyArgs(protocol="tcp", ports=ports)],
-            source_ranges=["0.0.0.0/0"], **common, opts=child,
+            source_ranges=["0.0.0.0/0"], opts=child,
         )
         self.register_outputs({})

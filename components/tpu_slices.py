@@ -120,6 +120,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
         if args.capacity is Capacity.SPOT:
             extra["spot"] = True
         elif args.capacity is Capacity.RESERVATION:
+            assert args.reservation is not None  # the config model's capacity property
             extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
                 consume_reservation_type="SPECIFIC_RESERVATION",
                 key="compute.googleapis.com/reservation-name",

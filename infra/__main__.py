@@ -11,6 +11,6 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from infra.program import main  # noqa: E402
+from infra.program import main
 
 main()

@@ -11,9 +11,9 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from pulumi_policy import EnforcementLevel, PolicyPack  # noqa: E402
+from pulumi_policy import EnforcementLevel, PolicyPack
 
-from policies.rules import ALL_POLICIES  # noqa: E402
+from policies.rules import ALL_POLICIES
 
 PolicyPack(
     name="pathways-gke",

@@ -53,7 +53,7 @@ def test_controller_and_workloads_wait_only_on_what_they_need(plans):
     plan = plans[256]
     chart = plan.one("kubernetes:helm.sh/v4:Chart")
     provider = plan.get(chart.options["provider"])
-    names = lambda urns: {plan.get(u).name for u in urns}  # noqa: E731
+    names = lambda urns: {plan.get(u).name for u in urns}
     assert names(provider.dependencies) <= {"cluster", "cluster-system"}  # the kubeconfig and schedulable nodes
     assert names(chart.dependencies) == {"jobset-namespace"}
     assert plan.get(chart.dependencies[0]).dependencies == ()

@@ -15,7 +15,7 @@ from components.model.config import load
 from components.model.errors import ConfigError
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import MAX_STACK_FILE_BYTES, stack_path
-from tests.conftest import BASE_CONFIG, config_with, write_stack_file
+from tests.conftest import config_with, write_stack_file
 
 VERSION = "jax-0.7.2"
 WORKLOAD = {"name": "train", "image": "example.com/trainer:1"}

@@ -217,3 +217,17 @@ def test_pack_entry_point_only_builds_the_pack(monkeypatch):
     runpy.run_path(str(Path(__file__).resolve().parents[1] / "policies"), run_name="__main__")
     assert len(built) == 1
     assert built[0]["name"] == "pathways-gke" and built[0]["policies"] == ALL_POLICIES
+
+
+def test_the_runner_takes_a_list_of_validate_functions_like_the_sdk():
+    from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
+
+    seen = []
+    policy = ResourceValidationPolicy(
+        name="two-checks", description="two validate functions", enforcement_level=EnforcementLevel.ADVISORY,
+        validate=[lambda args, report: seen.append("a"), lambda args, report: report("b fired")],
+    )
+    found = run_policies(BATCH, [policy])
+    # both functions ran for every resource: one append and one report each
+    assert seen and len(seen) == len(found)
+    assert {v.message for v in found} == {"b fired"}

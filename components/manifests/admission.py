@@ -69,7 +69,9 @@ def _jobset_schema() -> Optional[dict[str, Any]]:
 @functools.lru_cache(maxsize=1)
 def _jobset_validator() -> jsonschema.Draft7Validator:
     # Built once: compiling the ~800 KB CRD schema per JobSet would be the slowest part of a render.
-    return jsonschema.Draft7Validator(_jobset_schema())
+    schema = _jobset_schema()
+    assert schema is not None  # callers check for the file first
+    return jsonschema.Draft7Validator(schema)
 
 
 def _unknown_fields(value: Any, schema: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .guardrails import priority_class_name
-from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
 from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL
 from ..model.config import (
     PROXY_RESOURCES,
@@ -22,6 +20,8 @@ from ..model.config import (
     coordinator_address,
     coordinator_label,
 )
+from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
+from .guardrails import priority_class_name
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
-from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -27,9 +27,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from . import machines, quantity
-from .ports import HEAD_NODE_PORTS
 from . import tpu as tpu_catalog
 from .errors import ConfigError, Problem
+from .ports import HEAD_NODE_PORTS
 
 PROJECT_NAMESPACE = "pathways"
 GCP_KEYS = ("project", "region", "zone")
@@ -125,7 +125,7 @@ class ReleaseChannel(str, Enum):
 
 class AuthorizedNetwork(_Model):
     cidr_block: str = Field(description="CIDR allowed to reach the control plane, e.g. 203.0.113.0/24.")
-    display_name: str = Field("", max_length=100, pattern=r"^[ -~]*$", description="Label shown in the console (printable ASCII).")
+    display_name: str = Field(default="", max_length=100, pattern=r"^[ -~]*$", description="Label shown in the console (printable ASCII).")
 
     @field_validator("cidr_block")
     @classmethod
@@ -138,9 +138,9 @@ class AuthorizedNetwork(_Model):
 
 
 class SystemPool(_Model):
-    machine_type: str = Field("e2-standard-4", description="Machine type of the system pool (kube-system, JobSet controller).")
-    min_nodes: int = Field(1, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler minimum.")
-    max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler maximum.")
+    machine_type: str = Field(default="e2-standard-4", description="Machine type of the system pool (kube-system, JobSet controller).")
+    min_nodes: int = Field(default=1, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler minimum.")
+    max_nodes: int = Field(default=3, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler maximum.")
 
     @field_validator("machine_type")
     @classmethod
@@ -156,20 +156,20 @@ class SystemPool(_Model):
 
 
 class ClusterConfig(_Model):
-    name: Optional[str] = Field(None, description="GKE cluster name; default pathways-<stack>.")
-    regional: bool = Field(False, description="Regional control plane (nodes stay in the stack's zone).")
-    release_channel: ReleaseChannel = Field(ReleaseChannel.REGULAR, description="GKE release channel.")
-    min_master_version: Optional[str] = Field(None, description=(
+    name: Optional[str] = Field(default=None, description="GKE cluster name; default pathways-<stack>.")
+    regional: bool = Field(default=False, description="Regional control plane (nodes stay in the stack's zone).")
+    release_channel: ReleaseChannel = Field(default=ReleaseChannel.REGULAR, description="GKE release channel.")
+    min_master_version: Optional[str] = Field(default=None, description=(
         "Lowest control-plane version: a minor (1.35) or a full version (1.35.1-gke.1234000). Default: none, "
         "the release channel picks a version GKE offers."
     ))
-    private_nodes: bool = Field(True, description="Nodes without public IPs (they reach the internet through Cloud NAT).")
-    public_endpoint: bool = Field(False, description=(
+    private_nodes: bool = Field(default=True, description="Nodes without public IPs (they reach the internet through Cloud NAT).")
+    public_endpoint: bool = Field(default=False, description=(
         "Let the internet reach the control plane's IP endpoint (limited by masterAuthorizedNetworks). "
         "Off: only the VPC reaches it; people and CI use the IAM-authorized DNS endpoint."
     ))
     master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list, max_length=50)
-    deletion_protection: Optional[bool] = Field(None, description="GKE deletion protection; default on.")
+    deletion_protection: Optional[bool] = Field(default=None, description="GKE deletion protection; default on.")
     system_pool: SystemPool = Field(default_factory=SystemPool)
 
     @field_validator("name")
@@ -186,14 +186,14 @@ class ClusterConfig(_Model):
 
 
 class NetworkConfig(_Model):
-    existing_network: Optional[str] = Field(None, description="Use this VPC instead of creating one.")
-    existing_subnetwork: Optional[str] = Field(None, description="Subnet of existingNetwork (with secondary ranges pods and services).")
-    nodes_cidr: str = Field("10.0.0.0/20", description="Primary range of the created subnet.")
-    pods_cidr: str = Field("10.4.0.0/14", description="Secondary range for pods.")
-    services_cidr: str = Field("10.8.0.0/20", description="Secondary range for services.")
+    existing_network: Optional[str] = Field(default=None, description="Use this VPC instead of creating one.")
+    existing_subnetwork: Optional[str] = Field(default=None, description="Subnet of existingNetwork (with secondary ranges pods and services).")
+    nodes_cidr: str = Field(default="10.0.0.0/20", description="Primary range of the created subnet.")
+    pods_cidr: str = Field(default="10.4.0.0/14", description="Secondary range for pods.")
+    services_cidr: str = Field(default="10.8.0.0/20", description="Secondary range for services.")
     # 8896 is the largest GCP MTU; multislice DCN traffic benefits from jumbo frames.
-    mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the created VPC.")
-    cloud_nat: Optional[bool] = Field(None, description=(
+    mtu: int = Field(default=8896, ge=1300, le=8896, description="MTU of the created VPC.")
+    cloud_nat: Optional[bool] = Field(default=None, description=(
         "Cloud Router + Cloud NAT for the nodes' egress; default on with private nodes in a created VPC "
         "(images outside Google's registries, e.g. registry.k8s.io for JobSet, need it)."
     ))
@@ -247,8 +247,8 @@ class NetworkConfig(_Model):
 
 
 class HeadPoolConfig(_Model):
-    machine_type: str = Field("n2-standard-64", description="Machine type for Pathways head pods (RM + proxy + user program).")
-    node_count: Optional[int] = Field(None, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Nodes; default one per workload (one head pod per node).")
+    machine_type: str = Field(default="n2-standard-64", description="Machine type for Pathways head pods (RM + proxy + user program).")
+    node_count: Optional[int] = Field(default=None, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Nodes; default one per workload (one head pod per node).")
 
 
 class Capacity(str, Enum):
@@ -282,10 +282,10 @@ class SliceGroup(_Model):
 
     name: str = Field(description="Group name: node label, pool name part, and what workloads reference.")
     tpu: tpu_catalog.TpuSlice = Field(description="TPU name (v6e-16) or {family, topology, machineType}.")
-    count: int = Field(1, ge=1, le=MAX_TPU_POOLS, description="Number of slices (node pools) in the group.")
-    spot: bool = Field(False, description="Spot capacity.")
-    flex_start: bool = Field(False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
-    reservation: Optional[str] = Field(None, description="Name of a specific reservation to consume.")
+    count: int = Field(default=1, ge=1, le=MAX_TPU_POOLS, description="Number of slices (node pools) in the group.")
+    spot: bool = Field(default=False, description="Spot capacity.")
+    flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
+    reservation: Optional[str] = Field(default=None, description="Name of a specific reservation to consume.")
 
     @field_validator("name")
     @classmethod
@@ -329,12 +329,12 @@ class SliceGroup(_Model):
 
 
 class BucketConfig(_Model):
-    name: Optional[str] = Field(None, description="Scratch bucket name; default <project>-<stack>-pathways.")
-    artifacts_name: Optional[str] = Field(None, description="Artifacts bucket (profiles, HLO dumps); default <name>-artifacts.")
-    cache_prefix: str = Field("pathways-cache", description="The one --gcs_scratch_location prefix all workloads share.")
-    artifacts_prefix: str = Field("artifacts", description="Prefix for profiles and HLO dumps (own TTL).")
-    artifacts_ttl_days: int = Field(30, ge=1, le=36500, description="Days before objects under artifactsPrefix are deleted.")
-    soft_delete_days: int = Field(7, ge=7, le=90, description="Soft-delete retention (GCS allows 7-90 days).")
+    name: Optional[str] = Field(default=None, description="Scratch bucket name; default <project>-<stack>-pathways.")
+    artifacts_name: Optional[str] = Field(default=None, description="Artifacts bucket (profiles, HLO dumps); default <name>-artifacts.")
+    cache_prefix: str = Field(default="pathways-cache", description="The one --gcs_scratch_location prefix all workloads share.")
+    artifacts_prefix: str = Field(default="artifacts", description="Prefix for profiles and HLO dumps (own TTL).")
+    artifacts_ttl_days: int = Field(default=30, ge=1, le=36500, description="Days before objects under artifactsPrefix are deleted.")
+    soft_delete_days: int = Field(default=7, ge=7, le=90, description="Soft-delete retention (GCS allows 7-90 days).")
 
     @field_validator("name", "artifacts_name")
     @classmethod
@@ -413,7 +413,7 @@ def check_pinned_image(image: str) -> str:
 
 
 class Profiling(_Model):
-    port: int = Field(9999, ge=1024, le=65535, description="jax.profiler.start_server port on the user container.")
+    port: int = Field(default=9999, ge=1024, le=65535, description="jax.profiler.start_server port on the user container.")
 
     @field_validator("port")
     @classmethod
@@ -426,9 +426,9 @@ class Profiling(_Model):
 
 class ColocatedPython(_Model):
     image: str = Field(description="Sidecar image built from pathways-colocated-python/sidecar:<date>-python_<X>-jax_<Y>.")
-    cpu: str = Field("4", description="Sidecar CPU request (taken from the worker's share of the TPU VM).")
-    memory: str = Field("16Gi", description="Sidecar memory (request = limit; taken from the worker's share).")
-    shm_size: str = Field("8Gi", description=(
+    cpu: str = Field(default="4", description="Sidecar CPU request (taken from the worker's share of the TPU VM).")
+    memory: str = Field(default="16Gi", description="Sidecar memory (request = limit; taken from the worker's share).")
+    shm_size: str = Field(default="8Gi", description=(
         "Size of the memory-backed directory the worker and sidecar share for large transfers; "
         "it counts against the pod's memory."
     ))
@@ -449,13 +449,15 @@ class ColocatedPython(_Model):
 
     @property
     def jax_version(self) -> str:
-        return _SIDECAR_TAG.search(self.image).group(2)
+        m = _SIDECAR_TAG.search(self.image)
+        assert m is not None  # the validator refused any image without the tag
+        return m.group(2)
 
 
 class Elastic(_Model):
     # --num_elastic_slices is how many slices the job may lose, not the total (xpk help, PathwaysJob
     # docs; Google's elastic MaxText example runs 1 of 3).
-    max_missing_slices: int = Field(1, ge=1, le=MAX_TPU_POOLS, description="Slices the job may lose and keep running (--num_elastic_slices); below the workload's slices.")
+    max_missing_slices: int = Field(default=1, ge=1, le=MAX_TPU_POOLS, description="Slices the job may lose and keep running (--num_elastic_slices); below the workload's slices.")
 
 
 
@@ -463,42 +465,42 @@ class Workload(_Model):
     """One Pathways JobSet: batch (runs the user's program to completion) or interactive (headless)."""
 
     name: str = Field(description="JobSet name (DNS-1123 label).")
-    mode: Literal["batch", "interactive"] = Field("batch", description="batch: user container on the head; interactive: RM + proxy only.")
-    state: Literal["running", "suspended", "finished"] = Field("running", description=(
+    mode: Literal["batch", "interactive"] = Field(default="batch", description="batch: user container on the head; interactive: RM + proxy only.")
+    state: Literal["running", "suspended", "finished"] = Field(default="running", description=(
         "running; suspended (JobSet spec.suspend: pods stop, the JobSet stays; resuming restarts from the last "
         "checkpoint); finished (batch only: the stack stops managing the run, so nothing re-runs it)."
     ))
-    slice_group: Optional[str] = Field(None, description="Slice group it runs on; default: the only group.")
-    slices: Optional[int] = Field(None, ge=1, le=MAX_TPU_POOLS, description="Slices used; default: all slices of the group.")
-    image: Optional[str] = Field(None, description="User program image (batch only).")
+    slice_group: Optional[str] = Field(default=None, description="Slice group it runs on; default: the only group.")
+    slices: Optional[int] = Field(default=None, ge=1, le=MAX_TPU_POOLS, description="Slices used; default: all slices of the group.")
+    image: Optional[str] = Field(default=None, description="User program image (batch only).")
     command: list[str] = Field(default_factory=list, description="User program command (batch only).")
     args: list[str] = Field(default_factory=list, description="User program args (batch only).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra env for the user container.")
-    cpu: str = Field(DEFAULT_USER_RESOURCES[0], description="User container CPU (request = limit).")
-    memory: str = Field(DEFAULT_USER_RESOURCES[1], description="User container memory (request = limit).")
-    data_loader_workers: int = Field(4, ge=0, le=1024, description="Data-loader worker count, passed as DATA_LOADER_WORKERS (never os.cpu_count()).")
-    shm_size: str = Field("16Gi", description="Size of the memory-backed /dev/shm.")
-    persistence: bool = Field(False, description="ENABLE_PATHWAYS_PERSISTENCE=1 (Orbax through pathwaysutils).")
-    profiling: Optional["Profiling"] = Field(None, description="Profiler server and trace upload.")
+    cpu: str = Field(default=DEFAULT_USER_RESOURCES[0], description="User container CPU (request = limit).")
+    memory: str = Field(default=DEFAULT_USER_RESOURCES[1], description="User container memory (request = limit).")
+    data_loader_workers: int = Field(default=4, ge=0, le=1024, description="Data-loader worker count, passed as DATA_LOADER_WORKERS (never os.cpu_count()).")
+    shm_size: str = Field(default="16Gi", description="Size of the memory-backed /dev/shm.")
+    persistence: bool = Field(default=False, description="ENABLE_PATHWAYS_PERSISTENCE=1 (Orbax through pathwaysutils).")
+    profiling: Optional["Profiling"] = Field(default=None, description="Profiler server and trace upload.")
     xla_flags: list[str] = Field(default_factory=list, description="XLA flags for the IFRT proxy (each --xla_*).")
-    hlo_dump: bool = Field(False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
-    colocated_python: Optional["ColocatedPython"] = Field(None, description="Colocated-Python sidecar on the workers.")
-    elastic: Optional["Elastic"] = Field(None, description="Elastic slices: the job survives losing slices.")
-    priority: Optional[Literal["training", "interactive", "experiment"]] = Field(None, description=(
+    hlo_dump: bool = Field(default=False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
+    colocated_python: Optional["ColocatedPython"] = Field(default=None, description="Colocated-Python sidecar on the workers.")
+    elastic: Optional["Elastic"] = Field(default=None, description="Elastic slices: the job survives losing slices.")
+    priority: Optional[Literal["training", "interactive", "experiment"]] = Field(default=None, description=(
         "PriorityClass pathways-<priority> of its pods; default training for batch, interactive for interactive."
     ))
-    max_restarts: int = Field(0, ge=0, le=MAX_RESTARTS_BOUND, description="JobSet failurePolicy.maxRestarts.")
-    worker_restarts_per_host: Optional[int] = Field(None, ge=1, le=UNLIMITED_RESTARTS_PER_HOST, description=(
+    max_restarts: int = Field(default=0, ge=0, le=MAX_RESTARTS_BOUND, description="JobSet failurePolicy.maxRestarts.")
+    worker_restarts_per_host: Optional[int] = Field(default=None, ge=1, le=UNLIMITED_RESTARTS_PER_HOST, description=(
         "Worker restarts allowed per TPU host (worker Job backoffLimit = hosts x this). Default: 4 for batch "
         "(a crash loop ends the run), unlimited for interactive (the endpoint keeps serving)."
     ))
-    termination_grace_period_seconds: int = Field(30, ge=0, le=86400, description="Pod termination grace period (at most a day).")
+    termination_grace_period_seconds: int = Field(default=30, ge=0, le=86400, description="Pod termination grace period (at most a day).")
     # Off by default: a JobSet deleted by its TTL is gone from the cluster but not from the stack, so
     # the next `pulumi up --refresh` would create it again and re-run the job.
-    ttl_seconds_after_finished: Optional[int] = Field(None, ge=0, le=INT32_MAX, description="Delete a finished batch JobSet after this long.")
-    server_image: Optional[str] = Field(None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
-    proxy_image: Optional[str] = Field(None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
-    subdomain: Optional[str] = Field(None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")
+    ttl_seconds_after_finished: Optional[int] = Field(default=None, ge=0, le=INT32_MAX, description="Delete a finished batch JobSet after this long.")
+    server_image: Optional[str] = Field(default=None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
+    proxy_image: Optional[str] = Field(default=None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
+    subdomain: Optional[str] = Field(default=None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")
 
     @field_validator("name")
     @classmethod
@@ -576,8 +578,8 @@ class Workload(_Model):
 
 
 class KubernetesConfig(_Model):
-    namespace: str = Field("pathways", description="Namespace of the Pathways JobSets.")
-    jobset_version: str = Field("0.12.0", description="JobSet Helm chart version (controller and CRD).")
+    namespace: str = Field(default="pathways", description="Namespace of the Pathways JobSets.")
+    jobset_version: str = Field(default="0.12.0", description="JobSet Helm chart version (controller and CRD).")
 
     @field_validator("namespace")
     @classmethod
@@ -595,17 +597,17 @@ class KubernetesConfig(_Model):
 
 class StackConfig(_Model):
     stack: str = Field(description="Stack name (set by the loader, not a config key).")
-    secret_keys: frozenset[str] = Field(frozenset(), description="Config keys given as secrets (set by the loader, not a config key).")
+    secret_keys: frozenset[str] = Field(default=frozenset(), description="Config keys given as secrets (set by the loader, not a config key).")
     project: ProjectId = Field(description="gcp:project")
     region: Region = Field(description="gcp:region")
     zone: Zone = Field(description="gcp:zone; every node of the stack lives here.")
-    protected: bool = Field(False, description="protect + deletion protection on cluster and bucket.")
+    protected: bool = Field(default=False, description="protect + deletion protection on cluster and bucket.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     head_pool: HeadPoolConfig = Field(default_factory=HeadPoolConfig)
     slices: list[SliceGroup] = Field(min_length=1, max_length=100, description="Slice groups.")
     bucket: BucketConfig = Field(default_factory=BucketConfig)
-    pathways_version: Optional[PathwaysVersion] = Field(None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
+    pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
     kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
     workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
@@ -979,7 +981,7 @@ def _model_at(loc: tuple[Any, ...]) -> Optional[type[BaseModel]]:
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
-def key_paths(model: type[BaseModel] = None, prefix: str = "") -> list[str]:
+def key_paths(model: Optional[type[BaseModel]] = None, prefix: str = "") -> list[str]:
     """Every config key the model accepts, e.g. pathways:slices[i].tpu (for the README reference)."""
     model = model or StackConfig
     out = []
@@ -1007,7 +1009,7 @@ def valid_keys(model: type[BaseModel]) -> list[str]:
     return keys
 
 
-def _problem(err: dict[str, Any]) -> Problem:
+def _problem(err: Mapping[str, Any]) -> Problem:
     loc = tuple(err["loc"])
     kind = err["type"]
     value = err.get("input")

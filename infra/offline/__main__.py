@@ -32,7 +32,7 @@ EXIT_INVALID = 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m infra.offline", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m infra.offline", description=(__doc__ or "").split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_ in (
         ("plan", "print the resources the stack would create"),

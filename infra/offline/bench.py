@@ -78,7 +78,7 @@ def _run_once(config_path: Path, scratch: Path) -> tuple[float, float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.offline.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m infra.offline.bench", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (fresh process each)")
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--no-largest", action="store_true", help="skip the largest configuration the bounds allow")

@@ -14,6 +14,8 @@ the program sets (`replaceOnChanges` on JobSets).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 FORCE_NEW: dict[str, tuple[str, ...]] = {
     "gcp:container/nodePool:NodePool": (
         "project", "cluster", "location", "name", "namePrefix", "initialNodeCount", "maxPodsPerNode",
@@ -78,7 +80,7 @@ def _covers(rule: str, path: str) -> bool:
     return rule == "" or path == rule or path.startswith(rule + ".")
 
 
-def forcing_paths(type_: str, changed: list[str], replace_on_changes: list[str] = ()) -> list[str]:
+def forcing_paths(type_: str, changed: list[str], replace_on_changes: Sequence[str] = ()) -> list[str]:
     """The changed input paths that force a replacement of a resource of this type."""
     rules = (*FORCE_NEW.get(type_, ()), *replace_on_changes)
     return [p for p in changed if any(_covers(r, p) for r in rules)]

@@ -128,6 +128,7 @@ def diff(before: Plan, after: Plan) -> list[Change]:
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
         if a is None:
+            assert b is not None
             changes.append(Change(b.name, b.type, "create"))
             continue
         if b is None:

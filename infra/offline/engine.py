@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 import runpy
 import threading
-from importlib import metadata
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional
 
@@ -189,7 +189,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.stack_outputs: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request):
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response
@@ -217,7 +217,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             self.registrations[response.urn] = reg
         return response
 
-    def RegisterResourceOutputs(self, request):  # noqa: N802
+    def RegisterResourceOutputs(self, request):
         if request.urn.split("::")[2] == "pulumi:pulumi:Stack":
             self.stack_outputs = _plain(rpc.deserialize_properties(request.outputs))
         return super().RegisterResourceOutputs(request)
@@ -237,10 +237,15 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = ()) -
     # set_mocks makes and finishes a root stack of its own; drop it so run_in_stack makes the one
     # the language host would, and its outputs reach RegisterResourceOutputs.
     settings.ROOT.set(None)
-    settings.SETTINGS.rpc_manager.clear()
-    settings.SETTINGS.outputs.clear()
+    # SDK internals (see SUPPORTED_PULUMI): the SDK's own stubs do not declare them.
+    settings.SETTINGS.rpc_manager.clear()  # pyright: ignore[reportAttributeAccessIssue]
+    settings.SETTINGS.outputs.clear()  # pyright: ignore[reportAttributeAccessIssue]
+
+    def program() -> None:
+        runpy.run_path(str(PROGRAM_DIR), run_name="__main__")
+
     try:
-        _sync_await(run_in_stack(lambda: runpy.run_path(str(PROGRAM_DIR), run_name="__main__")))
+        _sync_await(run_in_stack(program))
     finally:
         settings.ROOT.set(None)
     resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)

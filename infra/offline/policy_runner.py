@@ -20,6 +20,7 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
     StackValidationArgs,
+    StackValidationPolicy,
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
@@ -107,6 +108,13 @@ def _level_and_config(policy: Policy, config: dict[str, Any]) -> tuple[Enforceme
     return level, props
 
 
+def _validators(validate: Any) -> list[Any]:
+    """The SDK takes one validate function or a list of them (ResourceValidationPolicy's validate)."""
+    if validate is None:
+        return []
+    return list(validate) if isinstance(validate, (list, tuple)) else [validate]
+
+
 def run_policies(plan: Plan, policies: list[Policy], config: Optional[dict[str, Any]] = None) -> list[PolicyViolation]:
     config = config or {}
     unknown = set(config) - {p.name for p in policies}
@@ -127,7 +135,11 @@ def run_policies(plan: Plan, policies: list[Policy], config: Optional[dict[str, 
         if isinstance(policy, ResourceValidationPolicy):
             for r in resources:
                 args = ResourceValidationArgs(r.resource_type, r.props, r.urn, r.name, r.opts, None, props)
-                policy.validate(args, reporter(r.urn))
+                for validate in _validators(policy.validate):
+                    validate(args, reporter(r.urn))
+        elif isinstance(policy, StackValidationPolicy):
+            for validate in _validators(policy.validate):
+                validate(StackValidationArgs(resources, props), reporter(""))
         else:
-            policy.validate(StackValidationArgs(resources, props), reporter(""))
+            raise PolicyConfigError(f"{policy.name}: not a resource or stack validation policy")
     return sorted(violations, key=lambda v: (v.policy, v.urn, v.message))

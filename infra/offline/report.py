@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from .engine import Plan, Registration
@@ -60,7 +61,7 @@ def _flags(r: Registration) -> str:
     return f"  [{'; '.join(flags)}]" if flags else ""
 
 
-def render_text(plan: Plan, extra_sections: list[str] = ()) -> str:
+def render_text(plan: Plan, extra_sections: Sequence[str] = ()) -> str:
     children: dict[str, list[Registration]] = {}
     for r in plan.resources:
         children.setdefault(r.parent, []).append(r)
