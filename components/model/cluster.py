@@ -1,0 +1,189 @@
+"""Cluster and network settings: control plane, system pool, VPC and firewall opt-ins."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Optional
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from . import machines
+from .common import (  # noqa: F401 (ruff --fix trims)
+    _BUCKET_NAME,
+    _DNS_LABEL,
+    _GKE_VERSION,
+    _NETWORK_REF,
+    _PATHWAYS_VERSION,
+    DEFAULT_BATCH_RESTARTS_PER_HOST,
+    DEFAULT_USER_RESOURCES,
+    GCP_KEYS,
+    INT32_MAX,
+    MAX_NODES_PER_CLUSTER,
+    MAX_NODES_PER_POOL_ZONE,
+    MAX_RESTARTS_BOUND,
+    MAX_TPU_POOLS,
+    MAX_WORKLOADS,
+    PROJECT_NAMESPACE,
+    PROXY_RESOURCES,
+    RESOURCE_MANAGER_RESOURCES,
+    UNLIMITED_RESTARTS_PER_HOST,
+    PathwaysVersion,
+    ProjectId,
+    Region,
+    Zone,
+    _dns_label,
+    _matching,
+    _Model,
+    _network,
+)
+
+# --- cluster and network ---------------------------------------------------------------------
+
+
+class ReleaseChannel(str, Enum):
+    RAPID = "RAPID"
+    REGULAR = "REGULAR"
+    STABLE = "STABLE"
+    EXTENDED = "EXTENDED"
+
+
+class AuthorizedNetwork(_Model):
+    cidr_block: str = Field(description="CIDR allowed to reach the control plane, e.g. 203.0.113.0/24.")
+    display_name: str = Field(default="", max_length=100, pattern=r"^[ -~]*$", description="Label shown in the console (printable ASCII).")
+
+    @field_validator("cidr_block")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        net = _network(v)
+        if net.prefixlen == 0:
+            # "All of the internet": the control plane would be open to anyone with credentials to try.
+            raise ValueError(f"{v} is the whole internet; list the ranges that need the control plane (a VPN, a bastion, CI runners)")
+        return v
+
+
+class SystemPool(_Model):
+    machine_type: str = Field(default="e2-standard-4", description="Machine type of the system pool (kube-system, JobSet controller).")
+    min_nodes: int = Field(default=1, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler minimum.")
+    max_nodes: int = Field(default=3, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Autoscaler maximum.")
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine(cls, v: str) -> str:
+        machines.shape(v)  # MachineError (a ValueError) names what exists
+        return v
+
+    @model_validator(mode="after")
+    def _range(self) -> "SystemPool":
+        if self.max_nodes < self.min_nodes:
+            raise ValueError(f"maxNodes {self.max_nodes} is below minNodes {self.min_nodes}; set maxNodes >= minNodes")
+        return self
+
+
+class ClusterConfig(_Model):
+    name: Optional[str] = Field(default=None, description="GKE cluster name; default pathways-<stack>.")
+    regional: bool = Field(default=False, description="Regional control plane (nodes stay in the stack's zone).")
+    release_channel: ReleaseChannel = Field(default=ReleaseChannel.REGULAR, description="GKE release channel.")
+    min_master_version: Optional[str] = Field(default=None, description=(
+        "Lowest control-plane version: a minor (1.35) or a full version (1.35.1-gke.1234000). Default: none, "
+        "the release channel picks a version GKE offers."
+    ))
+    private_nodes: bool = Field(default=True, description="Nodes without public IPs (they reach the internet through Cloud NAT).")
+    public_endpoint: bool = Field(default=False, description=(
+        "Let the internet reach the control plane's IP endpoint (limited by masterAuthorizedNetworks). "
+        "Off: only the VPC reaches it; people and CI use the IAM-authorized DNS endpoint."
+    ))
+    master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list, max_length=50)
+    deletion_protection: Optional[bool] = Field(default=None, description="GKE deletion protection; default on.")
+    system_pool: SystemPool = Field(default_factory=SystemPool)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else _dns_label(v, 40)
+
+    @field_validator("min_master_version")
+    @classmethod
+    def _version(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not _GKE_VERSION.fullmatch(v):
+            raise ValueError(f"{v!r} is not a GKE version; use e.g. 1.32 or 1.32.2-gke.1182000")
+        return v
+
+
+class NetworkConfig(_Model):
+    existing_network: Optional[str] = Field(default=None, description="Use this VPC instead of creating one.")
+    existing_subnetwork: Optional[str] = Field(default=None, description="Subnet of existingNetwork (with secondary ranges pods and services).")
+    nodes_cidr: str = Field(default="10.0.0.0/20", description="Primary range of the created subnet.")
+    pods_cidr: str = Field(default="10.4.0.0/14", description="Secondary range for pods.")
+    services_cidr: str = Field(default="10.8.0.0/20", description="Secondary range for services.")
+    # 8896 is the largest GCP MTU; multislice DCN traffic benefits from jumbo frames.
+    mtu: int = Field(default=8896, ge=1300, le=8896, description="MTU of the created VPC.")
+    cloud_nat: Optional[bool] = Field(default=None, description=(
+        "Cloud Router + Cloud NAT for the nodes' egress; default on with private nodes in a created VPC "
+        "(images outside Google's registries, e.g. registry.k8s.io for JobSet, need it)."
+    ))
+    pathways_client_ranges: list[str] = Field(default_factory=list, max_length=20, description=(
+        "CIDRs besides the Pathways nodes allowed to reach the IFRT proxy port 29000 (opt-in; the proxy runs "
+        "any program it is sent)."
+    ))
+
+    @field_validator("pathways_client_ranges")
+    @classmethod
+    def _client_ranges(cls, v: list[str]) -> list[str]:
+        for cidr in v:
+            if _network(cidr).prefixlen == 0:
+                raise ValueError(f"{cidr} is the whole internet; list the ranges of the clients that need the proxy")
+        return v
+
+    @field_validator("nodes_cidr", "pods_cidr", "services_cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        net = _network(v)
+        if net.version != 4:
+            raise ValueError(f"{v} is not an IPv4 range; the subnet and its secondary ranges are IPv4")
+        return v
+
+    @field_validator("existing_network", "existing_subnetwork")
+    @classmethod
+    def _resource_name(cls, v: Optional[str]) -> Optional[str]:
+        # A name, or a projects/.../networks|subnetworks/<name> path or URL, as the Compute API takes them.
+        if v is not None and not _NETWORK_REF.fullmatch(v):
+            raise ValueError(f"{v[:80]!r} is not a network or subnetwork name or projects/... path")
+        return v
+
+    @model_validator(mode="after")
+    def _existing(self) -> "NetworkConfig":
+        if (self.existing_network is None) != (self.existing_subnetwork is None):
+            raise ValueError("set both existingNetwork and existingSubnetwork, or neither (a VPC is then created)")
+        # The VPC API refuses a subnet whose primary and secondary ranges overlap.
+        named = (("nodesCidr", self.nodes_cidr), ("podsCidr", self.pods_cidr), ("servicesCidr", self.services_cidr))
+        for i, (a, ra) in enumerate(named):
+            for b, rb in named[i + 1:]:
+                if _network(ra).overlaps(_network(rb)):
+                    raise ValueError(f"{a} {ra} and {b} {rb} overlap; the three ranges must be disjoint")
+        return self
+
+    @property
+    def create(self) -> bool:
+        return self.existing_network is None
+
+
+
+def gke_version_key(version: str) -> tuple[int, ...]:
+    """'1.35' -> (1, 35); '1.35.1' -> (1, 35, 1); '1.35.1-gke.1234000' -> (1, 35, 1, 1234000)."""
+    m = _GKE_VERSION.fullmatch(version)
+    if not m:
+        raise ValueError(f"{version!r} is not a GKE version")
+    return tuple(int(g) for g in (m.group(1), m.group(2), m.group(4), m.group(6)) if g is not None)
+
+
+def meets_gke_floor(version: str, floor: str) -> bool:
+    """Whether GKE would run at least `floor` when asked for `version`.
+
+    A minor (1.34) or patch (1.34.1) without a GKE build is fuzzy: GKE resolves it to a build it
+    offers today, so only the components given are compared (1.34 meets 1.34.0-gke.2201000)."""
+    v = gke_version_key(version)
+    return v >= gke_version_key(floor)[: len(v)]

@@ -1,0 +1,124 @@
+"""The head pool and the TPU slice groups."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any, Optional
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from . import tpu as tpu_catalog
+from .common import (  # noqa: F401 (ruff --fix trims)
+    _BUCKET_NAME,
+    _DNS_LABEL,
+    _GKE_VERSION,
+    _NETWORK_REF,
+    _PATHWAYS_VERSION,
+    DEFAULT_BATCH_RESTARTS_PER_HOST,
+    DEFAULT_USER_RESOURCES,
+    GCP_KEYS,
+    INT32_MAX,
+    MAX_NODES_PER_CLUSTER,
+    MAX_NODES_PER_POOL_ZONE,
+    MAX_RESTARTS_BOUND,
+    MAX_TPU_POOLS,
+    MAX_WORKLOADS,
+    PROJECT_NAMESPACE,
+    PROXY_RESOURCES,
+    RESOURCE_MANAGER_RESOURCES,
+    UNLIMITED_RESTARTS_PER_HOST,
+    PathwaysVersion,
+    ProjectId,
+    Region,
+    Zone,
+    _dns_label,
+    _matching,
+    _Model,
+    _network,
+)
+
+# --- pools ---------------------------------------------------------------------------------
+
+
+class HeadPoolConfig(_Model):
+    machine_type: str = Field(default="n2-standard-64", description="Machine type for Pathways head pods (RM + proxy + user program).")
+    node_count: Optional[int] = Field(default=None, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Nodes; default one per workload (one head pod per node).")
+
+
+class Capacity(str, Enum):
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVATION = "reservation"
+    FLEX_START = "flex-start"
+
+
+def _parse_tpu(v: Any) -> tpu_catalog.TpuSlice:
+    if isinstance(v, tpu_catalog.TpuSlice):
+        return v
+    try:
+        if isinstance(v, str):
+            return tpu_catalog.from_name(v)
+        if isinstance(v, dict):
+            extra = set(v) - {"family", "topology", "machineType"}
+            if extra or "family" not in v or "topology" not in v:
+                raise ValueError(
+                    "give a TPU name (e.g. v6e-16) or {family, topology[, machineType]}"
+                    + (f"; unknown keys: {', '.join(sorted(extra))}" if extra else "")
+                )
+            return tpu_catalog.resolve(str(v["family"]), str(v["topology"]), v.get("machineType"))
+    except tpu_catalog.TpuError as e:
+        raise ValueError(str(e)) from None
+    raise ValueError(f"{v!r} is not a TPU; give a name like v6e-16 or {{family: v6e, topology: 4x4}}")
+
+
+class SliceGroup(_Model):
+    """Identical TPU slices, one GKE node pool each."""
+
+    name: str = Field(description="Group name: node label, pool name part, and what workloads reference.")
+    tpu: tpu_catalog.TpuSlice = Field(description="TPU name (v6e-16) or {family, topology, machineType}.")
+    count: int = Field(default=1, ge=1, le=MAX_TPU_POOLS, description="Number of slices (node pools) in the group.")
+    spot: bool = Field(default=False, description="Spot capacity.")
+    flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
+    reservation: Optional[str] = Field(default=None, description="Name of a specific reservation to consume.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _dns_label(v, 20)
+
+    @field_validator("tpu", mode="before")
+    @classmethod
+    def _tpu(cls, v: Any) -> tpu_catalog.TpuSlice:
+        return _parse_tpu(v)
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not re.fullmatch(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", v):
+            raise ValueError(f"{v!r} is not a reservation name (lowercase letters, digits, '-')")
+        return v
+
+    @model_validator(mode="after")
+    def _one_capacity(self) -> "SliceGroup":
+        chosen = [k for k, on in (("spot", self.spot), ("flexStart", self.flex_start), ("reservation", self.reservation)) if on]
+        if len(chosen) > 1:
+            raise ValueError(
+                f"conflicting capacity options {' and '.join(chosen)}; set at most one of spot, flexStart, "
+                "reservation (none means on-demand)"
+            )
+        return self
+
+    @property
+    def capacity(self) -> Capacity:
+        if self.spot:
+            return Capacity.SPOT
+        if self.flex_start:
+            return Capacity.FLEX_START
+        if self.reservation:
+            return Capacity.RESERVATION
+        return Capacity.ON_DEMAND

@@ -1,0 +1,316 @@
+"""One Pathways workload: images, head and worker resources, options, and the formulas that derive from them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal, Optional
+
+from pydantic import (
+    Field,
+    field_validator,
+)
+
+from . import machines, quantity
+from .common import (  # noqa: F401 (ruff --fix trims)
+    _BUCKET_NAME,
+    _DNS_LABEL,
+    _GKE_VERSION,
+    _NETWORK_REF,
+    _PATHWAYS_VERSION,
+    DEFAULT_BATCH_RESTARTS_PER_HOST,
+    DEFAULT_USER_RESOURCES,
+    GCP_KEYS,
+    INT32_MAX,
+    MAX_NODES_PER_CLUSTER,
+    MAX_NODES_PER_POOL_ZONE,
+    MAX_RESTARTS_BOUND,
+    MAX_TPU_POOLS,
+    MAX_WORKLOADS,
+    PROJECT_NAMESPACE,
+    PROXY_RESOURCES,
+    RESOURCE_MANAGER_RESOURCES,
+    UNLIMITED_RESTARTS_PER_HOST,
+    PathwaysVersion,
+    ProjectId,
+    Region,
+    Zone,
+    _dns_label,
+    _matching,
+    _Model,
+    _network,
+)
+from .ports import HEAD_NODE_PORTS
+
+# --- workloads -----------------------------------------------------------------------------
+
+# What Pathways needs on its scratch bucket (PLATFORM-FACTS §1); buckets.update: it attaches lifecycle rules.
+SCRATCH_PERMISSIONS = (
+    "storage.buckets.get",
+    "storage.buckets.update",
+    "storage.objects.create",
+    "storage.objects.get",
+    "storage.objects.list",
+)
+PATHWAYS_REGISTRY = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
+# Env the user container gets from the stack; a user value would duplicate or contradict it.
+RESERVED_ENV = frozenset({
+    "PATHWAYS_HEAD", "JAX_PLATFORMS", "JAX_BACKEND_TARGET", "DATA_LOADER_WORKERS", "ENABLE_PATHWAYS_PERSISTENCE",
+    "PATHWAYS_PROFILING_AUTH_TOKEN", "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "PROFILER_PORT", "PROFILE_TRACE_DIR",
+})
+_SIDECAR_TAG = re.compile(r":[0-9]{8}-python_([0-9.]+)-jax_([0-9.]+)(@sha256:[0-9a-f]{64})?\Z")
+# An image reference as the registry API writes it (distribution/reference grammar, simplified):
+# [host[:port]/]path[:tag][@sha256:<64 hex>], path components lowercase.
+_IMAGE_REF = re.compile(
+    r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+)
+
+
+def is_pinned(image: str) -> bool:
+    """A well-formed reference with a full @sha256 digest, or an explicit tag that is not `latest`."""
+    if not _IMAGE_REF.fullmatch(image):
+        return False
+    if "@" in image:
+        return True  # the grammar admits only @sha256:<64 hex>
+    tag = image_tag(image)
+    return tag is not None and tag != "latest"
+
+
+def check_pinned_image(image: str) -> str:
+    if len(image) > 512 or not _IMAGE_REF.fullmatch(image):
+        raise ValueError(f"{image[:80]!r} is not an image reference; use [registry/]path:tag or path@sha256:<64 hex digits>")
+    if not is_pinned(image):
+        raise ValueError(f"{image!r} is not pinned; give an explicit tag (not latest) or a @sha256 digest")
+    return image
+
+
+class Profiling(_Model):
+    port: int = Field(default=9999, ge=1024, le=65535, description="jax.profiler.start_server port on the user container.")
+
+    @field_validator("port")
+    @classmethod
+    def _free(cls, v: int) -> int:
+        # The head pod is hostNetwork: the port is the node's, beside the RM, the proxy and the kubelet.
+        if v in HEAD_NODE_PORTS:
+            raise ValueError(f"{v} is taken on the head node by {HEAD_NODE_PORTS[v]}; use another port, e.g. 9999")
+        return v
+
+
+class ColocatedPython(_Model):
+    image: str = Field(description="Sidecar image built from pathways-colocated-python/sidecar:<date>-python_<X>-jax_<Y>.")
+    cpu: str = Field(default="4", description="Sidecar CPU request (taken from the worker's share of the TPU VM).")
+    memory: str = Field(default="16Gi", description="Sidecar memory (request = limit; taken from the worker's share).")
+    shm_size: str = Field(default="8Gi", description=(
+        "Size of the memory-backed directory the worker and sidecar share for large transfers; "
+        "it counts against the pod's memory."
+    ))
+
+    @field_validator("cpu", "memory", "shm_size", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        quantity.parse(v)
+        return str(v)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        check_pinned_image(v)
+        if not _SIDECAR_TAG.search(v):
+            raise ValueError(f"{v!r} has no <date>-python_<X>-jax_<Y> tag; the sidecar's JAX must be known to match the client's")
+        return v
+
+    @property
+    def jax_version(self) -> str:
+        m = _SIDECAR_TAG.search(self.image)
+        assert m is not None  # the validator refused any image without the tag
+        return m.group(2)
+
+
+class Elastic(_Model):
+    # --num_elastic_slices is how many slices the job may lose, not the total (xpk help, PathwaysJob
+    # docs; Google's elastic MaxText example runs 1 of 3).
+    max_missing_slices: int = Field(default=1, ge=1, le=MAX_TPU_POOLS, description="Slices the job may lose and keep running (--num_elastic_slices); below the workload's slices.")
+
+
+
+class Workload(_Model):
+    """One Pathways JobSet: batch (runs the user's program to completion) or interactive (headless)."""
+
+    name: str = Field(description="JobSet name (DNS-1123 label).")
+    mode: Literal["batch", "interactive"] = Field(default="batch", description="batch: user container on the head; interactive: RM + proxy only.")
+    state: Literal["running", "suspended", "finished"] = Field(default="running", description=(
+        "running; suspended (JobSet spec.suspend: pods stop, the JobSet stays; resuming restarts from the last "
+        "checkpoint); finished (batch only: the stack stops managing the run, so nothing re-runs it)."
+    ))
+    slice_group: Optional[str] = Field(default=None, description="Slice group it runs on; default: the only group.")
+    slices: Optional[int] = Field(default=None, ge=1, le=MAX_TPU_POOLS, description="Slices used; default: all slices of the group.")
+    image: Optional[str] = Field(default=None, description="User program image (batch only).")
+    command: list[str] = Field(default_factory=list, description="User program command (batch only).")
+    args: list[str] = Field(default_factory=list, description="User program args (batch only).")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra env for the user container.")
+    cpu: str = Field(default=DEFAULT_USER_RESOURCES[0], description="User container CPU (request = limit).")
+    memory: str = Field(default=DEFAULT_USER_RESOURCES[1], description="User container memory (request = limit).")
+    data_loader_workers: int = Field(default=4, ge=0, le=1024, description="Data-loader worker count, passed as DATA_LOADER_WORKERS (never os.cpu_count()).")
+    shm_size: str = Field(default="16Gi", description="Size of the memory-backed /dev/shm.")
+    persistence: bool = Field(default=False, description="ENABLE_PATHWAYS_PERSISTENCE=1 (Orbax through pathwaysutils).")
+    profiling: Optional["Profiling"] = Field(default=None, description="Profiler server and trace upload.")
+    xla_flags: list[str] = Field(default_factory=list, description="XLA flags for the IFRT proxy (each --xla_*).")
+    hlo_dump: bool = Field(default=False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
+    colocated_python: Optional["ColocatedPython"] = Field(default=None, description="Colocated-Python sidecar on the workers.")
+    elastic: Optional["Elastic"] = Field(default=None, description="Elastic slices: the job survives losing slices.")
+    priority: Optional[Literal["training", "interactive", "experiment"]] = Field(default=None, description=(
+        "PriorityClass pathways-<priority> of its pods; default training for batch, interactive for interactive."
+    ))
+    max_restarts: int = Field(default=0, ge=0, le=MAX_RESTARTS_BOUND, description="JobSet failurePolicy.maxRestarts.")
+    worker_restarts_per_host: Optional[int] = Field(default=None, ge=1, le=UNLIMITED_RESTARTS_PER_HOST, description=(
+        "Worker restarts allowed per TPU host (worker Job backoffLimit = hosts x this). Default: 4 for batch "
+        "(a crash loop ends the run), unlimited for interactive (the endpoint keeps serving)."
+    ))
+    termination_grace_period_seconds: int = Field(default=30, ge=0, le=86400, description="Pod termination grace period (at most a day).")
+    # Off by default: a JobSet deleted by its TTL is gone from the cluster but not from the stack, so
+    # the next `pulumi up --refresh` would create it again and re-run the job.
+    ttl_seconds_after_finished: Optional[int] = Field(default=None, ge=0, le=INT32_MAX, description="Delete a finished batch JobSet after this long.")
+    server_image: Optional[str] = Field(default=None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
+    proxy_image: Optional[str] = Field(default=None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
+    subdomain: Optional[str] = Field(default=None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _dns_label(v, 63)
+
+    @field_validator("cpu", "memory", "shm_size", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        quantity.parse(v)
+        return str(v)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_text(cls, v: Any) -> Any:
+        # YAML reads `STEPS: 100` or `DEBUG: true` as numbers and booleans; Kubernetes wants text.
+        if isinstance(v, dict):
+            return {k: (str(x).lower() if isinstance(x, bool) else str(x) if isinstance(x, (int, float)) else x) for k, x in v.items()}
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if not re.fullmatch(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$", name):
+                raise ValueError(f"{name!r} is not a valid environment variable name")
+            if name in RESERVED_ENV:
+                raise ValueError(f"{name} is set by the stack (reserved: {', '.join(sorted(RESERVED_ENV))}); use the workload's own keys instead")
+        return v
+
+    @field_validator("xla_flags")
+    @classmethod
+    def _xla_flags(cls, v: list[str]) -> list[str]:
+        for flag in v:
+            if not re.fullmatch(r"^--xla_[a-z0-9_]+(=.*)?$", flag):
+                raise ValueError(f"{flag!r} is not an XLA flag; each entry must look like --xla_<name>=<value>")
+        return v
+
+    @field_validator("subdomain")
+    @classmethod
+    def _subdomain(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else _dns_label(v, 63)
+
+    @field_validator("server_image", "proxy_image")
+    @classmethod
+    def _pinned(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None:
+            check_pinned_image(v)
+        return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None:
+            check_pinned_image(v)
+        return v
+
+    @property
+    def effective_priority(self) -> str:
+        return self.priority or ("training" if self.mode == "batch" else "interactive")
+
+    @property
+    def shm_bytes(self) -> Decimal:
+        return quantity.parse(self.shm_size)
+
+    def head_containers(self) -> list[tuple[str, str, str]]:
+        """(container, cpu, memory) of the head pod."""
+        out = [("resource manager", *RESOURCE_MANAGER_RESOURCES), ("IFRT proxy", *PROXY_RESOURCES)]
+        if self.mode == "batch":
+            out.append(("user container", self.cpu, self.memory))
+        return out
+
+
+
+def image_tag(image: str) -> Optional[str]:
+    """The tag of an image reference (also in name:tag@sha256:...), or None (digest only / no tag)."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else None
+
+
+def derived_proxy_image(server_image: str) -> Optional[str]:
+    """.../server:T -> .../proxy_server:T; None where no same-release proxy can be named (a digest
+    names one image, and a path not ending in /server has no known proxy beside it)."""
+    if "@" in server_image:
+        return None
+    name, _, tag = server_image.rpartition(":")
+    if not tag or "/" in tag or not name.endswith("/server"):
+        return None
+    return f"{name[: -len('server')]}proxy_server:{tag}"
+
+
+@dataclass(frozen=True)
+class WorkerResources:
+    """Requests of a worker pod's containers on one TPU VM (Burstable QoS; the TPU chips are limits)."""
+
+    vm_cpu: Decimal  # allocatable
+    vm_memory_gib: Decimal
+    worker_cpu: int
+    worker_memory_gib: int
+    sidecar_cpu: Decimal = Decimal(0)
+    sidecar_memory_gib: Decimal = Decimal(0)
+    shm_gib: Decimal = Decimal(0)
+
+
+def worker_resources(machine_type: str, sidecar: Optional["ColocatedPython"]) -> WorkerResources:
+    """What the worker requests: the TPU VM's allocatable (GKE's reservations and DaemonSets taken
+    off, machines.MachineShape), less the colocated sidecar's CPU and memory and the shared-memory
+    directory, which is memory-backed and so counts against the pod's memory."""
+    vm = machines.tpu_vm_shape(machine_type)
+    cpu, mem = vm.allocatable_cpu, vm.allocatable_memory_gib
+    if sidecar is None:
+        return WorkerResources(cpu, mem, int(cpu), int(mem))
+    s_cpu = quantity.parse(sidecar.cpu)
+    s_mem = quantity.parse(sidecar.memory) / quantity.GIB
+    shm = quantity.parse(sidecar.shm_size) / quantity.GIB
+    return WorkerResources(cpu, mem, int(cpu - s_cpu), int(mem - s_mem - shm), s_cpu, s_mem, shm)
+
+
+def head_pod_demand(w: Optional[Workload]) -> tuple[Decimal, Decimal, str]:
+    """(vCPU, GiB, breakdown) of a workload's head pod; None means a default batch workload."""
+    containers = (w or Workload(name="default", image="default:unused")).head_containers()
+    cpu = sum((quantity.parse(c) for _, c, _ in containers), Decimal(0))
+    mem = sum((quantity.parse(m) for _, _, m in containers), Decimal(0)) / quantity.GIB
+    parts = " + ".join(f"{n} {c}/{m}" for n, c, m in containers)
+    return cpu, mem, parts
+
+
+MAX_LABEL_VALUE = 63
+
+
+def coordinator_label(jobset: str, replicated_job: str, job_index: int, pod_index: int, subdomain: Optional[str]) -> str:
+    """The label JobSet puts on every pod: <jobset>-<replicatedJob>-<job>-<pod>.<subdomain (default: jobset)>."""
+    return f"{jobset}-{replicated_job}-{job_index}-{pod_index}.{subdomain or jobset}"
+
+
+def coordinator_address(name: str, subdomain: Optional[str]) -> str:
+    """The coordinator label of a Pathways JobSet (head job, first pod)."""
+    return coordinator_label(name, "pathways-head", 0, 0, subdomain)
