@@ -9,8 +9,10 @@ from components.cluster import GkeCluster, GkeClusterArgs
 from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
 from components.head_pool import HeadPool, HeadPoolArgs
 from components.jobset_controller import JobSetController, JobSetControllerArgs
+from components.kueue import Kueue, KueueArgs
 from components.labels import SYSTEM_ROLE
 from components.manifests import jobset as jobset_manifest
+from components.manifests import kueue as kueue_manifest
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, priority_class_name, psa_labels
 from components.model.config import StackConfig
 from components.model.errors import ConfigError
@@ -70,7 +72,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     groups = {
         g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
-            cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.count, capacity=g.capacity,
+            cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.pools, capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email,
         ))
         for g in cfg.slices
@@ -99,6 +101,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
         opts=k8s_opts,
     )
     guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(workload_namespace=cfg.kubernetes.namespace), opts=k8s_opts)
+    queues: tuple[pulumi.Resource, ...] = ()
+    if cfg.kubernetes.kueue.enabled:
+        kueue = Kueue("kueue", KueueArgs(
+            version=cfg.kubernetes.kueue.version, system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(cfg),
+        ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
+        queues = tuple(kueue.ready)
     interactive = {}
     for w in cfg.active_workloads:
         ctx = jobset_manifest.context(cfg, w)
@@ -106,7 +114,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
             manifest=jobset_manifest.jobset(cfg, w, ctx), profiling_secret=ctx.profiling_secret,
             env_secret=ctx.env_secret, env=dict(w.env),
             # The bucket and its grants too: the first compilation-cache write must not 403.
-            depends_on=(controller.ready, namespace, guardrails.priority_classes[priority_class_name(w)], head, groups[cfg.workload_group(w).name], bucket),
+            depends_on=(controller.ready, namespace, guardrails.priority_classes[priority_class_name(w)], head,
+                        groups[cfg.workload_group(w).name], bucket, *queues),
         ), opts=k8s_opts)
         if w.mode == "interactive":
             interactive[w.name] = jobset_manifest.interactive_access(cfg, w)
@@ -124,8 +133,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
         "sliceGroups": {g.name: {
             "tpu": g.tpu.name, "accelerator": g.tpu.accelerator, "topology": g.tpu.topology,
             "machineType": g.tpu.machine_type, "chipsPerVm": g.tpu.chips_per_vm, "hosts": g.tpu.hosts,
-            "slices": g.count, "capacity": g.capacity.value,
+            "slices": g.count, "spares": g.spares, "capacity": g.capacity.value,
         } for g in cfg.slices},
+        "kueue": {
+            "localQueue": f"{cfg.kubernetes.namespace}/{kueue_manifest.QUEUE}", "clusterQueue": kueue_manifest.QUEUE,
+            "quotas": kueue_manifest.quotas(cfg),
+        } if cfg.kubernetes.kueue.enabled else None,
         "workloadNamespace": cfg.kubernetes.namespace,
         "interactive": interactive,
     }

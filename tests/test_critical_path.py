@@ -51,7 +51,7 @@ def test_no_pool_waits_on_another_pool(plans):
 
 def test_controller_and_workloads_wait_only_on_what_they_need(plans):
     plan = plans[256]
-    chart = plan.one("kubernetes:helm.sh/v4:Chart")
+    chart = plan.one("kubernetes:helm.sh/v4:Chart", "jobset")
     provider = plan.get(chart.options["provider"])
     names = lambda urns: {plan.get(u).name for u in urns}
     assert names(provider.dependencies) <= {"cluster", "cluster-system"}  # the kubeconfig and schedulable nodes
@@ -60,7 +60,12 @@ def test_controller_and_workloads_wait_only_on_what_they_need(plans):
     train = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train")
     deps = names(train.dependencies)
     buckets = {"scratch", "scratch-artifacts", "scratch-role"} | {r.name for r in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
-    assert deps == {"jobset", "workloads", "head-pool", "guardrails-pathways-training"} | {f"slices-v6e-{i}" for i in range(128)} | buckets
+    # and Kueue: the chart (webhooks) and the queue objects it is admitted through
+    kueue = {r.name for r in plan.resources if r.name == "kueue" or r.name.startswith("kueue-") and "kueue.x-k8s.io" in r.type}
+    assert deps == {"jobset", "workloads", "head-pool", "guardrails-pathways-training"} | {f"slices-v6e-{i}" for i in range(128)} | buckets | kueue
+    # Kueue, like the JobSet controller, waits only for the namespace it runs in (and the provider: the system pool)
+    kueue_chart = plan.one("kubernetes:helm.sh/v4:Chart", "kueue")
+    assert names(kueue_chart.dependencies) == {"kueue-namespace"} and kueue_chart.options["provider"] == chart.options["provider"]
 
 
 def test_plan_text_shows_the_chain(capsys):

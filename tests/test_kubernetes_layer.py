@@ -66,7 +66,7 @@ def test_provider_controller_and_dependencies():
     plan = stack_plan("staging")
     provider = plan.one("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "pathways-staging-123/us-east5-b/pathways-staging"
-    chart = plan.one(CHART)
+    chart = plan.one(CHART, "jobset")
     assert chart.input("chart") == "oci://registry.k8s.io/jobset/charts/jobset"
     assert chart.input("version") == "0.12.0" and chart.input("namespace") == "jobset-system"
     assert chart.input("values.controller.nodeSelector") == {"pathways/role": "system"}

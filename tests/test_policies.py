@@ -71,8 +71,8 @@ def test_committed_stacks_pass_every_rule(committed_stack):
     assert violations(plan) == []
 
 
-def test_pack_has_thirteen_rules_with_descriptions():
-    assert len(ALL_POLICIES) == 13 and len({p.name for p in ALL_POLICIES}) == 13
+def test_pack_has_fourteen_rules_with_descriptions():
+    assert len(ALL_POLICIES) == 14 and len({p.name for p in ALL_POLICIES}) == 14
     assert all(p.description and p.enforcement_level is not None for p in ALL_POLICIES)
 
 
@@ -108,6 +108,8 @@ CASES = [
     ("pathways-network-exposure", lambda p: mutate(p, "gcp:compute/firewall:Firewall", "pathways-ports-allow", "sourceRanges", ["0.0.0.0/0"]), "opens Pathways ports [8080, 8471, 29000, 29001, 29002, 29005, 29006, 50051] to the internet"),
     ("pathways-network-exposure", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "masterAuthorizedNetworksConfig", {"cidrBlocks": [{"cidrBlock": "0.0.0.0/0"}]}), "is the whole internet"),
     ("pathways-network-exposure", lambda p: Plan(p.stack, [r for r in p.resources if r.type != "gcp:compute/routerNat:RouterNat"], p.outputs), "private nodes in a VPC without Cloud NAT"),
+    ("pathways-kueue-quota", lambda p: mutate(p, "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.1.resources.2.nominalQuota", "9999"), "has a google.com/tpu quota of 9999, but its pools hold 32 chips"),
+    ("pathways-kueue-quota", lambda p: mutate(p, JOBSET, "workload-train", "metadata.labels", {"pathways/workload": "train"}), "JobSet train is not queued"),
     ("pathways-coordinator-label-length", lambda p: mutate(p, JOBSET, "workload-nb", "metadata.name", "n" * 30), "is 79 characters (> 63)"),
 ]
 
@@ -121,7 +123,7 @@ def test_each_policy_fires(policy, breaker, message):
 def test_jobset_must_depend_on_the_controller():
     plan = BATCH
     js = plan.one(JOBSET, "workload-train")
-    release = plan.one("kubernetes:helm.sh/v4:Chart").urn
+    release = plan.one("kubernetes:helm.sh/v4:Chart", "jobset").urn
     broken = Plan(plan.stack, [dataclasses.replace(r, dependencies=tuple(d for d in r.dependencies if d != release)) if r is js else r for r in plan.resources], plan.outputs)
     found = [v for v in violations(broken) if v.policy == "pathways-jobset-lifecycle"]
     assert [v.urn for v in found] == [js.urn] and "does not depend on the JobSet controller" in found[0].message

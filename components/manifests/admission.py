@@ -231,3 +231,70 @@ def check_builtin(obj: dict[str, Any]) -> Report:
     except kubernetes_validate.SchemaNotFoundError as e:
         report.add("schema", ".", f"no schema for {obj.get('apiVersion')} {obj.get('kind')} in Kubernetes {KUBERNETES_VERSION}: {e}")
     return report
+
+
+# --- Kueue objects: against the upstream CRDs (../shared/reference/kueue, Kueue v0.19.2) ------------
+
+KUEUE_REFERENCE = PROJECT_ROOT.parent / "shared" / "reference" / "kueue"
+KUEUE_PLURALS = {
+    "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues", "ResourceFlavor": "resourceflavors",
+    "WorkloadPriorityClass": "workloadpriorityclasses", "Topology": "topologies", "AdmissionCheck": "admissionchecks",
+}
+
+
+def kueue_crd_path(kind: str) -> Path:
+    return KUEUE_REFERENCE / f"kueue.x-k8s.io_{KUEUE_PLURALS.get(kind, kind.lower() + 's')}.yaml"
+
+
+@functools.lru_cache(maxsize=None)
+def _kueue_validator(kind: str, version: str) -> Optional[tuple[jsonschema.Draft7Validator, dict[str, Any]]]:
+    path = kueue_crd_path(kind)
+    if not path.exists():
+        return None
+    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    # Pick the served version by name (each CRD serves v1beta1, deprecated, then v1beta2), never by index.
+    entry = next((v for v in crd["spec"]["versions"] if v["name"] == version), None)
+    if entry is None:
+        return None
+    schema = entry["schema"]["openAPIV3Schema"]
+    return jsonschema.Draft7Validator(schema), schema
+
+
+def check_kueue(obj: dict[str, Any]) -> Report:
+    """Schema (unknown fields refused too) and the CEL rules of the CRDs that jsonschema does not run."""
+    report = Report()
+    kind, version = obj.get("kind", ""), str(obj.get("apiVersion", "")).rpartition("/")[2]
+    found = _kueue_validator(kind, version)
+    if found is None:
+        report.notices.append(f"Kueue {kind} {version} schema not found under {KUEUE_REFERENCE}; schema check skipped")
+    else:
+        validator, schema = found
+        for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.path)):
+            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
+            report.add("kueue-schema", path.lstrip("."), err.message)
+        for path, message in _unknown_fields(obj, schema, ""):
+            report.add("kueue-schema", path.lstrip("."), message)
+    name = (obj.get("metadata") or {}).get("name", "")
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name) or len(name) > 253:
+        report.add("name", "metadata.name", f"{name!r} is not a DNS subdomain")
+    spec = obj.get("spec") or {}
+    if kind == "ClusterQueue":
+        # CEL: each flavor lists as many resources as coveredResources (and we list them in that order).
+        for i, group in enumerate(spec.get("resourceGroups") or []):
+            covered = group.get("coveredResources") or []
+            for j, flavor in enumerate(group.get("flavors") or []):
+                names = [r.get("name") for r in flavor.get("resources") or []]
+                if names != covered:
+                    report.add("kueue-cel", f"spec.resourceGroups[{i}].flavors[{j}]", f"resources {names} must match coveredResources {covered}")
+                for r in flavor.get("resources") or []:
+                    try:
+                        quantity.parse(r.get("nominalQuota"))
+                    except ValueError as e:
+                        report.add("quantity", f"spec.resourceGroups[{i}].flavors[{j}]", str(e))
+    if kind == "ResourceFlavor":
+        if spec.get("topologyName") and not spec.get("nodeLabels"):
+            report.add("kueue-cel", "spec", "at least one nodeLabel is required when topologyName is set")
+        for key, value in (spec.get("nodeLabels") or {}).items():
+            if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+                report.add("label", f"spec.nodeLabels.{key}", f"{value!r} is not a label value")
+    return report

@@ -22,6 +22,7 @@ from ..model.config import (
 )
 from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
 from .guardrails import priority_class_name
+from .kueue import queue_labels
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"
@@ -359,7 +360,11 @@ def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any
         "metadata": {
             "name": w.name,
             "namespace": cfg.kubernetes.namespace,
-            "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"},
+            "labels": {
+                WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
+                # Queued by Kueue: admitted all-or-nothing when its slices are free (manifests/kueue.py).
+                **(queue_labels(w.effective_priority) if cfg.kubernetes.kueue.enabled else {}),
+            },
         },
         "spec": spec,
     }

@@ -60,9 +60,28 @@ from .workload import is_pinned as is_pinned
 # --- the stack -----------------------------------------------------------------------------
 
 
+def _chart_version(v: str) -> str:
+    if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v):
+        raise ValueError(f"{v!r} is not a chart version (e.g. 0.12.0)")
+    return v
+
+
+class KueueConfig(_Model):
+    enabled: bool = Field(default=True, description=(
+        "Kueue queues the JobSets: admitted all-or-nothing when their slices are free, by priority."
+    ))
+    version: str = Field(default="0.19.2", description="Kueue Helm chart version (oci://registry.k8s.io/kueue/charts/kueue).")
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        return _chart_version(v)
+
+
 class KubernetesConfig(_Model):
     namespace: str = Field(default="pathways", description="Namespace of the Pathways JobSets.")
     jobset_version: str = Field(default="0.12.0", description="JobSet Helm chart version (controller and CRD).")
+    kueue: KueueConfig = Field(default_factory=KueueConfig)
 
     @field_validator("namespace")
     @classmethod
@@ -72,9 +91,7 @@ class KubernetesConfig(_Model):
     @field_validator("jobset_version")
     @classmethod
     def _version(cls, v: str) -> str:
-        if not re.fullmatch(r"^[0-9]+\.[0-9]+\.[0-9]+$", v):
-            raise ValueError(f"{v!r} is not a chart version (e.g. 0.12.0)")
-        return v
+        return _chart_version(v)
 
 
 
@@ -426,15 +443,42 @@ def _problem(err: Mapping[str, Any]) -> Problem:
     return Problem(config_key(loc), f"{value!r} is not valid: {msg[0].lower()}{msg[1:]}")
 
 
+def _sharing_checks(cfg: StackConfig) -> list[Problem]:
+    """Workloads sharing a slice group; spares only help a workload that may restart."""
+    problems = []
+    names = {g.name for g in cfg.slices}
+    for i, w in enumerate(cfg.workloads):
+        if w.state != "running" or (w.slice_group or cfg.slices[0].name) not in names:
+            continue
+        group = cfg.workload_group(w)
+        if group.spares and w.max_restarts == 0:
+            problems.append(Problem(config_key(("workloads", i, "maxRestarts")), (
+                f"0 with slice group {group.name!r} keeping {group.spares} spare slice(s): a failure ends the run instead "
+                "of restarting it onto a spare; set maxRestarts to 1 or more"
+            )))
+    if cfg.kubernetes.kueue.enabled:
+        return problems  # Kueue admits each JobSet all-or-nothing when its slices are free
+    for g in cfg.slices:
+        users = [w for w in cfg.workloads if w.state == "running" and (w.slice_group or cfg.slices[0].name) == g.name]
+        wanted = sum(cfg.workload_slices(w) for w in users)
+        if len(users) > 1 and wanted > g.count:
+            problems.append(Problem(config_key(("kubernetes", "kueue", "enabled")), (
+                f"false, but workloads {', '.join(w.name for w in users)} want {wanted} slices of group {g.name!r}, which "
+                f"has {g.count}: without Kueue each could take part of the slices and both wait forever; enable Kueue "
+                "or lower their slices"
+            )))
+    return problems
+
+
 def _size_checks(cfg: StackConfig) -> list[Problem]:
     """What GKE (and this project's planning time) can hold."""
     problems = []
-    pools = sum(g.count for g in cfg.slices)
+    pools = sum(g.pools for g in cfg.slices)
     if pools > MAX_TPU_POOLS:
         problems.append(Problem(config_key(("slices",)), (
             f"{pools} TPU slices in all, one node pool each; at most {MAX_TPU_POOLS} per stack: lower the counts or split the stack"
         )))
-    nodes = cfg.cluster.system_pool.max_nodes + cfg.head_nodes + sum(g.count * g.tpu.hosts for g in cfg.slices)
+    nodes = cfg.cluster.system_pool.max_nodes + cfg.head_nodes + sum(g.pools * g.tpu.hosts for g in cfg.slices)
     if nodes > MAX_NODES_PER_CLUSTER:
         problems.append(Problem(config_key(("slices",)), (
             f"{nodes} nodes in all (TPU hosts, head and system pools), over GKE's {MAX_NODES_PER_CLUSTER} per "
@@ -468,12 +512,13 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
             continue
         group = cfg.workload_group(w)
         if w.slices is not None and w.slices > group.count:
-            problems.append(Problem(config_key(("workloads", i, "slices")), f"{w.slices} exceeds the {group.count} slice(s) of group {group.name!r}; use 1..{group.count} or raise slices[{group_names[group.name]}].count"))
+            problems.append(Problem(config_key(("workloads", i, "slices")), f"{w.slices} exceeds the {group.count} slice(s) of group {group.name!r} (spares are not for workloads); use 1..{group.count} or raise slices[{group_names[group.name]}].count"))
         problems += _workload_checks(cfg, i, w)
         if w.mode == "batch" and not w.image:
             problems.append(Problem(config_key(("workloads", i, "image")), "required for a batch workload (the user program's image)"))
         if w.mode == "interactive" and (w.image or w.command or w.args):
             problems.append(Problem(config_key(("workloads", i, "mode")), "interactive workloads run no user container; remove image, command and args or use mode: batch"))
+    problems += _sharing_checks(cfg)
     if cfg.workloads and cfg.pathways_version is None:
         problems.append(Problem(config_key(("pathwaysVersion",)), "required when workloads are set; use the jax-<version> tag matching your program's JAX, e.g. jax-0.7.2"))
     problems += _head_pool_checks(cfg)

@@ -82,6 +82,10 @@ class SliceGroup(_Model):
     name: str = Field(description="Group name: node label, pool name part, and what workloads reference.")
     tpu: tpu_catalog.TpuSlice = Field(description="TPU name (v6e-16) or {family, topology, machineType}.")
     count: int = Field(default=1, ge=1, le=MAX_TPU_POOLS, description="Number of slices (node pools) in the group.")
+    spares: int = Field(default=0, ge=0, le=MAX_TPU_POOLS, description=(
+        "Extra slices kept ready for hot-swap: a restarted JobSet lands on a spare instead of waiting for a "
+        "failed slice's repair. Provisioned, but never queue quota."
+    ))
     spot: bool = Field(default=False, description="Spot capacity.")
     flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
     reservation: Optional[str] = Field(default=None, description="Name of a specific reservation to consume.")
@@ -112,6 +116,11 @@ class SliceGroup(_Model):
                 "reservation (none means on-demand)"
             )
         return self
+
+    @property
+    def pools(self) -> int:
+        """Node pools: the slices and the spares."""
+        return self.count + self.spares
 
     @property
     def capacity(self) -> Capacity:

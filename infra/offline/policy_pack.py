@@ -28,6 +28,7 @@ DOMAIN_MODULES = (
     "components/manifests/__init__.py",
     "components/manifests/jobset.py",
     "components/manifests/guardrails.py",
+    "components/manifests/kueue.py",
 )
 
 ENTRY_POINT = '''"""Policy pack entry point (built by infra/offline/policy_pack.py): everything it imports is in this folder."""

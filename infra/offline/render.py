@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from components.labels import SLICE_GROUP_LABEL, SPOT_LABEL
-from components.manifests.admission import PoolFacts, Report, check_builtin, check_jobset
+from components.manifests.admission import PoolFacts, Report, check_builtin, check_jobset, check_kueue
 from components.manifests.jobset import KIND
 from components.resource_types import NODE_POOL
 
@@ -63,11 +63,15 @@ def check_plan(plan: Plan) -> dict[str, Report]:
 
 
 def check_builtins(plan: Plan) -> dict[str, Report]:
-    """Schema report per built-in object (everything but JobSets), keyed kind/name."""
-    return {
-        f"{obj['kind']}/{obj.get('metadata', {}).get('name')}": check_builtin(obj)
-        for obj in manifests(plan) if obj.get("kind") != KIND and not _is_secret(obj)
-    }
+    """Schema report per object other than a JobSet, keyed kind/name: built-in kinds against
+    kubernetes-validate, Kueue's against its upstream CRDs."""
+    out = {}
+    for obj in manifests(plan):
+        if obj.get("kind") == KIND or _is_secret(obj):
+            continue
+        check = check_kueue if str(obj.get("apiVersion", "")).startswith("kueue.x-k8s.io/") else check_builtin
+        out[f"{obj['kind']}/{obj.get('metadata', {}).get('name')}"] = check(obj)
+    return out
 
 
 _FIRST = ("apiVersion", "kind", "metadata", "name", "namespace", "spec")

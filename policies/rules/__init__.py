@@ -6,6 +6,7 @@ from .cluster_hardening import cluster_hardening
 from .coordinator_label import coordinator_label
 from .head_machine import head_machine
 from .jobset_lifecycle import jobset_lifecycle
+from .kueue_quota import kueue_quota
 from .network_exposure import network_exposure
 from .node_identity import node_identity
 from .pinned_images import pinned_images
@@ -28,4 +29,5 @@ ALL_POLICIES = [
     tpu_pool_replacement,
     coordinator_label,
     network_exposure,
+    kueue_quota,
 ]

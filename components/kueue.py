@@ -1,0 +1,70 @@
+"""Kueue: the controller (Helm chart, on the system pool, JobSet integration on) and the queue objects
+derived from the stack (components.manifests.kueue, pure). JobSets wait for both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_kubernetes import _utilities as k8s_utilities
+
+from .labels import ROLE_LABEL
+from .manifests.guardrails import psa_labels
+
+CHART = "oci://registry.k8s.io/kueue/charts/kueue"  # ../shared/reference/kueue/FACTS.md, "Helm chart"
+NAMESPACE = "kueue-system"
+
+
+@dataclass(frozen=True)
+class KueueArgs:
+    version: str
+    """Chart version (the git tag without its v, e.g. 0.19.2)."""
+    system_role: str
+    """Value of the pathways/role label on the system pool, where the controller runs."""
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses (built from the stack)."""
+
+
+class KubernetesObject(pulumi.CustomResource):
+    """Any object of a CRD, top-level fields and all (apiextensions.CustomResource takes only `spec`,
+    while e.g. a WorkloadPriorityClass has `value` at the top). Registered exactly as CustomResource
+    registers itself: type kubernetes:<apiVersion>:<kind>, handled by the Kubernetes provider."""
+
+    def __init__(self, name: str, obj: dict[str, Any], opts: Optional[pulumi.ResourceOptions] = None):
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_utilities.get_version()))
+        super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, dict(obj), opts)
+
+
+class Kueue(pulumi.ComponentResource):
+    ready: list[pulumi.Resource]
+    """Depend on these: the controller and webhooks are up and the queues exist."""
+
+    def __init__(self, name: str, args: KueueArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:k8s:Kueue", name, None, opts)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            # baseline enforced (the chart's pod settings are not pinned here); warn and audit at restricted
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels("baseline")),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        chart = k8s.helm.v4.Chart(
+            name,
+            chart=CHART,
+            version=args.version,
+            namespace=NAMESPACE,
+            skip_crds=False,  # CRDs applied (and upgraded) with the chart, as for JobSet
+            # The chart's default manager config enables the JobSet integration (jobset.x-k8s.io/jobset).
+            values={"controllerManager": {"nodeSelector": {ROLE_LABEL: args.system_role}}},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+        )
+        objects = [
+            KubernetesObject(
+                f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[chart]),
+            )
+            for obj in args.objects
+        ]
+        self.ready = [chart, *objects]
+        self.register_outputs({})

@@ -1,0 +1,68 @@
+"""Kueue quotas within what the pools provide, and every JobSet of a Kueue stack queued.
+
+A ClusterQueue whose TPU quota exceeds the chips its flavor's pools hold admits JobSets that can never
+run (pods Pending for ever, slices held by nobody); a JobSet without the queue label bypasses Kueue and
+can take part of a group's slices while a queued one holds the rest.
+"""
+
+from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
+
+from components.labels import SLICE_GROUP_LABEL
+from components.model import tpu
+
+from .common import JOBSET, NODE_POOL, get, is_tpu_pool
+
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+TPU = "google.com/tpu"
+
+
+def _chips_per_vm(machine: str) -> int:
+    return next(f.machine_types[machine] for f in tpu.FAMILIES.values() if machine in f.machine_types)
+
+
+def _provisioned_chips(resources) -> dict[str, int]:
+    """Chips per slice group the TPU pools hold (at their full size, autoscaled ones included)."""
+    out: dict[str, int] = {}
+    for r in resources:
+        if r.resource_type != NODE_POOL or not is_tpu_pool(r.props):
+            continue
+        group = str((get(r.props, "nodeConfig.labels") or {}).get(SLICE_GROUP_LABEL, ""))
+        nodes = get(r.props, "nodeCount") or get(r.props, "autoscaling.maxNodeCount") or 0
+        out[group] = out.get(group, 0) + int(nodes) * _chips_per_vm(get(r.props, "nodeConfig.machineType"))
+    return out
+
+
+def _validate(args: StackValidationArgs, report) -> None:
+    resources = list(args.resources)
+    queues = [r for r in resources if r.resource_type == CLUSTER_QUEUE]
+    if not queues:
+        return
+    chips = _provisioned_chips(resources)
+    flavor_group = {get(r.props, "metadata.name"): (get(r.props, "spec.nodeLabels") or {}).get(SLICE_GROUP_LABEL)
+                    for r in resources if r.resource_type == FLAVOR}
+    for q in queues:
+        for group in get(q.props, "spec.resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                quota = next((int(str(x.get("nominalQuota"))) for x in flavor.get("resources") or [] if x.get("name") == TPU), 0)
+                slice_group = flavor_group.get(flavor.get("name"))
+                have = chips.get(slice_group, 0) if slice_group else 0
+                if quota > have:
+                    report(f"ClusterQueue {get(q.props, 'metadata.name')}: flavor {flavor.get('name')} has a {TPU} quota of "
+                           f"{quota}, but its pools hold {have} chips; derive quotas from the pools", q.urn)
+    local = {(get(r.props, "metadata.namespace"), get(r.props, "metadata.name")) for r in resources if r.resource_type == LOCAL_QUEUE}
+    for js in (r for r in resources if r.resource_type == JOBSET):
+        name = (get(js.props, "metadata.labels") or {}).get(QUEUE_LABEL)
+        if (get(js.props, "metadata.namespace"), name) not in local:
+            report(f"JobSet {get(js.props, 'metadata.name')} is not queued (label {QUEUE_LABEL} naming a LocalQueue of its "
+                   "namespace): it would bypass Kueue and can hold slices a queued JobSet waits for", js.urn)
+
+
+kueue_quota = StackValidationPolicy(
+    name="pathways-kueue-quota",
+    description="Kueue TPU quotas never exceed the chips the pools hold; every JobSet of a Kueue stack carries a LocalQueue label.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate,
+)
