@@ -87,6 +87,8 @@ class TpuSliceGroupArgs:
     """Specific reservation name when capacity is reservation."""
     service_account: pulumi.Input[str]
     """Email of the Pathways node SA."""
+    auto_upgrade: bool = True
+    """Whether GKE upgrades the pools' nodes (recreating the slice)."""
 
 
 class TpuSliceGroup(pulumi.ComponentResource):
@@ -144,7 +146,10 @@ class TpuSliceGroup(pulumi.ComponentResource):
             node_count=None if flex else tpu.hosts,
             initial_node_count=0 if flex else None,
             autoscaling=gcp.container.NodePoolAutoscalingArgs(**flex_start_autoscaling(tpu)) if flex else None,
-            management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=args.auto_upgrade),
+            # A slice upgrades as a whole; no surge node (a spare VM cannot join a slice): one at a time,
+            # as Cluster Toolkit's gke-node-pool does for TPU pools (max_surge 0, max_unavailable 1).
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),
             placement_policy=placement,
             node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,), **extra),
             opts=pulumi.ResourceOptions(

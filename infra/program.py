@@ -13,12 +13,14 @@ from components.kueue import Kueue, KueueArgs
 from components.labels import SYSTEM_ROLE
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
+from components.manifests import monitoring
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, priority_class_name, psa_labels
 from components.model.config import StackConfig
 from components.model.errors import ConfigError
 from components.model.ports import PATHWAYS_PORTS
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
 from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
+from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
@@ -58,6 +60,10 @@ def build(cfg: StackConfig) -> dict[str, object]:
         node_service_account=system_sa.email, system_machine_type=c.system_pool.machine_type,
         system_min_nodes=c.system_pool.min_nodes, system_max_nodes=c.system_pool.max_nodes,
         private_nodes=c.private_nodes, public_endpoint=c.public_endpoint,
+        maintenance_window=(c.maintenance.window.start_time, c.maintenance.window.end_time, c.maintenance.window.recurrence)
+        if c.maintenance.window else None,
+        maintenance_exclusions=tuple((e.name, e.start_time, e.end_time, e.scope) for e in c.maintenance.exclusions),
+        monitoring_components=monitoring.MONITORING_COMPONENTS,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
@@ -73,7 +79,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
             cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.pools, capacity=g.capacity,
-            reservation=g.reservation, service_account=pathways_sa.email,
+            reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
         ))
         for g in cfg.slices
     }
@@ -83,6 +89,10 @@ def build(cfg: StackConfig) -> dict[str, object]:
         cache_prefix=b.cache_prefix, artifacts_prefix=b.artifacts_prefix, artifacts_ttl_days=b.artifacts_ttl_days,
         soft_delete_days=b.soft_delete_days, role_id=cfg.scratch_role_id, members=(pathways_sa.member,),
         protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug},
+    ))
+    observability = Observability("observability", ObservabilityArgs(
+        project=cfg.project, dashboard=monitoring.dashboard(cfg), alert_policies=monitoring.alert_policies(cfg),
+        notification_channels=list(cfg.monitoring.notification_channels),
     ))
     # --- Kubernetes layer -------------------------------------------------------------------
     provider = k8s.Provider(
@@ -140,6 +150,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
             "quotas": kueue_manifest.quotas(cfg),
         } if cfg.kubernetes.kueue.enabled else None,
         "workloadNamespace": cfg.kubernetes.namespace,
+        "links": observability.dashboard_id.apply(lambda d: monitoring.console_links(cfg, location, d)),
         "interactive": interactive,
     }
 

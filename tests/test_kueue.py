@@ -109,7 +109,7 @@ def test_a_spare_slice_adds_a_pool_but_no_quota():
 @pytest.mark.parametrize("changes,key,text", [
     (dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "spares": 1}], workloads=[{"name": "t", "image": "example.com/t:1", "slices": 3, "maxRestarts": 1}]),
      "pathways:workloads[0].slices", "3 exceeds the 2 slice(s) of group 'main' (spares are not for workloads)"),
-    (dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "spares": 1}], workloads=[{"name": "t", "image": "example.com/t:1"}]),
+    (dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "spares": 1}], workloads=[{"name": "t", "image": "example.com/t:1", "maxRestarts": 0}]),
      "pathways:workloads[0].maxRestarts", "0 with slice group 'main' keeping 1 spare slice(s)"),
     (dict(kubernetes={"kueue": {"enabled": False}}, workloads=[{"name": "a", "image": "example.com/t:1"}, {"name": "b", "image": "example.com/t:1"}]),
      "pathways:kubernetes.kueue.enabled", "workloads a, b want 4 slices of group 'main', which has 2"),

@@ -345,7 +345,7 @@ def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any
         "coordinator": {"replicatedJob": HEAD_JOB, "jobIndex": 0, "podIndex": 0},
         "network": network,
         "startupPolicy": {"startupPolicyOrder": "InOrder"},
-        "failurePolicy": {"maxRestarts": w.max_restarts},
+        "failurePolicy": {"maxRestarts": w.restarts},
         "replicatedJobs": [head_job(cfg, w, ctx), worker_job(cfg, w, ctx)],
     }
     if w.state == "suspended":

@@ -11,33 +11,9 @@ from pydantic import (
     model_validator,
 )
 
-from .common import (  # noqa: F401 (ruff --fix trims)
+from .common import (
     _BUCKET_NAME,
-    _DNS_LABEL,
-    _GKE_VERSION,
-    _NETWORK_REF,
-    _PATHWAYS_VERSION,
-    DEFAULT_BATCH_RESTARTS_PER_HOST,
-    DEFAULT_USER_RESOURCES,
-    GCP_KEYS,
-    INT32_MAX,
-    MAX_NODES_PER_CLUSTER,
-    MAX_NODES_PER_POOL_ZONE,
-    MAX_RESTARTS_BOUND,
-    MAX_TPU_POOLS,
-    MAX_WORKLOADS,
-    PROJECT_NAMESPACE,
-    PROXY_RESOURCES,
-    RESOURCE_MANAGER_RESOURCES,
-    UNLIMITED_RESTARTS_PER_HOST,
-    PathwaysVersion,
-    ProjectId,
-    Region,
-    Zone,
-    _dns_label,
-    _matching,
     _Model,
-    _network,
 )
 
 # --- bucket --------------------------------------------------------------------------------

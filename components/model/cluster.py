@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from enum import Enum
-from typing import Optional
+from typing import Literal, Optional
 
 from pydantic import (
     Field,
@@ -12,31 +14,11 @@ from pydantic import (
 )
 
 from . import machines
-from .common import (  # noqa: F401 (ruff --fix trims)
-    _BUCKET_NAME,
-    _DNS_LABEL,
+from .common import (
     _GKE_VERSION,
     _NETWORK_REF,
-    _PATHWAYS_VERSION,
-    DEFAULT_BATCH_RESTARTS_PER_HOST,
-    DEFAULT_USER_RESOURCES,
-    GCP_KEYS,
-    INT32_MAX,
-    MAX_NODES_PER_CLUSTER,
     MAX_NODES_PER_POOL_ZONE,
-    MAX_RESTARTS_BOUND,
-    MAX_TPU_POOLS,
-    MAX_WORKLOADS,
-    PROJECT_NAMESPACE,
-    PROXY_RESOURCES,
-    RESOURCE_MANAGER_RESOURCES,
-    UNLIMITED_RESTARTS_PER_HOST,
-    PathwaysVersion,
-    ProjectId,
-    Region,
-    Zone,
     _dns_label,
-    _matching,
     _Model,
     _network,
 )
@@ -83,6 +65,88 @@ class SystemPool(_Model):
         return self
 
 
+def _timestamp(v: str) -> datetime:
+    try:
+        t = datetime.fromisoformat(str(v).replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{str(v)[:40]!r} is not an RFC 3339 time; use e.g. 2026-12-05T02:00:00Z") from None
+    if t.tzinfo is None:
+        raise ValueError(f"{v!r} has no time zone; end it with Z or an offset, e.g. 2026-12-05T02:00:00Z")
+    return t
+
+
+# GKE maintenance rules (GKE docs, "Maintenance windows and exclusions"): a recurring window of at least
+# 4 hours per occurrence (RFC 5545 RRULE); a "no upgrades" exclusion lasts at most 30 days, the
+# "no minor (or node) upgrades" scopes until the end of the minor's support (checked by GKE itself).
+MIN_WINDOW_HOURS = 4
+MAX_NO_UPGRADES_DAYS = 30
+
+
+class MaintenanceWindow(_Model):
+    start_time: str = Field(description="First window's start, RFC 3339 (e.g. 2026-12-05T02:00:00Z).")
+    end_time: str = Field(description="First window's end; the window repeats with recurrence.")
+    recurrence: str = Field(default="FREQ=WEEKLY;BYDAY=SA,SU", description="RFC 5545 RRULE, e.g. FREQ=WEEKLY;BYDAY=SA,SU.")
+
+    @field_validator("start_time", "end_time")
+    @classmethod
+    def _time(cls, v: str) -> str:
+        _timestamp(v)
+        return v
+
+    @field_validator("recurrence")
+    @classmethod
+    def _rrule(cls, v: str) -> str:
+        if not re.fullmatch(r"FREQ=(DAILY|WEEKLY|MONTHLY)(;[A-Z]+=[A-Z0-9,+-]+){0,5}", v):
+            raise ValueError(f"{v[:60]!r} is not an RRULE GKE takes; use e.g. FREQ=WEEKLY;BYDAY=SA,SU")
+        return v
+
+    @model_validator(mode="after")
+    def _length(self) -> "MaintenanceWindow":
+        hours = (_timestamp(self.end_time) - _timestamp(self.start_time)).total_seconds() / 3600
+        if hours < MIN_WINDOW_HOURS:
+            raise ValueError(f"window of {hours:g} h; GKE needs at least {MIN_WINDOW_HOURS} hours per occurrence")
+        return self
+
+
+class MaintenanceExclusion(_Model):
+    name: str = Field(description="Exclusion name, e.g. pretraining-q1.")
+    start_time: str = Field(description="RFC 3339.")
+    end_time: str = Field(description="RFC 3339; GKE requires an end.")
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = Field(
+        default="NO_MINOR_OR_NODE_UPGRADES", description="What GKE may not do meanwhile; no node upgrades keeps TPU slices running.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _dns_label(v, 63)
+
+    @field_validator("start_time", "end_time")
+    @classmethod
+    def _time(cls, v: str) -> str:
+        _timestamp(v)
+        return v
+
+    @model_validator(mode="after")
+    def _span(self) -> "MaintenanceExclusion":
+        start, end = _timestamp(self.start_time), _timestamp(self.end_time)
+        if end <= start:
+            raise ValueError(f"endTime {self.end_time} is not after startTime {self.start_time}")
+        if self.scope == "NO_UPGRADES" and (end - start).days > MAX_NO_UPGRADES_DAYS:
+            raise ValueError(
+                f"a NO_UPGRADES exclusion lasts at most {MAX_NO_UPGRADES_DAYS} days (GKE); use scope NO_MINOR_OR_NODE_UPGRADES for longer"
+            )
+        return self
+
+
+class Maintenance(_Model):
+    window: Optional[MaintenanceWindow] = Field(default=None, description="When GKE may upgrade and repair.")
+    exclusions: list[MaintenanceExclusion] = Field(default_factory=list, max_length=20)
+
+    @property
+    def holds_node_upgrades(self) -> bool:
+        return any(e.scope in ("NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES") for e in self.exclusions)
+
+
 class ClusterConfig(_Model):
     name: Optional[str] = Field(default=None, description="GKE cluster name; default pathways-<stack>.")
     regional: bool = Field(default=False, description="Regional control plane (nodes stay in the stack's zone).")
@@ -99,6 +163,7 @@ class ClusterConfig(_Model):
     master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list, max_length=50)
     deletion_protection: Optional[bool] = Field(default=None, description="GKE deletion protection; default on.")
     system_pool: SystemPool = Field(default_factory=SystemPool)
+    maintenance: Maintenance = Field(default_factory=Maintenance)
 
     @field_validator("name")
     @classmethod

@@ -95,6 +95,23 @@ class KubernetesConfig(_Model):
 
 
 
+class MonitoringConfig(_Model):
+    notification_channels: list[str] = Field(default_factory=list, max_length=10, description=(
+        "Cloud Monitoring notification channels the alerts go to (projects/<p>/notificationChannels/<id>)."
+    ))
+    duty_cycle_threshold: int = Field(default=10, ge=1, le=100, description="Alert when a running workload's TPU duty cycle stays below this %.")
+    duty_cycle_minutes: int = Field(default=30, ge=5, le=1440, description="... for this many minutes.")
+    restart_storm: int = Field(default=5, ge=1, le=10_000, description="Alert on more container restarts than this in 10 minutes.")
+
+    @field_validator("notification_channels")
+    @classmethod
+    def _channels(cls, v: list[str]) -> list[str]:
+        for c in v:
+            if not re.fullmatch(r"projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/[0-9]{1,30}", c):
+                raise ValueError(f"{c[:80]!r} is not a notification channel; use projects/<project>/notificationChannels/<id>")
+        return v
+
+
 class StackConfig(_Model):
     stack: str = Field(description="Stack name (set by the loader, not a config key).")
     secret_keys: frozenset[str] = Field(default=frozenset(), description="Config keys given as secrets (set by the loader, not a config key).")
@@ -110,6 +127,7 @@ class StackConfig(_Model):
     pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
     kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
     workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
     allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
         "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
         "delete or recreate in a protected stack. Review it in the PR; empty it after the change lands."
@@ -451,7 +469,7 @@ def _sharing_checks(cfg: StackConfig) -> list[Problem]:
         if w.state != "running" or (w.slice_group or cfg.slices[0].name) not in names:
             continue
         group = cfg.workload_group(w)
-        if group.spares and w.max_restarts == 0:
+        if group.spares and w.restarts == 0:
             problems.append(Problem(config_key(("workloads", i, "maxRestarts")), (
                 f"0 with slice group {group.name!r} keeping {group.spares} spare slice(s): a failure ends the run instead "
                 "of restarting it onto a spare; set maxRestarts to 1 or more"

@@ -13,33 +13,11 @@ from pydantic import (
 )
 
 from . import tpu as tpu_catalog
-from .common import (  # noqa: F401 (ruff --fix trims)
-    _BUCKET_NAME,
-    _DNS_LABEL,
-    _GKE_VERSION,
-    _NETWORK_REF,
-    _PATHWAYS_VERSION,
-    DEFAULT_BATCH_RESTARTS_PER_HOST,
-    DEFAULT_USER_RESOURCES,
-    GCP_KEYS,
-    INT32_MAX,
-    MAX_NODES_PER_CLUSTER,
+from .common import (
     MAX_NODES_PER_POOL_ZONE,
-    MAX_RESTARTS_BOUND,
     MAX_TPU_POOLS,
-    MAX_WORKLOADS,
-    PROJECT_NAMESPACE,
-    PROXY_RESOURCES,
-    RESOURCE_MANAGER_RESOURCES,
-    UNLIMITED_RESTARTS_PER_HOST,
-    PathwaysVersion,
-    ProjectId,
-    Region,
-    Zone,
     _dns_label,
-    _matching,
     _Model,
-    _network,
 )
 
 # --- pools ---------------------------------------------------------------------------------
@@ -85,6 +63,10 @@ class SliceGroup(_Model):
     spares: int = Field(default=0, ge=0, le=MAX_TPU_POOLS, description=(
         "Extra slices kept ready for hot-swap: a restarted JobSet lands on a spare instead of waiting for a "
         "failed slice's repair. Provisioned, but never queue quota."
+    ))
+    auto_upgrade: bool = Field(default=True, description=(
+        "GKE upgrades the pools' nodes (recreating a slice). Off: you upgrade them, e.g. between runs; protected "
+        "stacks must hold node upgrades with a maintenance exclusion or turn this off."
     ))
     spot: bool = Field(default=False, description="Spot capacity.")
     flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")

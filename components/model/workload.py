@@ -13,33 +13,16 @@ from pydantic import (
 )
 
 from . import machines, quantity
-from .common import (  # noqa: F401 (ruff --fix trims)
-    _BUCKET_NAME,
-    _DNS_LABEL,
-    _GKE_VERSION,
-    _NETWORK_REF,
-    _PATHWAYS_VERSION,
-    DEFAULT_BATCH_RESTARTS_PER_HOST,
+from .common import (
     DEFAULT_USER_RESOURCES,
-    GCP_KEYS,
     INT32_MAX,
-    MAX_NODES_PER_CLUSTER,
-    MAX_NODES_PER_POOL_ZONE,
     MAX_RESTARTS_BOUND,
     MAX_TPU_POOLS,
-    MAX_WORKLOADS,
-    PROJECT_NAMESPACE,
     PROXY_RESOURCES,
     RESOURCE_MANAGER_RESOURCES,
     UNLIMITED_RESTARTS_PER_HOST,
-    PathwaysVersion,
-    ProjectId,
-    Region,
-    Zone,
     _dns_label,
-    _matching,
     _Model,
-    _network,
 )
 from .ports import HEAD_NODE_PORTS
 
@@ -53,6 +36,10 @@ SCRATCH_PERMISSIONS = (
     "storage.objects.get",
     "storage.objects.list",
 )
+# Restart defaults that fit production (README, "Restarts per mode"): a batch run resumes from its last
+# checkpoint a few times before a person looks; an interactive endpoint keeps coming back.
+DEFAULT_BATCH_MAX_RESTARTS = 3
+DEFAULT_INTERACTIVE_MAX_RESTARTS = 20
 PATHWAYS_REGISTRY = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
 # Env the user container gets from the stack; a user value would duplicate or contradict it.
 RESERVED_ENV = frozenset({
@@ -163,7 +150,10 @@ class Workload(_Model):
     priority: Optional[Literal["training", "interactive", "experiment"]] = Field(default=None, description=(
         "PriorityClass pathways-<priority> of its pods; default training for batch, interactive for interactive."
     ))
-    max_restarts: int = Field(default=0, ge=0, le=MAX_RESTARTS_BOUND, description="JobSet failurePolicy.maxRestarts.")
+    max_restarts: Optional[int] = Field(default=None, ge=0, le=MAX_RESTARTS_BOUND, description=(
+        "JobSet failurePolicy.maxRestarts: whole-JobSet restarts after a failure. Default 3 for batch (each resumes "
+        "from the last checkpoint), 20 for interactive (the endpoint keeps coming back)."
+    ))
     worker_restarts_per_host: Optional[int] = Field(default=None, ge=1, le=UNLIMITED_RESTARTS_PER_HOST, description=(
         "Worker restarts allowed per TPU host (worker Job backoffLimit = hosts x this). Default: 4 for batch "
         "(a crash loop ends the run), unlimited for interactive (the endpoint keeps serving)."
@@ -231,6 +221,12 @@ class Workload(_Model):
         if v is not None:
             check_pinned_image(v)
         return v
+
+    @property
+    def restarts(self) -> int:
+        if self.max_restarts is not None:
+            return self.max_restarts
+        return DEFAULT_BATCH_MAX_RESTARTS if self.mode == "batch" else DEFAULT_INTERACTIVE_MAX_RESTARTS
 
     @property
     def effective_priority(self) -> str:

@@ -17,7 +17,7 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
     "gcp:container/cluster:Cluster": (
         "name", "location", "nodeLocations", "releaseChannel.channel", "minMasterVersion",
         "deletionProtection", "datapathProvider", "dnsConfig.clusterDns",
-        "privateClusterConfig.enablePrivateNodes",
+        "privateClusterConfig.enablePrivateNodes", "privateClusterConfig.enablePrivateEndpoint", "maintenancePolicy",
     ),
     "gcp:container/nodePool:NodePool": (
         "name", "nodeLocations", "nodeCount", "initialNodeCount", "autoscaling", "nodeConfig.machineType",
@@ -33,6 +33,9 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
     ),
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "role", "member"),
     "kubernetes:helm.sh/v3:Release": ("chart", "version", "namespace"),
+    "gcp:monitoring/alertPolicy:AlertPolicy": ("displayName", "notificationChannels"),
+    "gcp:compute/firewall:Firewall": ("name", "priority", "allows", "denies", "sourceRanges"),
+    "gcp:compute/routerNat:RouterNat": ("name", "region"),
     "kubernetes:helm.sh/v4:Chart": ("chart", "version", "namespace"),
     "kubernetes:core/v1:Secret": ("metadata.name", "stringData"),
     "kubernetes:core/v1:Namespace": ("metadata.name",),
@@ -61,6 +64,18 @@ def _flags(r: Registration) -> str:
     return f"  [{'; '.join(flags)}]" if flags else ""
 
 
+def _output_lines(value: Any, prefix: str = "", depth: int = 1) -> list[str]:
+    """Every output leaf as `path: value`, never cut."""
+    if isinstance(value, dict) and value:
+        out = []
+        for k, v in value.items():
+            path = f"{prefix}.{k}" if prefix else str(k)
+            out += _output_lines(v, path, depth)
+        return out
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return [f"{'  ' * depth}{prefix}: {text}"]
+
+
 def render_text(plan: Plan, extra_sections: Sequence[str] = ()) -> str:
     children: dict[str, list[Registration]] = {}
     for r in plan.resources:
@@ -84,8 +99,8 @@ def render_text(plan: Plan, extra_sections: Sequence[str] = ()) -> str:
     lines += [f"  {n:4d}  {t}" for t, n in sorted(counts.items())]
     protected = sum(1 for r in plan.resources if r.options.get("protect"))
     lines.append(f"  protected: {protected}")
-    lines += ["", "Outputs:"]
-    lines += [f"  {k}: {_short(v)}" for k, v in plan.outputs.items()]
+    lines += ["", "Outputs (in full: links and commands are meant to be pasted):"]
+    lines += _output_lines(plan.outputs)
     for section in extra_sections:
         lines += ["", section]
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ from .bucket_hardening import bucket_hardening
 from .cache_location import cache_location
 from .cluster_hardening import cluster_hardening
 from .coordinator_label import coordinator_label
+from .disruption_policy import disruption_policy
 from .head_machine import head_machine
 from .jobset_lifecycle import jobset_lifecycle
 from .kueue_quota import kueue_quota
@@ -30,4 +31,5 @@ ALL_POLICIES = [
     coordinator_label,
     network_exposure,
     kueue_quota,
+    disruption_policy,
 ]

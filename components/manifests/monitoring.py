@@ -1,0 +1,151 @@
+"""Dashboard, alert policies and console links for a stack (pure Python, JSON-able dicts).
+
+Metric types are only those GKE publishes (Cloud Monitoring, "GKE system metrics",
+monitoring/api/metrics_kubernetes: kubernetes.io/container/accelerator/*, .../restart_count,
+.../cpu/core_usage_time, .../memory/used_bytes, kubernetes.io/node/interruption_count) and the
+kube-state-metrics series GKE collects when the cluster enables the POD and JOBSET components
+(GKE docs, "Collect and view kube state metrics": kube_pod_status_ready, kube_jobset_restarts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from ..model.config import StackConfig
+from ..model.workload import Workload
+
+# The documented metric types this module may use (tests check every filter against it).
+METRIC_TYPES = {
+    "kubernetes.io/container/accelerator/duty_cycle": "k8s_container",
+    "kubernetes.io/container/accelerator/memory_used": "k8s_container",
+    "kubernetes.io/container/accelerator/memory_total": "k8s_container",
+    "kubernetes.io/container/cpu/core_usage_time": "k8s_container",
+    "kubernetes.io/container/memory/used_bytes": "k8s_container",
+    "kubernetes.io/container/restart_count": "k8s_container",
+    "kubernetes.io/node/interruption_count": "k8s_node",
+}
+PROMQL_METRICS = ("kube_pod_status_ready", "kube_jobset_restarts")
+# What the cluster must collect for the PromQL series above (GKE monitoring components).
+MONITORING_COMPONENTS = ("SYSTEM_COMPONENTS", "POD", "JOBSET")
+
+WORKER, HEAD_CONTAINERS = "pathways-worker", ("pathways-rm", "pathways-proxy", "jax-program")
+WORKLOAD_LABEL = "pathways/workload"
+
+
+def _filter(cfg: StackConfig, metric: str, **labels: str) -> str:
+    parts = [f'metric.type="{metric}"', f'resource.type="{METRIC_TYPES[metric]}"', f'resource.label."cluster_name"="{cfg.cluster_name}"']
+    if METRIC_TYPES[metric] == "k8s_container":
+        parts.append(f'resource.label."namespace_name"="{cfg.kubernetes.namespace}"')
+    parts += [f'{k}="{v}"' for k, v in labels.items()]
+    return " ".join(parts)
+
+
+def _chart(title: str, filter_: str, aligner: str, reducer: str, group_by: list[str], y: int, x: int = 0, width: int = 24) -> dict[str, Any]:
+    return {
+        "xPos": x, "yPos": y, "width": width, "height": 16,
+        "widget": {"title": title, "xyChart": {"dataSets": [{
+            "plotType": "LINE",
+            "timeSeriesQuery": {"timeSeriesFilter": {"filter": filter_, "aggregation": {
+                "alignmentPeriod": "60s", "perSeriesAligner": aligner, "crossSeriesReducer": reducer, "groupByFields": group_by,
+            }}},
+        }]}},
+    }
+
+
+def _promql_chart(title: str, query: str, y: int, x: int = 0) -> dict[str, Any]:
+    return {"xPos": x, "yPos": y, "width": 24, "height": 16, "widget": {"title": title, "xyChart": {"dataSets": [{
+        "plotType": "LINE", "timeSeriesQuery": {"prometheusQuery": query},
+    }]}}}
+
+
+def _by_workload(w: Workload) -> str:
+    return f'metadata.user_labels."{WORKLOAD_LABEL}"="{w.name}"'
+
+
+def dashboard(cfg: StackConfig) -> dict[str, Any]:
+    """One Cloud Monitoring dashboard per stack (mosaicLayout, 48 columns)."""
+    tiles: list[dict[str, Any]] = []
+    y = 0
+    for w in cfg.active_workloads:
+        group = cfg.workload_group(w).name
+        worker = {"resource.label.\"container_name\"": WORKER}
+        f_duty = _filter(cfg, "kubernetes.io/container/accelerator/duty_cycle", **worker) + " " + _by_workload(w)
+        f_hbm = _filter(cfg, "kubernetes.io/container/accelerator/memory_used", **worker) + " " + _by_workload(w)
+        tiles.append(_chart(f"{w.name} ({group}): TPU duty cycle %", f_duty, "ALIGN_MEAN", "REDUCE_MEAN", ["resource.label.\"pod_name\""], y))
+        tiles.append(_chart(f"{w.name} ({group}): HBM used", f_hbm, "ALIGN_MEAN", "REDUCE_SUM", ["resource.label.\"pod_name\""], y, x=24))
+        y += 16
+    head_pods = ' resource.label."pod_name"=monitoring.regex.full_match(".*-pathways-head-.*")'
+    tiles.append(_chart("Head pods: CPU cores", _filter(cfg, "kubernetes.io/container/cpu/core_usage_time") + head_pods,
+                        "ALIGN_RATE", "REDUCE_SUM", ["resource.label.\"pod_name\""], y))
+    tiles.append(_chart("Head pods: memory used", _filter(cfg, "kubernetes.io/container/memory/used_bytes") + head_pods,
+                        "ALIGN_MEAN", "REDUCE_SUM", ["resource.label.\"pod_name\""], y, x=24))
+    y += 16
+    tiles.append(_chart("Pod restarts (Pathways namespace)", _filter(cfg, "kubernetes.io/container/restart_count"),
+                        "ALIGN_DELTA", "REDUCE_SUM", ["metadata.user_labels.\"pathways/workload\""], y))
+    tiles.append(_promql_chart("JobSet restarts", f'kube_jobset_restarts{{cluster="{cfg.cluster_name}", namespace="{cfg.kubernetes.namespace}"}}', y, x=24))
+    y += 16
+    tiles.append(_chart("Node interruptions (spot, flex-start, maintenance)", _filter(cfg, "kubernetes.io/node/interruption_count"),
+                        "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.\"interruption_type\"", "metric.label.\"interruption_reason\""], y, width=48))
+    return {"displayName": f"Pathways {cfg.cluster_name}", "mosaicLayout": {"columns": 48, "tiles": tiles}}
+
+
+def alert_policies(cfg: StackConfig) -> list[dict[str, Any]]:
+    """Alert policies as the Monitoring API writes them (AlertPolicy resource, camelCase)."""
+    m = cfg.monitoring
+    ns, cluster = cfg.kubernetes.namespace, cfg.cluster_name
+
+    def threshold(name, filter_, comparison, value, duration, aligner, reducer, group_by, period="300s"):
+        return {"displayName": name, "conditionThreshold": {
+            "filter": filter_, "comparison": comparison, "thresholdValue": value, "duration": duration,
+            "aggregations": [{"alignmentPeriod": period, "perSeriesAligner": aligner, "crossSeriesReducer": reducer, "groupByFields": group_by}],
+        }}
+
+    def policy(name, condition, doc):
+        return {"displayName": f"{cluster}: {name}", "combiner": "OR", "conditions": [condition],
+                "documentation": {"content": doc, "mimeType": "text/markdown"}}
+
+    return [
+        policy("TPU slice interrupted", threshold(
+            "node interruptions", _filter(cfg, "kubernetes.io/node/interruption_count"), "COMPARISON_GT", 0, "0s",
+            "ALIGN_DELTA", "REDUCE_SUM", ['resource.label."node_name"']),
+            "A TPU or head node was interrupted (spot preemption, flex-start end, maintenance): the slice restarts. "
+            "See README, 'Operating a running stack'."),
+        policy("restart storm", threshold(
+            f"more than {m.restart_storm} container restarts in 10 minutes", _filter(cfg, "kubernetes.io/container/restart_count"),
+            "COMPARISON_GT", m.restart_storm, "0s", "ALIGN_DELTA", "REDUCE_SUM",
+            ['metadata.user_labels."pathways/workload"'], period="600s"),
+            "Pathways containers keep restarting: look at the workload's logs (stack output links.workloads.<name>.logs)."),
+        policy("TPU duty cycle low", threshold(
+            f"duty cycle below {m.duty_cycle_threshold}% for {m.duty_cycle_minutes} min",
+            _filter(cfg, "kubernetes.io/container/accelerator/duty_cycle", **{"resource.label.\"container_name\"": WORKER}),
+            "COMPARISON_LT", m.duty_cycle_threshold, f"{m.duty_cycle_minutes * 60}s", "ALIGN_MEAN", "REDUCE_MEAN",
+            ['metadata.user_labels."pathways/workload"']),
+            "A running workload's TPUs are mostly idle: a stalled input pipeline, a hung step or a lost slice."),
+        policy("head pod not ready", {"displayName": "head pod not ready for 10 minutes", "conditionPrometheusQueryLanguage": {
+            "query": f'max by (pod) (kube_pod_status_ready{{cluster="{cluster}", namespace="{ns}", condition="true", pod=~".*-pathways-head-.*"}}) == 0',
+            "duration": "600s", "evaluationInterval": "60s",
+        }}, "A Pathways head pod (resource manager, IFRT proxy, the program) is not ready: the workload cannot make progress."),
+    ]
+
+
+def console_links(cfg: StackConfig, location: str, dashboard_id: str = "") -> dict[str, Any]:
+    """Cloud Console URLs a user clicks: the cluster, each workload's logs and profiles, the dashboard."""
+    p, ns = cfg.project, cfg.kubernetes.namespace
+    base = "https://console.cloud.google.com"
+    bucket, prefix = cfg.artifacts_bucket_name, cfg.bucket.artifacts_prefix
+    workloads = {}
+    for w in cfg.active_workloads:
+        query = (f'resource.type="k8s_container"\nresource.labels.cluster_name="{cfg.cluster_name}"\n'
+                 f'resource.labels.namespace_name="{ns}"\nlabels."k8s-pod/{WORKLOAD_LABEL}"="{w.name}"')
+        workloads[w.name] = {
+            "logs": f"{base}/logs/query;query={quote(query, safe='')}?project={p}",
+            "profiles": f"{base}/storage/browser/{bucket}/{prefix}/{w.name}/profiles?project={p}",
+        }
+    links = {
+        "cluster": f"{base}/kubernetes/clusters/details/{location}/{cfg.cluster_name}/details?project={p}",
+        "workloads": workloads,
+    }
+    if dashboard_id:
+        links["dashboard"] = f"{base}/monitoring/dashboards/builder/{dashboard_id}?project={p}"
+    return links

@@ -1,0 +1,38 @@
+"""Protected stacks state when GKE may disrupt TPU slices.
+
+GKE upgrades node pools with auto-upgrade on whenever the release channel moves, recreating a TPU
+slice's nodes mid-run. A protected stack must hold node upgrades with a maintenance exclusion
+(scope NO_MINOR_OR_NODE_UPGRADES or NO_UPGRADES; GKE docs, "Maintenance windows and exclusions"), or
+turn auto-upgrade off on its TPU pools. Every Cluster Toolkit TPU blueprint sets such an exclusion.
+"""
+
+from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
+
+from .common import CLUSTER, NODE_POOL, PROTECTED_STACKS_SCHEMA, get, is_protected, is_tpu_pool
+
+HOLDS_NODE_UPGRADES = ("NO_MINOR_OR_NODE_UPGRADES", "NO_UPGRADES")
+
+
+def _validate(args: StackValidationArgs, report) -> None:
+    resources = list(args.resources)
+    for c in (r for r in resources if r.resource_type == CLUSTER):
+        if not is_protected(args.get_config(), c.urn):
+            continue
+        exclusions = get(c.props, "maintenancePolicy.maintenanceExclusions") or []
+        held = any((e.get("exclusionOptions") or {}).get("scope") in HOLDS_NODE_UPGRADES for e in exclusions)
+        if held:
+            continue
+        for pool in (r for r in resources if r.resource_type == NODE_POOL and is_tpu_pool(r.props)):
+            if get(pool.props, "management.autoUpgrade") is not False:
+                report(f"TPU pool {get(pool.props, 'name')} in a protected stack can be upgraded (its slice recreated) at any "
+                       "time: add a maintenance exclusion with scope NO_MINOR_OR_NODE_UPGRADES "
+                       "(pathways:cluster.maintenance.exclusions) or set autoUpgrade: false on its slice group", pool.urn)
+
+
+disruption_policy = StackValidationPolicy(
+    name="pathways-disruption-policy",
+    description="Protected stacks hold GKE node upgrades on TPU pools (maintenance exclusion) or turn auto-upgrade off.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate,
+    config_schema=PROTECTED_STACKS_SCHEMA,
+)

@@ -1,0 +1,218 @@
+"""Training-safe operations and observability as code: maintenance control, restart defaults, the
+dashboard and alerts (structure and metric types checked), and console links."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from components.manifests import monitoring
+from infra.offline.stackfile import flatten, raw_values
+from policies.rules import ALL_POLICIES
+from tests.conftest import config_with, plan_of, stack_plan
+
+VERSION = "jax-0.7.2"
+CLUSTER = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+
+
+def violations(plan, name):
+    from infra.offline.policy_runner import run_policies
+
+    return [v for v in run_policies(plan, ALL_POLICIES) if v.policy == name]
+
+
+# --- maintenance ---------------------------------------------------------------------------------
+
+
+def test_prod_holds_node_upgrades_and_maintains_on_weekends():
+    c = stack_plan("prod").one(CLUSTER)
+    policy = c.input("maintenancePolicy")
+    assert policy["recurringWindow"] == {"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
+    (exclusion,) = policy["maintenanceExclusions"]
+    assert exclusion["exclusionName"] == "pretraining-h1" and exclusion["exclusionOptions"] == {"scope": "NO_MINOR_OR_NODE_UPGRADES"}
+    assert exclusion["startTime"] < exclusion["endTime"]
+
+
+def test_tpu_pools_upgrade_as_slices():
+    for p in stack_plan("prod").by_type(POOL):
+        if p.input("name").startswith("tpu-"):
+            # no surge node (a spare VM cannot join a slice): Cluster Toolkit gke-node-pool's TPU default
+            assert p.input("upgradeSettings") == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+
+
+def test_protected_stacks_must_hold_node_upgrades():
+    prod = stack_plan("prod")
+    assert violations(prod, "pathways-disruption-policy") == []
+    cfg = json.loads(json.dumps(__import__("yaml").safe_load(open("stacks/Pulumi.prod.yaml"))["config"]))
+    cfg["pathways:cluster"].pop("maintenance")
+    found = violations(plan_of(cfg, "prod"), "pathways-disruption-policy")
+    assert {v.message.split()[2] for v in found} == {f"tpu-train-{i}" for i in range(4)} | {"tpu-explore-0"}
+    assert "NO_MINOR_OR_NODE_UPGRADES" in found[0].message
+    # or: auto-upgrade off on the groups
+    for g in cfg["pathways:slices"]:
+        g["autoUpgrade"] = False
+    assert violations(plan_of(cfg, "prod"), "pathways-disruption-policy") == []
+    # unprotected stacks may leave upgrades to GKE
+    assert violations(stack_plan("staging"), "pathways-disruption-policy") == []
+
+
+@pytest.mark.parametrize("maintenance,key,text", [
+    ({"window": {"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T04:00:00Z"}}, "pathways:cluster.maintenance.window", "at least 4 hours"),
+    ({"window": {"startTime": "Saturday", "endTime": "2026-12-05T10:00:00Z"}}, "pathways:cluster.maintenance.window.startTime", "is not an RFC 3339 time"),
+    ({"window": {"startTime": "2026-12-05T02:00:00", "endTime": "2026-12-05T10:00:00Z"}}, "pathways:cluster.maintenance.window.startTime", "has no time zone"),
+    ({"window": {"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "every weekend"}}, "pathways:cluster.maintenance.window.recurrence", "is not an RRULE"),
+    ({"exclusions": [{"name": "x", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-02-01T00:00:00Z", "scope": "NO_UPGRADES"}]}, "pathways:cluster.maintenance.exclusions[0]", "at most 30 days"),
+    ({"exclusions": [{"name": "x", "startTime": "2026-12-01T00:00:00Z", "endTime": "2026-11-01T00:00:00Z"}]}, "pathways:cluster.maintenance.exclusions[0]", "is not after startTime"),
+])
+def test_maintenance_config_errors(maintenance, key, text):
+    from components.model.config import load
+    from components.model.errors import ConfigError
+
+    flat, _ = flatten(config_with(cluster={"maintenance": maintenance}))
+    with pytest.raises(ConfigError) as err:
+        load(raw_values(flat), "test")
+    assert any(line.startswith(f"{key}: ") and text in line for line in str(err.value).splitlines()), str(err.value)
+
+
+# --- restart defaults -------------------------------------------------------------------------------
+
+
+def test_restart_defaults_per_mode():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[{"name": "b", "image": "example.com/t:1"}, {"name": "i", "mode": "interactive"}], headPool={"nodeCount": 2}))
+    from infra.offline.render import manifests
+
+    restarts = {o["metadata"]["name"]: o["spec"]["failurePolicy"]["maxRestarts"] for o in manifests(plan) if o["kind"] == "JobSet"}
+    assert restarts == {"b": 3, "i": 20}
+
+
+# --- dashboard and alerts ---------------------------------------------------------------------------
+
+# The Monitoring API's Dashboard structure (monitoring.googleapis.com v1 Dashboard, MosaicLayout, Tile,
+# Widget, XyChart, DataSet, TimeSeriesQuery, TimeSeriesFilter, Aggregation), the part this project writes.
+AGGREGATION = {"type": "object", "additionalProperties": False, "properties": {
+    "alignmentPeriod": {"type": "string", "pattern": "^[0-9]+s$"},
+    "perSeriesAligner": {"enum": ["ALIGN_MEAN", "ALIGN_RATE", "ALIGN_DELTA", "ALIGN_MAX", "ALIGN_SUM"]},
+    "crossSeriesReducer": {"enum": ["REDUCE_MEAN", "REDUCE_SUM", "REDUCE_MAX", "REDUCE_NONE"]},
+    "groupByFields": {"type": "array", "items": {"type": "string"}},
+}}
+DASHBOARD_SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["displayName", "mosaicLayout"],
+    "properties": {
+        "displayName": {"type": "string", "minLength": 1},
+        "mosaicLayout": {"type": "object", "additionalProperties": False, "required": ["columns", "tiles"], "properties": {
+            "columns": {"type": "integer", "minimum": 1, "maximum": 48},
+            "tiles": {"type": "array", "items": {"type": "object", "additionalProperties": False,
+                "required": ["xPos", "yPos", "width", "height", "widget"], "properties": {
+                    "xPos": {"type": "integer", "minimum": 0}, "yPos": {"type": "integer", "minimum": 0},
+                    "width": {"type": "integer", "minimum": 1, "maximum": 48}, "height": {"type": "integer", "minimum": 1},
+                    "widget": {"type": "object", "additionalProperties": False, "required": ["title", "xyChart"], "properties": {
+                        "title": {"type": "string"},
+                        "xyChart": {"type": "object", "additionalProperties": False, "required": ["dataSets"], "properties": {
+                            "dataSets": {"type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": False,
+                                "required": ["timeSeriesQuery"], "properties": {
+                                    "plotType": {"enum": ["LINE", "STACKED_AREA", "STACKED_BAR", "HEATMAP"]},
+                                    "timeSeriesQuery": {"type": "object", "additionalProperties": False, "properties": {
+                                        "prometheusQuery": {"type": "string"},
+                                        "timeSeriesFilter": {"type": "object", "additionalProperties": False, "required": ["filter"], "properties": {
+                                            "filter": {"type": "string"}, "aggregation": AGGREGATION}},
+                                    }, "minProperties": 1, "maxProperties": 1},
+                                }}},
+                        }},
+                    }},
+                }}},
+        }},
+    },
+}
+
+
+def _filters(obj):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in ("filter",) and isinstance(v, str):
+                yield v
+            else:
+                yield from _filters(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _filters(v)
+
+
+def _metric_types(text):
+    return re.findall(r'metric\.type="([^"]+)"', text)
+
+
+def test_dashboard_passes_the_structure_and_uses_documented_metrics(committed_stack):
+    name, plan = committed_stack
+    dash = json.loads(plan.one("gcp:monitoring/dashboard:Dashboard").input("dashboardJson"))
+    jsonschema.validate(dash, DASHBOARD_SCHEMA)
+    tiles = dash["mosaicLayout"]["tiles"]
+    for t in tiles:
+        assert t["xPos"] + t["width"] <= 48
+    used = {m for f in _filters(dash) for m in _metric_types(f)}
+    assert used <= set(monitoring.METRIC_TYPES)
+    assert {"kubernetes.io/container/accelerator/duty_cycle", "kubernetes.io/container/accelerator/memory_used",
+            "kubernetes.io/node/interruption_count", "kubernetes.io/container/restart_count"} <= used
+    titles = [t["widget"]["title"] for t in tiles]
+    workloads = [w["name"] for w in __import__("yaml").safe_load(open(f"stacks/Pulumi.{name}.yaml"))["config"]["pathways:workloads"]]
+    for w in workloads:
+        assert any(t.startswith(f"{w} (") and "duty cycle" in t for t in titles)
+    assert any("JobSet restarts" in t for t in titles) and any("Head pods: CPU" in t for t in titles)
+    for f in _filters(dash):
+        assert f'resource.label."cluster_name"="{plan.outputs["clusterName"]}"' in f
+
+
+def test_alerts_cover_the_four_failures_and_use_documented_metrics(committed_stack):
+    _, plan = committed_stack
+    alerts = plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")
+    names = sorted(a.input("displayName").split(": ", 1)[1] for a in alerts)
+    assert names == ["TPU duty cycle low", "TPU slice interrupted", "head pod not ready", "restart storm"]
+    for a in alerts:
+        (cond,) = a.input("conditions")
+        if "conditionThreshold" in cond:
+            assert set(_metric_types(cond["conditionThreshold"]["filter"])) <= set(monitoring.METRIC_TYPES)
+            assert cond["conditionThreshold"]["comparison"] in ("COMPARISON_GT", "COMPARISON_LT")
+        else:
+            query = cond["conditionPrometheusQueryLanguage"]["query"]
+            assert any(m in query for m in monitoring.PROMQL_METRICS)
+        assert a.input("documentation.mimeType") == "text/markdown"
+    # the kube-state-metrics the PromQL series need are collected
+    assert plan.one(CLUSTER).input("monitoringConfig") == {
+        "enableComponents": ["SYSTEM_COMPONENTS", "POD", "JOBSET"], "managedPrometheus": {"enabled": True}}
+
+
+def test_duty_cycle_alert_follows_the_config_and_notifies_channels():
+    plan = plan_of(config_with(monitoring={"dutyCycleThreshold": 25, "dutyCycleMinutes": 45,
+                                           "notificationChannels": ["projects/test-proj-123/notificationChannels/42"]}))
+    alert = next(a for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "duty cycle" in a.input("displayName"))
+    t = alert.input("conditions")[0]["conditionThreshold"]
+    assert (t["comparison"], t["thresholdValue"], t["duration"]) == ("COMPARISON_LT", 25, "2700s")
+    assert alert.input("notificationChannels") == ["projects/test-proj-123/notificationChannels/42"]
+
+
+# --- links -----------------------------------------------------------------------------------------------
+
+
+def test_every_workload_has_links(committed_stack):
+    name, plan = committed_stack
+    links = plan.outputs["links"]
+    project = plan.one(CLUSTER).input("project")
+    assert links["cluster"].startswith("https://console.cloud.google.com/kubernetes/clusters/details/") and project in links["cluster"]
+    assert links["dashboard"].startswith("https://console.cloud.google.com/monitoring/dashboards/builder/")
+    workloads = [w["name"] for w in __import__("yaml").safe_load(open(f"stacks/Pulumi.{name}.yaml"))["config"]["pathways:workloads"]]
+    assert sorted(links["workloads"]) == sorted(workloads)
+    for w, l in links["workloads"].items():
+        assert "logs/query;query=" in l["logs"] and f"%22{w}%22" in l["logs"]
+        assert l["profiles"].endswith(f"/{w}/profiles?project={project}")
+
+
+def test_plan_prints_the_links_in_full(capsys):
+    from infra.offline.__main__ import main
+
+    assert main(["plan", "--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "https://console.cloud.google.com/monitoring/dashboards/builder/" in out
+    assert "…" not in next(line for line in out.splitlines() if "logs/query" in line)
