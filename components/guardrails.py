@@ -15,7 +15,9 @@ from .manifests import guardrails
 @dataclass(frozen=True)
 class ClusterGuardrailsArgs:
     workload_namespace: str
-    """The one namespace allowed onto the Pathways head and TPU nodes."""
+    """The namespace allowed onto the Pathways head and TPU nodes."""
+    extra_namespaces: tuple[str, ...] = ()
+    """Other namespaces Pathways pods run in (a Shared Pathways Service's, for its clients' tooling)."""
 
 
 class ClusterGuardrails(pulumi.ComponentResource):
@@ -34,7 +36,7 @@ class ClusterGuardrails(pulumi.ComponentResource):
             )
             for pc in guardrails.priority_classes()
         }
-        policy = guardrails.node_guard_policy(args.workload_namespace)
+        policy = guardrails.node_guard_policy(args.workload_namespace, args.extra_namespaces)
         guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
             f"{name}-node-guard", metadata=policy["metadata"], spec=policy["spec"], opts=child,
         )

@@ -61,7 +61,7 @@ class Kueue(pulumi.ComponentResource):
         )
         objects = [
             KubernetesObject(
-                f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
+                "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[chart]),
             )
             for obj in args.objects

@@ -3,6 +3,7 @@
 ROLE_LABEL = "pathways/role"
 HEAD_ROLE = "head"
 SYSTEM_ROLE = "system"
+PROXY_ROLE = "proxy"  # nodes for a Shared Pathways Service's client proxies
 SLICE_GROUP_LABEL = "pathways/slice-group"
 SLICE_LABEL = "pathways/slice"
 TPU_TAINT = ("google.com/tpu", "present", "NO_SCHEDULE")

@@ -13,7 +13,7 @@ from components.kueue import Kueue, KueueArgs
 from components.labels import SYSTEM_ROLE
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
-from components.manifests import monitoring
+from components.manifests import monitoring, service_access
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, priority_class_name, psa_labels
 from components.model.config import StackConfig
 from components.model.errors import ConfigError
@@ -24,6 +24,7 @@ from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
+from components.shared_service import SharedServiceClients, SharedServiceClientsArgs
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from infra.config import read_stack_config
 
@@ -110,14 +111,25 @@ def build(cfg: StackConfig) -> dict[str, object]:
         metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.kubernetes.namespace, labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL)),
         opts=k8s_opts,
     )
-    guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(workload_namespace=cfg.kubernetes.namespace), opts=k8s_opts)
+    guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(
+        workload_namespace=cfg.kubernetes.namespace, extra_namespaces=tuple(cfg.workload_namespaces[1:]),
+    ), opts=k8s_opts)
+    service = cfg.service_workload
+    if service is not None:
+        sv = service.service_settings
+        SharedServiceClients(f"service-{service.name}", SharedServiceClientsArgs(
+            project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
+            machine_type=sv.proxy_machine_type, nodes=sv.max_clients, service_account=pathways_sa.email,
+            role=service_access.role(service), role_binding=service_access.role_binding(service), k8s_provider=provider,
+        ), opts=pulumi.ResourceOptions(depends_on=[namespace]))
     queues: tuple[pulumi.Resource, ...] = ()
     if cfg.kubernetes.kueue.enabled:
         kueue = Kueue("kueue", KueueArgs(
             version=cfg.kubernetes.kueue.version, system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(cfg),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
-    interactive = {}
+    interactive: dict[str, object] = {}
+    services: dict[str, object] = {}
     for w in cfg.active_workloads:
         ctx = jobset_manifest.context(cfg, w)
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
@@ -129,6 +141,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
         ), opts=k8s_opts)
         if w.mode == "interactive":
             interactive[w.name] = jobset_manifest.interactive_access(cfg, w)
+        if w.mode == "service":
+            services[w.name] = jobset_manifest.service_access(cfg, w)
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -152,6 +166,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         "workloadNamespace": cfg.kubernetes.namespace,
         "links": observability.dashboard_id.apply(lambda d: monitoring.console_links(cfg, location, d)),
         "interactive": interactive,
+        "services": services,
     }
 
 

@@ -87,7 +87,7 @@ def test_two_workloads_share_a_group_through_one_queue_with_their_priorities():
     assert lq["metadata"] == {"name": "pathways", "namespace": "pathways"} and lq["spec"] == {"clusterQueue": "pathways"}
     (cq,) = objects(plan, "ClusterQueue")
     assert cq["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority"}
-    assert cq["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "pathways"}}
+    assert cq["spec"]["namespaceSelector"] == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["pathways"]}]}
     wpc = {o["metadata"]["name"]: o["value"] for o in objects(plan, "WorkloadPriorityClass")}
     pc = {o["metadata"]["name"]: o["value"] for o in objects(plan, "PriorityClass")}
     assert wpc == pc == {"pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}

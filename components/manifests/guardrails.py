@@ -37,8 +37,8 @@ NODE_GUARD = "pathways-nodes-reserved"
 GUARDED_TAINT_KEYS = (TPU_TAINT[0], HEAD_TAINT[0])
 
 
-def node_guard_policy(workload_namespace: str) -> dict[str, Any]:
-    allowed = ", ".join(f"'{n}'" for n in (workload_namespace, *SYSTEM_NAMESPACES))
+def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
+    allowed = ", ".join(f"'{n}'" for n in dict.fromkeys((workload_namespace, *extra_namespaces, *SYSTEM_NAMESPACES)))
     prefixes = " || ".join(f"request.namespace.startsWith('{p}')" for p in SYSTEM_NAMESPACE_PREFIXES)
     keys = ", ".join(f"'{k}'" for k in GUARDED_TAINT_KEYS)
     return {

@@ -230,7 +230,11 @@ def head_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, A
         "nodeSelector": {ROLE_LABEL: HEAD_ROLE},
         "tolerations": [{"key": HEAD_TAINT[0], "operator": "Equal", "value": HEAD_TAINT[1], "effect": "NoSchedule"}],
     }
-    if w.mode == "batch":
+    if w.mode == "service":
+        # Shared Pathways Service: the RM alone; each client brings its own IFRT proxy (pathwaysutils
+        # 0.1.13 experimental/gke/jobset.py, shared_pathways_service=True).
+        pod["containers"] = [rm]
+    elif w.mode == "batch":
         # Native sidecars: RM and proxy stop with the pod, so the head Job completes when the program exits.
         pod["initContainers"] = [{**rm, "restartPolicy": "Always"}, {**px, "restartPolicy": "Always"}]
         pod["containers"] = [user_container(cfg, w, ctx)]
@@ -359,7 +363,7 @@ def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any
         "kind": KIND,
         "metadata": {
             "name": w.name,
-            "namespace": cfg.kubernetes.namespace,
+            "namespace": cfg.workload_namespace(w),
             "labels": {
                 WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
                 # Queued by Kueue: admitted all-or-nothing when its slices are free (manifests/kueue.py).
@@ -376,6 +380,35 @@ IMMUTABLE_SPEC_FIELDS = (
     "replicatedJobs", "network", "successPolicy", "failurePolicy", "startupPolicy", "coordinator",
     "managedBy", "ttlSecondsAfterFinished",
 )
+
+
+def service_access(cfg: StackConfig, w: Workload) -> dict[str, Any]:
+    """What a Shared Pathways Service's users paste (pathwaysutils 0.1.13 shared_pathways_service:
+    run_workload's flags, isc_pathways.connect's arguments)."""
+    group = cfg.workload_group(w)
+    address = f"{coordinator(w)}:{RM_PORT}"
+    slices = cfg.workload_slices(w)
+    location = cfg.region if cfg.cluster.regional else cfg.zone
+    command = (
+        "python3 -m pathwaysutils.experimental.shared_pathways_service.run_workload "
+        f"--cluster={cfg.cluster_name} --project={cfg.project} --region={location} "
+        f"--gcs_bucket={cfg.cache_location} --pathways_service={address} "
+        f"--tpu_type={group.tpu.instance_type} --tpu_count=1 --command='python3 my_program.py'"
+    )
+    return {
+        "address": address,
+        "namespace": cfg.workload_namespace(w),
+        "instanceType": group.tpu.instance_type,
+        "maxVirtualSlices": slices,
+        "proxyImage": cfg.proxy_image(w),
+        "gcsScratchLocation": cfg.cache_location,
+        "runWorkload": command,
+        "connect": (
+            f"isc_pathways.connect(cluster={cfg.cluster_name!r}, project={cfg.project!r}, region={location!r}, "
+            f"gcs_bucket={cfg.cache_location!r}, pathways_service={address!r}, "
+            f"expected_tpu_instances={{{group.tpu.instance_type!r}: 1}})"
+        ),
+    }
 
 
 def coordinator(w: Workload) -> str:

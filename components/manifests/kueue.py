@@ -13,7 +13,7 @@ the pod templates.
   hot-swap, never queue quota), its cpu and memory the TPU VMs' allocatable; the head flavor holds
   what the head pool can allocate. The head flavor is listed first, with no TPU quota: Kueue tries
   flavors in order, so a head PodSet lands there and a worker PodSet (which asks for TPUs) cannot.
-- A LocalQueue in the workload namespace, and WorkloadPriorityClasses matching the PriorityClasses.
+- A LocalQueue in each namespace the JobSets live in, and WorkloadPriorityClasses matching the PriorityClasses.
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ def cluster_queue(cfg: StackConfig) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": QUEUE},
         "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cfg.kubernetes.namespace}},
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": cfg.workload_namespaces},
+            ]},
             "queueingStrategy": "BestEffortFIFO",
             # A higher-priority JobSet may take slices from a lower-priority one (hot-swap, priorities).
             "preemption": {"withinClusterQueue": "LowerPriority"},
@@ -111,12 +113,12 @@ def cluster_queue(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
-def local_queue(cfg: StackConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION, "kind": "LocalQueue",
-        "metadata": {"name": QUEUE, "namespace": cfg.kubernetes.namespace},
-        "spec": {"clusterQueue": QUEUE},
-    }
+def local_queues(cfg: StackConfig) -> list[dict[str, Any]]:
+    """One LocalQueue per namespace the stack's JobSets live in."""
+    return [
+        {"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": QUEUE, "namespace": ns}, "spec": {"clusterQueue": QUEUE}}
+        for ns in cfg.workload_namespaces
+    ]
 
 
 def workload_priority_classes() -> list[dict[str, Any]]:
@@ -133,4 +135,4 @@ def queue_labels(w_priority: str) -> dict[str, str]:
 
 
 def objects(cfg: StackConfig) -> list[dict[str, Any]]:
-    return [*resource_flavors(cfg), cluster_queue(cfg), local_queue(cfg), *workload_priority_classes()]
+    return [*resource_flavors(cfg), cluster_queue(cfg), *local_queues(cfg), *workload_priority_classes()]

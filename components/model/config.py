@@ -43,6 +43,8 @@ from .errors import ConfigError, Problem
 from .pools import Capacity as Capacity
 from .pools import HeadPoolConfig, SliceGroup
 from .workload import (
+    CLIENT_NAMESPACE,
+    CLIENT_PROXY_RESOURCES,
     MAX_LABEL_VALUE,
     PATHWAYS_REGISTRY,
     WorkerResources,
@@ -140,6 +142,23 @@ class StackConfig(_Model):
             if not re.fullmatch(r"[a-z0-9*][-a-z0-9*]{0,100}", entry):
                 raise ValueError(f"{entry[:60]!r} is not a resource name as `diff` prints it (e.g. slices-train-0, workload-pretrain)")
         return v
+
+    @property
+    def service_workload(self) -> Optional[Workload]:
+        return next((w for w in self.active_workloads if w.mode == "service"), None)
+
+    def workload_namespace(self, w: Workload) -> str:
+        return w.service_settings.namespace if w.mode == "service" else self.kubernetes.namespace
+
+    @property
+    def workload_namespaces(self) -> list[str]:
+        """Namespaces the stack's JobSets live in, the workload namespace first."""
+        return list(dict.fromkeys([self.kubernetes.namespace, *(self.workload_namespace(w) for w in self.active_workloads)]))
+
+    @property
+    def proxy_nodes(self) -> int:
+        s = self.service_workload
+        return s.service_settings.max_clients if s else 0
 
     @property
     def active_workloads(self) -> list[Workload]:
@@ -295,12 +314,47 @@ def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
             f"the sidecar is built for JAX {w.colocated_python.jax_version} but pathwaysVersion is {cfg.pathways_version}; "
             f"use a sidecar tag ending in -jax_{cfg.jax_version}"
         )))
-    if w.mode == "interactive" and w.state == "finished":
+    if w.mode == "service":
+        problems += _service_checks(cfg, i, w)
+    elif w.service is not None:
+        problems.append(Problem(config_key(("workloads", i, "service")), "only for mode: service; remove it or set mode: service"))
+    if w.mode != "batch" and w.state == "finished":
         problems.append(Problem(config_key(("workloads", i, "state")), (
-            "finished is for batch runs; an interactive workload is suspended (state: suspended) or removed"
+            f"finished is for batch runs; an {w.mode} workload is suspended (state: suspended) or removed"
         )))
     if w.mode == "interactive" and (w.profiling or w.persistence):
         problems.append(Problem(config_key(("workloads", i, "mode")), "profiling and persistence configure the user container, which interactive workloads do not have"))
+    return problems
+
+
+def _service_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
+    """A Shared Pathways Service: what the pathwaysutils client expects, and room for its proxies."""
+    problems = []
+    sv = w.service_settings
+    if sv.namespace not in (CLIENT_NAMESPACE, cfg.kubernetes.namespace):
+        problems.append(Problem(config_key(("workloads", i, "service", "namespace")), (
+            f"{sv.namespace!r}: use {CLIENT_NAMESPACE!r} (where pathwaysutils' client looks for the service JobSet) or "
+            f"the stack's workload namespace {cfg.kubernetes.namespace!r}"
+        )))
+    for key, on in (("profiling", w.profiling), ("persistence", w.persistence), ("xlaFlags", w.xla_flags),
+                    ("hloDump", w.hlo_dump), ("elastic", w.elastic)):
+        if on:
+            problems.append(Problem(config_key(("workloads", i, key)), (
+                "configures the IFRT proxy or the program, which a service's clients bring themselves; remove it"
+            )))
+    try:
+        machine = machines.shape(sv.proxy_machine_type)
+    except machines.MachineError as e:
+        return [*problems, Problem(config_key(("workloads", i, "service", "proxyMachineType")), str(e))]
+    cpu, mem = quantity.parse(CLIENT_PROXY_RESOURCES[0]), quantity.parse(CLIENT_PROXY_RESOURCES[1]) / quantity.GIB
+    if not machines.fits(machine, cpu, mem):
+        problems.append(Problem(config_key(("workloads", i, "service", "proxyMachineType")), (
+            f"{machine.name} ({machine.allocatable_cpu:.2f} vCPU, {machine.allocatable_memory_gib:.1f} GiB allocatable) cannot "
+            f"hold a client proxy ({CLIENT_PROXY_RESOURCES[0]} CPU, {CLIENT_PROXY_RESOURCES[1]}: pathwaysutils' pw-proxy.yaml); "
+            "use n2-standard-32 or larger"
+        )))
+    if sum(1 for x in cfg.workloads if x.mode == "service") > 1 and w is next(x for x in cfg.workloads if x.mode == "service"):
+        problems.append(Problem(config_key(("workloads", i, "mode")), "one service workload per stack (its clients share one proxy pool)"))
     return problems
 
 
@@ -496,7 +550,7 @@ def _size_checks(cfg: StackConfig) -> list[Problem]:
         problems.append(Problem(config_key(("slices",)), (
             f"{pools} TPU slices in all, one node pool each; at most {MAX_TPU_POOLS} per stack: lower the counts or split the stack"
         )))
-    nodes = cfg.cluster.system_pool.max_nodes + cfg.head_nodes + sum(g.pools * g.tpu.hosts for g in cfg.slices)
+    nodes = cfg.cluster.system_pool.max_nodes + cfg.head_nodes + cfg.proxy_nodes + sum(g.pools * g.tpu.hosts for g in cfg.slices)
     if nodes > MAX_NODES_PER_CLUSTER:
         problems.append(Problem(config_key(("slices",)), (
             f"{nodes} nodes in all (TPU hosts, head and system pools), over GKE's {MAX_NODES_PER_CLUSTER} per "
@@ -534,8 +588,8 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
         problems += _workload_checks(cfg, i, w)
         if w.mode == "batch" and not w.image:
             problems.append(Problem(config_key(("workloads", i, "image")), "required for a batch workload (the user program's image)"))
-        if w.mode == "interactive" and (w.image or w.command or w.args):
-            problems.append(Problem(config_key(("workloads", i, "mode")), "interactive workloads run no user container; remove image, command and args or use mode: batch"))
+        if w.mode != "batch" and (w.image or w.command or w.args):
+            problems.append(Problem(config_key(("workloads", i, "mode")), f"{w.mode} workloads run no user container; remove image, command and args or use mode: batch"))
     problems += _sharing_checks(cfg)
     if cfg.workloads and cfg.pathways_version is None:
         problems.append(Problem(config_key(("pathwaysVersion",)), "required when workloads are set; use the jax-<version> tag matching your program's JAX, e.g. jax-0.7.2"))

@@ -16,6 +16,7 @@ from . import machines, quantity
 from .common import (
     DEFAULT_USER_RESOURCES,
     INT32_MAX,
+    MAX_NODES_PER_POOL_ZONE,
     MAX_RESTARTS_BOUND,
     MAX_TPU_POOLS,
     PROXY_RESOURCES,
@@ -40,6 +41,8 @@ SCRATCH_PERMISSIONS = (
 # checkpoint a few times before a person looks; an interactive endpoint keeps coming back.
 DEFAULT_BATCH_MAX_RESTARTS = 3
 DEFAULT_INTERACTIVE_MAX_RESTARTS = 20
+# pathwaysutils 0.1.13 shared_pathways_service/deploy_pathways_service.py: --max_restarts default 30.
+DEFAULT_SERVICE_MAX_RESTARTS = 30
 PATHWAYS_REGISTRY = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways"
 # Env the user container gets from the stack; a user value would duplicate or contradict it.
 RESERVED_ENV = frozenset({
@@ -122,11 +125,51 @@ class Elastic(_Model):
 
 
 
+# The Shared Pathways Service contract (pathwaysutils 0.1.13, experimental/shared_pathways_service):
+# clients deploy a proxy Job (yamls/pw-proxy.yaml: hostNetwork, port 29000, limits 16 CPU / 100G,
+# runAsUser 1000, no tolerations) with `kubectl apply` into their context's namespace, and read the
+# service JobSet from namespace "default" (gke_utils.get_pathways_service_images).
+CLIENT_PROXY_RESOURCES = ("16", "100G")
+CLIENT_NAMESPACE = "default"
+
+
+class ServiceClient(_Model):
+    kind: Literal["Group", "User"] = Field(default="Group", description="RBAC subject kind.")
+    name: str = Field(description="Google group or user email, e.g. pathways-users@example.com.")
+
+    @field_validator("name")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,190}\.[A-Za-z]{2,24}", v):
+            raise ValueError(f"{v[:80]!r} is not a Google account or group email")
+        return v
+
+
+class SharedService(_Model):
+    namespace: str = Field(default=CLIENT_NAMESPACE, description=(
+        "Namespace of the service JobSet and of the clients' proxy Jobs; pathwaysutils' client reads the JobSet "
+        "from 'default'."
+    ))
+    max_clients: int = Field(default=4, ge=1, le=MAX_NODES_PER_POOL_ZONE, description=(
+        "Concurrent client proxies: one proxy node each (a proxy takes host port 29000)."
+    ))
+    proxy_machine_type: str = Field(default="n2-standard-32", description="Proxy nodes; must hold a 16 CPU / 100G proxy.")
+    clients: list[ServiceClient] = Field(default_factory=list, max_length=50, description="Who may connect (a Role in the namespace).")
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        return _dns_label(v, 63)
+
+
 class Workload(_Model):
     """One Pathways JobSet: batch (runs the user's program to completion) or interactive (headless)."""
 
     name: str = Field(description="JobSet name (DNS-1123 label).")
-    mode: Literal["batch", "interactive"] = Field(default="batch", description="batch: user container on the head; interactive: RM + proxy only.")
+    mode: Literal["batch", "interactive", "service"] = Field(default="batch", description=(
+        "batch: user container on the head; interactive: RM + proxy only; service: a Shared Pathways Service "
+        "(RM-only head, long-lived workers; each client brings its own proxy)."
+    ))
     state: Literal["running", "suspended", "finished"] = Field(default="running", description=(
         "running; suspended (JobSet spec.suspend: pods stop, the JobSet stays; resuming restarts from the last "
         "checkpoint); finished (batch only: the stack stops managing the run, so nothing re-runs it)."
@@ -222,11 +265,18 @@ class Workload(_Model):
             check_pinned_image(v)
         return v
 
+    service: Optional["SharedService"] = Field(default=None, description="Shared Pathways Service settings (mode: service).")
+
+    @property
+    def service_settings(self) -> SharedService:
+        return self.service or SharedService()
+
     @property
     def restarts(self) -> int:
         if self.max_restarts is not None:
             return self.max_restarts
-        return DEFAULT_BATCH_MAX_RESTARTS if self.mode == "batch" else DEFAULT_INTERACTIVE_MAX_RESTARTS
+        return {"batch": DEFAULT_BATCH_MAX_RESTARTS, "interactive": DEFAULT_INTERACTIVE_MAX_RESTARTS,
+                "service": DEFAULT_SERVICE_MAX_RESTARTS}[self.mode]
 
     @property
     def effective_priority(self) -> str:
@@ -238,7 +288,9 @@ class Workload(_Model):
 
     def head_containers(self) -> list[tuple[str, str, str]]:
         """(container, cpu, memory) of the head pod."""
-        out = [("resource manager", *RESOURCE_MANAGER_RESOURCES), ("IFRT proxy", *PROXY_RESOURCES)]
+        out = [("resource manager", *RESOURCE_MANAGER_RESOURCES)]
+        if self.mode != "service":  # a service's clients bring their own proxies
+            out.append(("IFRT proxy", *PROXY_RESOURCES))
         if self.mode == "batch":
             out.append(("user container", self.cpu, self.memory))
         return out

@@ -29,6 +29,7 @@ DOMAIN_MODULES = (
     "components/manifests/jobset.py",
     "components/manifests/guardrails.py",
     "components/manifests/kueue.py",
+    "components/manifests/service_access.py",
 )
 
 ENTRY_POINT = '''"""Policy pack entry point (built by infra/offline/policy_pack.py): everything it imports is in this folder."""

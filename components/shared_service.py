@@ -1,0 +1,75 @@
+"""SharedServiceClients: what a Shared Pathways Service's clients need besides the service JobSet:
+nodes for their proxy Jobs, and the namespace-scoped access their tooling uses.
+
+A client proxy (pathwaysutils 0.1.13 shared_pathways_service/yamls/pw-proxy.yaml) is hostNetwork on
+port 29000 with no node selector or tolerations, so: one proxy per node, on untainted nodes big
+enough for it (16 CPU / 100G limits), running as the Pathways node service account (hostNetwork pods
+call Google as the node: the proxy writes the compilation cache, and the VPC firewall lets that
+identity reach the resource manager).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from .labels import PROXY_ROLE, ROLE_LABEL
+from .node_defaults import node_config, pool_locations
+
+
+@dataclass(frozen=True)
+class SharedServiceClientsArgs:
+    project: str
+    """Project of the cluster."""
+    cluster: pulumi.Input[str]
+    """Cluster name."""
+    location: str
+    """Cluster location."""
+    zone: str
+    """The stack's one zone."""
+    regional: bool
+    """Whether the cluster is regional."""
+    machine_type: str
+    """Proxy node machine type (checked by the config model to hold one proxy)."""
+    nodes: int
+    """Concurrent clients: one proxy node each."""
+    service_account: pulumi.Input[str]
+    """Email of the Pathways node SA."""
+    role: dict[str, Any]
+    """The clients' Role (components.manifests.service_access)."""
+    role_binding: dict[str, Any]
+    """Its RoleBinding to the configured users and groups."""
+    k8s_provider: pulumi.ProviderResource
+    """The cluster's Kubernetes provider."""
+
+
+class SharedServiceClients(pulumi.ComponentResource):
+    def __init__(self, name: str, args: SharedServiceClientsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:k8s:SharedServiceClients", name, None, opts)
+        gcp.container.NodePool(
+            f"{name}-proxy-pool",
+            project=args.project,
+            cluster=args.cluster,
+            location=args.location,
+            name="pathways-proxy",
+            node_locations=pool_locations(args.regional, args.zone),
+            node_count=args.nodes,
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=node_config(args.machine_type, args.service_account, {ROLE_LABEL: PROXY_ROLE}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        role = k8s.rbac.v1.Role(
+            f"{name}-role", metadata=args.role["metadata"], rules=args.role["rules"], opts=k8s_opts,
+        )
+        if args.role_binding["subjects"]:
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-role-binding", metadata=args.role_binding["metadata"], role_ref=args.role_binding["roleRef"],
+                subjects=args.role_binding["subjects"],
+                opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[role]),
+            )
+        self.register_outputs({})
