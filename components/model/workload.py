@@ -288,7 +288,7 @@ class Workload(_Model):
 
     def head_containers(self) -> list[tuple[str, str, str]]:
         """(container, cpu, memory) of the head pod."""
-        out = [("resource manager", *RESOURCE_MANAGER_RESOURCES)]
+        out: list[tuple[str, str, str]] = [("resource manager", *RESOURCE_MANAGER_RESOURCES)]
         if self.mode != "service":  # a service's clients bring their own proxies
             out.append(("IFRT proxy", *PROXY_RESOURCES))
         if self.mode == "batch":
