@@ -12,6 +12,7 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from .node_pool_lanes import NodePoolLanes
 from .labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL
 from .node_defaults import node_config, pool_locations
 
@@ -34,6 +35,8 @@ class HeadPoolArgs:
     """Nodes: one per concurrently running workload."""
     service_account: pulumi.Input[str]
     """Email of the Pathways node SA (it holds the bucket grant: head pods are hostNetwork)."""
+    lanes: Optional[NodePoolLanes] = None
+    """The stack's node-pool lanes (GKE's concurrent-operations limit); None: no ordering."""
 
 
 class HeadPool(pulumi.ComponentResource):
@@ -55,8 +58,11 @@ class HeadPool(pulumi.ComponentResource):
                 args.machine_type, args.service_account, {ROLE_LABEL: HEAD_ROLE}, taints=(HEAD_TAINT,)
             ),
             opts=pulumi.ResourceOptions(
-                parent=self, custom_timeouts=pulumi.CustomTimeouts(create="30m", update="30m", delete="30m")
+                parent=self, custom_timeouts=pulumi.CustomTimeouts(create="30m", update="30m", delete="30m"),
+                depends_on=args.lanes.after() if args.lanes else [],
             ),
         )
+        if args.lanes:
+            args.lanes.add(pool)
         self.pool_name = pool.name
         self.register_outputs({"poolName": self.pool_name})

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from .labels import PROXY_ROLE, ROLE_LABEL
 from .node_defaults import node_config, pool_locations
+from .node_pool_lanes import NodePoolLanes
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,14 @@ class SharedServiceClientsArgs:
     """Its RoleBinding to the configured users and groups."""
     k8s_provider: pulumi.ProviderResource
     """The cluster's Kubernetes provider."""
+    lanes: Optional[NodePoolLanes] = None
+    """The stack's node-pool lanes (GKE's concurrent-operations limit); None: no ordering."""
 
 
 class SharedServiceClients(pulumi.ComponentResource):
     def __init__(self, name: str, args: SharedServiceClientsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:SharedServiceClients", name, None, opts)
-        gcp.container.NodePool(
+        pool = gcp.container.NodePool(
             f"{name}-proxy-pool",
             project=args.project,
             cluster=args.cluster,
@@ -60,8 +63,10 @@ class SharedServiceClients(pulumi.ComponentResource):
             node_count=args.nodes,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=node_config(args.machine_type, args.service_account, {ROLE_LABEL: PROXY_ROLE}),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after() if args.lanes else []),
         )
+        if args.lanes:
+            args.lanes.add(pool)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
         role = k8s.rbac.v1.Role(
             f"{name}-role", metadata=args.role["metadata"], rules=args.role["rules"], opts=k8s_opts,

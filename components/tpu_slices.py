@@ -16,6 +16,7 @@ from .labels import SLICE_GROUP_LABEL, SLICE_LABEL, TPU_TAINT
 from .model.config import Capacity
 from .model.tpu import Placement, TpuSlice
 from .node_defaults import node_config, pool_locations
+from .node_pool_lanes import NodePoolLanes
 
 # A TPU pool can take far longer than the provider's default to come up (capacity search, atomic
 # multi-host creation); deletes of large slices are slow too.
@@ -89,6 +90,8 @@ class TpuSliceGroupArgs:
     """Email of the Pathways node SA."""
     auto_upgrade: bool = True
     """Whether GKE upgrades the pools' nodes (recreating the slice)."""
+    lanes: Optional[NodePoolLanes] = None
+    """The stack's node-pool lanes (GKE's concurrent-operations limit); None: no ordering."""
 
 
 class TpuSliceGroup(pulumi.ComponentResource):
@@ -135,7 +138,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
             )
         placement = placement_policy(tpu, policy_name)
         labels = {SLICE_GROUP_LABEL: args.group, SLICE_LABEL: pool_name(args.group, index)}
-        return gcp.container.NodePool(
+        pool = gcp.container.NodePool(
             f"{name}-{index}",
             project=args.project,
             cluster=args.cluster,
@@ -158,5 +161,9 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 delete_before_replace=True,
                 custom_timeouts=TPU_POOL_TIMEOUTS,
                 ignore_changes=["nodeCount", "initialNodeCount"] if flex else [],
+                depends_on=args.lanes.after() if args.lanes else [],
             ),
         )
+        if args.lanes:
+            args.lanes.add(pool)
+        return pool

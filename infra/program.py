@@ -8,6 +8,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
 from components.head_pool import HeadPool, HeadPoolArgs
+from components.node_pool_lanes import NodePoolLanes
 from components.jobset_controller import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
 from components.labels import SYSTEM_ROLE
@@ -72,15 +73,18 @@ def build(cfg: StackConfig) -> dict[str, object]:
         ports=(*PATHWAYS_PORTS, *cfg.profiling_ports), client_ranges=tuple(net.pathways_client_ranges),
     ))
     location = cfg.region if c.regional else cfg.zone
+    lanes = NodePoolLanes(c.node_pool_concurrency)
+    lanes.add(cluster.system_pool)
     head = HeadPool("head-pool", HeadPoolArgs(
         project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
-        machine_type=cfg.head_pool.machine_type, node_count=cfg.head_nodes, service_account=pathways_sa.email,
+        machine_type=cfg.head_pool.machine_type, node_count=cfg.head_nodes, service_account=pathways_sa.email, lanes=lanes,
     ))
     groups = {
         g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
             cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.pools, capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
+            lanes=lanes,
         ))
         for g in cfg.slices
     }
@@ -121,6 +125,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
             project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
             machine_type=sv.proxy_machine_type, nodes=sv.max_clients, service_account=pathways_sa.email,
             role=service_access.role(service), role_binding=service_access.role_binding(service), k8s_provider=provider,
+            lanes=lanes,
         ), opts=pulumi.ResourceOptions(depends_on=[namespace]))
     queues: tuple[pulumi.Resource, ...] = ()
     if cfg.kubernetes.kueue.enabled:

@@ -1,6 +1,8 @@
-"""The deploy's critical path does not grow with the number of slices."""
+"""The deploy's critical path: node pools in lanes under GKE's concurrent-operations quota."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -16,17 +18,68 @@ def plans():
     return {n: plan_of(stack_config(n)["config"], stack=f"bench{n}") for n in (1, 256)}
 
 
-def test_same_chain_for_1_and_256_slices(plans):
+def test_pools_come_up_in_lanes_of_gke_concurrent_operations(plans):
+    # GKE: 429 "cluster ... hits the concurrent operations quota 5" (terraform-provider-google #15205/#15579);
+    # the provider retries it only until the create timeout, so the stack queues pools itself.
     small, large = critical_path(plans[1]), critical_path(plans[256])
-    assert large.length == small.length == 3
-    assert large.minutes == small.minutes == 45 + 180  # cluster, then one TPU pool: pools come up in parallel
-    assert [r.type for r in large.chain] == [r.type for r in small.chain] == [
-        "gcp:container/cluster:Cluster",
-        "gcp:container/nodePool:NodePool",
-        "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
-    ]
-    assert large.chain[1].input("name").startswith("tpu-")
+    assert small.length == 3 and small.minutes == 45 + 180
+    assert [r.type for r in small.chain] == ["gcp:container/cluster:Cluster", POOL, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"]
+    # 256 TPU pools + system + head = 258 pools in 5 lanes: the longest lane holds 52 pools
+    assert large.length == 1 + 52 + 1
+    assert large.minutes == 45 + 52 * 180  # the lane of pools 2, 7, ... 257 holds 52 TPU pools
+    assert small.expected == 10 + 10 and large.expected == 10 + 52 * 10
     assert len([r for r in plans[256].by_type(POOL) if r.input("name").startswith("tpu-")]) == 256
+
+
+def test_each_pool_waits_on_the_pool_five_before_it(plans):
+    plan = plans[256]
+    by_name = {r.name: r for r in plan.by_type(POOL)}
+    # program order: the system pool, the head pool, then the slice groups' pools in config order
+    order = ["cluster-system", "head-pool", *(f"slices-v6e-{i}" for i in range(128)), *(f"slices-v5p-{i}" for i in range(128))]
+    assert sorted(order) == sorted(by_name)
+    cluster = plan.one("gcp:container/cluster:Cluster").urn
+    pool_urns = {r.urn for r in by_name.values()}
+    for k, name in enumerate(order):
+        r = by_name[name]
+        waits_on = [plan.get(d).name for d in r.dependencies if d in pool_urns]
+        assert waits_on == ([order[k - 5]] if k >= 5 else []), name
+        assert name == "cluster-system" or cluster in r.dependencies
+
+
+def test_concurrency_is_configurable():
+    cfg = stack_config(8)["config"]
+    cfg["pathways:cluster"] = {"nodePoolConcurrency": 1}
+    plan = plan_of(cfg, stack="bench8")
+    path = critical_path(plan)
+    assert path.length == 1 + 10 + 1  # every pool in one lane
+    cfg["pathways:cluster"] = {"nodePoolConcurrency": 20}
+    assert critical_path(plan_of(cfg, stack="bench8")).length == 3
+
+
+def test_deep_chain_needs_no_recursion():
+    from infra.offline.engine import Plan, Registration
+
+    def pool(i: int) -> Registration:
+        return Registration(urn=f"urn:p{i}", type=POOL, name=f"p{i}", parent="", custom=True,
+                            inputs={"nodeConfig": {"machineType": "ct6e-standard-4t"}, "nodeCount": 4},
+                            dependencies=(f"urn:p{i - 1}",) if i else (), options={})
+
+    path = critical_path(Plan(stack="deep", resources=[pool(i) for i in range(3000)]))
+    assert path.length == 3000 and path.minutes == 3000 * 30 and path.expected == 3000 * 6
+
+
+def test_a_lane_longer_than_pulumi_can_walk_is_a_config_error():
+    from components.model.config import load
+    from components.model.errors import ConfigError
+    from infra.offline.bench import largest_config
+    from infra.offline.stackfile import raw_values
+
+    cfg = largest_config()["config"]
+    cfg["pathways:cluster"] = {"nodePoolConcurrency": 1}
+    with pytest.raises(ConfigError) as e:
+        load(raw_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}), "largest")
+    assert "pathways:cluster.nodePoolConcurrency: 1 puts 1002 of the stack's 1002 node pools in one lane; at most 250" in str(e.value)
+    assert "set it to at least 5" in str(e.value)
 
 
 def test_worst_case_weights_come_from_the_plan():
@@ -38,15 +91,6 @@ def test_worst_case_weights_come_from_the_plan():
     assert weights["cluster-system"] == 30  # provider default: no custom timeout
     assert weights["jobset"] == 10  # the chart: Pulumi awaits its Deployment, 10 minutes by default
     assert weights["workload-train"] == 0
-
-
-def test_no_pool_waits_on_another_pool(plans):
-    plan = plans[256]
-    pools = {r.urn for r in plan.by_type(POOL)}
-    cluster = plan.one("gcp:container/cluster:Cluster").urn
-    for r in plan.by_type(POOL):
-        assert cluster in r.dependencies
-        assert not pools & set(r.dependencies), r.name
 
 
 def test_controller_and_workloads_wait_only_on_what_they_need(plans):
@@ -72,5 +116,7 @@ def test_plan_text_shows_the_chain(capsys):
     from infra.offline.__main__ import main
 
     assert main(["plan", "--stack", "dev"]) == 0
-    assert ("Deploy critical path (3 slow resources in sequence, worst case 225 min by create timeouts): "
-            "cluster (Cluster, <= 45m) -> slices-dev-0 (NodePool, <= 180m) -> workload-notebook (JobSet, <= 0m)") in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Deploy time: expected ~16 min, worst case 225 min by create timeouts" in out
+    assert ("Deploy critical path (3 slow resources in sequence): "
+            "cluster (Cluster, <= 45m) -> slices-dev-0 (NodePool, <= 180m) -> workload-notebook (JobSet, <= 0m)") in out

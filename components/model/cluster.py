@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from . import machines
+from .rollout import GKE_CONCURRENT_OPERATIONS
 from .common import (
     _GKE_VERSION,
     _NETWORK_REF,
@@ -163,6 +164,10 @@ class ClusterConfig(_Model):
     master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list, max_length=50)
     deletion_protection: Optional[bool] = Field(default=None, description="GKE deletion protection; default on.")
     system_pool: SystemPool = Field(default_factory=SystemPool)
+    node_pool_concurrency: int = Field(default=GKE_CONCURRENT_OPERATIONS, ge=1, le=50, description=(
+        "Node pool operations in flight at once (pools wait in lanes). Default: GKE's concurrent-operations "
+        "quota per cluster, 5; raise it only if Google raised yours."
+    ))
     maintenance: Maintenance = Field(default_factory=Maintenance)
 
     @field_validator("name")

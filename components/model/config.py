@@ -13,12 +13,13 @@ bounds), ``cluster`` (control plane, network), ``pools`` (head pool, slice group
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from . import machines, quantity
+from . import machines, quantity, rollout
 from .bucket import BucketConfig, check_bucket_name
 from .cluster import AuthorizedNetwork, ClusterConfig, NetworkConfig, gke_version_key, meets_gke_floor
 from .common import (
@@ -154,6 +155,11 @@ class StackConfig(_Model):
     def workload_namespaces(self) -> list[str]:
         """Namespaces the stack's JobSets live in, the workload namespace first."""
         return list(dict.fromkeys([self.kubernetes.namespace, *(self.workload_namespace(w) for w in self.active_workloads)]))
+
+    @property
+    def node_pools(self) -> int:
+        """Every node pool the stack creates: system, head, proxy (service mode), one per TPU slice and spare."""
+        return 2 + (1 if self.service_workload else 0) + sum(g.pools for g in self.slices)
 
     @property
     def proxy_nodes(self) -> int:
@@ -555,6 +561,14 @@ def _size_checks(cfg: StackConfig) -> list[Problem]:
         problems.append(Problem(config_key(("slices",)), (
             f"{nodes} nodes in all (TPU hosts, head and system pools), over GKE's {MAX_NODES_PER_CLUSTER} per "
             "Standard cluster; lower the counts or split the stack"
+        )))
+    all_pools = cfg.node_pools
+    lane = rollout.waves(all_pools, cfg.cluster.node_pool_concurrency)
+    if lane > rollout.MAX_LANE_LENGTH:
+        problems.append(Problem(config_key(("cluster", "nodePoolConcurrency")), (
+            f"{cfg.cluster.node_pool_concurrency} puts {lane} of the stack's {all_pools} node pools in one lane; at most "
+            f"{rollout.MAX_LANE_LENGTH} (Pulumi checks depends_on chains recursively): set it to at least "
+            f"{math.ceil(all_pools / rollout.MAX_LANE_LENGTH)}"
         )))
     return problems
 

@@ -1,14 +1,18 @@
-"""The deploy's critical path: the chain of slow resources a deploy waits on longest.
+"""The deploy's critical path and deploy-time estimate: the chain of slow resources a deploy waits on longest.
 
-Slow resources are the cluster, node pools, Helm releases and JobSets. A resource waits on its
-dependencies and its provider. Each slow resource weighs what a deploy may wait for it: its create
-timeout from the plan (or the provider's default), so the chain shown is the worst case, e.g. a TPU
-pool's 180 minutes. Neither the chain nor its bound may grow with the number of slices.
+Slow resources are the cluster, node pools, Helm charts and JobSets. A resource waits on its
+dependencies and its provider. Two weights per slow resource:
+- worst case: what a deploy may wait for it, its create timeout from the plan (or the provider's
+  default), e.g. a TPU pool's 180 minutes;
+- expected: a typical create time (EXPECTED_MINUTES: planning assumptions, not figures GKE documents).
+Node pools wait in lanes (components/model/rollout.py: GKE runs at most 5 operations per cluster), so
+the chain grows by one pool per `concurrency` pools: the estimate says so instead of assuming that 256
+pools come up at once.
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.resource_types import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET, NODE_POOL
@@ -23,6 +27,31 @@ HELM_DEFAULT_SECONDS = 300
 # A helm.v4.Chart is done when Pulumi's await logic sees its objects ready: 10 minutes by default
 # for a Deployment (pulumi-kubernetes await defaults).
 CHART_AWAIT_MINUTES = 10
+
+
+# Typical create times, minutes: assumptions for the estimate (GKE publishes no figures). A multi-host
+# TPU pool brings up and links all hosts of a slice; a flex-start pool is created empty.
+EXPECTED_MINUTES = {"cluster": 10.0, "cpu-pool": 4.0, "tpu-pool": 6.0, "tpu-pool-multi-host": 10.0, "empty-pool": 3.0, "chart": 2.0}
+
+
+def _is_tpu_pool(r: Registration) -> bool:
+    machine = r.input("nodeConfig.machineType") or ""
+    return machine.startswith(("ct", "tpu"))
+
+
+def expected_minutes(r: Registration) -> float:
+    """A typical create time for this resource (EXPECTED_MINUTES)."""
+    if r.type == CLUSTER:
+        return EXPECTED_MINUTES["cluster"]
+    if r.type in (HELM_RELEASE, HELM_CHART):
+        return EXPECTED_MINUTES["chart"]
+    if r.type == NODE_POOL:
+        if r.input("initialNodeCount") == 0 and r.input("nodeCount") is None:
+            return EXPECTED_MINUTES["empty-pool"]
+        if _is_tpu_pool(r):
+            return EXPECTED_MINUTES["tpu-pool-multi-host" if r.input("placementPolicy") else "tpu-pool"]
+        return EXPECTED_MINUTES["cpu-pool"]
+    return 0.0
 
 
 def worst_case_minutes(r: Registration) -> float:
@@ -40,6 +69,7 @@ def worst_case_minutes(r: Registration) -> float:
 @dataclass(frozen=True)
 class CriticalPath:
     chain: tuple[Registration, ...]  # slow resources only, in deploy order
+    expected_chain: tuple[Registration, ...] = ()  # the longest chain by expected create times
 
     @property
     def length(self) -> int:
@@ -47,19 +77,36 @@ class CriticalPath:
 
     @property
     def minutes(self) -> float:
+        """Worst case: the longest chain by create timeouts."""
         return sum(worst_case_minutes(r) for r in self.chain)
+
+    @property
+    def expected(self) -> float:
+        """Expected: the longest chain by typical create times."""
+        return sum(expected_minutes(r) for r in self.expected_chain)
 
     def describe(self) -> str:
         if not self.chain:
             return "Deploy critical path: no slow resources"
-        steps = " -> ".join(f"{r.name} ({r.type.split(':')[-1]}, <= {worst_case_minutes(r):g}m)" for r in self.chain)
+        steps = [f"{r.name} ({r.type.split(':')[-1]}, <= {worst_case_minutes(r):g}m)" for r in self.chain]
+        if len(steps) > 8:  # a long lane of pools: its ends say enough
+            steps = [*steps[:4], f"... {len(steps) - 6} more in the same lane ...", *steps[-2:]]
         return (
-            f"Deploy critical path ({self.length} slow resources in sequence, worst case {self.minutes:g} min "
-            f"by create timeouts): {steps}"
+            f"Deploy time: expected ~{self.expected:g} min, worst case {self.minutes:g} min by create timeouts "
+            f"(typical create times are assumptions: infra/offline/critical_path.py)\n"
+            f"Deploy critical path ({self.length} slow resources in sequence): {' -> '.join(steps)}"
         )
+
+    def to_json(self) -> dict:
+        return {"expectedMinutes": self.expected, "worstCaseMinutes": self.minutes,
+                "chain": [r.urn for r in self.chain], "expectedChain": [r.urn for r in self.expected_chain]}
 
 
 def critical_path(plan: Plan) -> CriticalPath:
+    return CriticalPath(_longest_chain(plan, worst_case_minutes), _longest_chain(plan, expected_minutes))
+
+
+def _longest_chain(plan: Plan, minutes: Callable[[Registration], float]) -> tuple[Registration, ...]:
     by_urn = {r.urn: r for r in plan.resources}
 
     def waits_on(r: Registration) -> list[Registration]:
@@ -69,22 +116,28 @@ def critical_path(plan: Plan) -> CriticalPath:
             deps.append(by_urn[provider])
         return deps
 
-    def weight(chain: tuple[Registration, ...]) -> tuple[float, int]:
-        return sum(worst_case_minutes(r) for r in chain), len(chain)
-
-    @functools.lru_cache(maxsize=None)
-    def longest(urn: str) -> tuple[Registration, ...]:
-        r = by_urn[urn]
-        best: tuple[Registration, ...] = ()
-        for d in sorted(waits_on(r), key=lambda d: d.urn):  # sorted: ties resolve the same way every run
-            chain = longest(d.urn)
-            if weight(chain) > weight(best):
-                best = chain
-        return best + ((r,) if r.type in SLOW_TYPES else ())
-
-    result: tuple[Registration, ...] = ()
-    for r in plan.resources:
-        chain = longest(r.urn)
-        if weight(chain) > weight(result):
-            result = chain
-    return CriticalPath(result)
+    # Longest chain ending at each resource, with its weight; computed in dependency order without
+    # recursion (a lane of 1000 pools at concurrency 1 is a chain 1000 deep).
+    best: dict[str, tuple[tuple[float, int], tuple[Registration, ...]]] = {}
+    for start in plan.resources:
+        stack = [start.urn]
+        while stack:
+            urn = stack[-1]
+            if urn in best:
+                stack.pop()
+                continue
+            deps = sorted(waits_on(by_urn[urn]), key=lambda d: d.urn)  # sorted: ties resolve the same way every run
+            todo = [d.urn for d in deps if d.urn not in best]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            r = by_urn[urn]
+            weight, chain = (0.0, 0), ()
+            for d in deps:
+                if best[d.urn][0] > weight:
+                    weight, chain = best[d.urn]
+            if r.type in SLOW_TYPES:
+                weight, chain = (weight[0] + minutes(r), weight[1] + 1), chain + (r,)
+            best[urn] = (weight, chain)
+    return max(best.values(), key=lambda wc: wc[0], default=((0.0, 0), ()))[1]
