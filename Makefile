@@ -10,10 +10,15 @@ REF    ?= origin/main
 
 .PHONY: plan diff render test bench lock clean
 
-$(VENV)/.installed: requirements.lock
+# uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
+# Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
+$(VENV)/.installed: requirements.lock requirements-bootstrap.txt
+	@echo "==> setting up $(VENV) from requirements.lock (first run only; about 30 s)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-bootstrap.txt
+	$(VENV)/bin/uv pip install --python $(PY) --require-hashes --compile-bytecode -r requirements.lock
 	touch $@
+	@echo "==> $(VENV) ready"
 
 plan: $(VENV)/.installed
 	$(PY) -m infra.offline plan --stack $(STACK)
@@ -35,9 +40,10 @@ bench: $(VENV)/.installed
 
 # Re-resolve requirements.txt (ranges) into requirements.lock after editing it.
 lock: $(VENV)/.installed
-	$(PY) -m pip install --quiet --disable-pip-version-check uv
 	$(VENV)/bin/uv pip compile requirements.txt --generate-hashes --universal --python-version 3.11 \
 		--custom-compile-command "make lock" --quiet -o requirements.lock
+	$(VENV)/bin/uv pip compile requirements-bootstrap.in --generate-hashes --universal --python-version 3.11 \
+		--custom-compile-command "make lock" --quiet -o requirements-bootstrap.txt
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

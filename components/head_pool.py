@@ -12,9 +12,9 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from .node_pool_lanes import NodePoolLanes
 from .labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL
 from .node_defaults import node_config, pool_locations
+from .node_pool_lanes import NodePoolLanes
 
 
 @dataclass(frozen=True)

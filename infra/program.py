@@ -8,7 +8,6 @@ import pulumi_kubernetes as k8s
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
 from components.head_pool import HeadPool, HeadPoolArgs
-from components.node_pool_lanes import NodePoolLanes
 from components.jobset_controller import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
 from components.labels import SYSTEM_ROLE
@@ -21,6 +20,7 @@ from components.model.errors import ConfigError
 from components.model.ports import PATHWAYS_PORTS
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
 from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
+from components.node_pool_lanes import NodePoolLanes
 from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs

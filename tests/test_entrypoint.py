@@ -58,10 +58,12 @@ def test_pulumi_style_entry_point_imports_components(tmp_path):
 def test_plan_json_shape(capsys):
     assert offline_main(["plan", "--stack", "dev", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"resources", "outputs", "policyViolations", "criticalPath"}
+    assert set(doc) == {"resources", "outputs", "policyViolations", "criticalPath", "summary", "deployTime"}
     assert doc["policyViolations"] == []
+    assert set(doc["deployTime"]) == {"expectedMinutes", "worstCaseMinutes", "chain", "expectedChain"}
+    assert doc["criticalPath"] == doc["deployTime"]["chain"]
     for r in doc["resources"]:
-        assert set(r) == {"urn", "type", "name", "parent", "inputs", "dependencies", "options"}
+        assert set(r) == {"urn", "type", "name", "parent", "custom", "inputs", "dependencies", "options"}
         assert set(r["options"]) >= {"protect", "deleteBeforeReplace", "replaceOnChanges", "ignoreChanges", "customTimeouts", "provider"}
     assert doc["outputs"]["kubeconfig"] == "[secret]"
 
@@ -79,8 +81,16 @@ def test_text_plan_shows_tree_and_summary(capsys):
     out = capsys.readouterr().out
     assert "+ pathways:gcp:GkeCluster  cluster" in out
     assert "  + gcp:container/cluster:Cluster  cluster" in out
-    assert "Summary: " in out and "resources to create" in out
+    assert "Resources: 52 to create, grouped under " in out and "Resource counts: 52 resources" in out
     assert "nodeConfig.machineType: ct6e-standard-4t" in out
+    # summary first: the stack's shape, cost and outputs come before the tree
+    assert out.index("Slice groups:") < out.index("Outputs (in full") < out.index("Deploy time:") < out.index("+ pathways:gcp:GkeCluster")
+    assert "kubectl -n pathways port-forward $(kubectl -n pathways get pods -l jobset.sigs.k8s.io/jobset-name=notebook," in out
+    assert "      replicatedJobs: pathways-head x1, worker x1" in out
+    # key inputs beyond the essential ones only with --verbose
+    assert "privateClusterConfig.enablePrivateNodes" not in out
+    assert offline_main(["plan", "--stack", "dev", "--verbose"]) == 0
+    assert "privateClusterConfig.enablePrivateNodes: true" in capsys.readouterr().out
 
 
 def test_config_file_outside_stacks_dir(tmp_path, capsys):

@@ -90,7 +90,12 @@ def test_it_installs_everything_the_program_imports():
 def test_it_installs_the_lock_make_and_ci_install():
     # One lock: Pulumi's install, make (and so CI) and the workflows install requirements.lock.
     assert requirement_names(language_host_requirements()) == requirement_names(ROOT / "requirements.lock")
-    assert "--require-hashes -r requirements.lock" in (ROOT / "Makefile").read_text()
+    make = (ROOT / "Makefile").read_text()
+    assert "uv pip install --python $(PY) --require-hashes --compile-bytecode -r requirements.lock" in make
+    # the installer itself comes pinned and hash-checked
+    assert "pip install --quiet --disable-pip-version-check --require-hashes -r requirements-bootstrap.txt" in make
+    bootstrap = requirement_lines(ROOT / "requirements-bootstrap.txt")
+    assert len(bootstrap) == 1 and bootstrap[0].startswith("uv==") and " --hash=sha256:" in bootstrap[0]
     for wf in (ROOT / ".github" / "workflows").glob("*.yml"):
         text = wf.read_text()
         assert "pip install -r requirements.txt" not in text, wf.name

@@ -14,7 +14,6 @@ from pydantic import (
 )
 
 from . import machines
-from .rollout import GKE_CONCURRENT_OPERATIONS
 from .common import (
     _GKE_VERSION,
     _NETWORK_REF,
@@ -23,6 +22,7 @@ from .common import (
     _Model,
     _network,
 )
+from .rollout import GKE_CONCURRENT_OPERATIONS
 
 # --- cluster and network ---------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from .common import RESOURCE_MANAGER_RESOURCES as RESOURCE_MANAGER_RESOURCES
 from .errors import ConfigError, Problem
 from .pools import Capacity as Capacity
 from .pools import HeadPoolConfig, SliceGroup
+from .pricing import PricesConfig
 from .workload import (
     CLIENT_NAMESPACE,
     CLIENT_PROXY_RESOURCES,
@@ -131,6 +132,7 @@ class StackConfig(_Model):
     kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
     workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    prices: PricesConfig = Field(default_factory=PricesConfig)
     allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
         "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
         "delete or recreate in a protected stack. Review it in the PR; empty it after the change lands."

@@ -1,6 +1,6 @@
 """Offline tools: preview the stack, see what a change does, render its Kubernetes objects; no CLI, no cloud.
 
-    python -m infra.offline plan   (--stack NAME | --config FILE) [--json]
+    python -m infra.offline plan   (--stack NAME | --config FILE) [--json] [--verbose]
     python -m infra.offline diff   (--stack NAME | --config FILE) (--against GIT_REF | --before FILE) [--json]
     python -m infra.offline render (--stack NAME | --config FILE) --out DIR
 
@@ -31,20 +31,49 @@ EXIT_POLICY = 1
 EXIT_INVALID = 2
 
 
+_EXIT_CODES = {
+    "plan": "exit status: 0 planned and every mandatory policy passed; 1 a mandatory policy failed;\n"
+            "             2 invalid config, stack file or policy config (one 'error:' line per problem on stderr)",
+    "diff": "exit status: 0 the change is allowed; 1 the protected-stack guard refuses it (replacements or\n"
+            "             deletions not listed in pathways:allowDisruption); 2 invalid config, stack file or git ref",
+    "render": "exit status: 0 written; 2 invalid config or stack file, a manifest the admission checks reject,\n"
+              "             or an --out directory that cannot be written",
+}
+_DESCRIPTIONS = {
+    "plan": "Run the Pulumi program under the mock runtime and print what `pulumi up` would create: a summary\n"
+            "(slice groups, CPU pools, buckets, workloads, estimated cost), the outputs in full, the deploy-time\n"
+            "estimate, the policy pack's verdict, then the resource tree. Same program, same policies as\n"
+            "`pulumi preview --policy-pack policies`; no cloud calls.",
+    "diff": "Compare this stack file with another revision of it and say what each change creates, updates,\n"
+            "replaces or deletes under the providers' replacement rules, and what it interrupts.",
+    "render": "Write the stack's Kubernetes objects (JobSets, queues, guardrails) as YAML after the admission\n"
+              "checks (JobSet and Kueue CRD schemas, strict Kubernetes schemas, the rules schemas miss).",
+}
+_JSON_DOCS = {
+    "plan": "--json: {summary, deployTime, criticalPath, policyViolations, resources, outputs}; fields in\n"
+            "README.md, 'Reading a plan'.",
+    "diff": "--json: {stack, against, changes, guard}; fields in README.md, 'Changing a running stack'.",
+    "render": "Writes one YAML file per object and .pathways-render.json (the list) under --out.",
+}
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m infra.offline", description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m infra.offline", description=(__doc__ or "").split("\n")[0],
+                                     epilog="Each subcommand has --help with its exit codes and JSON.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_ in (
         ("plan", "print the resources the stack would create"),
         ("diff", "what a config change creates, updates, replaces or deletes, and what it interrupts"),
         ("render", "write the Kubernetes objects as YAML"),
     ):
-        p = sub.add_parser(name, help=help_)
+        p = sub.add_parser(name, help=help_, description=_DESCRIPTIONS[name], epilog=f"{_JSON_DOCS[name]}\n\n{_EXIT_CODES[name]}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
         src.add_argument("--config", type=Path, help="any file in Pulumi's stack-config format")
         if name == "plan":
-            p.add_argument("--json", action="store_true", help="machine-readable output")
+            p.add_argument("--json", action="store_true", help="machine-readable output (see below)")
+            p.add_argument("--verbose", action="store_true", help="show every key input of every resource in the tree")
             p.add_argument(
                 "--policy-config", type=Path,
                 help="policy pack config JSON (as --policy-pack-config); default policies/config.<stack>.json if present",
@@ -101,14 +130,28 @@ def _fail(error: Exception) -> int:
     return EXIT_INVALID
 
 
+def _summary(args: argparse.Namespace) -> dict:
+    from components.model.config import load
+    from components.model.summary import stack_summary
+
+    path = stack_path(args.stack) if args.stack else args.config
+    config, secret_keys = load_config(path)
+    # The program validated this config already (run() raised otherwise): the same model, read again.
+    return stack_summary(load(raw_values(config), args.stack or stack_name_for(path), frozenset(secret_keys)))
+
+
 def _plan_command(args: argparse.Namespace, plan: Plan) -> int:
+    from components.model.summary import summary_text
+
     violations = _policies(plan, args.policy_config)
     path = critical_path(plan)
+    summary = _summary(args)
     if args.json:
-        doc = {**plan.to_json(), "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
+        doc = {**plan.to_json(), "summary": summary, "deployTime": path.to_json(),
+               "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        sys.stdout.write(render_text(plan, [path.describe(), _violations_text(violations)]))
+        sys.stdout.write(render_text(plan, summary_text(summary), [path.describe(), _violations_text(violations)], verbose=args.verbose))
     return EXIT_POLICY if any(v.enforcement == "mandatory" for v in violations) else 0
 
 

@@ -1,9 +1,13 @@
-"""Benchmark: what an offline plan costs as the stack grows (`make bench`).
+"""Benchmark: what an offline plan costs as the stack grows, and how long its deploy would take (`make bench`).
 
 Generates stacks of 1, 8, 64 and 256 slices (v6e-256 and v5p-128 groups, a batch and an interactive
 workload), runs `python -m infra.offline plan --config FILE --json` on each in a fresh process,
-several times, and reports wall time (min / median) and peak RSS per size. Figures go to
-build/bench.json; targets: 256 slices within 3x the 1-slice wall time, peak RSS <= 400 MB.
+several times, and reports wall time (min / median), peak RSS and the plan's deploy-time estimate
+(expected and worst case, node pools in lanes of GKE's 5 concurrent operations) per size. Then the
+reference stack (2 x v6e-16, one batch workload): its plan time, the part of it that is importing
+the provider SDKs, and the ratio to xpk's dry-run of the same cluster and workload (1.8 s, the figure
+issue #17 reports; xpk needs gcloud, so it is not re-measured here). Figures go to build/bench.json;
+targets: 256 slices within 3x the 1-slice wall time, peak RSS <= 400 MB.
 """
 
 from __future__ import annotations
@@ -23,6 +27,26 @@ import yaml
 from .engine import PROJECT_ROOT
 
 SIZES = (1, 8, 64, 256)
+XPK_DRY_RUN_S = 1.8  # issue #17: xpk's dry-run of the reference cluster and workload on the same 2-core machine
+# What the program imports from the provider SDKs (their packages load every module on first use).
+SDK_IMPORT = (
+    "import pulumi, pulumi_gcp as gcp, pulumi_kubernetes as k8s, pulumi_random;"
+    "[getattr(m, n) for m, n in ((gcp.compute, 'Network'), (gcp.container, 'Cluster'), (gcp.storage, 'Bucket'),"
+    " (gcp.projects, 'IAMMember'), (gcp.serviceaccount, 'Account'), (gcp.monitoring, 'Dashboard'),"
+    " (k8s.core.v1, 'Namespace'), (k8s.meta.v1, 'ObjectMetaArgs'), (k8s.helm.v4, 'Chart'),"
+    " (k8s.admissionregistration.v1, 'ValidatingAdmissionPolicy'), (k8s.scheduling.v1, 'PriorityClass'),"
+    " (k8s.rbac.v1, 'Role'), (k8s.apiextensions, 'CustomResource'))]"
+)
+
+
+def reference_config() -> dict:
+    """The reference stack: 2 x v6e-16 and one batch workload."""
+    cfg = stack_config(1)
+    cfg["config"].update({
+        "pathways:slices": [{"name": "v6e", "tpu": "v6e-16", "count": 2}],
+        "pathways:workloads": [{"name": "train", "mode": "batch", "image": "example.com/trainer:1", "command": ["python3", "train.py"]}],
+    })
+    return cfg
 MAX_RATIO = 3.0
 MAX_RSS_MB = 400
 
@@ -58,23 +82,30 @@ def largest_config() -> dict:
     return cfg
 
 
-def _run_once(config_path: Path, scratch: Path) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MB, resources) of one plan in a fresh process."""
+def _timed(cmd: list[str], scratch: Path) -> tuple[float, float, Path]:
+    """(wall seconds, peak RSS MB, stdout file) of one command in a fresh process."""
     out_path, err_path = scratch / "out.json", scratch / "err.txt"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "infra.offline", "plan", "--config", str(config_path), "--json"],
-            cwd=PROJECT_ROOT, stdout=out, stderr=err,
-        )
+        proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=out, stderr=err)
         # wait4 reaps this child and returns its own rusage (ru_maxrss in KiB on Linux).
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"plan failed for {config_path}:\n{err_path.read_text()}")
-    resources = len(json.loads(out_path.read_text())["resources"])
-    return wall, usage.ru_maxrss / 1024, resources
+        raise RuntimeError(f"{' '.join(cmd[1:4])} failed:\n{err_path.read_text()}")
+    return wall, usage.ru_maxrss / 1024, out_path
+
+
+def _run_once(config_path: Path, scratch: Path) -> tuple[float, float, int, dict]:
+    """(wall seconds, peak RSS MB, resources, deploy-time estimate) of one plan in a fresh process."""
+    wall, rss, out_path = _timed([sys.executable, "-m", "infra.offline", "plan", "--config", str(config_path), "--json"], scratch)
+    doc = json.loads(out_path.read_text())
+    return wall, rss, len(doc["resources"]), doc["deployTime"]
+
+
+def _hours(minutes: float) -> str:
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,24 +124,43 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"Pulumi.bench-{slices}.yaml"
             path.write_text(yaml.safe_dump(config))
             runs = [_run_once(path, Path(tmp)) for _ in range(args.repeat)]
-            walls = [w for w, _, _ in runs]
+            walls = [w for w, _, _, _ in runs]
+            deploy = runs[0][3]
             rows.append({
                 "slices": slices, "resources": runs[0][2], "wall_min_s": round(min(walls), 3),
-                "wall_median_s": round(statistics.median(walls), 3), "peak_rss_mb": round(max(r for _, r, _ in runs), 1),
-                "runs": args.repeat,
+                "wall_median_s": round(statistics.median(walls), 3), "peak_rss_mb": round(max(r for _, r, _, _ in runs), 1),
+                "runs": args.repeat, "deploy_expected_min": deploy["expectedMinutes"], "deploy_worst_case_min": deploy["worstCaseMinutes"],
             })
+        ref_path = Path(tmp) / "Pulumi.reference.yaml"
+        ref_path.write_text(yaml.safe_dump(reference_config()))
+        ref_walls = [_run_once(ref_path, Path(tmp))[0] for _ in range(args.repeat)]
+        sdk_walls = [_timed([sys.executable, "-c", SDK_IMPORT], Path(tmp))[0] for _ in range(args.repeat)]
+        bare_walls = [_timed([sys.executable, "-c", "pass"], Path(tmp))[0] for _ in range(args.repeat)]
     base = rows[0]["wall_median_s"]
-    print(f"{'slices':>7} {'resources':>9} {'wall min s':>10} {'wall med s':>10} {'x 1-slice':>9} {'peak RSS MB':>11}")
+    print(f"{'slices':>7} {'resources':>9} {'wall min s':>10} {'wall med s':>10} {'x 1-slice':>9} {'peak RSS MB':>11} "
+          f"{'deploy expected':>15} {'deploy worst case':>17}")
     for r in rows:
         r["ratio_to_smallest"] = round(r["wall_median_s"] / base, 2)
-        print(f"{r['slices']:>7} {r['resources']:>9} {r['wall_min_s']:>10.2f} {r['wall_median_s']:>10.2f} {r['ratio_to_smallest']:>9.2f} {r['peak_rss_mb']:>11.1f}")
+        print(f"{r['slices']:>7} {r['resources']:>9} {r['wall_min_s']:>10.2f} {r['wall_median_s']:>10.2f} {r['ratio_to_smallest']:>9.2f} "
+              f"{r['peak_rss_mb']:>11.1f} {_hours(r['deploy_expected_min']):>15} {_hours(r['deploy_worst_case_min']):>17}")
+    print("deploy: node pools in lanes of 5 (GKE's concurrent operations per cluster); expected = typical create times "
+          "(assumptions), worst case = create timeouts")
+    reference = {
+        "wall_median_s": round(statistics.median(ref_walls), 3), "sdk_import_median_s": round(statistics.median(sdk_walls), 3),
+        "python_start_median_s": round(statistics.median(bare_walls), 3), "xpk_dry_run_s": XPK_DRY_RUN_S,
+    }
+    reference["ratio_to_xpk"] = round(reference["wall_median_s"] / XPK_DRY_RUN_S, 2)
+    print(f"reference stack (2 x v6e-16, 1 batch workload): plan {reference['wall_median_s']:.2f} s median; of it, "
+          f"Python start {reference['python_start_median_s']:.2f} s and provider SDK import {reference['sdk_import_median_s']:.2f} s "
+          f"(fresh process each); xpk dry-run {XPK_DRY_RUN_S} s (issue #17): {reference['ratio_to_xpk']}x")
     if not args.no_largest:
         print("largest = 1000 v6e-16 slices in 10 groups + 100 interactive workloads (the config model's bounds)")
     worst = next(r for r in reversed(rows) if r["slices"] != "largest")
     ok = worst["ratio_to_smallest"] <= MAX_RATIO and all(r["peak_rss_mb"] <= MAX_RSS_MB for r in rows)
     print(f"targets: largest within {MAX_RATIO}x of smallest ({worst['ratio_to_smallest']}x), peak RSS <= {MAX_RSS_MB} MB: {'met' if ok else 'NOT met'}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rows": rows, "targets_met": ok}, indent=2))
+    args.out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rows": rows,
+                                    "reference": reference, "targets_met": ok}, indent=2))
     print(f"wrote {args.out}")
     return 0
 

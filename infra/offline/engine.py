@@ -83,6 +83,7 @@ class Registration:
             "type": self.type,
             "name": self.name,
             "parent": self.parent,
+            "custom": self.custom,
             "inputs": self.inputs,
             "dependencies": list(self.dependencies),
             "options": self.options,

@@ -76,31 +76,70 @@ def _output_lines(value: Any, prefix: str = "", depth: int = 1) -> list[str]:
     return [f"{'  ' * depth}{prefix}: {text}"]
 
 
-def render_text(plan: Plan, extra_sections: Sequence[str] = ()) -> str:
+# What the tree shows without --verbose: the inputs that say what a resource is.
+ESSENTIAL_INPUTS: dict[str, tuple[str, ...]] = {
+    "gcp:container/cluster:Cluster": ("location", "releaseChannel.channel", "minMasterVersion"),
+    "gcp:container/nodePool:NodePool": ("nodeConfig.machineType", "nodeCount", "placementPolicy.tpuTopology", "nodeConfig.spot",
+                                        "nodeConfig.flexStart", "nodeConfig.reservationAffinity.values"),
+    "gcp:storage/bucket:Bucket": ("name", "location"),
+    "gcp:compute/firewall:Firewall": ("priority", "allows", "denies"),
+    "kubernetes:helm.sh/v4:Chart": ("chart", "version"),
+    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": ("metadata.namespace",),
+}
+
+
+def _jobset_shape(r: Registration) -> str:
+    """replicatedJobs as name x replicas (x pods), e.g. pathways-head x1, worker x4 (4 pods each)."""
+    parts = []
+    for job in r.input("spec.replicatedJobs") or []:
+        pods = ((job.get("template") or {}).get("spec") or {}).get("parallelism") or 1
+        parts.append(f"{job.get('name')} x{job.get('replicas', 1)}" + (f" ({pods} pods each)" if pods > 1 else ""))
+    suspended = " (suspended)" if r.input("spec.suspend") else ""
+    return ", ".join(parts) + suspended
+
+
+def tree_lines(plan: Plan, verbose: bool = False) -> list[str]:
+    """The resources grouped by component, with the inputs that matter (all key inputs with verbose)."""
     children: dict[str, list[Registration]] = {}
     for r in plan.resources:
         children.setdefault(r.parent, []).append(r)
-    lines = [f"Plan for stack {plan.stack!r} (offline, mock runtime: no cloud calls)", ""]
+    lines: list[str] = []
+    shown = KEY_INPUTS if verbose else ESSENTIAL_INPUTS
 
     def walk(parent: str, depth: int) -> None:
         for r in sorted(children.get(parent, []), key=lambda r: (r.type, r.name)):
-            lines.append(f"{'  ' * depth}+ {r.type}  {r.name}{_flags(r)}")
-            for path in KEY_INPUTS.get(r.type, ()):
+            kind = "" if r.custom else "  (component)"
+            lines.append(f"{'  ' * depth}+ {r.type}  {r.name}{kind}{_flags(r)}")
+            for path in shown.get(r.type, ()):
                 value = r.input(path)
                 if value not in (None, [], {}, ""):
                     lines.append(f"{'  ' * depth}    {path}: {_short(value)}")
+            if r.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet":
+                lines.append(f"{'  ' * depth}    replicatedJobs: {_jobset_shape(r)}")
             walk(r.urn, depth + 1)
 
     roots = {r.parent for r in plan.resources} - {r.urn for r in plan.resources}
     for root in sorted(roots):
         walk(root, 0)
-    counts = Counter(r.type for r in plan.resources if r.custom)
-    lines += ["", f"Summary: {sum(counts.values())} resources to create"]
-    lines += [f"  {n:4d}  {t}" for t, n in sorted(counts.items())]
-    protected = sum(1 for r in plan.resources if r.options.get("protect"))
-    lines.append(f"  protected: {protected}")
+    return lines
+
+
+def render_text(plan: Plan, summary: Sequence[str] = (), extra_sections: Sequence[str] = (), verbose: bool = False) -> str:
+    """Summary first (what the stack holds, costs, and the outputs to paste), then the checks, then the tree."""
+    lines = [f"Plan for stack {plan.stack!r} (offline, mock runtime: no cloud calls)", ""]
+    lines += list(summary)
     lines += ["", "Outputs (in full: links and commands are meant to be pasted):"]
     lines += _output_lines(plan.outputs)
     for section in extra_sections:
         lines += ["", section]
+    custom = [r for r in plan.resources if r.custom]
+    counts = Counter(r.type for r in custom)
+    components = len(plan.resources) - len(custom)
+    lines += ["", f"Resources: {len(custom)} to create, grouped under {components} components "
+                  f"(--json lists both: components have \"custom\": false){'' if verbose else '; --verbose shows all key inputs'}"]
+    lines += tree_lines(plan, verbose)
+    lines += ["", f"Resource counts: {sum(counts.values())} resources"]
+    lines += [f"  {n:4d}  {t}" for t, n in sorted(counts.items())]
+    protected = sum(1 for r in plan.resources if r.options.get("protect"))
+    lines.append(f"  protected: {protected}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,109 @@
+"""The stack at a glance: what it holds (slices, VMs, chips, buckets, workloads) and what it costs.
+
+Pure: computed from the validated config and the TPU catalog, so `plan` prints it before the resource
+tree and `--json` carries it as `summary` (README, "Reading a plan").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import pricing, rollout
+
+if TYPE_CHECKING:
+    from .config import StackConfig
+
+
+def stack_summary(cfg: "StackConfig") -> dict[str, Any]:
+    groups = [{
+        "name": g.name, "tpu": g.tpu.name, "topology": g.tpu.topology, "machineType": g.tpu.machine_type,
+        "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
+        "chips": g.pools * g.tpu.chips, "capacity": g.capacity.value, "reservation": g.reservation,
+    } for g in cfg.slices]
+    workloads = []
+    for w in cfg.workloads:
+        group = cfg.workload_group(w)
+        slices = cfg.workload_slices(w)
+        images = {"server": cfg.server_image(w)}
+        if w.mode != "service":
+            images["proxy"] = cfg.proxy_image(w)
+        if w.image:
+            images["user"] = w.image
+        workloads.append({
+            "name": w.name, "mode": w.mode, "state": w.state, "sliceGroup": group.name, "slices": slices,
+            "chips": slices * group.tpu.chips, "namespace": cfg.workload_namespace(w), "images": images,
+        })
+    pools = cfg.node_pools
+    return {
+        "sliceGroups": groups,
+        "headPool": {"machineType": cfg.head_pool.machine_type, "nodes": cfg.head_nodes},
+        "systemPool": {"machineType": cfg.cluster.system_pool.machine_type, "minNodes": cfg.cluster.system_pool.min_nodes,
+                       "maxNodes": cfg.cluster.system_pool.max_nodes},
+        "proxyPool": ({"machineType": cfg.service_workload.service_settings.proxy_machine_type, "nodes": cfg.proxy_nodes}
+                      if cfg.service_workload else None),
+        "buckets": [
+            {"name": cfg.bucket_name, "holds": f"compilation cache {cfg.cache_location}"},
+            {"name": cfg.artifacts_bucket_name, "holds": f"profiles and HLO dumps {cfg.artifacts_location} "
+                                                         f"(deleted after {cfg.bucket.artifacts_ttl_days} days)"},
+        ],
+        "workloads": workloads,
+        "totals": {
+            "slices": sum(g.count for g in cfg.slices), "spares": sum(g.spares for g in cfg.slices),
+            "tpuVms": sum(g["vms"] for g in groups), "tpuChips": sum(g["chips"] for g in groups),
+            "cpuVms": cfg.head_nodes + cfg.cluster.system_pool.min_nodes + cfg.proxy_nodes,
+            "nodePools": pools, "workloads": len(cfg.workloads), "activeWorkloads": len(cfg.active_workloads),
+        },
+        "rollout": {"nodePoolConcurrency": cfg.cluster.node_pool_concurrency,
+                    "waves": rollout.waves(pools, cfg.cluster.node_pool_concurrency)},
+        "cost": pricing.estimate(cfg).to_json(),
+    }
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def summary_text(s: dict[str, Any]) -> list[str]:
+    """The summary as the lines `plan` prints first."""
+    t = s["totals"]
+    lines = [f"Stack: {t['slices']} TPU slice(s) ({t['tpuChips']} chips on {t['tpuVms']} TPU VMs, spares included), "
+             f"{t['cpuVms']} CPU VM(s), {t['nodePools']} node pools, {t['workloads']} workload(s)", "",
+             "Slice groups:"]
+    rows = [["group", "tpu", "topology", "machine", "slices", "spares", "VMs", "chips", "capacity", "reservation"]]
+    rows += [[g["name"], g["tpu"], g["topology"], g["machineType"], str(g["slices"]), str(g["spares"]), str(g["vms"]),
+              str(g["chips"]), g["capacity"], g["reservation"] or "-"] for g in s["sliceGroups"]]
+    lines += _table(rows)
+    lines += ["", "CPU pools:"]
+    rows = [["pool", "machine", "nodes"], ["head", s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
+            ["system", s["systemPool"]["machineType"], f"{s['systemPool']['minNodes']}-{s['systemPool']['maxNodes']} (autoscaled)"]]
+    if s["proxyPool"]:
+        rows.append(["proxy", s["proxyPool"]["machineType"], str(s["proxyPool"]["nodes"])])
+    lines += _table(rows)
+    lines += ["", "Buckets:"] + [f"  {b['name']}: {b['holds']}" for b in s["buckets"]]
+    lines += ["", "Workloads:"]
+    if s["workloads"]:
+        rows = [["name", "mode", "state", "group", "slices", "chips", "namespace"]]
+        rows += [[w["name"], w["mode"], w["state"], w["sliceGroup"], str(w["slices"]), str(w["chips"]), w["namespace"]]
+                 for w in s["workloads"]]
+        lines += _table(rows)
+        for w in s["workloads"]:
+            lines += [f"  {w['name']} images:"] + [f"    {k}: {v}" for k, v in w["images"].items()]
+    else:
+        lines.append("  (none)")
+    c = s["cost"]
+    lines += ["", f"Estimated cost of what the stack keeps running: {c['qualifier']} {_money(c['hourly'])}/hour, "
+                  f"{_money(c['monthly'])}/month ({c['hoursPerMonth']} h) - an estimate from list prices, not a quote:"]
+    rows = [[line["item"], f"{line['quantity']} x {_money(line['unitPricePerHour'])}" if line["unitPricePerHour"] is not None else
+             f"{line['quantity']} x ?", _money(line["hourly"]) + "/h" if line["hourly"] is not None else "?", line["basis"]]
+            for line in c["lines"]]
+    lines += _table(rows)
+    for line in c["whenUsed"]:
+        price = f"{_money(line['hourly'])}/h" if line["hourly"] is not None else "no price"
+        lines.append(f"  only while scaled up: {line['item']}: {line['quantity']} chips, {price} ({line['basis']})")
+    lines.append(f"  prices: {c['pricesAsOf']}; override with pathways:prices. {c['note']}")
+    return lines

@@ -1,0 +1,146 @@
+"""The plan's summary: what each committed stack holds and costs, written out from the platform's docs.
+
+Expected shapes come from GKE's TPU tables ("Plan TPUs in GKE"), not from the catalog under test:
+v6e-4 = 2x2 on one ct6e-standard-4t VM; v6e-16 = 4x4 on four; v5p-128 = 4x4x4 (64 chips) on sixteen
+ct5p-hightpu-4t VMs; v5p-16 = 2x2x2 (8 chips) on two. Prices: components/model/pricing.py's table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from components.model.config import load
+from components.model.errors import ConfigError
+from components.model.summary import stack_summary
+from infra.offline.__main__ import main as offline_main
+from infra.offline.stackfile import load_config, raw_values, stack_path
+
+N2_STANDARD_64 = 64 * 0.031611 + 256 * 0.004237  # per vCPU-hour and GiB-hour, us-central1
+E2_STANDARD_4 = 4 * 0.021811 + 16 * 0.002923
+E2_STANDARD_8 = 8 * 0.021811 + 32 * 0.002923
+FEE = 0.10
+
+
+def summary_of(stack: str, **overrides) -> dict:
+    config, secrets = load_config(stack_path(stack))
+    raw = raw_values(config)
+    raw.update(overrides)
+    return stack_summary(load(raw, stack, frozenset(secrets)))
+
+
+EXPECTED = {
+    "dev": {
+        "groups": [("dev", "v6e-4", "2x2", "ct6e-standard-4t", 1, 1, 4, "spot")],
+        "totals": {"slices": 1, "spares": 0, "tpuVms": 1, "tpuChips": 4, "cpuVms": 2, "nodePools": 3, "workloads": 1, "activeWorkloads": 1},
+        "workloads": [("notebook", "interactive", "dev", 1, 4)],
+    },
+    "staging": {
+        "groups": [("v6e", "v6e-16", "4x4", "ct6e-standard-4t", 2, 8, 32, "flex-start")],
+        "totals": {"slices": 2, "spares": 0, "tpuVms": 8, "tpuChips": 32, "cpuVms": 3, "nodePools": 4, "workloads": 2, "activeWorkloads": 2},
+        "workloads": [("train-smoke", "batch", "v6e", 2, 32), ("notebook", "interactive", "v6e", 1, 16)],
+    },
+    "prod": {
+        "groups": [("train", "v5p-128", "4x4x4", "ct5p-hightpu-4t", 4, 64, 256, "reservation"),
+                   ("explore", "v5p-16", "2x2x2", "ct5p-hightpu-4t", 1, 2, 8, "reservation")],
+        "totals": {"slices": 5, "spares": 0, "tpuVms": 66, "tpuChips": 264, "cpuVms": 4, "nodePools": 5 + 2, "workloads": 2, "activeWorkloads": 2},
+        "workloads": [("pretrain", "batch", "train", 4, 256), ("notebook", "interactive", "explore", 1, 8)],
+    },
+}
+
+
+@pytest.mark.parametrize("stack", sorted(EXPECTED))
+def test_summary_numbers_of_every_committed_stack(stack):
+    s, want = summary_of(stack), EXPECTED[stack]
+    got = [(g["name"], g["tpu"], g["topology"], g["machineType"], g["slices"], g["vms"], g["chips"], g["capacity"]) for g in s["sliceGroups"]]
+    assert got == want["groups"]
+    assert s["totals"] == want["totals"]
+    assert [(w["name"], w["mode"], w["sliceGroup"], w["slices"], w["chips"]) for w in s["workloads"]] == want["workloads"]
+    assert s["headPool"] == {"machineType": "n2-standard-64", "nodes": want["totals"]["activeWorkloads"]}
+
+
+def test_cost_of_the_dev_stack_is_an_upper_bound_for_spot():
+    cost = summary_of("dev")["cost"]
+    assert cost["hourly"] == round(4 * 2.70 + N2_STANDARD_64 + E2_STANDARD_4 + FEE, 2) == 14.14
+    assert cost["monthly"] == round((4 * 2.70 + N2_STANDARD_64 + E2_STANDARD_4 + FEE) * 730, 2) == 10323.51
+    assert cost["qualifier"] == "at most"
+    tpu = cost["lines"][0]
+    assert tpu["item"] == "TPU v6e chips (spot)" and tpu["basis"] == "upper bound (on-demand list)"
+    assert any("cloud.google.com/tpu/pricing" in src for src in cost["sources"])
+
+
+def test_your_prices_replace_the_list():
+    cost = summary_of("dev", prices={"tpuChipHour": {"v6e": {"spot": 1.0}}, "machineHour": {"n2-standard-64": 2.0}, "clusterHour": 0})["cost"]
+    assert cost["hourly"] == round(4 * 1.0 + 2.0 + E2_STANDARD_4, 2)
+    assert cost["qualifier"] == "about"
+    assert [line["basis"] for line in cost["lines"]] == ["your price", "your price", "list", "your price"]
+
+
+def test_flex_start_chips_cost_only_while_scaled_up():
+    cost = summary_of("staging")["cost"]
+    assert [line["item"] for line in cost["lines"]] == [
+        "head VMs n2-standard-64", "system VMs (autoscaler minimum) e2-standard-4", "GKE cluster fee"]
+    assert cost["hourly"] == round(2 * N2_STANDARD_64 + E2_STANDARD_4 + FEE, 2)
+    assert cost["whenUsed"][0]["quantity"] == 32 and cost["whenUsed"][0]["hourly"] == round(32 * 2.70, 2)
+
+
+def test_prod_reservation_counts_every_reserved_chip():
+    cost = summary_of("prod")["cost"]
+    assert cost["lines"][0]["quantity"] == 264 and cost["lines"][0]["hourly"] == round(264 * 4.20, 2)
+    assert cost["hourly"] == round(264 * 4.20 + 2 * N2_STANDARD_64 + 2 * E2_STANDARD_8 + FEE, 2)
+
+
+def test_a_family_without_a_list_price_makes_the_total_a_lower_bound():
+    s = summary_of("dev", slices=[{"name": "ironwood", "tpu": "tpu7x-8"}], workloads=[])
+    cost = s["cost"]
+    assert cost["qualifier"] == "at least"
+    assert cost["lines"][0]["hourly"] is None and "pathways:prices.tpuChipHour.tpu7x.on-demand" in cost["lines"][0]["basis"]
+
+
+@pytest.mark.parametrize(("prices", "message"), [
+    ({"tpuChipHour": {"v9": {"spot": 1}}}, "pathways:prices.tpuChipHour"),
+    ({"tpuChipHour": {"v6e": {"cheap": 1}}}, "v6e.cheap: not a capacity mode; valid: on-demand, spot, reservation, flex-start"),
+    ({"tpuChipHour": {"v6e": {"spot": -1}}}, "v6e.spot: -1.0 is not a price per hour; use 0..10000 (USD)"),
+    ({"machineHour": {"n2-standard-7": 1}}, "n2-standard-7 does not exist"),
+    ({"clusterHour": 1e308}, "pathways:prices.clusterHour"),
+])
+def test_bad_prices_are_one_line_errors(prices, message):
+    with pytest.raises(ConfigError) as e:
+        summary_of("dev", prices=prices)
+    assert message in str(e.value)
+    assert len(str(e.value).splitlines()) == 1
+
+
+def test_plan_prints_the_summary_and_json_carries_it(capsys):
+    assert offline_main(["plan", "--stack", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"train +v5p-128 +4x4x4 +ct5p-hightpu-4t +4 +0 +64 +256 +reservation +pathways-prod-v5p", out)
+    assert "Stack: 5 TPU slice(s) (264 chips on 66 TPU VMs, spares included), 4 CPU VM(s), 7 node pools, 2 workload(s)" in out
+    assert "Estimated cost of what the stack keeps running: at most $1,115.65/hour" in out
+    assert offline_main(["plan", "--stack", "prod", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"] == summary_of("prod")
+
+
+@pytest.mark.parametrize("command", ["plan", "diff", "render"])
+def test_every_subcommand_documents_exit_codes_and_output(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        offline_main([command, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit status: 0 " in out and " 2 invalid config" in out
+    assert ("--json:" in out and "README.md" in out) if command != "render" else ".pathways-render.json" in out
+
+
+def test_readme_plan_excerpt_is_real_output(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    excerpt = readme.split("<!-- plan-excerpt:dev -->", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    assert offline_main(["plan", "--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in excerpt.strip("\n").splitlines() if line.strip() and line.strip() != "..."]
+    assert len(lines) >= 15
+    for line in lines:
+        assert line in out.splitlines(), line
