@@ -120,3 +120,12 @@ def test_plan_text_shows_the_chain(capsys):
     assert "Deploy time: expected ~16 min, worst case 225 min by create timeouts" in out
     assert ("Deploy critical path (3 slow resources in sequence): "
             "cluster (Cluster, <= 45m) -> slices-dev-0 (NodePool, <= 180m) -> workload-notebook (JobSet, <= 0m)") in out
+
+
+def test_lane_rules():
+    from components.model.rollout import lane_predecessor, waves
+
+    assert [lane_predecessor(i, 5) for i in (0, 4, 5, 12)] == [None, None, 0, 7]
+    assert [waves(n, 5) for n in (0, 1, 5, 6, 258)] == [0, 1, 1, 2, 52]
+    with pytest.raises(ValueError):
+        lane_predecessor(3, 0)

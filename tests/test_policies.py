@@ -61,6 +61,7 @@ BATCH = plan_of(config_with(
                {"name": "nb", "mode": "interactive"}],
 ))
 TPU7X = plan_of(config_with(slices=[{"name": "main", "tpu": "tpu7x-128", "count": 2}]))
+NO_WORKLOADS = plan_of(config_with())
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 POOL = "gcp:container/nodePool:NodePool"
 HEAD_C = "spec.replicatedJobs.0.template.spec.template.spec"
@@ -110,6 +111,9 @@ CASES = [
     ("pathways-network-exposure", lambda p: Plan(p.stack, [r for r in p.resources if r.type != "gcp:compute/routerNat:RouterNat"], p.outputs), "private nodes in a VPC without Cloud NAT"),
     ("pathways-kueue-quota", lambda p: mutate(p, "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.1.resources.2.nominalQuota", "9999"), "has a google.com/tpu quota of 9999, but its pools hold 32 chips"),
     ("pathways-kueue-quota", lambda p: mutate(p, JOBSET, "workload-train", "metadata.labels", {"pathways/workload": "train"}), "JobSet train is not queued"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(TPU7X, POOL, "slices-main-0", "placementPolicy.policyName", None), "multi-host tpu7x slice without a workload policy"),
+    ("pathways-cluster-hardening", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "enableShieldedNodes", False), "enable shielded nodes"),
+    ("pathways-head-machine-fits", lambda p: mutate(NO_WORKLOADS, POOL, "head-pool", "nodeConfig.machineType", "n2-standard-8"), "n2-standard-8 cannot hold a default batch head pod"),
     ("pathways-coordinator-label-length", lambda p: mutate(p, JOBSET, "workload-nb", "metadata.name", "n" * 30), "is 79 characters (> 63)"),
 ]
 

@@ -1,0 +1,171 @@
+"""Behaviour a user would notice that mutation testing found unpinned (issue #19), pinned with values
+written out from the platform's documentation, not recomputed by the code under test.
+
+Pure: the config model, the TPU catalog and the JobSet builder are called directly, so these tests are
+fast enough to run for every mutant (make mutation).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components.manifests import admission
+from components.manifests.jobset import context, jobset
+from components.model import tpu
+from components.model.config import load
+from components.model.errors import ConfigError
+
+BASE: dict[str, Any] = {
+    "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b",
+    "slices": [{"name": "main", "tpu": "v6e-16", "count": 2}], "pathwaysVersion": "jax-0.7.2",
+}
+
+
+def model(**changes):
+    raw = copy.deepcopy(BASE)
+    raw.update(changes)
+    return load(raw, "test")
+
+
+def error(**changes) -> str:
+    with pytest.raises(ConfigError) as e:
+        model(**changes)
+    return str(e.value)
+
+
+def built(**workload):
+    cfg = model(workloads=[{"name": "job", "mode": "batch", "image": "example.com/t:1", **workload}])
+    w = cfg.workloads[0]
+    return cfg, jobset(cfg, w, context(cfg, w))
+
+
+def containers(pod: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in pod.get("containers", []) + pod.get("initContainers", [])}
+
+
+# --- 1. names ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["Bad_Name", "bad_name", "-lead", "trail-", "UPPER", "a.b", "x" * 41])
+def test_workload_names_are_dns_labels(name):
+    assert "pathways:workloads[0].name" in error(workloads=[{"name": name, "image": "example.com/t:1"}])
+
+
+@pytest.mark.parametrize("name", ["Bad_Group", "g_1", "-g"])
+def test_slice_group_names_are_dns_labels(name):
+    assert "pathways:slices[0].name" in error(slices=[{"name": name, "tpu": "v6e-16"}])
+
+
+@pytest.mark.parametrize("name", ["a", "train-1", "x" * 20])
+def test_good_names_pass(name):
+    assert model(workloads=[{"name": name, "image": "example.com/t:1"}]).workloads[0].name == name
+
+
+# --- 2./3. the head job ------------------------------------------------------------------------
+
+def test_proxy_env_defines_pathways_head_for_its_args():
+    _, js = built()
+    head = js["spec"]["replicatedJobs"][0]
+    assert head["name"] == "pathways-head" and head["replicas"] == 1  # one head: RM + proxy + user program
+    pod = head["template"]["spec"]["template"]["spec"]
+    proxy = containers(pod)["pathways-proxy"]
+    env = {e["name"]: e for e in proxy["env"]}
+    # $(PATHWAYS_HEAD) in the args expands only if the container defines PATHWAYS_HEAD (Kubernetes
+    # dependent environment variables): the coordinator label, as the anchors write it.
+    assert "--resource_manager_address=$(PATHWAYS_HEAD):29001" in proxy["args"]
+    assert env["PATHWAYS_HEAD"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/coordinator']"}}
+    assert head["template"]["spec"]["backoffLimit"] == 0
+    assert head["template"]["spec"]["completions"] == head["template"]["spec"]["parallelism"] == 1
+
+
+def test_user_env_names_are_checked():
+    assert "'1BAD' is not a valid environment variable name" in error(workloads=[{"name": "j", "image": "example.com/t:1", "env": {"1BAD": "x"}}])
+    assert "'A B' is not a valid environment variable name" in error(workloads=[{"name": "j", "image": "example.com/t:1", "env": {"A B": "x"}}])
+
+
+def test_admission_rejects_bad_and_duplicate_env_names():
+    _, js = built()
+    pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["env"] = [{"name": "1BAD", "value": "x"}, {"name": "OK", "value": "1"}, {"name": "OK", "value": "2"}]
+    report = admission.check_jobset(js)
+    rules = sorted(v.rule for v in report.violations)
+    assert rules == ["env-name", "unique-names"], [str(v) for v in report.violations]
+
+
+# --- 4./5./10. the TPU catalog against GKE's tables --------------------------------------------
+
+# name -> (machine type, hosts, chips, topology), as GKE's "Plan TPUs in GKE" tables list them.
+GKE_TPU_TABLE = {
+    "v6e-1": ("ct6e-standard-1t", 1, 1, "1x1"),
+    "v6e-4": ("ct6e-standard-4t", 1, 4, "2x2"),
+    "v6e-8": ("ct6e-standard-8t", 1, 8, "2x4"),
+    "v6e-16": ("ct6e-standard-4t", 4, 16, "4x4"),
+    "v6e-256": ("ct6e-standard-4t", 64, 256, "16x16"),
+    "v5e-4": ("ct5lp-hightpu-4t", 1, 4, "2x2"),
+    "v5e-16": ("ct5lp-hightpu-4t", 4, 16, "4x4"),
+    "v5p-8": ("ct5p-hightpu-4t", 1, 4, "2x2x1"),
+    "v5p-16": ("ct5p-hightpu-4t", 2, 8, "2x2x2"),
+    "v5p-128": ("ct5p-hightpu-4t", 16, 64, "4x4x4"),
+    "v4-8": ("ct4p-hightpu-4t", 1, 4, "2x2x1"),
+    "v4-32": ("ct4p-hightpu-4t", 4, 16, "2x2x4"),
+    "tpu7x-8": ("tpu7x-standard-4t", 1, 4, "2x2x1"),
+    "tpu7x-128": ("tpu7x-standard-4t", 16, 64, "4x4x4"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GKE_TPU_TABLE))
+def test_catalog_matches_gke_tables(name):
+    s = tpu.from_name(name)
+    assert (s.machine_type, s.hosts, s.chips, s.topology) == GKE_TPU_TABLE[name]
+    assert s.name == name
+
+
+@pytest.mark.parametrize("name", ["v5p-9", "v5p-7", "v4-9", "tpu7x-3", "v6e-3", "v5p-0", "v6e-0"])
+def test_odd_or_empty_sizes_are_refused(name):
+    with pytest.raises(tpu.TpuError):
+        tpu.from_name(name)
+
+
+def test_an_explicit_machine_type_is_honoured():
+    cfg = model(slices=[{"name": "main", "tpu": {"family": "v6e", "topology": "2x4", "machineType": "ct6e-standard-4t"}}])
+    s = cfg.slices[0].tpu
+    assert (s.machine_type, s.hosts, s.chips) == ("ct6e-standard-4t", 2, 8)  # the default for 2x4 is one -8t VM
+    assert tpu.from_name("v6e-8").machine_type == "ct6e-standard-8t"
+
+
+def test_slice_name_reaches_the_stack_outputs():
+    cfg = model(slices=[{"name": "big", "tpu": "v5p-128", "count": 1}])
+    assert cfg.slices[0].tpu.name == "v5p-128" and cfg.slices[0].tpu.hosts == 16
+
+
+# --- 6. bucket names ---------------------------------------------------------------------------
+
+def test_a_user_set_bucket_name_is_kept():
+    cfg = model(bucket={"name": "my-team-scratch"})
+    assert cfg.bucket_name == "my-team-scratch" and cfg.artifacts_bucket_name == "my-team-scratch-artifacts"
+    assert cfg.cache_location == "gs://my-team-scratch/pathways-cache"
+
+
+# --- the rest of their kind ----------------------------------------------------------------------
+
+def test_a_sidecar_image_without_the_tag_is_a_config_error_not_a_traceback():
+    msg = error(workloads=[{"name": "j", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sidecar:v1"}}])
+    assert "has no <date>-python_<X>-jax_<Y> tag" in msg and len(msg.splitlines()) == 1
+
+
+def test_negative_restart_limits_are_refused():
+    assert "pathways:workloads[0].maxRestarts" in error(workloads=[{"name": "j", "image": "example.com/t:1", "maxRestarts": -1}])
+    assert "pathways:workloads[0].workerRestartsPerHost" in error(workloads=[{"name": "j", "image": "example.com/t:1", "workerRestartsPerHost": 0}])
+
+
+def test_worker_job_shape_from_the_table():
+    cfg, js = built()
+    workers = js["spec"]["replicatedJobs"][1]
+    assert workers["replicas"] == 2  # the group's slices
+    spec = workers["template"]["spec"]
+    assert spec["parallelism"] == spec["completions"] == 4  # v6e-16: four VMs
+    assert spec["backoffLimit"] == 4 * 4  # batch: hosts x 4 (PLATFORM-FACTS §2)
+    res = containers(spec["template"]["spec"])["pathways-worker"]["resources"]
+    assert res["limits"]["google.com/tpu"] == "4"
