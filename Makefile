@@ -8,7 +8,7 @@ STACK  ?= dev
 
 REF    ?= origin/main
 
-.PHONY: plan diff render test bench lock clean
+.PHONY: plan diff render test bench mutation lock clean
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -37,6 +37,13 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m infra.offline.bench
+
+# Mutation testing (not part of `make test`: minutes per module). MODULE=components/model/tpu.py SAMPLE=20;
+# scores to build/mutation.json. Run before a release.
+MODULE ?=
+SAMPLE ?= 20
+mutation: $(VENV)/.installed
+	$(PY) -m infra.offline.mutation $(if $(MODULE),--module $(MODULE)) --sample $(SAMPLE)
 
 # Re-resolve requirements.txt (ranges) into requirements.lock after editing it.
 lock: $(VENV)/.installed

@@ -129,3 +129,28 @@ def test_lane_rules():
     assert [waves(n, 5) for n in (0, 1, 5, 6, 258)] == [0, 1, 1, 2, 52]
     with pytest.raises(ValueError):
         lane_predecessor(3, 0)
+
+
+def _reg(i: int, type_: str = POOL, **inputs) -> "Registration":
+    from infra.offline.engine import Registration
+
+    return Registration(urn=f"urn:r{i}", type=type_, name=f"r{i}", parent="", custom=True, inputs=inputs,
+                        dependencies=(f"urn:r{i - 1}",) if i else (), options={})
+
+
+def test_helm_release_weighs_its_timeout():
+    from infra.offline.critical_path import worst_case_minutes
+
+    release = "kubernetes:helm.sh/v3:Release"
+    assert worst_case_minutes(_reg(0, release, timeout=600)) == 10  # helm waits up to `timeout` seconds
+    assert worst_case_minutes(_reg(0, release)) == 5  # helm's default, 300 s
+
+
+def test_a_long_chain_is_abbreviated_a_short_one_is_not():
+    from infra.offline.engine import Plan
+
+    def text(n: int) -> str:
+        return critical_path(Plan(stack="s", resources=[_reg(i, nodeCount=4) for i in range(n)])).describe()
+
+    assert "more in the same lane" not in text(8) and text(8).count("(NodePool") == 8
+    assert "r0 (NodePool" in text(9) and "... 3 more in the same lane ..." in text(9) and text(9).count("(NodePool") == 6

@@ -169,3 +169,15 @@ def test_worker_job_shape_from_the_table():
     assert spec["backoffLimit"] == 4 * 4  # batch: hosts x 4 (PLATFORM-FACTS §2)
     res = containers(spec["template"]["spec"])["pathways-worker"]["resources"]
     assert res["limits"]["google.com/tpu"] == "4"
+
+
+def test_size_errors_list_the_valid_sizes():
+    with pytest.raises(tpu.TpuError) as e:
+        tpu.from_name("v5p-9")
+    msg = str(e.value)
+    # v5p: 2 TensorCores a chip; the cube-like 3-D sizes up to 1024 chips, as GKE's v5p table names them
+    assert "v5p-9 is not a v5p slice size; valid: v5p-8, v5p-16, v5p-32, v5p-64, v5p-128, v5p-256, v5p-512, v5p-1024, v5p-2048" in msg
+    assert msg.endswith(", … (or give family and topology)")
+    with pytest.raises(tpu.TpuError) as e:
+        tpu.from_name("v6e-3")
+    assert str(e.value) == "v6e-3 is not a v6e slice size; valid: v6e-1, v6e-4, v6e-8, v6e-16, v6e-32, v6e-64, v6e-128, v6e-256"

@@ -119,8 +119,9 @@ class _Apply(ast.NodeTransformer):
             node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
             return node
         if op.startswith("int"):
-            assert isinstance(node, ast.Constant)
-            return ast.copy_location(ast.Constant(node.value + 1), node)
+            assert isinstance(node, ast.Constant) and type(node.value) is int
+            value: int = node.value
+            return ast.copy_location(ast.Constant(value + 1), node)
         if op == "not:removed":
             assert isinstance(node, ast.UnaryOp)
             return node.operand
