@@ -131,7 +131,7 @@ def test_lane_rules():
         lane_predecessor(3, 0)
 
 
-def _reg(i: int, type_: str = POOL, **inputs) -> "Registration":
+def _reg(i: int, type_: str = POOL, **inputs):
     from infra.offline.engine import Registration
 
     return Registration(urn=f"urn:r{i}", type=type_, name=f"r{i}", parent="", custom=True, inputs=inputs,
