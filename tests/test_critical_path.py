@@ -154,3 +154,17 @@ def test_a_long_chain_is_abbreviated_a_short_one_is_not():
 
     assert "more in the same lane" not in text(8) and text(8).count("(NodePool") == 8
     assert "r0 (NodePool" in text(9) and "... 3 more in the same lane ..." in text(9) and text(9).count("(NodePool") == 6
+
+
+def test_expected_minutes_by_kind_of_pool():
+    from infra.offline.critical_path import EXPECTED_MINUTES, expected_minutes
+
+    assert EXPECTED_MINUTES == {"cluster": 10.0, "cpu-pool": 4.0, "tpu-pool": 6.0, "tpu-pool-multi-host": 10.0, "empty-pool": 3.0, "chart": 2.0}
+    tpu = {"machineType": "ct6e-standard-4t"}
+    assert expected_minutes(_reg(0, nodeConfig=tpu, initialNodeCount=0)) == 3.0  # flex-start: created empty
+    assert expected_minutes(_reg(0, nodeConfig=tpu, nodeCount=1)) == 6.0
+    assert expected_minutes(_reg(0, nodeConfig=tpu, nodeCount=4, placementPolicy={"type": "COMPACT"})) == 10.0
+    assert expected_minutes(_reg(0, nodeConfig={"machineType": "n2-standard-64"}, nodeCount=1)) == 4.0
+    assert expected_minutes(_reg(0, nodeConfig={"machineType": "tpu7x-standard-4t"}, nodeCount=1)) == 6.0
+    assert expected_minutes(_reg(0, "gcp:container/cluster:Cluster")) == 10.0
+    assert expected_minutes(_reg(0, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")) == 0.0
