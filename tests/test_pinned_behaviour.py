@@ -181,3 +181,22 @@ def test_size_errors_list_the_valid_sizes():
     with pytest.raises(tpu.TpuError) as e:
         tpu.from_name("v6e-3")
     assert str(e.value) == "v6e-3 is not a v6e slice size; valid: v6e-1, v6e-4, v6e-8, v6e-16, v6e-32, v6e-64, v6e-128, v6e-256"
+
+
+def test_head_pod_tolerates_exactly_the_head_pool_taint():
+    _, js = built()
+    pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    # the head pool's taint, as the node pool sets it: pathways/role=head:NoSchedule
+    assert pod["tolerations"] == [{"key": "pathways/role", "operator": "Equal", "value": "head", "effect": "NoSchedule"}]
+    assert pod["nodeSelector"] == {"pathways/role": "head"}
+
+
+def test_coordinator_label_defaults_to_the_first_job_and_pod():
+    from components.manifests.jobset import coordinator_label_value
+
+    js = {"metadata": {"name": "train"}, "spec": {"coordinator": {"replicatedJob": "pathways-head"}}}
+    assert coordinator_label_value(js) == "train-pathways-head-0-0.train"
+    js["spec"]["network"] = {"subdomain": "t"}
+    js["spec"]["coordinator"].update(jobIndex=1, podIndex=2)
+    assert coordinator_label_value(js) == "train-pathways-head-1-2.t"
+    assert coordinator_label_value({"metadata": {"name": "x"}, "spec": {}}) is None
