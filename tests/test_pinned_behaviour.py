@@ -200,3 +200,30 @@ def test_coordinator_label_defaults_to_the_first_job_and_pod():
     js["spec"]["coordinator"].update(jobIndex=1, podIndex=2)
     assert coordinator_label_value(js) == "train-pathways-head-1-2.t"
     assert coordinator_label_value({"metadata": {"name": "x"}, "spec": {}}) is None
+
+
+def test_one_service_workload_per_stack():
+    svc = {"mode": "service"}
+    msg = error(workloads=[{"name": "a", **svc}, {"name": "b", **svc}])
+    assert msg.count("one service workload per stack") == 1 and "pathways:workloads[0].mode" in msg
+    # one service beside batch workloads is fine
+    cfg = model(workloads=[{"name": "svc", **svc}, {"name": "b1", "image": "example.com/t:1"}, {"name": "b2", "image": "example.com/t:1"}],
+                kubernetes={"kueue": {"enabled": True}})
+    assert [w.mode for w in cfg.workloads] == ["service", "batch", "batch"]
+
+
+@pytest.mark.parametrize(("key", "path", "largest"), [
+    ("monitoring", ("dutyCycleMinutes",), 1440),  # a day
+    ("monitoring", ("dutyCycleThreshold",), 100),  # a percentage
+    ("bucket", ("artifactsTtlDays",), 36500),
+    ("cluster", ("nodePoolConcurrency",), 50),
+])
+def test_bounds_are_inclusive_at_the_documented_maximum(key, path, largest):
+    def value(v):
+        d: Any = v
+        for p in reversed(path):
+            d = {p: d}
+        return d
+
+    model(**{key: value(largest)})
+    assert f"pathways:{key}.{'.'.join(path)}" in error(**{key: value(largest + 1)})
