@@ -227,3 +227,15 @@ def test_bounds_are_inclusive_at_the_documented_maximum(key, path, largest):
 
     model(**{key: value(largest)})
     assert f"pathways:{key}.{'.'.join(path)}" in error(**{key: value(largest + 1)})
+
+
+def test_admission_refuses_tpu_requests_on_a_cpu_pool():
+    _, js = built()
+    pools = [admission.PoolFacts("pathways-head", {"pathways/role": "head"}),
+             admission.PoolFacts("tpu-main-0", {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                                "cloud.google.com/gke-tpu-topology": "4x4"}, chips_per_vm=4, hosts=4)]
+    pod = js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    pod["nodeSelector"] = {"pathways/role": "head"}  # workers sent to the head pool
+    report = admission.check_jobset(js, pools)
+    assert [(v.rule, v.message) for v in report.violations if v.rule == "tpu-request"] == [
+        ("tpu-request", "requests TPUs but selects no TPU pool")]

@@ -162,10 +162,10 @@ def _pytest(workdir: Path, tests: list[str], timeout: float, workers: int) -> Op
         return None
 
 
-def _run_tests(workdir: Path, timeout: float) -> str:
-    """'killed' (a test failed or the run timed out) or 'survived'. The fast pure tests run first, in one
-    process; only a mutant they miss pays for the whole suite (two workers)."""
-    fast = [t for t in FAST_TESTS if (workdir / t).exists()]
+def _run_tests(workdir: Path, timeout: float, first: tuple[str, ...] = ()) -> str:
+    """'killed' (a test failed or the run timed out) or 'survived'. The fast pure tests (and `first`) run
+    first, in one process; only a mutant they miss pays for the whole suite (two workers)."""
+    fast = [t for t in (*first, *FAST_TESTS) if (workdir / t).exists()]
     if _pytest(workdir, fast, timeout, 0) is not True:
         return "killed"
     rest = sorted(p.relative_to(workdir).as_posix() for p in (workdir / "tests").glob("test_*.py"))
@@ -181,6 +181,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--sample", type=int, default=20, help="mutants per file, drawn with --seed (0: all)")
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--timeout", type=float, default=300, help="seconds per mutant before it counts as killed")
+    parser.add_argument("--first", action="append", default=[], metavar="TEST_FILE",
+                        help="test file to run with the fast ones (e.g. tests/test_policies.py for policies/rules)")
     parser.add_argument("--list", action="store_true", help="only count the mutants per file")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
@@ -201,7 +203,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if shared.exists() and not (Path(tmp) / "shared").exists():
             os.symlink(shared, Path(tmp) / "shared")  # ../shared, as the schema tests expect
         start = time.perf_counter()
-        if _run_tests(work, args.timeout) != "survived":
+        if _run_tests(work, args.timeout, tuple(args.first)) != "survived":
             print("error: the suite fails without any mutant; fix it first (make test)", file=sys.stderr)
             return 2
         print(f"baseline: suite green in {time.perf_counter() - start:.0f} s", flush=True)
@@ -217,7 +219,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 start = time.perf_counter()
                 (work / rel).write_text(mutated_source(f, m))
                 try:
-                    status = _run_tests(work, args.timeout)
+                    status = _run_tests(work, args.timeout, tuple(args.first))
                 finally:
                     (work / rel).write_text(original)
                 results.append({**asdict(m), "status": status, "seconds": round(time.perf_counter() - start, 1)})
