@@ -38,12 +38,12 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) -m infra.offline.bench
 
-# Mutation testing (not part of `make test`: minutes per module). MODULE=components/model/tpu.py SAMPLE=20;
+# Mutation testing (not part of `make test`: minutes per module). MODULE=policies/rules FIRST=tests/test_policies.py SAMPLE=20;
 # scores to build/mutation.json. Run before a release.
 MODULE ?=
 SAMPLE ?= 20
 mutation: $(VENV)/.installed
-	$(PY) -m infra.offline.mutation $(if $(MODULE),--module $(MODULE)) --sample $(SAMPLE)
+	$(PY) -m infra.offline.mutation $(if $(MODULE),--module $(MODULE)) $(if $(FIRST),--first $(FIRST)) --sample $(SAMPLE)
 
 # Re-resolve requirements.txt (ranges) into requirements.lock after editing it.
 lock: $(VENV)/.installed
