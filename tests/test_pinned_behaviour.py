@@ -279,3 +279,16 @@ def test_builtin_schema_errors_name_their_path():
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x", "labels": ["not", "a", "map"]}}
     violations = admission.check_builtin(ns).violations
     assert violations and violations[0].rule == "schema" and violations[0].path == "metadata.labels"
+
+
+def test_an_oversized_sidecar_is_told_half_of_the_vm():
+    # ct6e-standard-4t: 180 vCPU, 720 GiB (GKE TPU tables). GKE reserves 0.52 vCPU and ~21.3 GiB of
+    # that, DaemonSets ~1 vCPU / 2 GiB: 178.48 vCPU and ~696.7 GiB allocatable; half is 89 and 348.
+    sidecar = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": "100", "memory": "16Gi"}
+    msg = error(workloads=[{"name": "j", "image": "example.com/t:1", "colocatedPython": sidecar}])
+    assert "use at most 89 CPU and 348Gi for memory + shmSize together" in msg
+
+
+def test_a_long_bad_disruption_allowance_is_cut_in_the_message():
+    msg = error(allowDisruption=["X" * 100])
+    assert f"{'X' * 60!r} is not a resource name as `diff` prints it" in msg

@@ -183,6 +183,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per mutant before it counts as killed")
     parser.add_argument("--first", action="append", default=[], metavar="TEST_FILE",
                         help="test file to run with the fast ones (e.g. tests/test_policies.py for policies/rules)")
+    parser.add_argument("--rerun", type=Path, metavar="JSON",
+                        help="run only the mutants that survived in this earlier result file (after adding tests)")
     parser.add_argument("--list", action="store_true", help="only count the mutants per file")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
@@ -207,9 +209,17 @@ def main(argv: Optional[list[str]] = None) -> int:
             print("error: the suite fails without any mutant; fix it first (make test)", file=sys.stderr)
             return 2
         print(f"baseline: suite green in {time.perf_counter() - start:.0f} s", flush=True)
+        rerun = None
+        if args.rerun:
+            rerun = {f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}" for r in json.loads(args.rerun.read_text())["results"] if r["status"] == "survived"}
         for f in files:
             all_mutants = mutants(f)
-            chosen = all_mutants if args.sample == 0 or args.sample >= len(all_mutants) else sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
+            if rerun is not None:
+                chosen = [m for m in all_mutants if m.key in rerun]
+            elif args.sample == 0 or args.sample >= len(all_mutants):
+                chosen = all_mutants
+            else:
+                chosen = sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
             rel = f.relative_to(PROJECT_ROOT).as_posix()
             original = (work / rel).read_text()
             for m in chosen:
