@@ -237,3 +237,12 @@ def test_the_runner_takes_a_list_of_validate_functions_like_the_sdk():
     # both functions ran for every resource: one append and one report each
     assert seen and len(seen) == len(found)
     assert {v.message for v in found} == {"b fired"}
+
+
+def test_cache_locations_per_bucket_limit_is_inclusive():
+    bucket = BATCH.outputs["bucketUrl"]  # gs://<scratch bucket>
+    two = mutate(BATCH, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.args.4", f"--gcs_scratch_location={bucket}/other-cache")
+    name = bucket.removeprefix("gs://")
+    found = [v.message for v in violations(two, {"pathways-one-cache-location": {"maxLocationsPerBucket": 2}}) if "cache locations;" in v.message]
+    assert found == [f"bucket {name} has 2 cache locations; Pathways allows fewer than 2"]
+    assert not [v for v in violations(two, {"pathways-one-cache-location": {"maxLocationsPerBucket": 3}}) if "cache locations;" in v.message]
