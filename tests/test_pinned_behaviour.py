@@ -292,3 +292,10 @@ def test_an_oversized_sidecar_is_told_half_of_the_vm():
 def test_a_long_bad_disruption_allowance_is_cut_in_the_message():
     msg = error(allowDisruption=["X" * 100])
     assert f"{'X' * 60!r} is not a resource name as `diff` prints it" in msg
+
+
+def test_a_kueue_version_without_schema_says_so():
+    obj = _cluster_queue()
+    obj["apiVersion"] = "kueue.x-k8s.io/v9"
+    report = admission.check_kueue(obj)
+    assert report.notices == [f"Kueue ClusterQueue v9 schema not found under {admission.KUEUE_REFERENCE}; schema check skipped"]

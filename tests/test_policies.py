@@ -156,6 +156,11 @@ def test_protected_stacks_need_protect_and_deletion_protection():
                          "gcp:storage/bucket:Bucket", "scratch", protect=False)
     found = {(v.policy, v.message.split(" ")[0]) for v in violations(unprotected)}
     assert ("pathways-cluster-hardening", "cluster") in found and ("pathways-bucket-hardening", "bucket") in found
+    cluster_name = prod.one("gcp:container/cluster:Cluster").input("name")
+    assert sorted(v.message for v in violations(unprotected) if v.policy == "pathways-cluster-hardening") == [
+        f"cluster {cluster_name} is in a protected stack without `protect`; set pathways:protected: true",
+        f"cluster {cluster_name} is in a protected stack without deletion_protection; set pathways:protected: true",
+    ]
     # the same resources in an unprotected stack are fine; and the set of protected stacks is config
     assert not [v for v in violations(unprotected, {"pathways-cluster-hardening": {"protectedStacks": ["staging"]},
                                                     "pathways-bucket-hardening": {"protectedStacks": []}})
@@ -246,3 +251,11 @@ def test_cache_locations_per_bucket_limit_is_inclusive():
     found = [v.message for v in violations(two, {"pathways-one-cache-location": {"maxLocationsPerBucket": 2}}) if "cache locations;" in v.message]
     assert found == [f"bucket {name} has 2 cache locations; Pathways allows fewer than 2"]
     assert not [v for v in violations(two, {"pathways-one-cache-location": {"maxLocationsPerBucket": 3}}) if "cache locations;" in v.message]
+
+
+def test_policy_property_lookup():
+    from policies.rules.common import get
+
+    props = {"a": {"b": {"c": 0}}, "l": [1]}
+    assert get(props, "a.b.c", 7) == 0  # a falsy value is a value
+    assert get(props, "a.x.c", 7) == 7 and get(props, "l.0", "d") == "d" and get(props, "a.b.c.d") is None
