@@ -259,3 +259,12 @@ def test_policy_property_lookup():
     props = {"a": {"b": {"c": 0}}, "l": [1]}
     assert get(props, "a.b.c", 7) == 0  # a falsy value is a value
     assert get(props, "a.x.c", 7) == 7 and get(props, "l.0", "d") == "d" and get(props, "a.b.c.d") is None
+
+
+def test_coordinator_label_of_exactly_63_characters_passes():
+    def with_subdomain(k: int):
+        return mutate(mutate(BATCH, JOBSET, "workload-nb", "metadata.name", "nb"), JOBSET, "workload-nb", "spec.network.subdomain", "s" * k)
+
+    fired = lambda plan: [v for v in violations(plan) if v.policy == "pathways-coordinator-label-length"]
+    assert fired(with_subdomain(42)) == []  # "nb-pathways-head-0-0." (21) + 42 = 63: a label value's limit
+    assert [v.message.split(" is ")[1] for v in fired(with_subdomain(43))] == ["64 characters (> 63); shorten the name or set network.subdomain"]
