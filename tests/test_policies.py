@@ -268,3 +268,19 @@ def test_coordinator_label_of_exactly_63_characters_passes():
     fired = lambda plan: [v for v in violations(plan) if v.policy == "pathways-coordinator-label-length"]
     assert fired(with_subdomain(42)) == []  # "nb-pathways-head-0-0." (21) + 42 = 63: a label value's limit
     assert [v.message.split(" is ")[1] for v in fired(with_subdomain(43))] == ["64 characters (> 63); shorten the name or set network.subdomain"]
+
+
+def test_cluster_default_pool_identity():
+    cluster = "gcp:container/cluster:Cluster"
+    fired = lambda plan: [v.message for v in violations(plan) if v.policy == "pathways-node-identity" and "(default pool)" in v.message]
+    assert fired(mutate(BATCH, cluster, "cluster", "nodeConfig", None)) == []  # nothing to check without a node config
+    name = BATCH.one(cluster).input("name")
+    assert fired(mutate(BATCH, cluster, "cluster", "nodeConfig.serviceAccount", "default")) == [
+        f"cluster {name} (default pool) runs as the Compute default service account; set node_config.service_account to the stack's node SA"]
+
+
+def test_pathways_images_are_tagged_by_jax_version():
+    image = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:2026-11-01"
+    found = [v.message for v in violations(mutate(BATCH, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.image", image))
+             if v.policy == "pathways-images-pinned"]
+    assert f"JobSet nb uses Pathways image {image!r}; tag it jax-<version> matching the program's JAX" in found
