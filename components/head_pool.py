@@ -35,8 +35,8 @@ class HeadPoolArgs:
     """Nodes: one per concurrently running workload."""
     service_account: pulumi.Input[str]
     """Email of the Pathways node SA (it holds the bucket grant: head pods are hostNetwork)."""
-    lanes: Optional[NodePoolLanes] = None
-    """The stack's node-pool lanes (GKE's concurrent-operations limit); None: no ordering."""
+    lanes: NodePoolLanes
+    """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
 
 
 class HeadPool(pulumi.ComponentResource):
@@ -59,10 +59,9 @@ class HeadPool(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self, custom_timeouts=pulumi.CustomTimeouts(create="30m", update="30m", delete="30m"),
-                depends_on=args.lanes.after() if args.lanes else [],
+                depends_on=args.lanes.after(),
             ),
         )
-        if args.lanes:
-            args.lanes.add(pool)
+        args.lanes.add(pool)
         self.pool_name = pool.name
         self.register_outputs({"poolName": self.pool_name})

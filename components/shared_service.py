@@ -46,8 +46,8 @@ class SharedServiceClientsArgs:
     """Its RoleBinding to the configured users and groups."""
     k8s_provider: pulumi.ProviderResource
     """The cluster's Kubernetes provider."""
-    lanes: Optional[NodePoolLanes] = None
-    """The stack's node-pool lanes (GKE's concurrent-operations limit); None: no ordering."""
+    lanes: NodePoolLanes
+    """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
 
 
 class SharedServiceClients(pulumi.ComponentResource):
@@ -63,10 +63,9 @@ class SharedServiceClients(pulumi.ComponentResource):
             node_count=args.nodes,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=node_config(args.machine_type, args.service_account, {ROLE_LABEL: PROXY_ROLE}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after() if args.lanes else []),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after()),
         )
-        if args.lanes:
-            args.lanes.add(pool)
+        args.lanes.add(pool)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
         role = k8s.rbac.v1.Role(
             f"{name}-role", metadata=args.role["metadata"], rules=args.role["rules"], opts=k8s_opts,

@@ -88,10 +88,10 @@ class TpuSliceGroupArgs:
     """Specific reservation name when capacity is reservation."""
     service_account: pulumi.Input[str]
     """Email of the Pathways node SA."""
+    lanes: NodePoolLanes
+    """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
     auto_upgrade: bool = True
     """Whether GKE upgrades the pools' nodes (recreating the slice)."""
-    lanes: Optional[NodePoolLanes] = None
-    """The stack's node-pool lanes (GKE's concurrent-operations limit); None: no ordering."""
 
 
 class TpuSliceGroup(pulumi.ComponentResource):
@@ -161,9 +161,8 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 delete_before_replace=True,
                 custom_timeouts=TPU_POOL_TIMEOUTS,
                 ignore_changes=["nodeCount", "initialNodeCount"] if flex else [],
-                depends_on=args.lanes.after() if args.lanes else [],
+                depends_on=args.lanes.after(),
             ),
         )
-        if args.lanes:
-            args.lanes.add(pool)
+        args.lanes.add(pool)
         return pool

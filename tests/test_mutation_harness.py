@@ -28,6 +28,18 @@ def test_docstrings_and_annotations_are_not_mutated():
     for m in mutation.mutants(path):
         assert m.line > 5 or m.operator != "statement:deleted"
     assert all("Literal" not in m.operator for m in mutation.mutants(path))
+    # and on a source where both would otherwise be mutated:
+    source = '''"""Module docstring."""
+from typing import Literal
+
+
+def f(x: Literal[7]) -> Literal[8]:
+    """Docstring."""
+    print(x)
+    return x < 3
+'''
+    ops = [op for _, op in mutation._sites(ast.parse(source))]
+    assert sorted(ops) == ["compare0:Lt->LtE", "int:3->4", "return:None", "statement:deleted"]  # print(x); no 7, no 8
 
 
 def test_targets_are_the_four_listed_places():

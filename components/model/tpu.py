@@ -198,6 +198,11 @@ class TpuSlice:
         return f"{self.name} ({self.topology}, {self.machine_type}, {kind}, {chips})"
 
 
+def is_tpu_machine(machine_type: str) -> bool:
+    """Whether a node machine type is a TPU VM of a family this catalog knows."""
+    return any(machine_type in f.machine_types for f in FAMILIES.values())
+
+
 def family(name: str) -> TpuFamily:
     try:
         return _FAMILY_BY_ALIAS[name.strip().lower()]

@@ -19,13 +19,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .critical_path import critical_path
 from .engine import PROJECT_ROOT, Plan, UnsupportedSdk, run
 from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
 from .report import render_text
 from .stackfile import StackFileError, config_from_text, load_config, raw_values, stack_name_for, stack_names, stack_path
+
+if TYPE_CHECKING:
+    from components.model.config import StackConfig
 
 EXIT_POLICY = 1
 EXIT_INVALID = 2
@@ -91,7 +94,9 @@ def _parser() -> argparse.ArgumentParser:
 _STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # what Pulumi accepts as a stack name
 
 
-def _plan(args: argparse.Namespace) -> Plan:
+def _plan(args: argparse.Namespace) -> tuple[Plan, "StackConfig"]:
+    """The plan and the validated config model, from one read of the stack file."""
+    from components.model.config import load
     from infra.program import InvalidStackConfig
 
     if args.stack is not None and (not _STACK_NAME.fullmatch(args.stack) or args.stack.startswith(".")):
@@ -100,9 +105,11 @@ def _plan(args: argparse.Namespace) -> Plan:
     stack = args.stack or stack_name_for(path)
     config, secret_keys = load_config(path)
     try:
-        return run(config, stack, secret_keys)
+        plan = run(config, stack, secret_keys)
     except InvalidStackConfig as e:
         raise StackFileError(str(e)) from None
+    # The program accepted these values, so the model the summary and the guard read loads without error.
+    return plan, load(raw_values(config), stack, frozenset(secret_keys))
 
 
 def _policies(plan: Plan, config_path: Path | None) -> list[PolicyViolation]:
@@ -130,22 +137,12 @@ def _fail(error: Exception) -> int:
     return EXIT_INVALID
 
 
-def _summary(args: argparse.Namespace) -> dict:
-    from components.model.config import load
-    from components.model.summary import stack_summary
-
-    path = stack_path(args.stack) if args.stack else args.config
-    config, secret_keys = load_config(path)
-    # The program validated this config already (run() raised otherwise): the same model, read again.
-    return stack_summary(load(raw_values(config), args.stack or stack_name_for(path), frozenset(secret_keys)))
-
-
-def _plan_command(args: argparse.Namespace, plan: Plan) -> int:
-    from components.model.summary import summary_text
+def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") -> int:
+    from components.model.summary import stack_summary, summary_text
 
     violations = _policies(plan, args.policy_config)
     path = critical_path(plan)
-    summary = _summary(args)
+    summary = stack_summary(model)
     if args.json:
         doc = {**plan.to_json(), "summary": summary, "deployTime": path.to_json(),
                "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
@@ -197,20 +194,13 @@ def _before_config(args: argparse.Namespace, after_path: Path) -> Optional[tuple
 
 
 def _diff_command(args: argparse.Namespace) -> int:
-    from components.model.config import load
-    from components.model.errors import ConfigError
     from infra.program import InvalidStackConfig
 
     from .diff import diff, guard, render_text
 
     path = stack_path(args.stack) if args.stack else args.config
     stack = args.stack or stack_name_for(path)
-    after_plan = _plan(args)
-    after_cfg, secrets = load_config(path)
-    try:
-        model = load(raw_values(after_cfg), stack, frozenset(secrets))
-    except ConfigError as e:  # pragma: no cover - _plan refused it already
-        raise StackFileError(str(e)) from None
+    after_plan, model = _plan(args)
     before = _before_config(args, path)
     label = f"--against {args.against}" if args.against else f"--before {args.before}"
     if before is None:
@@ -237,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "diff":
             return _diff_command(args)
-        plan = _plan(args)
-        return _plan_command(args, plan) if args.command == "plan" else _render_command(args, plan)
+        plan, model = _plan(args)
+        return _plan_command(args, plan, model) if args.command == "plan" else _render_command(args, plan)
     except (StackFileError, PolicyConfigError, UnsupportedSdk) as e:
         return _fail(e)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.model.tpu import is_tpu_machine
 from components.resource_types import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET, NODE_POOL
 
 from .engine import Plan, Registration, duration_seconds
@@ -34,11 +35,6 @@ CHART_AWAIT_MINUTES = 10
 EXPECTED_MINUTES = {"cluster": 10.0, "cpu-pool": 4.0, "tpu-pool": 6.0, "tpu-pool-multi-host": 10.0, "empty-pool": 3.0, "chart": 2.0}
 
 
-def _is_tpu_pool(r: Registration) -> bool:
-    machine = r.input("nodeConfig.machineType") or ""
-    return machine.startswith(("ct", "tpu"))
-
-
 def expected_minutes(r: Registration) -> float:
     """A typical create time for this resource (EXPECTED_MINUTES)."""
     if r.type == CLUSTER:
@@ -48,7 +44,7 @@ def expected_minutes(r: Registration) -> float:
     if r.type == NODE_POOL:
         if r.input("initialNodeCount") == 0 and r.input("nodeCount") is None:
             return EXPECTED_MINUTES["empty-pool"]
-        if _is_tpu_pool(r):
+        if is_tpu_machine(r.input("nodeConfig.machineType") or ""):
             return EXPECTED_MINUTES["tpu-pool-multi-host" if r.input("placementPolicy") else "tpu-pool"]
         return EXPECTED_MINUTES["cpu-pool"]
     return 0.0

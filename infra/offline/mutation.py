@@ -55,19 +55,8 @@ class Mutant:
         return f"{self.path}:{self.line}:{self.col}:{self.operator}"
 
 
-def _docstring_nodes(tree: ast.AST) -> set[int]:
-    ids = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-                ids.add(id(first))
-    return ids
-
-
 def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     """(node, operator) for every mutation the tree allows, in a stable order."""
-    skip = _docstring_nodes(tree)
     annotations: set[int] = set()
     for node in ast.walk(tree):
         for ann in (getattr(node, "annotation", None), getattr(node, "returns", None)):
@@ -88,7 +77,7 @@ def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
             yield node, "not:removed"
         elif isinstance(node, ast.Return) and node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
             yield node, "return:None"
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and id(node) not in skip:
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):  # a docstring is no call: never deleted
             yield node, "statement:deleted"
         elif isinstance(node, ast.Raise):
             yield node, "raise:deleted"

@@ -43,8 +43,7 @@ def is_protected(config: Mapping[str, Any], urn: str) -> bool:
 
 
 def is_tpu_pool(props: Mapping[str, Any]) -> bool:
-    machine = get(props, "nodeConfig.machineType", "")
-    return any(machine in f.machine_types for f in tpu.FAMILIES.values())
+    return tpu.is_tpu_machine(get(props, "nodeConfig.machineType", ""))
 
 
 def is_head_pool(props: Mapping[str, Any]) -> bool:
