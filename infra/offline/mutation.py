@@ -1,40 +1,46 @@
 """Mutation testing (`make mutation`): change the code under test one small way at a time and see
 whether the suite notices. A mutant the suite lets through is behaviour no test pins.
 
-    python -m infra.offline.mutation [--module PATH ...] [--sample N] [--seed S] [--timeout SEC]
+    python -m infra.offline.mutation [--module PATH ...] [--sample N] [--jobs J] [--rerun JSON]
 
 Operators: flipped comparisons (< <=, > >=, == !=, in / not in, is / is not), `and` <-> `or`, integer
-constants +1, `not x` -> `x`, a returned value -> None, a call statement or `raise` deleted. Each mutant
-runs the test suite (fast pure tests first, stop at the first failure) in a scratch copy of the project,
-never in the working tree; a run over the time limit counts as killed. Mutants listed in
+constants +1, `not x` -> `x`, a returned value -> None, a call statement or `raise` deleted.
+
+First the whole suite runs once under coverage, with a context per test file (and in the Python
+subprocesses the tests start), which says which test files run each line; a red suite stops here.
+Then each mutant runs, in a scratch copy of the project (never the working tree, --jobs copies at
+once), only the test files that run its lines, fastest first, stopping at the first failure; a line
+run at import time selects every file. A mutant that no test runs is "uncovered" and counts as a
+survivor; one over its time limit counts as killed. `--rerun` runs the survivors of an earlier result
+against the whole suite, which also checks the selection. Mutants listed in
 tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave exactly like the original and are
-left out of the score. The sample is reproducible (--seed). Results: build/mutation.json and a per-module
-table (killed / scored, score).
+left out of the score. Results: build/mutation.json and a per-file table (killed / scored, score).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import json
 import os
+import queue
 import random
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from .engine import PROJECT_ROOT
 
 TARGETS = ("components/model", "components/manifests", "infra/offline/critical_path.py", "policies/rules")
-# Fast, pure tests first: most mutants die there in a second.
-FAST_TESTS = ("tests/test_pinned_behaviour.py", "tests/test_tpu_catalog.py", "tests/test_config_errors.py",
-              "tests/test_admission.py", "tests/test_plan_summary.py", "tests/test_critical_path.py")
 EQUIVALENT_FILE = PROJECT_ROOT / "tests" / "mutation-equivalent.txt"
 _FLIP: dict[type, type] = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
@@ -141,25 +147,167 @@ def target_files(modules: list[str]) -> list[Path]:
     return files
 
 
-def _pytest(workdir: Path, tests: list[str], timeout: float, workers: int) -> Optional[bool]:
-    """True green, False red, None over time."""
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", str(workers), *tests]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    try:
-        return subprocess.run(cmd, cwd=workdir, capture_output=True, timeout=timeout, env=env).returncode == 0
-    except subprocess.TimeoutExpired:
+_FAILED = re.compile(r"^(?:FAILED|ERROR) (tests/[^\s:]+\.py)", re.M)
+
+
+class WarmRunner:
+    """A mutation_runner process in one scratch copy: pytest with the SDKs already imported."""
+
+    def __init__(self, workdir: Path):
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        env.pop("COVERAGE_PROCESS_CONFIG", None)
+        self.process = subprocess.Popen([sys.executable, "-m", "infra.offline.mutation_runner"], cwd=workdir, env=env, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._answer()  # ready
+
+    def _answer(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("the mutation runner stopped")
+        return json.loads(line)
+
+    def run(self, tests: list[str], timeout: float) -> tuple[Optional[bool], str]:
+        """(True green / False red / None over time, the test file that failed first)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"tests": tests, "timeout": timeout}) + "\n")
+        self.process.stdin.flush()
+        answer = self._answer()
+        if answer["code"] is None:
+            return None, ""
+        if answer["code"] in (4, 5):  # usage error, nothing collected: the harness is wrong, not the mutant
+            raise RuntimeError(f"pytest could not run {tests[:3]}...:\n{answer['output']}")
+        failed = _FAILED.search(answer["output"])
+        return answer["code"] == 0, failed.group(1) if failed else ""
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def test_files(workdir: Path) -> list[str]:
+    return sorted(p.relative_to(workdir).as_posix() for p in (workdir / "tests").glob("test_*.py"))
+
+
+@dataclass
+class CoverageMap:
+    """Which tests run which line of each target file, from one coverage run of the whole suite. A
+    context is a test's node id, or a test file's path (the file's import-time code, or a file whose
+    shared fixtures make it one unit): run the whole file. "" is the suite's own import time: run all."""
+    lines: dict[str, dict[int, set[str]]]  # project-relative path -> line -> contexts
+    durations: dict[str, float]  # context -> seconds under coverage
+    all_tests: list[str]  # test files
+
+    def file_seconds(self, test_file: str) -> float:
+        return sum(s for c, s in self.durations.items() if c == test_file or c.startswith(test_file + "::"))
+
+
+@dataclass
+class KillHistory:
+    """Which test files killed earlier mutants of each source file: they run first for its next ones."""
+    kills: dict[str, dict[str, int]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def credit(self, source: str, test_file: str) -> None:
+        with self.lock:
+            counts = self.kills.setdefault(source, {})
+            counts[test_file] = counts.get(test_file, 0) + 1
+
+    def count(self, source: str, test_file: str) -> int:
+        with self.lock:
+            return self.kills.get(source, {}).get(test_file, 0)
+
+
+_COVERAGE_RC = """\
+[run]
+source = {sources}
+parallel = true
+patch = subprocess
+data_file = {data}
+"""
+
+
+def coverage_map(workdir: Path, files: list[Path], scratch: Path) -> Optional[CoverageMap]:
+    """Run the whole suite once under coverage, a context per test file; None if the suite is red."""
+    import coverage  # only `make mutation` needs it
+
+    rc = scratch / "coveragerc"
+    rc.write_text(_COVERAGE_RC.format(sources=",".join(sorted({(workdir / f.relative_to(PROJECT_ROOT)).parent.as_posix() for f in files})),
+                                      data=(scratch / ".coverage").as_posix()))
+    durations_file = scratch / "durations.json"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "MUTATION_DURATIONS": str(durations_file)}
+    cmd = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "-n", "0", "-p", "infra.offline.mutation_coverage", "tests"]
+    run = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env)
+    if run.returncode != 0:
+        print("\n".join((run.stdout + run.stderr).splitlines()[-30:]), file=sys.stderr)
         return None
+    cov = coverage.Coverage(config_file=str(rc), data_file=str(scratch / ".coverage"))
+    cov.combine(data_paths=[str(scratch)], keep=False)
+    data = cov.get_data()
+    lines: dict[str, dict[int, set[str]]] = {}
+    for f in files:
+        rel = f.relative_to(PROJECT_ROOT).as_posix()
+        by_line = data.contexts_by_lineno(str(workdir / rel))
+        lines[rel] = {n: set(contexts) for n, contexts in by_line.items()}
+    return CoverageMap(lines, json.loads(durations_file.read_text()), test_files(workdir))
 
 
-def _run_tests(workdir: Path, timeout: float, first: tuple[str, ...] = ()) -> str:
-    """'killed' (a test failed or the run timed out) or 'survived'. The fast pure tests (and `first`) run
-    first, in one process; only a mutant they miss pays for the whole suite (two workers)."""
-    fast = [t for t in (*first, *FAST_TESTS) if (workdir / t).exists()]
-    if _pytest(workdir, fast, timeout, 0) is not True:
-        return "killed"
-    rest = sorted(p.relative_to(workdir).as_posix() for p in (workdir / "tests").glob("test_*.py"))
-    rest = [t for t in rest if t not in fast]
-    return "survived" if _pytest(workdir, rest, timeout, 2) is True else "killed"
+def mutant_lines(path: Path, mutant: Mutant) -> set[int]:
+    """The lines whose execution would run the mutated node: its own lines, and those of the simple
+    statement holding it (or the first line of the compound statement whose header holds it)."""
+    tree = ast.parse(path.read_text())
+    node, _ = list(_sites(tree))[mutant.index]
+    stmt: Optional[ast.stmt] = None
+    for candidate in ast.walk(tree):
+        if isinstance(candidate, ast.stmt) and any(n is node for n in ast.walk(candidate)):
+            if stmt is None or candidate.lineno >= stmt.lineno and (candidate.end_lineno or 0) <= (stmt.end_lineno or 0):
+                stmt = candidate
+    lines = set(range(getattr(node, "lineno", 0), (getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)) + 1))
+    if stmt is not None:
+        compound = any(isinstance(getattr(stmt, f, None), list) and getattr(stmt, f) and isinstance(getattr(stmt, f)[0], ast.stmt)
+                       for f in ("body", "orelse", "finalbody", "handlers", "cases"))
+        lines |= {stmt.lineno} if compound else set(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return lines
+
+
+def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional[KillHistory] = None,
+                 first: tuple[str, ...] = (), everything: bool = False) -> list[str]:
+    """pytest arguments for the tests that run any of `lines`: node ids, or whole files. Files that
+    killed earlier mutants of `rel` come first (then `first`, then the fastest); every file if a line
+    runs at the suite's import time (or `everything`); [] if no test runs them."""
+    contexts: set[str] = set()
+    for n in lines:
+        contexts |= cmap.lines.get(rel, {}).get(n, set())
+    if everything or "" in contexts:
+        contexts = set(cmap.all_tests)
+    files = {c for c in contexts if c in cmap.all_tests}
+    chosen = files | {c for c in contexts if "::" in c and c.split("::", 1)[0] in cmap.all_tests and c.split("::", 1)[0] not in files}
+
+    def order(arg: str) -> tuple:
+        test_file = arg.split("::", 1)[0]
+        kills = history.count(rel, test_file) if history else 0
+        seconds = cmap.file_seconds(arg) if arg in files else cmap.durations.get(arg, 1e9)
+        return (-kills, test_file not in first, seconds, arg)
+
+    return sorted(chosen, key=order)
+
+
+def _run_one(runner: WarmRunner, workdir: Path, source: Path, rel: str, mutant: Mutant, tests: list[str], timeout: float) -> tuple[str, str]:
+    """('killed' / 'survived' / 'timeout', the test file that failed first)."""
+    original = (workdir / rel).read_text()
+    (workdir / rel).write_text(mutated_source(source, mutant))
+    try:
+        result, failed = runner.run(tests, timeout)
+    finally:
+        (workdir / rel).write_text(original)
+    return {True: "survived", False: "killed", None: "timeout"}[result], failed
+
+
+def _score(per_file: dict[str, dict[str, int]]) -> tuple[int, int]:
+    killed = sum(c["killed"] + c["timeout"] for c in per_file.values())
+    return killed, killed + sum(c["survived"] + c["uncovered"] for c in per_file.values())
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -167,76 +315,114 @@ def main(argv: Optional[list[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="exit status: 0 the run finished (whatever the score); 2 bad arguments or a red suite")
     parser.add_argument("--module", action="append", help="file or directory to mutate (repeatable); default: the four targets")
-    parser.add_argument("--sample", type=int, default=20, help="mutants per file, drawn with --seed (0: all)")
+    parser.add_argument("--sample", type=int, default=0, help="mutants per file, drawn with --seed (default 0: all)")
     parser.add_argument("--seed", type=int, default=19)
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per mutant before it counts as killed")
+    parser.add_argument("--timeout", type=float, default=300, help="most seconds per mutant before it counts as killed")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants run at once, each in its own copy")
     parser.add_argument("--first", action="append", default=[], metavar="TEST_FILE",
-                        help="test file to run with the fast ones (e.g. tests/test_policies.py for policies/rules)")
+                        help="test file to run before the others that cover a mutant")
     parser.add_argument("--rerun", type=Path, metavar="JSON",
-                        help="run only the mutants that survived in this earlier result file (after adding tests)")
+                        help="run only the survivors of this earlier result file, against the whole suite")
     parser.add_argument("--list", action="store_true", help="only count the mutants per file")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
     files = target_files(args.module or list(TARGETS))
     if not files:
         parser.error("no Python files under --module")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     equivalent = equivalent_keys()
     if args.list:
         for f in files:
             print(f"{len(mutants(f)):5d}  {f.relative_to(PROJECT_ROOT)}")
         return 0
-    results: list[dict] = []
     rng = random.Random(args.seed)
+    rerun = None
+    if args.rerun:
+        rerun = {f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}" for r in json.loads(args.rerun.read_text())["results"]
+                 if r["status"] in ("survived", "uncovered")}
+    todo: list[tuple[Path, Mutant]] = []
+    for f in files:
+        all_mutants = mutants(f)
+        if rerun is not None:
+            chosen = [m for m in all_mutants if m.key in rerun]
+        elif args.sample == 0 or args.sample >= len(all_mutants):
+            chosen = all_mutants
+        else:
+            chosen = sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
+        todo += [(f, m) for m in chosen]
+    results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / "project"
-        shutil.copytree(PROJECT_ROOT, work, symlinks=True, ignore=shutil.ignore_patterns(".venv", "build", "__pycache__", ".pytest_cache", "node_modules"))
-        shared = PROJECT_ROOT.parent / "shared"
-        if shared.exists() and not (Path(tmp) / "shared").exists():
-            os.symlink(shared, Path(tmp) / "shared")  # ../shared, as the schema tests expect
+        copies = []
+        for j in range(args.jobs):
+            work = Path(tmp) / f"copy{j}" / "project"
+            shutil.copytree(PROJECT_ROOT, work, symlinks=True,
+                            ignore=shutil.ignore_patterns(".venv", "build", "__pycache__", ".pytest_cache", "node_modules"))
+            shared = PROJECT_ROOT.parent / "shared"
+            if shared.exists():
+                os.symlink(shared, work.parent / "shared")  # ../shared, as the schema tests expect
+            copies.append(work)
         start = time.perf_counter()
-        if _run_tests(work, args.timeout, tuple(args.first)) != "survived":
+        scratch = Path(tmp) / "coverage"
+        scratch.mkdir()
+        cmap = coverage_map(copies[0], files, scratch)
+        if cmap is None:
             print("error: the suite fails without any mutant; fix it first (make test)", file=sys.stderr)
             return 2
-        print(f"baseline: suite green in {time.perf_counter() - start:.0f} s", flush=True)
-        rerun = None
-        if args.rerun:
-            rerun = {f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}" for r in json.loads(args.rerun.read_text())["results"] if r["status"] == "survived"}
-        for f in files:
-            all_mutants = mutants(f)
-            if rerun is not None:
-                chosen = [m for m in all_mutants if m.key in rerun]
-            elif args.sample == 0 or args.sample >= len(all_mutants):
-                chosen = all_mutants
-            else:
-                chosen = sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
+        print(f"baseline: suite green under coverage in {time.perf_counter() - start:.0f} s; {len(todo)} mutants, {args.jobs} at a time", flush=True)
+        free: queue.Queue[tuple[Path, WarmRunner]] = queue.Queue()
+        runners = [WarmRunner(work) for work in copies]
+        for work, runner in zip(copies, runners, strict=True):
+            free.put((work, runner))
+
+        history = KillHistory()
+
+        def run(item: tuple[Path, Mutant]) -> dict:
+            f, m = item
             rel = f.relative_to(PROJECT_ROOT).as_posix()
-            original = (work / rel).read_text()
-            for m in chosen:
-                if m.key in equivalent:
-                    results.append({**asdict(m), "status": "equivalent", "seconds": 0.0})
-                    continue
-                start = time.perf_counter()
-                (work / rel).write_text(mutated_source(f, m))
-                try:
-                    status = _run_tests(work, args.timeout, tuple(args.first))
-                finally:
-                    (work / rel).write_text(original)
-                results.append({**asdict(m), "status": status, "seconds": round(time.perf_counter() - start, 1)})
-                print(f"{status:9s} {m.key}", flush=True)
+            if m.key in equivalent:
+                return {**asdict(m), "status": "equivalent", "seconds": 0.0, "tests": 0, "killedBy": ""}
+            if rerun is not None:  # the whole suite, not the selection
+                tests = select_tests(cmap, rel, set(), history, tuple(args.first), everything=True)
+            else:
+                tests = select_tests(cmap, rel, mutant_lines(f, m), history, tuple(args.first))
+            if not tests:
+                return {**asdict(m), "status": "uncovered", "seconds": 0.0, "tests": 0, "killedBy": ""}
+            seconds = sum(cmap.file_seconds(t) if "::" not in t else cmap.durations.get(t, 10.0) for t in tests)
+            budget = min(args.timeout, max(60.0, 5 * seconds))
+            work, runner = free.get()
+            began = time.perf_counter()
+            try:
+                status, failed = _run_one(runner, work, f, rel, m, tests, budget)
+            finally:
+                free.put((work, runner))
+            if failed:
+                history.credit(rel, failed)
+            return {**asdict(m), "status": status, "seconds": round(time.perf_counter() - began, 1), "tests": len(tests), "killedBy": failed}
+
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for done, r in enumerate(pool.map(run, todo), 1):
+                results.append(r)
+                print(f"[{done}/{len(todo)}] {r['status']:10s} {r['path']}:{r['line']}:{r['col']}:{r['operator']}  ({r['tests']} tests/files, {r['seconds']} s{', ' + r['killedBy'] if r['killedBy'] else ''})", flush=True)
+        for runner in runners:
+            runner.close()
+        elapsed = time.perf_counter() - start
     per_file: dict[str, dict[str, int]] = {}
     for r in results:
-        c = per_file.setdefault(r["path"], {"killed": 0, "survived": 0, "equivalent": 0})
+        c = per_file.setdefault(r["path"], {"killed": 0, "timeout": 0, "survived": 0, "uncovered": 0, "equivalent": 0})
         c[r["status"]] += 1
-    print(f"\n{'file':60s} {'killed':>6s} {'scored':>6s} {'score':>6s}")
+    print(f"\n{'file':52s} {'killed':>6s} {'scored':>6s} {'score':>6s}")
     for path, c in per_file.items():
-        scored = c["killed"] + c["survived"]
-        print(f"{path:60s} {c['killed']:6d} {scored:6d} {(100 * c['killed'] / scored if scored else 100):5.0f}%")
-    killed = sum(c["killed"] for c in per_file.values())
-    scored = killed + sum(c["survived"] for c in per_file.values())
-    print(f"{'all':60s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.0f}%")
+        killed, scored = _score({path: c})
+        print(f"{path:52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%")
+    killed, scored = _score(per_file)
+    print(f"{'all':52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%  in {elapsed / 60:.1f} min")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"seed": args.seed, "sample": args.sample, "perFile": per_file, "results": results}, indent=2))
-    print(f"wrote {args.out}; survivors: {[r['path'] + ':' + str(r['line']) + ' ' + r['operator'] for r in results if r['status'] == 'survived']}")
+    args.out.write_text(json.dumps({"seed": args.seed, "sample": args.sample, "rerun": bool(rerun), "minutes": round(elapsed / 60, 1),
+                                    "perFile": per_file, "results": results}, indent=2))
+    survivors = [f"{r['path']}:{r['line']} {r['operator']}" + (" (no test runs it)" if r["status"] == "uncovered" else "")
+                 for r in results if r["status"] in ("survived", "uncovered")]
+    print(f"wrote {args.out}; survivors: {survivors}")
     return 0
 
 
