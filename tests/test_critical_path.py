@@ -98,7 +98,7 @@ def test_controller_and_workloads_wait_only_on_what_they_need(plans):
     chart = plan.one("kubernetes:helm.sh/v4:Chart", "jobset")
     provider = plan.get(chart.options["provider"])
     names = lambda urns: {plan.get(u).name for u in urns}
-    assert names(provider.dependencies) <= {"cluster", "cluster-system"}  # the kubeconfig and schedulable nodes
+    assert names(provider.dependencies) == {"cluster", "cluster-system"}  # the kubeconfig and schedulable nodes
     assert names(chart.dependencies) == {"jobset-namespace"}
     assert plan.get(chart.dependencies[0]).dependencies == ()
     train = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train")

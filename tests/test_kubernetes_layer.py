@@ -84,6 +84,16 @@ def test_provider_controller_and_dependencies():
 
 
 FAMILIES = ["v5e-16", "v5p-128", "v6e-16", "v6e-8", "tpu7x-128", "v4-16"]
+# Written out from GKE's TPU tables (not read back from the plan, which the catalog computes):
+# slice -> (topology, VMs, gke-tpu-accelerator label, chips per VM, machine type)
+SLICE_FACTS = {
+    "v5e-16": ("4x4", 4, "tpu-v5-lite-podslice", 4, "ct5lp-hightpu-4t"),
+    "v5p-128": ("4x4x4", 16, "tpu-v5p-slice", 4, "ct5p-hightpu-4t"),
+    "v6e-16": ("4x4", 4, "tpu-v6e-slice", 4, "ct6e-standard-4t"),
+    "v6e-8": ("2x4", 1, "tpu-v6e-slice", 8, "ct6e-standard-8t"),
+    "tpu7x-128": ("4x4x4", 16, "tpu7x", 4, "tpu7x-standard-4t"),
+    "v4-16": ("2x2x2", 2, "tpu-v4-podslice", 4, "ct4p-hightpu-4t"),
+}
 
 # Worker requests per TPU VM, written out: the VM (vCPU, GB from the Cloud TPU docs' machine tables)
 # less GKE's reservations (CPU: 6% of the 1st core, 1% of the 2nd, 0.5% of the next 2, 0.25% above;
@@ -107,7 +117,7 @@ def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
     assert report.violations == [], [str(v) for v in report.violations]
     js = jobsets(plan)["job"]
     spec = js["spec"]
-    group = plan.outputs["sliceGroups"]["g"]
+    topology, hosts, accelerator, chips_per_vm, machine_type = SLICE_FACTS[tpu]
     assert spec["coordinator"]["replicatedJob"] == "pathways-head"
     assert spec["network"] == {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
     assert spec["startupPolicy"] == {"startupPolicyOrder": "InOrder"}
@@ -138,7 +148,7 @@ def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
     assert proxy["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:{VERSION}"
     assert rm["args"] == [
         "--server_port=29001", "--node_type=resource_manager", "--instance_count=2",
-        f"--instance_type={'tpuv6e1t' if tpu == 'v6e-8' else {'v5e': 'tpuv5e', 'v5p': 'tpuv5', 'v6e': 'tpuv6e', 'tpu7x': 'tpu7x', 'v4': 'tpuv4'}[tpu.split('-')[0]]}:{group['topology']}",
+        f"--instance_type={'tpuv6e1t' if tpu == 'v6e-8' else {'v5e': 'tpuv5e', 'v5p': 'tpuv5', 'v6e': 'tpuv6e', 'tpu7x': 'tpu7x', 'v4': 'tpuv4'}[tpu.split('-')[0]]}:{topology}",
         f"--gcs_scratch_location={cache}",
     ]
     assert env(rm)["TPU_SKIP_MDS_QUERY"] == "true"
@@ -149,25 +159,25 @@ def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
     wj = worker_job(js)
     job = wj["template"]["spec"]
     assert wj["replicas"] == 2
-    assert job["parallelism"] == job["completions"] == group["hosts"]
+    assert job["parallelism"] == job["completions"] == hosts
     # batch: a crash loop ends the run (hosts x 4, the anchors'); interactive keeps serving:
     # pathwaysutils gives headless workers 1_000_000 restarts per host (experimental/gke/jobset.py)
-    assert job["backoffLimit"] == group["hosts"] * (4 if mode == "batch" else 1_000_000)
+    assert job["backoffLimit"] == hosts * (4 if mode == "batch" else 1_000_000)
     assert wj["template"]["metadata"]["annotations"] == {"alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
     wpod = job["template"]["spec"]
     assert wpod["hostNetwork"] is True
     assert wpod["nodeSelector"] == {
-        "cloud.google.com/gke-tpu-accelerator": group["accelerator"],
-        "cloud.google.com/gke-tpu-topology": group["topology"],
+        "cloud.google.com/gke-tpu-accelerator": accelerator,
+        "cloud.google.com/gke-tpu-topology": topology,
         "pathways/slice-group": "g",
     }
     assert wpod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert wpod["restartPolicy"] == "OnFailure"  # as xpk, PathwaysJob and pathwaysutils: restart in place
     (worker,) = wpod["containers"]
-    assert worker["resources"]["limits"] == {"google.com/tpu": str(group["chipsPerVm"])}
+    assert worker["resources"]["limits"] == {"google.com/tpu": str(chips_per_vm)}
     # requests, so the worker is not BestEffort: the VM's allocatable (table below, from the docs)
     assert worker["resources"]["requests"] == {
-        "google.com/tpu": str(group["chipsPerVm"]), **WORKER_REQUESTS[group["machineType"]],
+        "google.com/tpu": str(chips_per_vm), **WORKER_REQUESTS[machine_type],
     }
     we = env(worker)
     assert we["MEGASCALE_NUM_SLICES"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/replicatedjob-replicas']"}}

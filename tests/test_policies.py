@@ -284,3 +284,69 @@ def test_pathways_images_are_tagged_by_jax_version():
     found = [v.message for v in violations(mutate(BATCH, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.image", image))
              if v.policy == "pathways-images-pinned"]
     assert f"JobSet nb uses Pathways image {image!r}; tag it jax-<version> matching the program's JAX" in found
+
+
+# --- Boundaries and branches the mutation run found unpinned (issue #19) ---
+
+def _only(plan, policy_name):
+    return [v.message for v in violations(plan) if v.policy == policy_name]
+
+
+def test_head_pod_of_exactly_the_allocatable_fits():
+    # GKE node allocatable for n2-standard-64 (64 vCPU, 256 GiB), from GKE's "Standard cluster
+    # architecture / node allocatable" tables: CPU reserves 6% of core 1, 1% of core 2, 0.5% of cores
+    # 3-4, 0.25% of the 60 above = 0.23; memory reserves 25%/20%/10%/6%/2% of 4/4/8/112/128 GiB =
+    # 11.88 GiB plus the 100 MiB eviction threshold; our DaemonSets take 1 vCPU and 2 GiB more.
+    cpu, memory_gib = "62.77", "242.02234375"
+    head = {"containers": [{"name": "pathways-rm", "image": "example.com/t:1",
+                            "resources": {"requests": {"cpu": cpu, "memory": f"{memory_gib}Gi"}}}]}
+    exact = mutate(BATCH, JOBSET, "workload-train", HEAD_C, head)
+    assert _only(exact, "pathways-head-machine-fits") == []
+    over_cpu = mutate(exact, JOBSET, "workload-train", f"{HEAD_C}.containers.0.resources.requests.cpu", "62.771")
+    assert _only(over_cpu, "pathways-head-machine-fits") == [
+        "n2-standard-64 cannot hold JobSet train (62.771 vCPU, 242.0 GiB); use n2-standard-80 or larger"]
+    over_memory = mutate(exact, JOBSET, "workload-train", f"{HEAD_C}.containers.0.resources.requests.memory", "242.0224Gi")
+    assert len(_only(over_memory, "pathways-head-machine-fits")) == 1
+
+
+def test_jobset_may_depend_on_the_crd_instead_of_the_chart():
+    js = BATCH.one(JOBSET, "workload-train")
+
+    def depending_on_crd(crd_name):
+        plan = add(BATCH, "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "jobset-crd", {"metadata": {"name": crd_name}})
+        crd = plan.one("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "jobset-crd").urn
+        return Plan(plan.stack, [dataclasses.replace(r, dependencies=(crd,)) if r.urn == js.urn else r for r in plan.resources], plan.outputs)
+
+    assert _only(depending_on_crd("jobsets.jobset.x-k8s.io"), "pathways-jobset-lifecycle") == []
+    assert _only(depending_on_crd("jobs.batch.example.com"), "pathways-jobset-lifecycle") == [
+        "JobSet train does not depend on the JobSet controller; add depends_on the JobSet chart"]
+
+
+def test_kueue_quota_of_a_flavor_without_pools():
+    queue = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+    # the head flavor has no slice-group label: it holds no TPU chips
+    head_tpu = mutate(BATCH, queue, "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.0.resources.2.nominalQuota", "1")
+    assert _only(head_tpu, "pathways-kueue-quota") == [
+        "ClusterQueue pathways: flavor pathways-head has a google.com/tpu quota of 1, but its pools hold 0 chips; derive quotas from the pools"]
+    # a flavor naming a slice group that has no pools
+    ghost = mutate(BATCH, "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor", "kueue-resourceflavor-tpu-main", "spec.nodeLabels.pathways/slice-group", "ghost")
+    assert _only(ghost, "pathways-kueue-quota") == [
+        "ClusterQueue pathways: flavor tpu-main has a google.com/tpu quota of 32, but its pools hold 0 chips; derive quotas from the pools"]
+
+
+def test_custom_role_message_names_extra_and_missing_permissions():
+    plan = mutate(BATCH, "gcp:projects/iAMCustomRole:IAMCustomRole", "scratch-role", "permissions", ["storage.buckets.get", "storage.objects.delete"])
+    [message] = _only(plan, "pathways-storage-iam-least-privilege")
+    # the five permissions of PLATFORM-FACTS §IAM, less the one kept
+    assert message.endswith("extra: ['storage.objects.delete'], missing: ['storage.buckets.update', 'storage.objects.create', "
+                            "'storage.objects.get', 'storage.objects.list']"), message
+
+
+def test_two_host_tpu_pool_needs_compact_placement_with_topology():
+    # v5p-16: 8 chips on ct5p-hightpu-4t (4 chips a VM) = 2 hosts, topology 2x2x2 (GKE's TPU v5p table)
+    plan = plan_of(config_with(slices=[{"name": "main", "tpu": "v5p-16", "count": 1}]))
+    assert _only(plan, "pathways-tpu-pool-matches-catalog") == []
+    no_placement = mutate(plan, POOL, "slices-main-0", "placementPolicy", None)
+    assert any("is multi-host (2 x ct5p-hightpu-4t) without placement_policy" in m for m in _only(no_placement, "pathways-tpu-pool-matches-catalog"))
+    no_topology = mutate(plan, POOL, "slices-main-0", "placementPolicy.tpuTopology", None)
+    assert any("is multi-host (2 x ct5p-hightpu-4t) without placement_policy" in m for m in _only(no_topology, "pathways-tpu-pool-matches-catalog"))

@@ -119,4 +119,6 @@ def test_policy_refuses_wider_roles_and_open_bindings():
     wider = mutate(PLAN, "kubernetes:rbac.authorization.k8s.io/v1:Role", "service-sps-role", "rules.1.verbs", ["get", "list", "watch", "delete"])
     assert any("grants delete pods" in v.message for v in run_policies(wider, ALL_POLICIES) if v.policy == "pathways-service-access")
     opened = mutate(PLAN, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "service-sps-role-binding", "subjects.0.name", "system:authenticated")
-    assert any("binds system:authenticated" in v.message for v in run_policies(opened, ALL_POLICIES) if v.policy == "pathways-service-access")
+    assert [v.message for v in run_policies(opened, ALL_POLICIES) if v.policy == "pathways-service-access"] == [
+        "RoleBinding sps-client binds system:authenticated: everyone could run programs on the stack's TPUs; "
+        "bind named users or groups"]

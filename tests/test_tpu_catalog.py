@@ -95,18 +95,37 @@ def test_min_gke_versions():
     assert tpu.from_name("tpu7x-128").min_gke_version == "1.34.0-gke.2201000"
 
 
+# Written out from GKE's "TPUs in GKE" tables (v5e and v6e: topology -> chips, VMs, machine type with
+# the default, single-VM shape for 2x4), not computed: a wrong host count in the catalog fails here.
+TABLE_2D = {
+    "1x1": (1, 1, "1t"), "2x2": (4, 1, "4t"), "2x4": (8, 1, "8t"), "4x4": (16, 4, "4t"),
+    "4x8": (32, 8, "4t"), "8x8": (64, 16, "4t"), "8x16": (128, 32, "4t"), "16x16": (256, 64, "4t"),
+}
+MACHINE_PREFIX = {"v5e": "ct5lp-hightpu-", "v6e": "ct6e-standard-"}
+
+
 @pytest.mark.parametrize("family,topology", [(f, t) for f in ("v5e", "v6e") for t in tpu.TOPOLOGIES_2D])
 def test_every_2d_topology_is_accepted(family, topology):
     s = tpu.resolve(family, topology)
-    assert s.chips == eval(topology.replace("x", "*"))
-    assert s.hosts * s.chips_per_vm == s.chips
+    assert (s.chips, s.hosts, s.machine_type) == (TABLE_2D[topology][0], TABLE_2D[topology][1], MACHINE_PREFIX[family] + TABLE_2D[topology][2])
+
+
+def test_2d_table_covers_every_topology():
+    assert set(tpu.TOPOLOGIES_2D) == set(TABLE_2D)
+
+
+# v4, v5p and Ironwood put 4 chips on every VM (GKE's tables): topology -> (chips, VMs)
+TABLE_3D = {
+    "2x2x1": (4, 1), "2x2x2": (8, 2), "2x2x4": (16, 4), "2x4x4": (32, 8), "4x4x4": (64, 16),
+    "4x4x8": (128, 32), "4x8x8": (256, 64), "8x8x8": (512, 128), "8x8x16": (1024, 256), "16x16x16": (4096, 1024),
+}
 
 
 @pytest.mark.parametrize("family", ["v4", "v5p", "tpu7x"])
-@pytest.mark.parametrize("topology", ["2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x16", "16x16x16"])
+@pytest.mark.parametrize("topology", list(TABLE_3D))
 def test_3d_topologies_accepted(family, topology):
     s = tpu.resolve(family, topology)
-    assert s.hosts == s.chips // 4
+    assert (s.chips, s.hosts) == TABLE_3D[topology]
     assert s.multi_host == (topology != "2x2x1")
 
 
