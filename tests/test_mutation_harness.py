@@ -47,3 +47,67 @@ def test_targets_are_the_four_listed_places():
     assert "infra/offline/critical_path.py" in files and "components/manifests/jobset.py" in files
     assert "components/model/tpu.py" in files and "policies/rules/tpu_pool_catalog.py" in files
     assert not any(f.endswith("__init__.py") for f in files)
+
+
+def test_mutant_lines_cover_the_statement_that_runs_the_node(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("""TABLE = {
+    "a": 1,
+    "b": 2,
+}
+
+
+def f(x):
+    if (x
+            > 3):
+        return [x,
+                x]
+    g(x)
+""")
+    sites = {m.operator + "@" + str(m.line): m for m in mutation.mutants(path)}
+    # a constant inside a multi-line literal: the whole statement (coverage records its first line)
+    assert mutation.mutant_lines(path, sites["int:2->3@3"]) == {1, 2, 3, 4}
+    # a comparison in an `if` header: the header's lines, not the body
+    assert mutation.mutant_lines(path, sites["compare0:Gt->GtE@8"]) == {8, 9}
+    assert mutation.mutant_lines(path, sites["return:None@10"]) == {10, 11}
+    assert mutation.mutant_lines(path, sites["statement:deleted@12"]) == {12}
+
+
+def test_select_tests_runs_only_what_covers_the_line_and_killers_first():
+    cmap = mutation.CoverageMap(
+        lines={"m.py": {1: {""}, 5: {"tests/test_a.py::t1", "tests/test_b.py::t2", "tests/test_b.py"}, 7: {"tests/test_a.py::t1"}}},
+        durations={"tests/test_a.py::t1": 0.5, "tests/test_b.py::t2": 0.1, "tests/test_b.py": 2.0, "tests/test_c.py::t3": 0.01},
+        all_tests=["tests/test_a.py", "tests/test_b.py", "tests/test_c.py"],
+    )
+    assert mutation.select_tests(cmap, "m.py", {9}) == []  # no test runs line 9: uncovered
+    assert mutation.select_tests(cmap, "m.py", {7}) == ["tests/test_a.py::t1"]
+    # a whole file (shared fixtures, import-time code) absorbs its own node ids; cheapest first
+    assert mutation.select_tests(cmap, "m.py", {5}) == ["tests/test_a.py::t1", "tests/test_b.py"]
+    history = mutation.KillHistory()
+    history.credit("m.py", "tests/test_b.py")
+    assert mutation.select_tests(cmap, "m.py", {5}, history) == ["tests/test_b.py", "tests/test_a.py::t1"]
+    assert mutation.select_tests(cmap, "other.py", {5}, history) == []
+    # import time: every file, the fastest first
+    assert mutation.select_tests(cmap, "m.py", {1}) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
+    assert mutation.select_tests(cmap, "m.py", set(), everything=True) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
+
+
+def test_files_with_shared_fixtures_are_one_coverage_context():
+    from infra.offline import mutation_coverage
+
+    assert mutation_coverage._SHARED_FIXTURE.search('@pytest.fixture(scope="module")')
+    assert mutation_coverage._SHARED_FIXTURE.search("@pytest.fixture(scope='session')")
+    assert not mutation_coverage._SHARED_FIXTURE.search("@pytest.fixture\ndef plan(): ...")
+
+
+def test_the_runner_keeps_itself_and_drops_project_modules():
+    import sys
+    import types
+
+    from infra.offline import mutation_runner
+
+    assert mutation_runner._is_project(sys.modules["infra.offline.mutation"])
+    assert not mutation_runner._is_project(sys.modules["pytest"])
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__ = str(ROOT / "infra/offline/mutation_runner.py")
+    assert not mutation_runner._is_project(fake_main)

@@ -90,7 +90,8 @@ def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
 
 
 def mutants(path: Path) -> list[Mutant]:
-    rel = path.resolve().relative_to(PROJECT_ROOT).as_posix()
+    full = path.resolve()
+    rel = full.relative_to(PROJECT_ROOT).as_posix() if full.is_relative_to(PROJECT_ROOT) else full.as_posix()
     tree = ast.parse(path.read_text(), filename=rel)
     return [Mutant(rel, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), op, i)
             for i, (node, op) in enumerate(_sites(tree))]

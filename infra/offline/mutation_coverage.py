@@ -32,7 +32,7 @@ _state: dict = {"context": None, "start": 0.0, "durations": {}, "whole_file": {}
 def _clear_project_caches() -> None:
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None) or ""
-        if not path.startswith(str(_ROOT)):
+        if not path.startswith(str(_ROOT)) or path.startswith(sys.prefix) or "site-packages" in path:
             continue
         for value in list(vars(module).values()):
             clear = getattr(value, "cache_clear", None)

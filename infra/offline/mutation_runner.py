@@ -31,8 +31,9 @@ sys.dont_write_bytecode = True  # a mutant may have the original's size and mtim
 def _is_project(module) -> bool:
     if module.__name__ == "__main__":  # this runner: keep it
         return False
-    path = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or []), "") or ""
-    return str(path).startswith(str(ROOT)) or module.__name__ == "conftest" or module.__name__.startswith("tests")
+    path = str(getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or []), "") or "")
+    installed = path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path  # a venv inside the project
+    return (path.startswith(str(ROOT)) and not installed) or module.__name__ == "conftest" or module.__name__.startswith("tests")
 
 
 def _drop_project_modules() -> None:
