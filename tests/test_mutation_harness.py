@@ -87,8 +87,10 @@ def test_select_tests_runs_only_what_covers_the_line_and_killers_first():
     history.credit("m.py", "tests/test_b.py")
     assert mutation.select_tests(cmap, "m.py", {5}, history) == ["tests/test_b.py", "tests/test_a.py::t1"]
     assert mutation.select_tests(cmap, "other.py", {5}, history) == []
-    # import time: every file, the fastest first
-    assert mutation.select_tests(cmap, "m.py", {1}) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
+    # import time (a module constant): the tests that run any of the module's code
+    assert mutation.select_tests(cmap, "m.py", {1}) == ["tests/test_a.py::t1", "tests/test_b.py"]
+    imported_only = mutation.CoverageMap({"k.py": {1: {""}}}, cmap.durations, cmap.all_tests)
+    assert mutation.select_tests(imported_only, "k.py", {1}) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
     assert mutation.select_tests(cmap, "m.py", set(), everything=True) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
 
 

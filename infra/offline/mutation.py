@@ -276,12 +276,16 @@ def mutant_lines(path: Path, mutant: Mutant) -> set[int]:
 def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional[KillHistory] = None,
                  first: tuple[str, ...] = (), everything: bool = False) -> list[str]:
     """pytest arguments for the tests that run any of `lines`: node ids, or whole files. Files that
-    killed earlier mutants of `rel` come first (then `first`, then the fastest); every file if a line
-    runs at the suite's import time (or `everything`); [] if no test runs them."""
+    killed earlier mutants of `rel` come first (then `first`, then the fastest). A line run only at the
+    suite's import time (a module constant) selects the tests that run any line of its module, which
+    may miss a test that reads the constant directly: `--rerun` checks each survivor against the whole
+    suite (`everything`). [] if no test runs the lines."""
     contexts: set[str] = set()
     for n in lines:
         contexts |= cmap.lines.get(rel, {}).get(n, set())
-    if everything or "" in contexts:
+    if "" in contexts:  # import time (a module constant): the tests that run any of the module's code
+        contexts = set().union(*cmap.lines.get(rel, {}).values()) - {""}
+    if everything or not contexts and any(cmap.lines.get(rel, {}).get(n) for n in lines):
         contexts = set(cmap.all_tests)
     files = {c for c in contexts if c in cmap.all_tests}
     chosen = files | {c for c in contexts if "::" in c and c.split("::", 1)[0] in cmap.all_tests and c.split("::", 1)[0] not in files}
