@@ -212,23 +212,6 @@ def test_one_service_workload_per_stack():
     assert [w.mode for w in cfg.workloads] == ["service", "batch", "batch"]
 
 
-@pytest.mark.parametrize(("key", "path", "largest"), [
-    ("monitoring", ("dutyCycleMinutes",), 1440),  # a day
-    ("monitoring", ("dutyCycleThreshold",), 100),  # a percentage
-    ("bucket", ("artifactsTtlDays",), 36500),
-    ("cluster", ("nodePoolConcurrency",), 50),
-])
-def test_bounds_are_inclusive_at_the_documented_maximum(key, path, largest):
-    def value(v):
-        d: Any = v
-        for p in reversed(path):
-            d = {p: d}
-        return d
-
-    model(**{key: value(largest)})
-    assert f"pathways:{key}.{'.'.join(path)}" in error(**{key: value(largest + 1)})
-
-
 def test_admission_refuses_tpu_requests_on_a_cpu_pool():
     _, js = built()
     pools = [admission.PoolFacts("pathways-head", {"pathways/role": "head"}),

@@ -1,0 +1,94 @@
+"""Every numeric bound of the stack config at both ends, and the checks behind the error paths the
+mutation run found untested (issue #19). Bounds are written out from their sources (GCS soft delete
+7-90 days, and so on), not read from the model, so a changed bound fails here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.test_pinned_behaviour import error, model
+
+
+def _nested(path: tuple[str, ...], v: Any) -> Any:
+    for p in reversed(path):
+        v = {p: v}
+    return v
+
+
+def _section(section: str, *path: str):
+    return lambda v: {section: _nested(path, v)}
+
+
+def _workload(*path: str, **extra):
+    def changes(v):
+        w = {"name": "w", "image": "example.com/t:1", **extra}
+        w.update(_nested(path, v))
+        return {"workloads": [w], "pathwaysVersion": "jax-0.7.2"}
+    return changes
+
+
+def _slices(field: str):
+    return lambda v: {"slices": [{"name": "main", "tpu": "v6e-16", field: v}], "cluster": {"nodePoolConcurrency": 50}}
+
+
+# (key in the message, config for a value, smallest valid, largest valid); why each bound is what it is
+BOUNDS = [
+    ("bucket.softDeleteDays", _section("bucket", "softDeleteDays"), 7, 90),  # GCS soft delete: 7 to 90 days
+    ("bucket.artifactsTtlDays", _section("bucket", "artifactsTtlDays"), 1, 36500),  # age 0 deletes at once; 100 years
+    ("cluster.nodePoolConcurrency", _section("cluster", "nodePoolConcurrency"), 1, 50),  # GKE allows 5; raised quotas
+    ("cluster.systemPool.minNodes", lambda v: {"cluster": {"systemPool": {"minNodes": v, "maxNodes": 1000}}}, 1, 1000),  # GKE: 1,000 nodes a pool and zone
+    ("cluster.systemPool.maxNodes", lambda v: {"cluster": {"systemPool": {"minNodes": 1, "maxNodes": v}}}, 1, 1000),
+    ("network.mtu", _section("network", "mtu"), 1300, 8896),  # VPC MTU: 1300 to 8896 bytes
+    ("monitoring.dutyCycleMinutes", _section("monitoring", "dutyCycleMinutes"), 5, 1440),  # a day
+    ("monitoring.dutyCycleThreshold", _section("monitoring", "dutyCycleThreshold"), 1, 100),  # a percentage
+    ("monitoring.restartStorm", _section("monitoring", "restartStorm"), 1, 10_000),
+    ("headPool.nodeCount", _section("headPool", "nodeCount"), 1, 1000),
+    ("slices[0].count", _slices("count"), 1, 1000),
+    ("slices[0].spares", _slices("spares"), 0, 1000),
+    ("workloads[0].dataLoaderWorkers", _workload("dataLoaderWorkers"), 0, 1024),
+    ("workloads[0].maxRestarts", _workload("maxRestarts"), 0, 10_000),
+    ("workloads[0].workerRestartsPerHost", _workload("workerRestartsPerHost"), 1, 1_000_000),  # pathwaysutils' "unlimited"
+    ("workloads[0].terminationGracePeriodSeconds", _workload("terminationGracePeriodSeconds"), 0, 86400),  # a day
+    ("workloads[0].ttlSecondsAfterFinished", _workload("ttlSecondsAfterFinished"), 0, 2**31 - 1),  # Kubernetes int32
+    ("workloads[0].profiling.port", _workload("profiling", "port"), 1024, 65535),  # unprivileged TCP ports
+]
+
+
+# other rules stop the largest value alone: 1,000 spares beside a slice make 1,001 pools (a stack holds
+# 1,000); 1,024 data loaders need as many CPUs in the user container
+LARGEST_NEEDS_MORE = {"slices[0].spares", "workloads[0].dataLoaderWorkers"}
+
+
+@pytest.mark.parametrize(("key", "changes", "smallest", "largest"), BOUNDS, ids=[b[0] for b in BOUNDS])
+def test_bounds_are_inclusive_at_both_ends(key, changes, smallest, largest):
+    model(**changes(smallest))
+    if key not in LARGEST_NEEDS_MORE:
+        model(**changes(largest))
+    assert f"pathways:{key}: {smallest - 1} is not valid" in error(**changes(smallest - 1))
+    assert f"pathways:{key}: {largest + 1} is not valid" in error(**changes(largest + 1))
+
+
+@pytest.mark.parametrize("prefix", ["/cache", "cache/", "Cache", "a//b", "-x", ""])
+def test_bucket_prefixes_are_path_segments(prefix):
+    assert f"pathways:bucket.cachePrefix: {prefix!r} is not a prefix; use path segments" in error(bucket={"cachePrefix": prefix})
+
+
+def test_bucket_prefixes_may_nest_segments():
+    assert model(bucket={"cachePrefix": "team/cache", "artifactsPrefix": "team/artifacts"}).bucket.cache_prefix == "team/cache"
+
+
+@pytest.mark.parametrize(("cache", "artifacts"), [
+    ("pathways-cache", "pathways-cache"),
+    ("pathways-cache", "pathways-cache/artifacts"),  # artifacts inside the cache: the TTL deletes cache entries
+    ("out/cache", "out"),  # the cache inside artifacts
+])
+def test_artifacts_and_cache_prefixes_must_not_overlap(cache, artifacts):
+    msg = error(bucket={"cachePrefix": cache, "artifactsPrefix": artifacts})
+    assert f"artifactsPrefix {artifacts!r} and cachePrefix {cache!r} overlap" in msg
+
+
+def test_prefixes_sharing_only_a_name_start_do_not_overlap():
+    cfg = model(bucket={"cachePrefix": "pathways-cache", "artifactsPrefix": "pathways-cache-artifacts"})
+    assert cfg.bucket.artifacts_prefix == "pathways-cache-artifacts"
