@@ -92,3 +92,22 @@ def test_artifacts_and_cache_prefixes_must_not_overlap(cache, artifacts):
 def test_prefixes_sharing_only_a_name_start_do_not_overlap():
     cfg = model(bucket={"cachePrefix": "pathways-cache", "artifactsPrefix": "pathways-cache-artifacts"})
     assert cfg.bucket.artifacts_prefix == "pathways-cache-artifacts"
+
+
+@pytest.mark.parametrize("field", ["startTime", "endTime"])
+def test_a_bad_exclusion_time_names_its_own_key(field):
+    exclusion = {"name": "freeze", "startTime": "2027-01-01T00:00:00Z", "endTime": "2027-01-10T00:00:00Z"}
+    msg = error(cluster={"maintenance": {"exclusions": [{**exclusion, field: "2027-01-05 00:00"}]}})
+    assert f"pathways:cluster.maintenance.exclusions[0].{field}: '2027-01-05 00:00' has no time zone" in msg
+    msg = error(cluster={"maintenance": {"exclusions": [{**exclusion, field: "soon"}]}})
+    assert f"pathways:cluster.maintenance.exclusions[0].{field}: 'soon' is not an RFC 3339 time" in msg
+
+
+def test_gke_version_parts():
+    from components.model.cluster import gke_version_key
+
+    assert gke_version_key("1.35") == (1, 35)
+    assert gke_version_key("1.35.1") == (1, 35, 1)
+    assert gke_version_key("1.35.1-gke.1234000") == (1, 35, 1, 1234000)
+    with pytest.raises(ValueError, match="'latest' is not a GKE version"):
+        gke_version_key("latest")

@@ -143,10 +143,6 @@ class Maintenance(_Model):
     window: Optional[MaintenanceWindow] = Field(default=None, description="When GKE may upgrade and repair.")
     exclusions: list[MaintenanceExclusion] = Field(default_factory=list, max_length=20)
 
-    @property
-    def holds_node_upgrades(self) -> bool:
-        return any(e.scope in ("NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES") for e in self.exclusions)
-
 
 class ClusterConfig(_Model):
     name: Optional[str] = Field(default=None, description="GKE cluster name; default pathways-<stack>.")
