@@ -14,7 +14,7 @@ import pytest
 
 from components.model.config import load
 from components.model.errors import ConfigError
-from components.model.summary import stack_summary
+from components.model.summary import stack_summary, summary_text
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import load_config, raw_values, stack_path
 
@@ -144,3 +144,27 @@ def test_readme_plan_excerpt_is_real_output(capsys):
     assert len(lines) >= 15
     for line in lines:
         assert line in out.splitlines(), line
+
+
+def test_service_stack_lists_and_prices_its_proxy_pool():
+    s = summary_of("dev", workloads=[{"name": "sps", "mode": "service", "sliceGroup": "dev", "service": {"maxClients": 3}}])
+    assert s["proxyPool"] == {"machineType": "n2-standard-32", "nodes": 3}
+    text = "\n".join(summary_text(s))
+    assert ["proxy", "n2-standard-32", "3"] in [line.split() for line in text.splitlines()]
+    proxy = [line for line in s["cost"]["lines"] if line["item"] == "proxy VMs n2-standard-32"]
+    assert proxy == [{"item": "proxy VMs n2-standard-32", "quantity": 3, "unit": "VM",
+                      "unitPricePerHour": round(32 * 0.031611 + 128 * 0.004237, 4), "hourly": round(3 * (32 * 0.031611 + 128 * 0.004237), 2),
+                      "basis": "list"}]
+
+
+def test_a_stack_without_workloads_says_none():
+    s = summary_of("dev", workloads=[])
+    lines = summary_text(s)
+    assert lines[lines.index("Workloads:") + 1] == "  (none)"
+
+
+def test_a_machine_series_without_a_listed_price_asks_for_one():
+    s = summary_of("dev", headPool={"machineType": "c3-standard-88"})
+    head = next(line for line in s["cost"]["lines"] if line["item"].startswith("head VMs"))
+    assert head["unitPricePerHour"] is None and head["basis"] == "no price: set pathways:prices.machineHour.c3-standard-88"
+    assert s["cost"]["qualifier"] == "at least"

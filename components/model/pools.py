@@ -36,8 +36,6 @@ class Capacity(str, Enum):
 
 
 def _parse_tpu(v: Any) -> tpu_catalog.TpuSlice:
-    if isinstance(v, tpu_catalog.TpuSlice):
-        return v
     try:
         if isinstance(v, str):
             return tpu_catalog.from_name(v)

@@ -192,11 +192,6 @@ class TpuSlice:
     def min_gke_version(self) -> str:
         return self.tpu_family.min_gke_version
 
-    def describe(self) -> str:
-        kind = f"{self.hosts} hosts" if self.multi_host else "single host"
-        chips = "1 chip" if self.chips == 1 else f"{self.chips} chips"
-        return f"{self.name} ({self.topology}, {self.machine_type}, {kind}, {chips})"
-
 
 def is_tpu_machine(machine_type: str) -> bool:
     """Whether a node machine type is a TPU VM of a family this catalog knows."""

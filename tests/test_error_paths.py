@@ -1,0 +1,97 @@
+"""The error paths and branches no test ran before the mutation run of issue #19 listed them: each
+config check with the one line it prints, the plan summary and cost of a service stack, and the
+policy and admission branches for inputs the stack itself never produces."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_pinned_behaviour import error, model
+
+SERVICE = {"name": "sps", "mode": "service"}
+WORKLOAD = {"name": "train", "image": "example.com/t:1"}
+
+
+# (config changes, the one line expected)
+CONFIG_ERRORS = [
+    (dict(network={"pathwaysClientRanges": ["10.0.0.0/8", "0.0.0.0/0"]}),
+     "pathways:network.pathwaysClientRanges: 0.0.0.0/0 is the whole internet; list the ranges of the clients that need the proxy"),
+    (dict(network={"existingNetwork": "shared-vpc"}),
+     "pathways:network: set both existingNetwork and existingSubnetwork, or neither (a VPC is then created)"),
+    (dict(network={"existingSubnetwork": "shared-subnet"}),
+     "pathways:network: set both existingNetwork and existingSubnetwork, or neither (a VPC is then created)"),
+    (dict(monitoring={"notificationChannels": ["projects/p/notificationChannels/1"]}),
+     "pathways:monitoring.notificationChannels: 'projects/p/notificationChannels/1' is not a notification channel; "
+     "use projects/<project>/notificationChannels/<id>"),
+    (dict(workloads=[{**WORKLOAD, "service": {"maxClients": 2}}]),
+     "pathways:workloads[0].service: only for mode: service; remove it or set mode: service"),
+    (dict(workloads=[{"name": "nb", "mode": "interactive", "state": "finished"}]),
+     "pathways:workloads[0].state: finished is for batch runs; an interactive workload is suspended (state: suspended) or removed"),
+    (dict(workloads=[{"name": "nb", "mode": "interactive", "persistence": True}]),
+     "pathways:workloads[0].mode: profiling and persistence configure the user container, which interactive workloads do not have"),
+    (dict(workloads=[{**SERVICE, "service": {"proxyMachineType": "n9-standard-8"}}]),
+     "pathways:workloads[0].service.proxyMachineType: 'n9-standard-8' is not a machine type this stack knows"),
+    (dict(slices=[{"name": "main", "tpu": "v6e-16"}, {"name": "main", "tpu": "v6e-16"}]),
+     "pathways:slices[1].name: 'main' is already used by slices[0]; slice group names must be unique"),
+    (dict(slices=[{"name": "a", "tpu": "v6e-16"}, {"name": "b", "tpu": "v6e-16"}], workloads=[WORKLOAD]),
+     "pathways:workloads[0].sliceGroup: required when there are several slice groups; valid: a, b"),
+    (dict(bucket={"name": "team-scratch", "artifactsName": "team-scratch"}),
+     "pathways:bucket.artifactsName: must differ from bucket.name (its lifecycle rules would fight Pathways')"),
+    (dict(cluster={"privateNodes": False}),
+     "pathways:cluster.privateNodes: false needs cluster.publicEndpoint: true too"),
+    (dict(slices=[{"name": "main", "tpu": {"family": "v6e", "topology": "4x4", "chips": 16}}]),
+     "pathways:slices[0].tpu: give a TPU name (e.g. v6e-16) or {family, topology[, machineType]}"),
+    (dict(slices=[{"name": "main", "tpu": {"family": "v6e"}}]),
+     "pathways:slices[0].tpu: give a TPU name (e.g. v6e-16) or {family, topology[, machineType]}"),
+    (dict(slices=[{"name": "main", "tpu": 16}]),
+     "pathways:slices[0].tpu: 16 is not a TPU; give a name like v6e-16 or {family: v6e, topology: 4x4}"),
+    (dict(workloads=[{**WORKLOAD, "env": "RUN=1"}]),
+     "pathways:workloads[0].env: 'RUN=1' is not valid: input should be a valid dictionary"),
+]
+
+
+@pytest.mark.parametrize(("changes", "line"), CONFIG_ERRORS, ids=[c[1].split(":")[1] + "-" + str(i) for i, c in enumerate(CONFIG_ERRORS)])
+def test_config_error_line(changes, line):
+    msg = error(**changes)
+    assert any(got.startswith(line) for got in msg.splitlines()), msg
+
+
+def test_private_nodes_off_with_a_public_endpoint_is_an_explicit_opt_in():
+    cfg = model(cluster={"privateNodes": False, "publicEndpoint": True})
+    assert (cfg.cluster.private_nodes, cfg.cluster.public_endpoint) == (False, True)
+
+
+def test_yaml_numbers_and_booleans_in_env_become_text():
+    cfg = model(workloads=[{**WORKLOAD, "env": {"STEPS": 100, "DEBUG": True, "RATE": 0.5, "RUN": "r1"}}])
+    assert cfg.workloads[0].env == {"STEPS": "100", "DEBUG": "true", "RATE": "0.5", "RUN": "r1"}
+
+
+def test_config_key_of_the_whole_config():
+    from components.model.config import config_key
+
+    assert config_key(()) == "pathways:"
+    assert config_key(("zone",)) == "gcp:zone"
+    assert config_key(("slices", 0, "tpu")) == "pathways:slices[0].tpu"
+
+
+def test_quantities_with_a_decimal_exponent():
+    from decimal import Decimal
+
+    from components.model import quantity
+
+    # Kubernetes quantities take a decimal exponent: 1e3 = 1000, 5E2 = 500 (resource.Quantity)
+    assert quantity.parse("1e3") == Decimal(1000)
+    assert quantity.parse("5E2") == Decimal(500)
+    assert quantity.parse("12e-1") == Decimal("1.2")
+
+
+def test_a_catalog_topology_without_a_machine_type_is_an_error_not_an_index_error(monkeypatch):
+    import dataclasses
+
+    from components.model import tpu
+
+    v5e = tpu.FAMILIES["v5e"]
+    no_single_chip = dataclasses.replace(v5e, machine_types={m: c for m, c in v5e.machine_types.items() if c != 1})
+    monkeypatch.setitem(tpu._FAMILY_BY_ALIAS, "v5e", no_single_chip)
+    with pytest.raises(tpu.TpuError, match="topology 1x1 has no v5e machine type; valid: 1x1, 2x2"):
+        tpu.resolve("v5e", "1x1")
