@@ -89,9 +89,9 @@ def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
             yield node, "raise:deleted"
 
 
-def mutants(path: Path) -> list[Mutant]:
+def mutants(path: Path, root: Path = PROJECT_ROOT) -> list[Mutant]:
     full = path.resolve()
-    rel = full.relative_to(PROJECT_ROOT).as_posix() if full.is_relative_to(PROJECT_ROOT) else full.as_posix()
+    rel = full.relative_to(root.resolve()).as_posix() if full.is_relative_to(root.resolve()) else full.as_posix()
     tree = ast.parse(path.read_text(), filename=rel)
     return [Mutant(rel, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), op, i)
             for i, (node, op) in enumerate(_sites(tree))]
@@ -229,12 +229,12 @@ data_file = {data}
 """
 
 
-def coverage_map(workdir: Path, files: list[Path], scratch: Path) -> Optional[CoverageMap]:
+def coverage_map(workdir: Path, files: list[str], scratch: Path) -> Optional[CoverageMap]:
     """Run the whole suite once under coverage, a context per test file; None if the suite is red."""
     import coverage  # only `make mutation` needs it
 
     rc = scratch / "coveragerc"
-    rc.write_text(_COVERAGE_RC.format(sources=",".join(sorted({(workdir / f.relative_to(PROJECT_ROOT)).parent.as_posix() for f in files})),
+    rc.write_text(_COVERAGE_RC.format(sources=",".join(sorted({(workdir / rel).parent.as_posix() for rel in files})),
                                       data=(scratch / ".coverage").as_posix()))
     durations_file = scratch / "durations.json"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "MUTATION_DURATIONS": str(durations_file)}
@@ -248,8 +248,7 @@ def coverage_map(workdir: Path, files: list[Path], scratch: Path) -> Optional[Co
     cov.combine(data_paths=[str(scratch)], keep=False)
     data = cov.get_data()
     lines: dict[str, dict[int, set[str]]] = {}
-    for f in files:
-        rel = f.relative_to(PROJECT_ROOT).as_posix()
+    for rel in files:
         by_line = data.contexts_by_lineno(str(workdir / rel))
         lines[rel] = {n: set(contexts) for n, contexts in by_line.items()}
     return CoverageMap(lines, json.loads(durations_file.read_text()), test_files(workdir))
@@ -346,31 +345,39 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.rerun:
         rerun = {f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}" for r in json.loads(args.rerun.read_text())["results"]
                  if r["status"] in ("survived", "uncovered")}
-    todo: list[tuple[Path, Mutant]] = []
-    for f in files:
-        all_mutants = mutants(f)
-        if rerun is not None:
-            chosen = [m for m in all_mutants if m.key in rerun]
-        elif args.sample == 0 or args.sample >= len(all_mutants):
-            chosen = all_mutants
-        else:
-            chosen = sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
-        todo += [(f, m) for m in chosen]
     results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        copies = []
+        # One snapshot of the tree: the copies, and the pristine sources the mutants are made from (the
+        # working tree may change while the run goes on).
+        copies: list[Path] = []
         for j in range(args.jobs):
             work = Path(tmp) / f"copy{j}" / "project"
-            shutil.copytree(PROJECT_ROOT, work, symlinks=True,
+            shutil.copytree(copies[0] if copies else PROJECT_ROOT, work, symlinks=True,
                             ignore=shutil.ignore_patterns(".venv", "build", "__pycache__", ".pytest_cache", "node_modules"))
             shared = PROJECT_ROOT.parent / "shared"
             if shared.exists():
                 os.symlink(shared, work.parent / "shared")  # ../shared, as the schema tests expect
             copies.append(work)
+        pristine = Path(tmp) / "pristine"
+        rels = [f.relative_to(PROJECT_ROOT).as_posix() for f in files]
+        for rel in rels:
+            (pristine / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(copies[0] / rel, pristine / rel)
+        todo: list[tuple[Path, Mutant]] = []
+        for rel in rels:
+            f = pristine / rel
+            all_mutants = mutants(f, pristine)
+            if rerun is not None:
+                chosen = [m for m in all_mutants if m.key in rerun]
+            elif args.sample == 0 or args.sample >= len(all_mutants):
+                chosen = all_mutants
+            else:
+                chosen = sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
+            todo += [(f, m) for m in chosen]
         start = time.perf_counter()
         scratch = Path(tmp) / "coverage"
         scratch.mkdir()
-        cmap = coverage_map(copies[0], files, scratch)
+        cmap = coverage_map(copies[0], rels, scratch)
         if cmap is None:
             print("error: the suite fails without any mutant; fix it first (make test)", file=sys.stderr)
             return 2
@@ -384,7 +391,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         def run(item: tuple[Path, Mutant]) -> dict:
             f, m = item
-            rel = f.relative_to(PROJECT_ROOT).as_posix()
+            rel = m.path
             if m.key in equivalent:
                 return {**asdict(m), "status": "equivalent", "seconds": 0.0, "tests": 0, "killedBy": ""}
             if rerun is not None:  # the whole suite, not the selection
