@@ -93,6 +93,22 @@ def _unknown_volume(js):
     head(js)["volumes"] = []
 
 
+def _bad_jobset_name(js):
+    js["metadata"]["name"] = "Bad_Name"
+
+
+def _bad_replicated_job_name(js):
+    js["spec"]["replicatedJobs"][1]["name"] = "Worker_1"
+
+
+def _parallelism_not_completions(js):
+    worker(js)["parallelism"] = worker(js)["completions"] + 1
+
+
+def _head_tpu(js):
+    head(js)["containers"][0]["resources"]["limits"]["google.com/tpu"] = "4"
+
+
 RULES = [
     ("jobset-schema", _unknown_field, "spec.startupPolicy.order: unknown field 'order'"),
     ("jobset-schema", _bad_enum, "'Sequential' is not one of ['AnyOrder', 'InOrder']"),
@@ -110,6 +126,10 @@ RULES = [
     ("parallelism", _parallelism, "2 pods per slice; pool tpu-v6e-0 has 4 hosts"),
     ("node-selector", _selector, "matches no node pool the stack creates"),
     ("volumes", _unknown_volume, "mounts unknown volume 'dshm'"),
+    ("dns-1123", _bad_jobset_name, "metadata.name: 'Bad_Name' is not a DNS-1123 label"),
+    ("dns-1123", _bad_replicated_job_name, "spec.replicatedJobs[1].name: 'Worker_1' is not a DNS-1123 label"),
+    ("parallelism", _parallelism_not_completions, "parallelism must equal completions (one pod per host)"),
+    ("tpu-request", _head_tpu, "the head pod must not request TPUs"),
 ]
 
 
@@ -179,3 +199,15 @@ def test_render_refuses_to_write_an_invalid_manifest(monkeypatch, tmp_path, caps
     assert offline_main(["render", "--config", "stacks/Pulumi.dev.yaml", "--out", str(out)]) == 2
     assert "[restart-policy]" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_kind_without_a_kubernetes_schema_is_reported():
+    report = admission.check_builtin({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
+    assert [str(v) for v in report.violations] == [f"[schema] .: no schema for example.com/v1 Widget in Kubernetes {admission.KUBERNETES_VERSION}: "]
+
+
+def test_a_kueue_flavor_with_a_topology_needs_node_labels():
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "tpu-main"},
+              "spec": {"topologyName": "tpu-topology"}}
+    assert [str(v) for v in admission.check_kueue(flavor).violations] == [
+        "[kueue-cel] spec: at least one nodeLabel is required when topologyName is set"]

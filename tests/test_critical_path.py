@@ -168,3 +168,11 @@ def test_expected_minutes_by_kind_of_pool():
     assert expected_minutes(_reg(0, nodeConfig={"machineType": "tpu7x-standard-4t"}, nodeCount=1)) == 6.0
     assert expected_minutes(_reg(0, "gcp:container/cluster:Cluster")) == 10.0
     assert expected_minutes(_reg(0, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")) == 0.0
+
+
+def test_a_plan_without_slow_resources():
+    from infra.offline.engine import Plan
+
+    path = critical_path(Plan("empty", [], {}))
+    assert (path.chain, path.length, path.minutes) == ((), 0, 0)
+    assert path.describe() == "Deploy critical path: no slow resources"

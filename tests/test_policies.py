@@ -350,3 +350,33 @@ def test_two_host_tpu_pool_needs_compact_placement_with_topology():
     assert any("is multi-host (2 x ct5p-hightpu-4t) without placement_policy" in m for m in _only(no_placement, "pathways-tpu-pool-matches-catalog"))
     no_topology = mutate(plan, POOL, "slices-main-0", "placementPolicy.tpuTopology", None)
     assert any("is multi-host (2 x ct5p-hightpu-4t) without placement_policy" in m for m in _only(no_topology, "pathways-tpu-pool-matches-catalog"))
+
+
+CLUSTER_T = "gcp:container/cluster:Cluster"
+BUCKET_T = "gcp:storage/bucket:Bucket"
+
+
+@pytest.mark.parametrize(("policy", "breaker", "expected"), [
+    ("pathways-single-zone", lambda p: mutate(mutate(p, CLUSTER_T, "cluster", "location", "us-east5"), CLUSTER_T, "cluster", "nodeLocations", None),
+     "cluster pathways-test spreads nodes over every zone of us-east5; set node_locations to the stack's one zone"),
+    ("pathways-single-zone", lambda p: mutate(p, CLUSTER_T, "cluster", "nodeLocations", ["us-east5-a", "us-east5-b"]),
+     "cluster pathways-test spreads nodes over ['us-east5-a', 'us-east5-b']; set node_locations to the stack's one zone"),
+    ("pathways-bucket-hardening", lambda p: mutate(p, BUCKET_T, "scratch", "uniformBucketLevelAccess", False),
+     "bucket test-proj-123-test-pathways: set uniform_bucket_level_access = true"),
+    ("pathways-head-machine-fits", lambda p: mutate(p, POOL, "head-pool", "nodeConfig.machineType", "n9-standard-64"),
+     "'n9-standard-64' is not a machine type this stack knows"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(plan_of(config_with(slices=[{"name": "main", "tpu": "v6e-4"}])), POOL, "slices-main-0", "placementPolicy", {"type": "COMPACT", "tpuTopology": "2x2"}),
+     "pool tpu-main-0 is single-host (ct6e-standard-4t) but sets tpu_topology 2x2; remove it"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(p, POOL, "slices-main-0", "nodeCount", 0),
+     "pool tpu-main-0 has no node count; set node_count to the slice's hosts"),
+    ("pathways-tpu-pool-matches-catalog", lambda p: mutate(p, POOL, "slices-main-0", "placementPolicy.tpuTopology", "4x5"),
+     "pool tpu-main-0: topology 4x5 is not a v6e topology"),
+])
+def test_policy_message(policy, breaker, expected):
+    found = _only(breaker(BATCH), policy)
+    assert any(m.startswith(expected) for m in found), found
+
+
+def test_a_source_range_that_is_no_cidr_is_not_the_internet():
+    plan = mutate(BATCH, "gcp:compute/firewall:Firewall", "pathways-ports-allow", "sourceRanges", ["not-a-cidr"])
+    assert _only(plan, "pathways-network-exposure") == []
