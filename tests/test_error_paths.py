@@ -95,3 +95,13 @@ def test_a_catalog_topology_without_a_machine_type_is_an_error_not_an_index_erro
     monkeypatch.setitem(tpu._FAMILY_BY_ALIAS, "v5e", no_single_chip)
     with pytest.raises(tpu.TpuError, match="topology 1x1 has no v5e machine type; valid: 1x1, 2x2"):
         tpu.resolve("v5e", "1x1")
+
+
+@pytest.mark.parametrize(("image", "pinned"), [
+    ("not an image!", False), ("example.com/t", False), ("example.com/t:latest", False), ("example.com/t:1", True),
+    ("example.com/t@sha256:" + "a" * 64, True), ("example.com/t@sha256:abc", False),
+])
+def test_what_counts_as_pinned(image, pinned):
+    from components.model.workload import is_pinned
+
+    assert is_pinned(image) is pinned
