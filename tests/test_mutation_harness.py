@@ -92,6 +92,18 @@ def test_select_tests_runs_only_what_covers_the_line_and_killers_first():
     imported_only = mutation.CoverageMap({"k.py": {1: {""}}}, cmap.durations, cmap.all_tests)
     assert mutation.select_tests(imported_only, "k.py", {1}) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
     assert mutation.select_tests(cmap, "m.py", set(), everything=True) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
+    # a test that killed before runs before the rest of its file's tests
+    cmap.lines["m.py"][6] = {"tests/test_a.py::t1", "tests/test_a.py::t0"}
+    cmap.durations["tests/test_a.py::t0"] = 0.01
+    assert mutation.select_tests(cmap, "m.py", {6}) == ["tests/test_a.py::t0", "tests/test_a.py::t1"]
+    history.credit("m.py", "tests/test_a.py::t1")
+    assert mutation.select_tests(cmap, "m.py", {6}, history) == ["tests/test_a.py::t1", "tests/test_a.py::t0"]
+
+def test_the_first_failure_is_read_from_pytest_output():
+    out = "....F\n=== short test summary info ===\nFAILED tests/test_x.py::test_y[a b-1] - AssertionError: no\n1 failed\n"
+    assert mutation._FAILED.search(out).group(1) == "tests/test_x.py::test_y[a b-1]"
+    assert mutation._FAILED.search("ERROR tests/test_x.py - KeyError: 'k'\n").group(1) == "tests/test_x.py"
+    assert mutation._FAILED.search("ERROR tests/test_x.py\n").group(1) == "tests/test_x.py"
 
 
 def test_files_with_shared_fixtures_are_one_coverage_context():

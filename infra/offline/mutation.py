@@ -148,7 +148,7 @@ def target_files(modules: list[str]) -> list[Path]:
     return files
 
 
-_FAILED = re.compile(r"^(?:FAILED|ERROR) (tests/[^\s:]+\.py)", re.M)
+_FAILED = re.compile(r"^(?:FAILED|ERROR) (tests/[^\s:]+\.py(?:::.*?)?)(?: - .*)?$", re.M)
 
 
 class WarmRunner:
@@ -206,18 +206,21 @@ class CoverageMap:
 
 @dataclass
 class KillHistory:
-    """Which test files killed earlier mutants of each source file: they run first for its next ones."""
+    """Which tests (and test files) killed earlier mutants of each source file: they run first for its
+    next ones."""
     kills: dict[str, dict[str, int]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def credit(self, source: str, test_file: str) -> None:
+    def credit(self, source: str, test: str) -> None:
+        """`test`: the node id (or file) that failed first."""
         with self.lock:
             counts = self.kills.setdefault(source, {})
-            counts[test_file] = counts.get(test_file, 0) + 1
+            for key in {test, test.split("::", 1)[0]}:
+                counts[key] = counts.get(key, 0) + 1
 
-    def count(self, source: str, test_file: str) -> int:
+    def count(self, source: str, test: str) -> int:
         with self.lock:
-            return self.kills.get(source, {}).get(test_file, 0)
+            return self.kills.get(source, {}).get(test, 0)
 
 
 _COVERAGE_RC = """\
@@ -291,9 +294,10 @@ def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional
 
     def order(arg: str) -> tuple:
         test_file = arg.split("::", 1)[0]
+        own = history.count(rel, arg) if history and arg not in files else 0
         kills = history.count(rel, test_file) if history else 0
         seconds = cmap.file_seconds(arg) if arg in files else cmap.durations.get(arg, 1e9)
-        return (-kills, test_file not in first, seconds, arg)
+        return (-own, -kills, test_file not in first, seconds, arg)
 
     return sorted(chosen, key=order)
 
