@@ -106,15 +106,21 @@ def test_scratch_role_and_bucket_members(committed_stack):
         assert p.input("nodeConfig.serviceAccount") == node_sa
 
 
+# soft delete days and artifacts TTL days per stack: the defaults (7 = GCS's minimum and default, 30)
+# unless the stack file sets them (prod: 30 and 14)
+BUCKET_DAYS = {"dev": (7, 30), "staging": (7, 30), "prod": (30, 14)}
+
+
 def test_bucket_flags_and_lifecycle(committed_stack):
     name, plan = committed_stack
+    soft_delete_days, ttl_days = BUCKET_DAYS[name]
     scratch, artifacts = plan.one(BUCKET, "scratch"), plan.one(BUCKET, "scratch-artifacts")
     for b in (scratch, artifacts):
         assert b.input("location") == plan.one(CLUSTER).input("location")[: len("us-east5")]
         assert b.input("uniformBucketLevelAccess") is True
         assert b.input("publicAccessPrevention") == "enforced"
         assert b.input("forceDestroy") is False
-        assert b.input("softDeletePolicy.retentionDurationSeconds") >= 7 * 86400
+        assert b.input("softDeletePolicy") == {"retentionDurationSeconds": soft_delete_days * 86400}
         assert b.input("labels") == {"pathways-stack": name}
     # Pathways owns the scratch bucket's lifecycle rules: we set none and never diff them.
     assert scratch.input("lifecycleRules") in (None, [])
@@ -122,10 +128,12 @@ def test_bucket_flags_and_lifecycle(committed_stack):
     rules = artifacts.input("lifecycleRules")
     assert artifacts.options["ignoreChanges"] == []
     cache_prefix = plan.outputs["cacheLocation"].split("/", 3)[3]
-    for rule in rules:
-        assert rule["condition"]["age"] >= 1
-        assert rule["condition"]["matchesPrefixes"] == ["artifacts/"]
-        assert not any(p.startswith(cache_prefix) for p in rule["condition"]["matchesPrefixes"])
+    # delete artifacts after the TTL; abort multipart uploads left incomplete for a day
+    assert rules == [
+        {"condition": {"age": ttl_days, "matchesPrefixes": ["artifacts/"]}, "action": {"type": "Delete"}},
+        {"condition": {"age": 1, "matchesPrefixes": ["artifacts/"]}, "action": {"type": "AbortIncompleteMultipartUpload"}},
+    ]
+    assert not cache_prefix.startswith("artifacts")
 
 
 def test_protection_follows_the_stack_setting(committed_stack):
