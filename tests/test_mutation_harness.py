@@ -125,3 +125,18 @@ def test_the_runner_keeps_itself_and_drops_project_modules():
     fake_main = types.ModuleType("__main__")
     fake_main.__file__ = str(ROOT / "infra/offline/mutation_runner.py")
     assert not mutation_runner._is_project(fake_main)
+
+
+def test_a_rerun_updates_the_earlier_results_and_scores_per_target():
+    def r(path, line, status):
+        return {"path": path, "line": line, "col": 0, "operator": "int:1->2", "status": status}
+
+    earlier = [r("policies/rules/a.py", 1, "killed"), r("policies/rules/a.py", 2, "survived"),
+               r("components/model/b.py", 3, "uncovered"), r("components/model/b.py", 4, "survived")]
+    merged = mutation.merge(earlier, [r("policies/rules/a.py", 2, "killed")], {"components/model/b.py:4:0:int:1->2"})
+    assert [m["status"] for m in merged] == ["killed", "killed", "uncovered", "equivalent"]
+    per_file = mutation.tally(merged)
+    assert mutation._score({"a": per_file["policies/rules/a.py"]}) == (2, 2)
+    assert mutation._score({"b": per_file["components/model/b.py"]}) == (0, 1)  # uncovered counts against, equivalent not
+    assert mutation.module_of("policies/rules/a.py") == "policies/rules"
+    assert mutation.module_of("infra/offline/critical_path.py") == "infra/offline/critical_path.py"

@@ -313,6 +313,33 @@ def _run_one(runner: WarmRunner, workdir: Path, source: Path, rel: str, mutant: 
     return {True: "survived", False: "killed", None: "timeout"}[result], failed
 
 
+STATUSES = ("killed", "timeout", "survived", "uncovered", "equivalent")
+
+
+def module_of(path: str) -> str:
+    """The target (TARGETS) a file belongs to, or the file itself."""
+    return next((t for t in TARGETS if path == t or path.startswith(t + "/")), path)
+
+
+def tally(results: list[dict]) -> dict[str, dict[str, int]]:
+    per_file: dict[str, dict[str, int]] = {}
+    for r in results:
+        c = per_file.setdefault(r["path"], dict.fromkeys(STATUSES, 0))
+        c[r["status"]] += 1
+    return per_file
+
+
+def _key(r: dict) -> str:
+    return f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}"
+
+
+def merge(earlier: list[dict], again: list[dict], equivalent: set[str]) -> list[dict]:
+    """The earlier results with the re-run mutants' new status, and any mutant listed as equivalent
+    since marked so."""
+    newer = {_key(r): r for r in again}
+    return [{**r, "status": "equivalent"} if _key(r) in equivalent else newer.get(_key(r), r) for r in earlier]
+
+
 def _score(per_file: dict[str, dict[str, int]]) -> tuple[int, int]:
     killed = sum(c["killed"] + c["timeout"] for c in per_file.values())
     return killed, killed + sum(c["survived"] + c["uncovered"] for c in per_file.values())
@@ -330,7 +357,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--first", action="append", default=[], metavar="TEST_FILE",
                         help="test file to run before the others that cover a mutant")
     parser.add_argument("--rerun", type=Path, metavar="JSON",
-                        help="run only the survivors of this earlier result file, against the whole suite")
+                        help="run the survivors of this earlier result file against the whole suite; --out then holds "
+                             "the earlier results with their new status")
     parser.add_argument("--list", action="store_true", help="only count the mutants per file")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
@@ -346,9 +374,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     rng = random.Random(args.seed)
     rerun = None
+    earlier: list[dict] = []
     if args.rerun:
-        rerun = {f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}" for r in json.loads(args.rerun.read_text())["results"]
-                 if r["status"] in ("survived", "uncovered")}
+        earlier = json.loads(args.rerun.read_text())["results"]
+        rerun = {f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}" for r in earlier if r["status"] in ("survived", "uncovered")}
     results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         # One snapshot of the tree: the copies, and the pristine sources the mutants are made from (the
@@ -423,19 +452,23 @@ def main(argv: Optional[list[str]] = None) -> int:
         for runner in runners:
             runner.close()
         elapsed = time.perf_counter() - start
-    per_file: dict[str, dict[str, int]] = {}
-    for r in results:
-        c = per_file.setdefault(r["path"], {"killed": 0, "timeout": 0, "survived": 0, "uncovered": 0, "equivalent": 0})
-        c[r["status"]] += 1
+    results = merge(earlier, results, equivalent) if rerun is not None else merge(results, [], equivalent)
+    per_file = tally(results)
     print(f"\n{'file':52s} {'killed':>6s} {'scored':>6s} {'score':>6s}")
     for path, c in per_file.items():
         killed, scored = _score({path: c})
         print(f"{path:52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%")
+    per_module = {m: {k: sum(c[k] for p, c in per_file.items() if module_of(p) == m) for k in STATUSES}
+                  for m in dict.fromkeys(module_of(p) for p in per_file)}
+    print(f"\n{'module':52s} {'killed':>6s} {'scored':>6s} {'score':>6s}")
+    for m, c in per_module.items():
+        killed, scored = _score({m: c})
+        print(f"{m:52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%")
     killed, scored = _score(per_file)
     print(f"{'all':52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%  in {elapsed / 60:.1f} min")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"seed": args.seed, "sample": args.sample, "rerun": bool(rerun), "minutes": round(elapsed / 60, 1),
-                                    "perFile": per_file, "results": results}, indent=2))
+    args.out.write_text(json.dumps({"seed": args.seed, "sample": args.sample, "rerunOf": str(args.rerun or ""), "minutes": round(elapsed / 60, 1),
+                                    "perModule": per_module, "perFile": per_file, "results": results}, indent=2))
     survivors = [f"{r['path']}:{r['line']} {r['operator']}" + (" (no test runs it)" if r["status"] == "uncovered" else "")
                  for r in results if r["status"] in ("survived", "uncovered")]
     print(f"wrote {args.out}; survivors: {survivors}")
