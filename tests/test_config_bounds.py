@@ -111,3 +111,77 @@ def test_gke_version_parts():
     assert gke_version_key("1.35.1-gke.1234000") == (1, 35, 1, 1234000)
     with pytest.raises(ValueError, match="'latest' is not a GKE version"):
         gke_version_key("latest")
+
+
+def _exclusion(i: int) -> dict:
+    return {"name": f"e{i}", "startTime": "2027-01-01T00:00:00Z", "endTime": "2027-01-02T00:00:00Z"}
+
+
+N2_SIZES = (2, 4, 8, 16, 32, 48, 64, 80, 96)  # machine types for the price list below
+
+
+def _machines(n: int) -> dict:
+    names = [f"n2-{kind}-{size}" for kind in ("standard", "highmem", "highcpu") for size in N2_SIZES]
+    names += [f"n2d-{kind}-{size}" for kind in ("standard", "highmem", "highcpu") for size in N2_SIZES]
+    return {name: 1.0 for name in names[:n]}
+
+
+# Caps on list, map and text lengths (hostile-input limits, each far above real use, and GKE's own
+# where it has one): (key, config for a length, the largest allowed)
+LENGTHS = [
+    ("cluster.masterAuthorizedNetworks[0].displayName",
+     lambda n: {"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "a" * n}]}}, 100),
+    ("cluster.maintenance.exclusions", lambda n: {"cluster": {"maintenance": {"exclusions": [_exclusion(i) for i in range(n)]}}}, 20),
+    ("cluster.masterAuthorizedNetworks",  # GKE: at most 50 authorized networks with a public endpoint
+     lambda n: {"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": f"203.0.{i}.0/24"} for i in range(n)]}}, 50),
+    ("network.pathwaysClientRanges", lambda n: {"network": {"pathwaysClientRanges": [f"10.{i}.0.0/16" for i in range(n)]}}, 20),
+    ("monitoring.notificationChannels",
+     lambda n: {"monitoring": {"notificationChannels": [f"projects/test-proj-123/notificationChannels/{i}" for i in range(n)]}}, 10),
+    ("slices", lambda n: {"slices": [{"name": f"g{i}", "tpu": "v6e-1"} for i in range(n)], "cluster": {"nodePoolConcurrency": 50}}, 100),
+    ("workloads", lambda n: {"workloads": [{"name": f"w{i}", "mode": "interactive"} for i in range(n)]}, 100),
+    ("allowDisruption", lambda n: {"allowDisruption": [f"slices-main-{i}" for i in range(n)]}, 200),
+    ("prices.machineHour", lambda n: {"prices": {"machineHour": _machines(n)}}, 50),
+    ("workloads[0].service.clients",
+     lambda n: {"workloads": [{"name": "sps", "mode": "service", "service": {"clients": [{"name": f"u{i}@example.com"} for i in range(n)]}}]}, 50),
+]
+
+
+@pytest.mark.parametrize(("key", "changes", "largest"), LENGTHS, ids=[c[0] for c in LENGTHS])
+def test_length_caps_are_inclusive(key, changes, largest):
+    model(**changes(largest))
+    msg = error(**changes(largest + 1))
+    assert any(line.startswith(f"pathways:{key}: ") and f"at most {largest}" in line for line in msg.splitlines()), msg
+
+
+def test_system_pool_max_below_min():
+    assert "pathways:cluster.systemPool: maxNodes 2 is below minNodes 3; set maxNodes >= minNodes" in error(
+        cluster={"systemPool": {"minNodes": 3, "maxNodes": 2}})
+    model(cluster={"systemPool": {"minNodes": 3, "maxNodes": 3}})
+
+
+def test_maintenance_window_of_exactly_four_hours():
+    # GKE: a recurring window must allow at least 4 hours per occurrence
+    window = {"startTime": "2027-01-02T02:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA"}
+    model(cluster={"maintenance": {"window": {**window, "endTime": "2027-01-02T06:00:00Z"}}})
+    assert "window of 3.99972 h; GKE needs at least 4 hours per occurrence" in error(
+        cluster={"maintenance": {"window": {**window, "endTime": "2027-01-02T05:59:59Z"}}})
+
+
+def test_exclusion_span_limits():
+    def exclusion(end, scope="NO_UPGRADES"):
+        return {"cluster": {"maintenance": {"exclusions": [{"name": "freeze", "scope": scope, "startTime": "2027-01-01T00:00:00Z", "endTime": end}]}}}
+
+    assert "endTime 2027-01-01T00:00:00Z is not after startTime 2027-01-01T00:00:00Z" in error(**exclusion("2027-01-01T00:00:00Z"))
+    model(**exclusion("2027-01-01T00:00:01Z"))
+    # GKE: a NO_UPGRADES exclusion lasts at most 30 days
+    model(**exclusion("2027-01-31T23:59:59Z"))
+    assert "a NO_UPGRADES exclusion lasts at most 30 days (GKE)" in error(**exclusion("2027-02-01T00:00:00Z"))
+    model(**exclusion("2027-06-01T00:00:00Z", scope="NO_MINOR_OR_NODE_UPGRADES"))
+
+
+def test_exclusion_names_are_dns_labels_of_at_most_63():
+    def named(name):
+        return {"cluster": {"maintenance": {"exclusions": [{**_exclusion(0), "name": name}]}}}
+
+    model(**named("e" * 63))
+    assert "pathways:cluster.maintenance.exclusions[0].name" in error(**named("e" * 64))
