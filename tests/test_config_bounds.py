@@ -185,3 +185,42 @@ def test_exclusion_names_are_dns_labels_of_at_most_63():
 
     model(**named("e" * 63))
     assert "pathways:cluster.maintenance.exclusions[0].name" in error(**named("e" * 64))
+
+
+def test_cluster_names_are_dns_labels_of_at_most_40():
+    # 40 leaves room for the suffixes GKE and the stack add (node pool and service account names)
+    model(cluster={"name": "c" * 40})
+    assert "pathways:cluster.name" in error(cluster={"name": "c" * 41})
+
+
+LONG = "x" * 300
+# A long bad value is cut in its one-line message: (key, config, characters shown)
+CUT = [
+    ("cluster.maintenance.window.startTime", {"cluster": {"maintenance": {"window": {"startTime": LONG, "endTime": "2027-01-02T06:00:00Z"}}}}, 40),
+    ("cluster.maintenance.window.recurrence", {"cluster": {"maintenance": {"window": {
+        "startTime": "2027-01-02T02:00:00Z", "endTime": "2027-01-02T06:00:00Z", "recurrence": LONG}}}}, 60),
+    ("network.existingNetwork", {"network": {"existingNetwork": LONG, "existingSubnetwork": "s"}}, 80),
+    ("network.nodesCidr", {"network": {"nodesCidr": LONG}}, 60),
+    ("monitoring.notificationChannels", {"monitoring": {"notificationChannels": [LONG]}}, 80),
+    ("allowDisruption", {"allowDisruption": [LONG]}, 60),
+    ("headPool.machineType", {"headPool": {"machineType": LONG}}, 80),
+    ("workloads[0].image", {"workloads": [{"name": "w", "image": LONG + "!"}]}, 80),
+    ("workloads[0].service.clients[0].name", {"workloads": [{"name": "sps", "mode": "service", "service": {"clients": [{"name": LONG}]}}]}, 80),
+]
+
+
+@pytest.mark.parametrize(("key", "changes", "shown"), CUT, ids=[c[0] for c in CUT])
+def test_long_bad_values_are_cut_in_the_message(key, changes, shown):
+    line = next(line for line in error(**changes).splitlines() if line.startswith(f"pathways:{key}"))
+    assert repr(LONG[:shown]) in line and repr(LONG[:shown + 1]) not in line, line
+
+
+def test_scratch_role_id_fits_iam_64_characters():
+    # IAM custom role IDs: at most 64 characters of letters, digits, '_' and '.'
+    from components.model.config import load
+    from tests.test_pinned_behaviour import BASE
+
+    stack = "team-" + "s" * 100
+    cfg = load({**BASE, "cluster": {"name": "pathways-team"}}, stack)
+    assert cfg.scratch_role_id == "pathwaysScratch_" + ("team_" + "s" * 100)[:48]
+    assert len(cfg.scratch_role_id) == 64
