@@ -224,3 +224,13 @@ def test_scratch_role_id_fits_iam_64_characters():
     cfg = load({**BASE, "cluster": {"name": "pathways-team"}}, stack)
     assert cfg.scratch_role_id == "pathwaysScratch_" + ("team_" + "s" * 100)[:48]
     assert len(cfg.scratch_role_id) == 64
+
+
+def test_coordinator_label_of_exactly_63_characters_is_accepted():
+    # <name>-pathways-head-0-0.<name>: a label value holds at most 63 characters (Kubernetes)
+    cfg = model(workloads=[{"name": "n" * 22, "mode": "interactive"}])
+    assert cfg.workloads[0].name == "n" * 22
+    msg = error(workloads=[{"name": "n" * 23, "mode": "interactive"}])
+    assert "pathways:workloads[0].name: the coordinator label" in msg and "would be 65 characters" in msg
+    model(workloads=[{"name": "n" * 30, "mode": "interactive", "subdomain": "s" * 14}])  # 30 + 19 + 14 = 63
+    assert "would be 64 characters" in error(workloads=[{"name": "n" * 30, "mode": "interactive", "subdomain": "s" * 15}])
