@@ -234,3 +234,24 @@ def test_coordinator_label_of_exactly_63_characters_is_accepted():
     assert "pathways:workloads[0].name: the coordinator label" in msg and "would be 65 characters" in msg
     model(workloads=[{"name": "n" * 30, "mode": "interactive", "subdomain": "s" * 14}])  # 30 + 19 + 14 = 63
     assert "would be 64 characters" in error(workloads=[{"name": "n" * 30, "mode": "interactive", "subdomain": "s" * 15}])
+
+
+def test_cluster_node_limit_is_inclusive():
+    # GKE Standard: at most 15,000 nodes a cluster. 58 x v5p-2048 (8x8x16, 256 hosts) = 14,848 TPU
+    # nodes, plus 1 head node and the system pool's maximum.
+    def stack(system_max):
+        return {"slices": [{"name": "big", "tpu": "v5p-2048", "count": 58}], "cluster": {"systemPool": {"maxNodes": system_max}}}
+
+    model(**stack(151))
+    assert ("pathways:slices: 15001 nodes in all (TPU hosts, head and system pools), over GKE's 15000 per Standard cluster"
+            in error(**stack(152)))
+
+
+def test_user_container_limits_are_inclusive():
+    def batch(**w):
+        return {"workloads": [{"name": "w", "image": "example.com/t:1", "cpu": "24", "memory": "100Gi", **w}]}
+
+    model(**batch(dataLoaderWorkers=24))
+    assert "pathways:workloads[0].dataLoaderWorkers: 25 exceeds the user container's CPU limit of 24" in error(**batch(dataLoaderWorkers=25))
+    model(**batch(shmSize="100Gi"))
+    assert "pathways:workloads[0].shmSize: 101Gi exceeds the user container's memory limit 100Gi" in error(**batch(shmSize="101Gi"))
