@@ -105,3 +105,26 @@ def test_what_counts_as_pinned(image, pinned):
     from components.model.workload import is_pinned
 
     assert is_pinned(image) is pinned
+
+
+def test_a_nested_unknown_key_lists_its_own_section_keys():
+    msg = error(cluster={"systemPool": {"machinetype": "e2-standard-8"}})
+    assert msg.splitlines() == [
+        "pathways:cluster.systemPool.machinetype: unknown key; valid keys: machineType, minNodes, maxNodes"]
+    msg = error(workloads=[{"name": "w", "image": "example.com/t:1", "imge": "x"}])
+    line = next(line for line in msg.splitlines() if line.startswith("pathways:workloads[0].imge: "))
+    assert line.startswith("pathways:workloads[0].imge: unknown key; valid keys: name, mode, state, sliceGroup, slices, image,")
+    assert "--path" not in line
+
+
+def test_workloads_sharing_a_group_within_its_slices_need_no_kueue():
+    two = {"slices": [{"name": "main", "tpu": "v6e-16", "count": 2}], "kubernetes": {"kueue": {"enabled": False}}}
+    wl = [{"name": "a", "mode": "interactive", "slices": 1}, {"name": "b", "mode": "interactive", "slices": 1}]
+    assert [w.name for w in model(**two, workloads=wl).workloads] == ["a", "b"]
+    wl[1]["slices"] = 2
+    assert "pathways:kubernetes.kueue.enabled: false, but workloads a, b want 3 slices of group 'main', which has 2" in error(**two, workloads=wl)
+
+
+def test_namespace_of_63_characters():
+    assert model(kubernetes={"namespace": "n" * 63}).kubernetes.namespace == "n" * 63
+    assert "pathways:kubernetes.namespace" in error(kubernetes={"namespace": "n" * 64})
