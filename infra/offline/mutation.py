@@ -313,7 +313,7 @@ def _run_one(runner: WarmRunner, workdir: Path, source: Path, rel: str, mutant: 
     return {True: "survived", False: "killed", None: "timeout"}[result], failed
 
 
-STATUSES = ("killed", "timeout", "survived", "uncovered", "equivalent")
+STATUSES = ("killed", "timeout", "survived", "uncovered", "equivalent", "gone")
 
 
 def module_of(path: str) -> str:
@@ -407,6 +407,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             else:
                 chosen = sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
             todo += [(f, m) for m in chosen]
+        if rerun is not None:
+            # a survivor whose code was since deleted or moved: no longer a mutant of this tree (listed)
+            gone = rerun - {m.key for _, m in todo}
+            results += [{**r, "status": "gone", "seconds": 0.0} for r in earlier if _key(r) in gone]
         start = time.perf_counter()
         scratch = Path(tmp) / "coverage"
         scratch.mkdir()
@@ -471,6 +475,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                                     "perModule": per_module, "perFile": per_file, "results": results}, indent=2))
     survivors = [f"{r['path']}:{r['line']} {r['operator']}" + (" (no test runs it)" if r["status"] == "uncovered" else "")
                  for r in results if r["status"] in ("survived", "uncovered")]
+    gone = [_key(r) for r in results if r["status"] == "gone"]
+    if gone:
+        print(f"not in the tree any more (code changed since the earlier run; not scored): {gone}")
     print(f"wrote {args.out}; survivors: {survivors}")
     return 0
 
