@@ -128,3 +128,56 @@ def test_workloads_sharing_a_group_within_its_slices_need_no_kueue():
 def test_namespace_of_63_characters():
     assert model(kubernetes={"namespace": "n" * 63}).kubernetes.namespace == "n" * 63
     assert "pathways:kubernetes.namespace" in error(kubernetes={"namespace": "n" * 64})
+
+
+def test_monitoring_defaults():
+    # the alert thresholds a stack gets without a monitoring section
+    m = model().monitoring
+    assert (m.duty_cycle_threshold, m.duty_cycle_minutes, m.restart_storm) == (10, 30, 5)
+
+
+@pytest.mark.parametrize(("workload", "hint"), [
+    ({"name": "n" * 23}, "use a name of at most 22 characters, or set workloads[0].subdomain to at most 21 characters"),
+    ({"name": "n" * 43}, "use a name of at most 22 characters, or set workloads[0].subdomain to at most 1 characters"),
+    ({"name": "n" * 44}, "use a shorter name or subdomain"),  # no room left for any subdomain
+    ({"name": "n" * 10, "subdomain": "s" * 40}, "use a shorter name or subdomain"),
+])
+def test_coordinator_label_hint(workload, hint):
+    msg = error(workloads=[{"mode": "interactive", **workload}])
+    line = next(line for line in msg.splitlines() if "coordinator label" in line)
+    assert line.endswith(hint), line
+
+
+def test_elastic_needs_fewer_missing_slices_than_slices():
+    def elastic(slices, missing):
+        return {"workloads": [{"name": "w", "mode": "interactive", "slices": slices, "elastic": {"maxMissingSlices": missing}}]}
+
+    assert model(**elastic(2, 1)).workloads[0].elastic.max_missing_slices == 1
+    assert ("pathways:workloads[0].elastic.maxMissingSlices: 2 is not below the workload's 2 slice(s) (it is how many slices "
+            "the job may lose and keep running); use 1..1") in error(**elastic(2, 2))
+    assert ("pathways:workloads[0].elastic.maxMissingSlices: 1 is not below the workload's 1 slice(s) (it is how many slices "
+            "the job may lose and keep running); elastic needs at least 2 slices; raise workloads[0].slices or remove elastic") in error(**elastic(1, 1))
+
+
+def test_a_sidecar_may_take_exactly_half_of_the_vm():
+    # ct6e-standard-4t allocatable (GKE reservations, then 1 vCPU / 2 GiB of DaemonSets): 178.48 vCPU
+    # and 696.74234375 GiB; half: 89.24 vCPU and 348.371171875 GiB for sidecar memory + shm.
+    def sidecar(cpu, shm):
+        return {"workloads": [{"name": "j", "image": "example.com/t:1", "colocatedPython": {
+            "image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": cpu, "memory": "340Gi", "shmSize": shm}}]}
+
+    model(**sidecar("89.24", "8.371171875Gi"))
+    assert "leave the Pathways worker less than half" in error(**sidecar("89.241", "8.371171875Gi"))
+    assert "leave the Pathways worker less than half" in error(**sidecar("89.24", "8.372Gi"))
+
+
+def test_a_suspended_workload_does_not_hold_slices():
+    wl = [{"name": "a", "mode": "interactive", "slices": 2}, {"name": "b", "mode": "interactive", "slices": 2, "state": "suspended"}]
+    cfg = model(kubernetes={"kueue": {"enabled": False}}, workloads=wl)
+    assert [w.state for w in cfg.workloads] == ["running", "suspended"]
+
+
+def test_one_workload_over_its_group_gets_one_error():
+    msg = error(kubernetes={"kueue": {"enabled": False}}, workloads=[{"name": "a", "mode": "interactive", "slices": 3}])
+    assert msg.splitlines() == ["pathways:workloads[0].slices: 3 exceeds the 2 slice(s) of group 'main' (spares are not for "
+                                "workloads); use 1..2 or raise slices[0].count"]
