@@ -181,3 +181,28 @@ def test_one_workload_over_its_group_gets_one_error():
     msg = error(kubernetes={"kueue": {"enabled": False}}, workloads=[{"name": "a", "mode": "interactive", "slices": 3}])
     assert msg.splitlines() == ["pathways:workloads[0].slices: 3 exceeds the 2 slice(s) of group 'main' (spares are not for "
                                 "workloads); use 1..2 or raise slices[0].count"]
+
+
+def test_derived_names_at_their_length_limits():
+    from components.model.config import load
+    from tests.test_pinned_behaviour import BASE
+
+    # cluster name pathways-<stack>: a GKE cluster name holds 40 characters here
+    assert load(dict(BASE), "s" * 31).cluster_name == "pathways-" + "s" * 31
+    with pytest.raises(Exception, match="pathways:cluster.name: derived 'pathways-s{32}' is not a valid name"):
+        load(dict(BASE), "s" * 32)
+    # bucket name <project>-<stack>-pathways, cut to GCS's 63 characters
+    cfg = load({**BASE, "cluster": {"name": "pathways-x"}}, "s" * 60)
+    assert cfg.bucket_name == ("test-proj-123-" + "s" * 60)[:63]
+    assert len(cfg.bucket_name) == 63
+
+
+def test_a_top_level_misspelt_key_gets_no_path_hint():
+    [line] = error(slice=[]).splitlines()
+    assert line.startswith("pathways:slice: unknown key; valid keys: protected, cluster,") and "--path" not in line
+
+
+def test_a_proxy_machine_too_small_for_a_client_proxy():
+    msg = error(workloads=[{"name": "sps", "mode": "service", "service": {"proxyMachineType": "n2-standard-8"}}])
+    assert ("pathways:workloads[0].service.proxyMachineType: n2-standard-8 (6.91 vCPU, 26.3 GiB allocatable) cannot hold a client "
+            "proxy (16 CPU, 100G: pathwaysutils' pw-proxy.yaml); use n2-standard-32 or larger") in msg

@@ -149,6 +149,7 @@ def test_readme_plan_excerpt_is_real_output(capsys):
 def test_service_stack_lists_and_prices_its_proxy_pool():
     s = summary_of("dev", workloads=[{"name": "sps", "mode": "service", "sliceGroup": "dev", "service": {"maxClients": 3}}])
     assert s["proxyPool"] == {"machineType": "n2-standard-32", "nodes": 3}
+    assert s["totals"]["nodePools"] == 4  # system, head, proxy and the dev group's one slice
     text = "\n".join(summary_text(s))
     assert ["proxy", "n2-standard-32", "3"] in [line.split() for line in text.splitlines()]
     proxy = [line for line in s["cost"]["lines"] if line["item"] == "proxy VMs n2-standard-32"]
