@@ -195,6 +195,12 @@ def test_derived_names_at_their_length_limits():
     cfg = load({**BASE, "cluster": {"name": "pathways-x"}}, "s" * 60)
     assert cfg.bucket_name == ("test-proj-123-" + "s" * 60)[:63]
     assert len(cfg.bucket_name) == 63
+    # its artifacts bucket: the first 53 characters and -artifacts, again 63
+    assert cfg.artifacts_bucket_name == ("test-proj-123-" + "s" * 60)[:53] + "-artifacts"
+    # service account IDs: at most 30 characters (IAM), <cluster name cut>-<purpose>
+    cfg = load({**BASE, "cluster": {"name": "c" * 40}}, "dev")
+    assert cfg.service_account_id("sys") == "c" * 26 + "-sys"
+    assert len(cfg.service_account_id("workloads")) == 30
 
 
 def test_a_top_level_misspelt_key_gets_no_path_hint():
