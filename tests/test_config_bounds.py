@@ -258,3 +258,13 @@ def test_user_container_limits_are_inclusive():
     assert "pathways:workloads[0].dataLoaderWorkers: 25 exceeds the user container's CPU limit of 24" in error(**batch(dataLoaderWorkers=25))
     model(**batch(shmSize="100Gi"))
     assert "pathways:workloads[0].shmSize: 101Gi exceeds the user container's memory limit 100Gi" in error(**batch(shmSize="101Gi"))
+
+
+def test_a_lane_of_exactly_250_pools_is_accepted():
+    # 248 slices + system + head pools = 250 pools, all in one lane at concurrency 1
+    def stack(slices):
+        return {"slices": [{"name": "g", "tpu": "v6e-1", "count": slices}], "cluster": {"nodePoolConcurrency": 1}}
+
+    model(**stack(248))
+    assert ("pathways:cluster.nodePoolConcurrency: 1 puts 251 of the stack's 251 node pools in one lane; at most 250"
+            in error(**stack(249)))
