@@ -45,6 +45,8 @@ CONFIG_ERRORS = [
      "pathways:slices[0].tpu: give a TPU name (e.g. v6e-16) or {family, topology[, machineType]}"),
     (dict(slices=[{"name": "main", "tpu": 16}]),
      "pathways:slices[0].tpu: 16 is not a TPU; give a name like v6e-16 or {family: v6e, topology: 4x4}"),
+    (dict(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "My_Reservation"}]),
+     "pathways:slices[0].reservation: 'My_Reservation' is not a reservation name (lowercase letters, digits, '-')"),
     (dict(workloads=[{**WORKLOAD, "env": "RUN=1"}]),
      "pathways:workloads[0].env: 'RUN=1' is not valid: input should be a valid dictionary"),
 ]
