@@ -268,3 +268,50 @@ def test_a_lane_of_exactly_250_pools_is_accepted():
     model(**stack(248))
     assert ("pathways:cluster.nodePoolConcurrency: 1 puts 251 of the stack's 251 node pools in one lane; at most 250"
             in error(**stack(249)))
+
+
+def test_slice_group_names_are_dns_labels_of_at_most_20():
+    model(slices=[{"name": "g" * 20, "tpu": "v6e-16"}])
+    assert "pathways:slices[0].name" in error(slices=[{"name": "g" * 21, "tpu": "v6e-16"}])
+
+
+# Ports the head node already serves (Kubernetes "Ports and Protocols": kubelet 10248, 10250, 10255;
+# kube-proxy 10249, 10256; PLATFORM-FACTS §1: proxy 29000, RM 29001 and 29002): no profiler there.
+HEAD_PORTS = {10248: "the kubelet", 10250: "the kubelet", 10255: "the kubelet", 10249: "kube-proxy", 10256: "kube-proxy",
+              29000: "the IFRT proxy", 29001: "the resource manager", 29002: "the resource manager"}
+
+
+@pytest.mark.parametrize("port", sorted(HEAD_PORTS))
+def test_profiler_port_must_be_free_on_the_head_node(port):
+    msg = error(workloads=[{"name": "w", "image": "example.com/t:1", "profiling": {"port": port}}])
+    assert f"pathways:workloads[0].profiling.port: {port} is taken on the head node by {HEAD_PORTS[port]}; use another port" in msg
+
+
+def test_pathways_ports_from_platform_facts():
+    from components.model import ports
+
+    # PLATFORM-FACTS §1: proxy 29000, RM 29001 (+29002), worker 29005 (+29006, 8471, 8080), sidecar 50051
+    assert ports.PATHWAYS_PORTS == (29000, 29001, 29002, 29005, 29006, 8471, 8080, 50051)
+    assert (ports.PROXY_PORT, ports.RM_PORT, ports.RM_EXTRA_PORT, ports.WORKER_PORT, ports.SIDECAR_PORT) == (29000, 29001, 29002, 29005, 50051)
+
+
+@pytest.mark.parametrize("price", [0, 0.0, 10_000])
+def test_prices_between_0_and_10000_are_accepted(price):
+    cfg = model(prices={"machineHour": {"n2-standard-64": price}, "tpuChipHour": {"v6e": {"spot": price}}})
+    assert cfg.prices.machine_hour["n2-standard-64"] == price
+
+
+@pytest.mark.parametrize("price", [-0.01, 10_000.01, "nan", "inf"])
+def test_prices_outside_0_to_10000_are_refused(price):
+    msg = error(prices={"machineHour": {"n2-standard-64": price}})
+    assert f"pathways:prices.machineHour: n2-standard-64: {float(price)} is not a price per hour; use 0..10000 (USD)" in msg
+    msg = error(prices={"tpuChipHour": {"v6e": {"spot": price}}})
+    assert f"pathways:prices.tpuChipHour: v6e.spot: {float(price)} is not a price per hour; use 0..10000 (USD)" in msg
+
+
+def test_cluster_fee_bounds_and_price_table_size():
+    model(prices={"clusterHour": 1000})
+    assert "pathways:prices.clusterHour: 1001" in error(prices={"clusterHour": 1001})
+    model(prices={"clusterHour": 0})
+    many = {f"fam{i}": {} for i in range(21)}
+    assert "pathways:prices.tpuChipHour" in error(prices={"tpuChipHour": many}) and "at most 20" in error(prices={"tpuChipHour": many})
