@@ -169,3 +169,26 @@ def test_a_machine_series_without_a_listed_price_asks_for_one():
     head = next(line for line in s["cost"]["lines"] if line["item"].startswith("head VMs"))
     assert head["unitPricePerHour"] is None and head["basis"] == "no price: set pathways:prices.machineHour.c3-standard-88"
     assert s["cost"]["qualifier"] == "at least"
+
+
+def test_price_basis_says_whose_price_it_is():
+    from components.model.pools import Capacity
+    from components.model.pricing import PricesConfig, tpu_chip_price
+
+    spot_only = PricesConfig.model_validate({"tpuChipHour": {"v6e": {"spot": 1.0}}})
+    # an on-demand slice with only your Spot price set is still priced from the list
+    assert tpu_chip_price("v6e", Capacity.ON_DEMAND, spot_only) == (2.70, "list")
+    assert tpu_chip_price("v6e", Capacity.SPOT, spot_only) == (1.0, "your price")
+    yours = PricesConfig.model_validate({"tpuChipHour": {"v6e": {"on-demand": 2.0}}})
+    assert tpu_chip_price("v6e", Capacity.ON_DEMAND, yours) == (2.0, "your price")
+    assert tpu_chip_price("v6e", Capacity.FLEX_START, yours) == (2.0, "upper bound (your on-demand price)")
+    assert tpu_chip_price("v6e", Capacity.FLEX_START, PricesConfig()) == (2.70, "upper bound (on-demand list)")
+    assert tpu_chip_price("tpu7x", Capacity.SPOT, PricesConfig()) == (None, "no price: set pathways:prices.tpuChipHour.tpu7x.spot")
+
+
+def test_a_long_bad_capacity_mode_is_cut():
+    from tests.test_pinned_behaviour import error
+
+    mode = "m" * 100
+    msg = error(prices={"tpuChipHour": {"v6e": {mode: 1.0}}})
+    assert f"v6e.{'m' * 40}: not a capacity mode; valid: on-demand, spot, reservation, flex-start" in msg and "m" * 41 not in msg

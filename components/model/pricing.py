@@ -146,8 +146,8 @@ def tpu_chip_price(fam: str, capacity: Capacity, prices: PricesConfig) -> tuple[
     if listed is None:
         return None, f"no price: set pathways:prices.tpuChipHour.{fam}.{capacity.value}"
     if capacity is Capacity.ON_DEMAND:
-        return listed, "list" if fam not in prices.tpu_chip_hour else "your price"
-    return listed, "upper bound (on-demand list)"
+        return listed, "list"  # your on-demand price was returned above
+    return listed, "upper bound (your on-demand price)" if Capacity.ON_DEMAND.value in yours else "upper bound (on-demand list)"
 
 
 def vm_price(machine_type: str, prices: PricesConfig) -> tuple[Optional[float], str]:
