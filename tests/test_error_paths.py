@@ -214,3 +214,19 @@ def test_a_proxy_machine_too_small_for_a_client_proxy():
     msg = error(workloads=[{"name": "sps", "mode": "service", "service": {"proxyMachineType": "n2-standard-8"}}])
     assert ("pathways:workloads[0].service.proxyMachineType: n2-standard-8 (6.91 vCPU, 26.3 GiB allocatable) cannot hold a client "
             "proxy (16 CPU, 100G: pathwaysutils' pw-proxy.yaml); use n2-standard-32 or larger") in msg
+
+
+# Kubernetes resource.Quantity suffixes (k8s.io/apimachinery/pkg/api/resource/quantity.go)
+QUANTITIES = {
+    "1": 1, "1n": "0.000000001", "1u": "0.000001", "1m": "0.001", "1k": 1000, "1M": 1000**2, "1G": 1000**3, "1T": 1000**4,
+    "1P": 1000**5, "1E": 1000**6, "1Ki": 1024, "1Mi": 1024**2, "1Gi": 1024**3, "1Ti": 1024**4, "1Pi": 1024**5, "1Ei": 1024**6,
+}
+
+
+@pytest.mark.parametrize("text", list(QUANTITIES))
+def test_every_quantity_suffix(text):
+    from decimal import Decimal
+
+    from components.model import quantity
+
+    assert quantity.parse(text) == Decimal(QUANTITIES[text])
