@@ -192,3 +192,25 @@ def test_a_long_bad_capacity_mode_is_cut():
     mode = "m" * 100
     msg = error(prices={"tpuChipHour": {"v6e": {mode: 1.0}}})
     assert f"v6e.{'m' * 40}: not a capacity mode; valid: on-demand, spot, reservation, flex-start" in msg and "m" * 41 not in msg
+
+
+def test_flex_start_slices_are_listed_apart_with_the_price_source():
+    lines = summary_text(summary_of("staging"))
+    assert lines[-2:] == [
+        "  only while scaled up: TPU v6e chips (flex-start): 32 chips, $86.40/h (upper bound (on-demand list))",
+        "  prices: 2025 list prices, not re-checked from this offline machine; override with pathways:prices. Estimate from "
+        "list prices; not a quote. Network, storage, logging and egress are not included.",
+    ]
+    unpriced = summary_of("staging", slices=[{"name": "explore", "tpu": "tpu7x-128", "flexStart": True}], workloads=[])
+    assert "  only while scaled up: TPU tpu7x chips (flex-start): 64 chips, no price (no price: set " \
+           "pathways:prices.tpuChipHour.tpu7x.flex-start)" in summary_text(unpriced)
+
+
+def test_a_quantity_of_64_characters_is_the_longest():
+    from decimal import Decimal
+
+    from components.model import quantity
+
+    assert quantity.parse("1" + "0" * 63) == Decimal(10) ** 63
+    with pytest.raises(ValueError, match="is not a Kubernetes quantity"):
+        quantity.parse("1" + "0" * 64)
