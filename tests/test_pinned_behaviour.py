@@ -181,6 +181,10 @@ def test_size_errors_list_the_valid_sizes():
     with pytest.raises(tpu.TpuError) as e:
         tpu.from_name("v6e-3")
     assert str(e.value) == "v6e-3 is not a v6e slice size; valid: v6e-1, v6e-4, v6e-8, v6e-16, v6e-32, v6e-64, v6e-128, v6e-256"
+    with pytest.raises(tpu.TpuError) as e:
+        tpu.from_name("v4-12")  # v4 is 3-D too (any dimension order for the large shapes)
+    assert str(e.value) == ("v4-12 is not a v4 slice size; valid: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-512, v4-1024, "
+                            "v4-2048, … (or give family and topology)")
 
 
 def test_head_pod_tolerates_exactly_the_head_pool_taint():
