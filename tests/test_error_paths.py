@@ -47,6 +47,8 @@ CONFIG_ERRORS = [
      "pathways:slices[0].tpu: 16 is not a TPU; give a name like v6e-16 or {family: v6e, topology: 4x4}"),
     (dict(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "My_Reservation"}]),
      "pathways:slices[0].reservation: 'My_Reservation' is not a reservation name (lowercase letters, digits, '-')"),
+    (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": "lots"}}]),
+     "pathways:workloads[0].colocatedPython.cpu: 'lots' is not a Kubernetes quantity"),
     (dict(workloads=[{**WORKLOAD, "env": "RUN=1"}]),
      "pathways:workloads[0].env: 'RUN=1' is not valid: input should be a valid dictionary"),
 ]

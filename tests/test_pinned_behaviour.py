@@ -185,6 +185,10 @@ def test_size_errors_list_the_valid_sizes():
         tpu.from_name("v4-12")  # v4 is 3-D too (any dimension order for the large shapes)
     assert str(e.value) == ("v4-12 is not a v4 slice size; valid: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-512, v4-1024, "
                             "v4-2048, … (or give family and topology)")
+    with pytest.raises(tpu.TpuError) as e:
+        tpu.from_name("tpu7x-3")  # Ironwood: 2 TensorCores a chip, from one chip (tpu7x-2) up
+    assert str(e.value) == ("tpu7x-3 is not a tpu7x slice size; valid: tpu7x-2, tpu7x-8, tpu7x-16, tpu7x-32, tpu7x-64, tpu7x-128, "
+                            "tpu7x-256, tpu7x-512, tpu7x-1024, tpu7x-2048, … (or give family and topology)")
 
 
 def test_head_pod_tolerates_exactly_the_head_pool_taint():
