@@ -49,6 +49,12 @@ CONFIG_ERRORS = [
      "pathways:slices[0].reservation: 'My_Reservation' is not a reservation name (lowercase letters, digits, '-')"),
     (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": "lots"}}]),
      "pathways:workloads[0].colocatedPython.cpu: 'lots' is not a Kubernetes quantity"),
+    (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/SC:20261101-python_3.12-jax_0.7.2"}}]),
+     "pathways:workloads[0].colocatedPython.image: 'example.com/SC:20261101-python_3.12-jax_0.7.2' is not an image reference"),
+    (dict(workloads=[{**WORKLOAD, "serverImage": "example.com/pw/server:latest"}]),
+     "pathways:workloads[0].serverImage: 'example.com/pw/server:latest' is not pinned; give an explicit tag (not latest) or a @sha256 digest"),
+    (dict(workloads=[{**WORKLOAD, "proxyImage": "example.com/pw/proxy_server"}]),
+     "pathways:workloads[0].proxyImage: 'example.com/pw/proxy_server' is not pinned"),
     (dict(workloads=[{**WORKLOAD, "env": "RUN=1"}]),
      "pathways:workloads[0].env: 'RUN=1' is not valid: input should be a valid dictionary"),
 ]
@@ -232,3 +238,11 @@ def test_every_quantity_suffix(text):
     from components.model import quantity
 
     assert quantity.parse(text) == Decimal(QUANTITIES[text])
+
+
+def test_an_image_reference_of_512_characters_is_the_longest():
+    image = "example.com/" + "a" * (512 - len("example.com/") - len(":1")) + ":1"
+    assert len(image) == 512
+    assert model(workloads=[{**WORKLOAD, "image": image}]).workloads[0].image == image
+    longer = image.replace(":1", "a:1")
+    assert f"pathways:workloads[0].image: {longer[:80]!r} is not an image reference" in error(workloads=[{**WORKLOAD, "image": longer}])
