@@ -246,3 +246,8 @@ def test_an_image_reference_of_512_characters_is_the_longest():
     assert model(workloads=[{**WORKLOAD, "image": image}]).workloads[0].image == image
     longer = image.replace(":1", "a:1")
     assert f"pathways:workloads[0].image: {longer[:80]!r} is not an image reference" in error(workloads=[{**WORKLOAD, "image": longer}])
+
+
+def test_profiler_port_defaults_to_9999():
+    cfg = model(workloads=[{**WORKLOAD, "profiling": {}}])
+    assert cfg.workloads[0].profiling.port == 9999
