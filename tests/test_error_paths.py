@@ -251,3 +251,16 @@ def test_an_image_reference_of_512_characters_is_the_longest():
 def test_profiler_port_defaults_to_9999():
     cfg = model(workloads=[{**WORKLOAD, "profiling": {}}])
     assert cfg.workloads[0].profiling.port == 9999
+
+
+def test_service_and_loader_defaults_and_bounds():
+    cfg = model(workloads=[{"name": "sps", "mode": "service"}])
+    assert cfg.workloads[0].service_settings.max_clients == 4  # four client proxies, one node each
+    assert cfg.proxy_nodes == 4
+    assert model(workloads=[{"name": "sps", "mode": "service", "service": {"maxClients": 1}}]).proxy_nodes == 1
+    assert "pathways:workloads[0].service.maxClients: 0 is not valid" in error(workloads=[{"name": "sps", "mode": "service", "service": {"maxClients": 0}}])
+    ns = "n" * 63
+    svc = model(kubernetes={"namespace": ns}, workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns}}])
+    assert svc.workloads[0].service_settings.namespace == ns
+    assert "pathways:workloads[0].service.namespace" in error(workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns + "n"}}])
+    assert model(workloads=[WORKLOAD]).workloads[0].data_loader_workers == 4
