@@ -264,3 +264,11 @@ def test_service_and_loader_defaults_and_bounds():
     assert svc.workloads[0].service_settings.namespace == ns
     assert "pathways:workloads[0].service.namespace" in error(workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns + "n"}}])
     assert model(workloads=[WORKLOAD]).workloads[0].data_loader_workers == 4
+
+
+def test_workload_name_checks_in_order():
+    # a name over 63 characters is no DNS label; at 63 it is one, but its coordinator label is too long
+    assert "pathways:workloads[0].name: " + repr("n" * 64) + " is not a valid name" in error(workloads=[{"name": "n" * 64, "mode": "interactive"}])
+    msg = error(workloads=[{"name": "n" * 63, "mode": "interactive", "subdomain": "s"}])
+    assert "is not a valid name" not in msg and "the coordinator label" in msg
+    assert model(workloads=[WORKLOAD]).workloads[0].termination_grace_period_seconds == 30
