@@ -176,7 +176,9 @@ class WarmRunner:
         answer = self._answer()
         if answer["code"] is None:
             return None, ""
-        if answer["code"] in (4, 5):  # usage error, nothing collected: the harness is wrong, not the mutant
+        # Nothing collected, or a test id pytest does not know: the harness is wrong, not the mutant. (A
+        # conftest the mutant breaks is a usage error too, exit 4: that is a kill.)
+        if answer["code"] == 5 or (answer["code"] == 4 and "not found:" in answer["output"]):
             raise RuntimeError(f"pytest could not run {tests[:3]}...:\n{answer['output']}")
         failed = _FAILED.search(answer["output"])
         return answer["code"] == 0, failed.group(1) if failed else ""
