@@ -142,3 +142,18 @@ def test_a_rerun_updates_the_earlier_results_and_scores_per_target():
     assert mutation._score(mutation.tally(gone)) == (1, 3)  # a survivor whose code is gone is not scored
     assert mutation.module_of("policies/rules/a.py") == "policies/rules"
     assert mutation.module_of("infra/offline/critical_path.py") == "infra/offline/critical_path.py"
+
+
+def test_results_of_runs_per_module_combine_into_one_score(tmp_path, capsys):
+    import json
+
+    def r(path, line, status):
+        return {"path": path, "line": line, "col": 0, "operator": "int:1->2", "status": status}
+
+    (tmp_path / "a.json").write_text(json.dumps({"results": [r("policies/rules/a.py", 1, "killed"), r("policies/rules/a.py", 2, "survived")]}))
+    (tmp_path / "b.json").write_text(json.dumps({"results": [r("components/model/b.py", 1, "killed")]}))
+    out = tmp_path / "all.json"
+    assert mutation.main(["--combine", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["perModule"]["policies/rules"]["survived"] == 1 and written["perModule"]["components/model"]["killed"] == 1
+    assert "all                                                       2      3  66.7%" in capsys.readouterr().out

@@ -361,6 +361,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rerun", type=Path, metavar="JSON",
                         help="run the survivors of this earlier result file against the whole suite; --out then holds "
                              "the earlier results with their new status")
+    parser.add_argument("--combine", type=Path, nargs="+", metavar="JSON",
+                        help="only merge result files (e.g. of runs per module) into --out, and print their scores")
     parser.add_argument("--list", action="store_true", help="only count the mutants per file")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
@@ -370,6 +372,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     equivalent = equivalent_keys()
+    if args.combine:
+        combined = [r for f in args.combine for r in json.loads(f.read_text())["results"]]
+        return report(merge(combined, [], equivalent), args.out, {"combined": [str(f) for f in args.combine]})
     if args.list:
         for f in files:
             print(f"{len(mutants(f)):5d}  {f.relative_to(PROJECT_ROOT)}")
@@ -459,6 +464,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             runner.close()
         elapsed = time.perf_counter() - start
     results = merge(earlier, results, equivalent) if rerun is not None else merge(results, [], equivalent)
+    return report(results, args.out, {"seed": args.seed, "sample": args.sample, "rerunOf": str(args.rerun or ""),
+                                      "minutes": round(elapsed / 60, 1)})
+
+
+def report(results: list[dict], out: Path, meta: dict) -> int:
+    """Print the scores per file, per target and in all; write them with every mutant's status."""
     per_file = tally(results)
     print(f"\n{'file':52s} {'killed':>6s} {'scored':>6s} {'score':>6s}")
     for path, c in per_file.items():
@@ -466,21 +477,20 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{path:52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%")
     per_module = {m: {k: sum(c[k] for p, c in per_file.items() if module_of(p) == m) for k in STATUSES}
                   for m in dict.fromkeys(module_of(p) for p in per_file)}
-    print(f"\n{'module':52s} {'killed':>6s} {'scored':>6s} {'score':>6s}")
+    print(f"\n{'module':52s} {'killed':>6s} {'scored':>6s} {'score':>6s}  equivalent")
     for m, c in per_module.items():
         killed, scored = _score({m: c})
-        print(f"{m:52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%")
+        print(f"{m:52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%  {c['equivalent']}")
     killed, scored = _score(per_file)
-    print(f"{'all':52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%  in {elapsed / 60:.1f} min")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"seed": args.seed, "sample": args.sample, "rerunOf": str(args.rerun or ""), "minutes": round(elapsed / 60, 1),
-                                    "perModule": per_module, "perFile": per_file, "results": results}, indent=2))
+    print(f"{'all':52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({**meta, "perModule": per_module, "perFile": per_file, "results": results}, indent=2))
     survivors = [f"{r['path']}:{r['line']} {r['operator']}" + (" (no test runs it)" if r["status"] == "uncovered" else "")
                  for r in results if r["status"] in ("survived", "uncovered")]
     gone = [_key(r) for r in results if r["status"] == "gone"]
     if gone:
         print(f"not in the tree any more (code changed since the earlier run; not scored): {gone}")
-    print(f"wrote {args.out}; survivors: {survivors}")
+    print(f"wrote {out}; survivors: {survivors}")
     return 0
 
 
