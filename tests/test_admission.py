@@ -211,3 +211,51 @@ def test_a_kueue_flavor_with_a_topology_needs_node_labels():
               "spec": {"topologyName": "tpu-topology"}}
     assert [str(v) for v in admission.check_kueue(flavor).violations] == [
         "[kueue-cel] spec: at least one nodeLabel is required when topologyName is set"]
+
+
+def _rules(js):
+    return {(v.rule, v.path) for v in admission.check_jobset(js, POOLS).violations}
+
+
+def test_names_and_labels_of_exactly_63_characters_pass():
+    js = batch()
+    js["metadata"]["labels"]["pathways/workload"] = "x" * 63
+    assert not any(rule == "label-value" for rule, _ in _rules(js))
+    js["metadata"]["labels"]["pathways/workload"] = "x" * 64
+    assert any(rule == "label-value" for rule, _ in _rules(js))
+    # the coordinator label <name>-pathways-head-0-0.<subdomain> at exactly 63 characters
+    js = batch()
+    js["metadata"]["name"] = "n" * 22
+    js["spec"].setdefault("network", {})["subdomain"] = "n" * 22
+    assert not any(rule == "coordinator-label" for rule, _ in _rules(js))
+    js["spec"]["network"]["subdomain"] = "n" * 23
+    assert any(rule == "coordinator-label" for rule, _ in _rules(js))
+    # a JobSet name is a DNS-1123 label: at most 63 characters
+    js = batch()
+    js["metadata"]["name"] = "n" * 63
+    assert ("dns-1123", "metadata.name") not in _rules(js)
+    js["metadata"]["name"] = "n" * 64
+    assert ("dns-1123", "metadata.name") in _rules(js)
+
+
+def _flavor(**spec):
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "tpu-main"}, "spec": spec}
+
+
+def test_kueue_names_and_node_labels_at_their_limits():
+    ok = _flavor(topologyName="tpu-topology", nodeLabels={"pathways/slice-group": "g" * 63})
+    assert [str(v) for v in admission.check_kueue(ok).violations] == []
+    long_label = _flavor(nodeLabels={"pathways/slice-group": "g" * 64})
+    assert [str(v) for v in admission.check_kueue(long_label).violations] == [
+        f"[label] spec.nodeLabels.pathways/slice-group: {'g' * 64!r} is not a label value"]
+    named = _flavor(nodeLabels={"a": "b"})
+    named["metadata"]["name"] = "f" * 253  # a DNS-1123 subdomain: at most 253 characters
+    assert admission.check_kueue(named).violations == []
+    named["metadata"]["name"] = "f" * 254
+    assert [(v.rule, v.path) for v in admission.check_kueue(named).violations] == [("name", "metadata.name")]
+
+
+def test_the_node_guard_protects_the_tpu_and_head_taints():
+    from components.manifests import guardrails
+
+    assert guardrails.GUARDED_TAINT_KEYS == ("google.com/tpu", "pathways/role")
