@@ -226,3 +226,19 @@ def test_every_built_in_object_passes_the_strict_kubernetes_schema(committed_sta
     reports = check_builtins(plan)
     assert {k.split("/")[0] for k in reports} >= {"Namespace", "PriorityClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     assert {k: [str(v) for v in r.violations] for k, r in reports.items() if r.violations} == {}
+
+
+def test_priority_classes_order_training_over_interactive_over_experiments():
+    # below system-cluster-critical (2,000,000,000); a higher value wins a node and may preempt
+    plan = stack_plan("staging")
+    values = {r.inputs["metadata"]["name"]: r.inputs["value"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")}
+    assert values == {"pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
+
+
+def test_rootless_containers_run_as_uid_and_gid_1000():
+    # pathwaysutils' client proxy (yamls/pw-proxy.yaml) runs as user 1000; our IFRT proxy container matches
+    js = next(o for o in manifests(stack_plan("staging")) if o["kind"] == "JobSet")
+    head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    proxy = next(c for c in head.get("initContainers", []) + head["containers"] if c["name"] == "pathways-proxy")
+    sc = proxy["securityContext"]
+    assert (sc["runAsNonRoot"], sc["runAsUser"], sc["runAsGroup"], sc["allowPrivilegeEscalation"]) == (True, 1000, 1000, False)
