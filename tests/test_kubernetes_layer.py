@@ -278,3 +278,11 @@ def test_image_overrides_and_subdomain():
     rm = by_name(head_pod(js)["containers"])["pathways-rm"]
     assert rm["image"].startswith("example.com/server@sha256:")
     assert check_plan(plan)["a-rather-long-workload-name"].violations == []
+
+
+def test_only_a_suspended_workload_sets_spec_suspend():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[
+        {"name": "run", "mode": "interactive"}, {"name": "held", "mode": "interactive", "state": "suspended"}]))
+    specs = {name: js["spec"] for name, js in jobsets(plan).items()}
+    assert "suspend" not in specs["run"]
+    assert specs["held"]["suspend"] is True
