@@ -262,7 +262,8 @@ def test_service_and_loader_defaults_and_bounds():
     ns = "n" * 63
     svc = model(kubernetes={"namespace": ns}, workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns}}])
     assert svc.workloads[0].service_settings.namespace == ns
-    assert "pathways:workloads[0].service.namespace" in error(workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns + "n"}}])
+    assert f"pathways:workloads[0].service.namespace: {ns + 'n'!r} is not a valid name" in error(
+        workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns + "n"}}])
     assert model(workloads=[WORKLOAD]).workloads[0].data_loader_workers == 4
 
 
