@@ -273,3 +273,8 @@ def test_workload_name_checks_in_order():
     msg = error(workloads=[{"name": "n" * 63, "mode": "interactive", "subdomain": "s"}])
     assert "is not a valid name" not in msg and "the coordinator label" in msg
     assert model(workloads=[WORKLOAD]).workloads[0].termination_grace_period_seconds == 30
+
+
+def test_a_subdomain_over_63_characters_is_no_dns_label():
+    msg = error(workloads=[{"name": "w", "mode": "interactive", "subdomain": "s" * 64}])
+    assert f"pathways:workloads[0].subdomain: {'s' * 64!r} is not a valid name" in msg

@@ -118,7 +118,7 @@ def test_family_by_mode_passes_admission_and_has_the_seed_shape(tpu, mode):
     js = jobsets(plan)["job"]
     spec = js["spec"]
     topology, hosts, accelerator, chips_per_vm, machine_type = SLICE_FACTS[tpu]
-    assert spec["coordinator"]["replicatedJob"] == "pathways-head"
+    assert spec["coordinator"] == {"replicatedJob": "pathways-head", "jobIndex": 0, "podIndex": 0}
     assert spec["network"] == {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
     assert spec["startupPolicy"] == {"startupPolicyOrder": "InOrder"}
     pod = head_pod(js)
