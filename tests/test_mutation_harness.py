@@ -157,3 +157,11 @@ def test_results_of_runs_per_module_combine_into_one_score(tmp_path, capsys):
     written = json.loads(out.read_text())
     assert written["perModule"]["policies/rules"]["survived"] == 1 and written["perModule"]["components/model"]["killed"] == 1
     assert "all                                                       2      3  66.7%" in capsys.readouterr().out
+
+
+def test_every_listed_equivalent_mutant_exists_and_gives_a_reason():
+    lines = [line for line in mutation.EQUIVALENT_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert all("  # " in line and line.split("  # ", 1)[1].strip() for line in lines)
+    keys = mutation.equivalent_keys()
+    existing = {m.key for f in mutation.target_files(list(mutation.TARGETS)) for m in mutation.mutants(f)}
+    assert keys - existing == set()  # a stale entry would hide nothing, or the wrong mutant
