@@ -216,3 +216,16 @@ def test_plan_prints_the_links_in_full(capsys):
     out = capsys.readouterr().out
     assert "https://console.cloud.google.com/monitoring/dashboards/builder/" in out
     assert "…" not in next(line for line in out.splitlines() if "logs/query" in line)
+
+
+def test_dev_dashboard_tiles_and_namespace_filters():
+    dash = json.loads(stack_plan("dev").one("gcp:monitoring/dashboard:Dashboard").input("dashboardJson"))
+    assert [t["widget"]["title"] for t in dash["mosaicLayout"]["tiles"]] == [
+        "notebook (dev): TPU duty cycle %", "notebook (dev): HBM used", "Head pods: CPU cores", "Head pods: memory used",
+        "Pod restarts (Pathways namespace)", "JobSet restarts", "Node interruptions (spot, flex-start, maintenance)"]
+    # container metrics are scoped to the Pathways namespace; node metrics have no namespace label
+    for f in _filters(dash):
+        if 'resource.type="k8s_container"' in f:
+            assert 'resource.label."namespace_name"="pathways"' in f, f
+        elif 'resource.type="k8s_node"' in f:
+            assert "namespace_name" not in f, f
