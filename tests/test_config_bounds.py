@@ -315,3 +315,14 @@ def test_cluster_fee_bounds_and_price_table_size():
     model(prices={"clusterHour": 0})
     many = {f"fam{i}": {} for i in range(21)}
     assert "pathways:prices.tpuChipHour" in error(prices={"tpuChipHour": many}) and "at most 20" in error(prices={"tpuChipHour": many})
+
+
+def test_a_head_pod_of_exactly_the_head_machines_allocatable_fits():
+    # n2-standard-64 allocatable (see test_machine_facts): 62.77 vCPU, 242.02234375 GiB. The RM (8 / 32Gi)
+    # and the IFRT proxy (16 / 100Gi) leave the user container 38.77 vCPU and 110.02234375 GiB.
+    def head(cpu, memory):
+        return {"workloads": [{"name": "w", "image": "example.com/t:1", "cpu": cpu, "memory": memory}]}
+
+    model(**head("38.77", "110.02234375Gi"))
+    assert "pathways:headPool.machineType: n2-standard-64 (62.77 vCPU, 242.0 GiB allocatable) cannot hold" in error(**head("38.77", "110.0224Gi"))
+    assert "pathways:headPool.machineType: n2-standard-64 (62.77 vCPU, 242.0 GiB allocatable) cannot hold" in error(**head("38.771", "110.02234375Gi"))
