@@ -223,6 +223,9 @@ def test_dev_dashboard_tiles_and_namespace_filters():
     assert [t["widget"]["title"] for t in dash["mosaicLayout"]["tiles"]] == [
         "notebook (dev): TPU duty cycle %", "notebook (dev): HBM used", "Head pods: CPU cores", "Head pods: memory used",
         "Pod restarts (Pathways namespace)", "JobSet restarts", "Node interruptions (spot, flex-start, maintenance)"]
+    # two charts a row on the 48-column grid, 16 high; the interruptions chart takes a whole row
+    assert [(t["xPos"], t["yPos"], t["width"], t["height"]) for t in dash["mosaicLayout"]["tiles"]] == [
+        (0, 0, 24, 16), (24, 0, 24, 16), (0, 16, 24, 16), (24, 16, 24, 16), (0, 32, 24, 16), (24, 32, 24, 16), (0, 48, 48, 16)]
     # container metrics are scoped to the Pathways namespace; node metrics have no namespace label
     for f in _filters(dash):
         if 'resource.type="k8s_container"' in f:
