@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from infra.offline import mutation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,3 +167,10 @@ def test_every_listed_equivalent_mutant_exists_and_gives_a_reason():
     keys = mutation.equivalent_keys()
     existing = {m.key for f in mutation.target_files(list(mutation.TARGETS)) for m in mutation.mutants(f)}
     assert keys - existing == set()  # a stale entry would hide nothing, or the wrong mutant
+
+
+@pytest.mark.parametrize("argv", [["--sample", "-1"], ["--jobs", "0"], ["--timeout", "0"]])
+def test_bad_arguments_are_one_line_errors(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        mutation.main(argv)
+    assert e.value.code == 2 and "--sample at least 0" in capsys.readouterr().err

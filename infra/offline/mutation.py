@@ -6,15 +6,18 @@ whether the suite notices. A mutant the suite lets through is behaviour no test 
 Operators: flipped comparisons (< <=, > >=, == !=, in / not in, is / is not), `and` <-> `or`, integer
 constants +1, `not x` -> `x`, a returned value -> None, a call statement or `raise` deleted.
 
-First the whole suite runs once under coverage, with a context per test file (and in the Python
-subprocesses the tests start), which says which test files run each line; a red suite stops here.
-Then each mutant runs, in a scratch copy of the project (never the working tree, --jobs copies at
-once), only the test files that run its lines, fastest first, stopping at the first failure; a line
-run at import time selects every file. A mutant that no test runs is "uncovered" and counts as a
-survivor; one over its time limit counts as killed. `--rerun` runs the survivors of an earlier result
-against the whole suite, which also checks the selection. Mutants listed in
-tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave exactly like the original and are
-left out of the score. Results: build/mutation.json and a per-file table (killed / scored, score).
+First the whole suite runs once under coverage (mutation_coverage.py), with a context per test (per
+file where module-scoped fixtures make the file one unit, and in the Python subprocesses tests start);
+a red suite stops here. Then each mutant runs, in a scratch copy made from one snapshot of the tree
+(never the working tree; --jobs copies at once, each with a warm runner, mutation_runner.py), only the
+tests that execute its lines: those that killed earlier mutants of the file first, then the fastest,
+stopping at the first failure. A line run only at import (a module constant) selects the tests that run
+any of its module's code. A mutant no test executes is "uncovered" and counts as a survivor; one over
+its time limit counts as killed. `--rerun` runs the survivors of an earlier result against the whole
+suite and writes the earlier results with their new status; `--combine` merges result files of runs
+per module. Mutants listed in tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave
+exactly like the original and are left out of the score. Results: --out (build/mutation.json) and
+tables per file and per target (killed / scored, score).
 """
 
 from __future__ import annotations
@@ -241,7 +244,7 @@ data_file = {data}
 
 
 def coverage_map(workdir: Path, files: list[str], scratch: Path) -> Optional[CoverageMap]:
-    """Run the whole suite once under coverage, a context per test file; None if the suite is red."""
+    """Run the whole suite once under coverage, a context per test (see mutation_coverage); None if red."""
     import coverage  # only `make mutation` needs it
 
     rc = scratch / "coveragerc"
@@ -375,8 +378,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     files = target_files(args.module or list(TARGETS))
     if not files:
         parser.error("no Python files under --module")
-    if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+    if args.jobs < 1 or args.sample < 0 or not 0 < args.timeout <= 86400:
+        parser.error("--jobs must be at least 1, --sample at least 0, --timeout 0..86400 seconds")
     equivalent = equivalent_keys()
     if args.combine:
         combined = [r for f in args.combine for r in json.loads(f.read_text())["results"]]
@@ -390,7 +393,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     earlier: list[dict] = []
     if args.rerun:
         earlier = json.loads(args.rerun.read_text())["results"]
-        rerun = {f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}" for r in earlier if r["status"] in ("survived", "uncovered")}
+        rerun = {_key(r) for r in earlier if r["status"] in ("survived", "uncovered")}
     results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         # One snapshot of the tree: the copies, and the pristine sources the mutants are made from (the
