@@ -176,3 +176,61 @@ def test_a_plan_without_slow_resources():
     path = critical_path(Plan("empty", [], {}))
     assert (path.chain, path.length, path.minutes) == ((), 0, 0)
     assert path.describe() == "Deploy critical path: no slow resources"
+
+
+def test_provider_defaults_when_the_plan_sets_no_create_timeout():
+    # pulumi-gcp's Cluster and NodePool resources: create timeouts 40m and 30m by default
+    from infra.offline.critical_path import worst_case_minutes
+
+    assert worst_case_minutes(_reg(0, "gcp:container/cluster:Cluster")) == 40
+    assert worst_case_minutes(_reg(0, nodeCount=1)) == 30
+
+
+def test_a_pool_is_created_empty_only_when_it_starts_at_zero_nodes():
+    from infra.offline.critical_path import expected_minutes
+
+    tpu = {"machineType": "ct6e-standard-4t"}
+    assert expected_minutes(_reg(0, nodeConfig=tpu, initialNodeCount=2)) == 6.0  # autoscaled, starts with 2 nodes
+    assert expected_minutes(_reg(0, nodeConfig=tpu, initialNodeCount=0, nodeCount=0)) == 6.0  # a fixed size, not flex-start
+
+
+def _chain(plan) -> list[str]:
+    return [r.name for r in critical_path(plan).chain]
+
+
+def test_a_resource_waits_on_its_provider():
+    # The Kubernetes provider is built from the cluster's kubeconfig: a chart that names only the
+    # provider (no dependsOn) still waits for the cluster.
+    from dataclasses import replace
+
+    from infra.offline.engine import Plan
+
+    cluster = _reg(0, "gcp:container/cluster:Cluster")
+    provider = replace(_reg(1, "pulumi:providers:kubernetes"), name="k8s")
+    chart = replace(_reg(2, "kubernetes:helm.sh/v4:Chart"), dependencies=(), options={"provider": provider.urn})
+    assert _chain(Plan("p", [cluster, provider, chart])) == ["r0", "r2"]
+
+
+def test_ties_resolve_to_the_first_dependency_by_urn():
+    from dataclasses import replace
+
+    from infra.offline.engine import Plan
+
+    a, b = (replace(_reg(0, nodeCount=1), urn=f"urn:{n}", name=n) for n in ("a", "b"))
+    jobset = replace(_reg(1, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"), dependencies=("urn:b", "urn:a"))
+    assert _chain(Plan("t", [b, a, jobset])) == ["a", "r1"]  # equal weights (30m each): the same pick every run
+
+
+def test_the_chain_is_the_longest_by_minutes_not_by_count():
+    from dataclasses import replace
+
+    from infra.offline.engine import Plan
+
+    short_steps = [_reg(i, nodeCount=1) for i in range(4)]  # four pools of 30m in a lane: 120m
+    slow = replace(_reg(9, nodeCount=1), dependencies=(), options={"customTimeouts": {"create": "100m"}})
+    jobset = replace(_reg(10, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"), dependencies=("urn:r3", "urn:r9"))
+    path = critical_path(Plan("m", [*short_steps, slow, jobset]))
+    assert [r.name for r in path.chain] == ["r0", "r1", "r2", "r3", "r10"] and path.minutes == 120
+    slow = replace(slow, options={"customTimeouts": {"create": "121m"}})
+    path = critical_path(Plan("m", [*short_steps, slow, jobset]))
+    assert [r.name for r in path.chain] == ["r9", "r10"] and path.minutes == 121
