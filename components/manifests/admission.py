@@ -53,6 +53,7 @@ class PoolFacts:
 class Report:
     violations: list[Violation] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    type_errors: int = 0  # values of the wrong JSON type: later layers cannot read them
 
     def add(self, rule: str, path: str, message: str) -> None:
         self.violations.append(Violation(rule, path, message))
@@ -97,6 +98,7 @@ def check_schema(obj: dict[str, Any], report: Report) -> None:
     for err in sorted(_jobset_validator().iter_errors(obj), key=lambda e: list(e.path)):
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
         report.add("jobset-schema", path.lstrip("."), err.message)
+        report.type_errors += err.validator == "type"
     for path, message in _unknown_fields(obj, schema, ""):
         report.add("jobset-schema", path.lstrip("."), message)
 
@@ -109,6 +111,7 @@ def check_job_templates(obj: dict[str, Any], report: Report) -> None:
         except kubernetes_validate.ValidationError as e:
             path = ".".join(str(p) for p in e.path)
             report.add("job-schema", f"spec.replicatedJobs[{i}].template.{path}", e.message)
+            report.type_errors += e.validator == "type"
 
 
 def _pods(obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -214,7 +217,11 @@ def check_jobset(obj: dict[str, Any], pools: Optional[list[PoolFacts]] = None) -
     """All three layers; `pools` enables the checks against the stack's node pools."""
     report = Report()
     check_schema(obj, report)
-    check_job_templates(obj, report)
+    if not report.type_errors:
+        check_job_templates(obj, report)
+    if report.type_errors:  # the semantic layer reads fields by the schema's types (a 7 where a list belongs)
+        report.notices.append("semantic checks skipped until the schema's type errors are fixed")
+        return report
     check_semantics(obj, pools, report)
     return report
 
