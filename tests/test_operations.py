@@ -193,6 +193,18 @@ def test_duty_cycle_alert_follows_the_config_and_notifies_channels():
     assert alert.input("notificationChannels") == ["projects/test-proj-123/notificationChannels/42"]
 
 
+def test_interruption_and_restart_alerts_fire_on_their_thresholds(committed_stack):
+    _, plan = committed_stack
+    by_name = {a.input("displayName").split(": ", 1)[1]: a.input("conditions")[0]["conditionThreshold"]
+               for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "conditionThreshold" in a.input("conditions")[0]}
+    t = by_name["TPU slice interrupted"]  # one interruption is one restarted slice: alert on the first
+    assert (t["comparison"], t["thresholdValue"], t["duration"]) == ("COMPARISON_GT", 0, "0s")
+    assert t["aggregations"] == [{"alignmentPeriod": "300s", "perSeriesAligner": "ALIGN_DELTA", "crossSeriesReducer": "REDUCE_SUM",
+                                  "groupByFields": ['resource.label."node_name"']}]
+    t = by_name["restart storm"]
+    assert (t["comparison"], t["duration"], t["aggregations"][0]["alignmentPeriod"]) == ("COMPARISON_GT", "0s", "600s")
+
+
 # --- links -----------------------------------------------------------------------------------------------
 
 
