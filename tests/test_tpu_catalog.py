@@ -60,6 +60,12 @@ def test_no_3d_dimension_above_256(family, topology):
         tpu.resolve(family, topology)
 
 
+@pytest.mark.parametrize("family,topology", [("v5p", "4x4x256"), ("v4", "4x4x256"), ("tpu7x", "4x8x256")])
+def test_a_3d_dimension_of_exactly_256_is_accepted(family, topology):
+    # PLATFORM-FACTS §3 (TPU catalog edges, from xpk and Cluster Toolkit): "no dimension above 256"
+    assert tpu.resolve(family, topology).topology == topology
+
+
 def test_no_slice_name_needs_a_dimension_above_256():
     # v5p-8576 = 4288 chips = 4x4x268 only: no valid topology, so no such slice
     with pytest.raises(TpuError, match="v5p-8576 is not a v5p slice size"):
