@@ -161,6 +161,21 @@ def test_results_of_runs_per_module_combine_into_one_score(tmp_path, capsys):
     assert "all                                                       2      3  66.7%" in capsys.readouterr().out
 
 
+def test_a_stopped_run_is_scored_from_its_progress_file(tmp_path, capsys):
+    import json
+
+    def r(line, status):
+        return json.dumps({"path": "policies/rules/a.py", "line": line, "col": 0, "operator": "int:1->2", "status": status})
+
+    progress = tmp_path / "mutation.jsonl"  # what a run appends as each mutant finishes; the stop cut the last line
+    progress.write_text(r(1, "killed") + "\n" + r(2, "survived") + "\n" + r(3, "killed")[:30])
+    assert [x["line"] for x in mutation.read_results(progress)] == [1, 2]
+    out = tmp_path / "all.json"
+    assert mutation.main(["--combine", str(progress), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["perFile"]["policies/rules/a.py"]["survived"] == 1
+    assert "all                                                       1      2  50.0%" in capsys.readouterr().out
+
+
 def test_every_listed_equivalent_mutant_exists_and_gives_a_reason():
     lines = [line for line in mutation.EQUIVALENT_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")]
     assert all("  # " in line and line.split("  # ", 1)[1].strip() for line in lines)

@@ -17,7 +17,9 @@ its time limit counts as killed. `--rerun` runs the survivors of an earlier resu
 suite and writes the earlier results with their new status; `--combine` merges result files of runs
 per module. Mutants listed in tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave
 exactly like the original and are left out of the score. Results: --out (build/mutation.json) and
-tables per file and per target (killed / scored, score).
+tables per file and per target (killed / scored, score). Each result is also appended to
+<out>.jsonl the moment its mutant is done, so a run that stops early keeps what it measured:
+`--combine build/mutation.jsonl` scores it.
 """
 
 from __future__ import annotations
@@ -351,6 +353,21 @@ def merge(earlier: list[dict], again: list[dict], equivalent: set[str]) -> list[
     return [{**r, "status": "equivalent"} if _key(r) in equivalent else newer.get(_key(r), r) for r in earlier]
 
 
+def read_results(path: Path) -> list[dict]:
+    """The results of a --out file (JSON) or of a run's progress file (JSON lines, one mutant a line;
+    a line cut short by a stop is skipped)."""
+    text = path.read_text()
+    if path.suffix != ".jsonl":
+        return json.loads(text)["results"]
+    results = []
+    for line in text.splitlines():
+        try:
+            results.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return results
+
+
 def _score(per_file: dict[str, dict[str, int]]) -> tuple[int, int]:
     killed = sum(c["killed"] + c["timeout"] for c in per_file.values())
     return killed, killed + sum(c["survived"] + c["uncovered"] for c in per_file.values())
@@ -382,7 +399,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--jobs must be at least 1, --sample at least 0, --timeout 0..86400 seconds")
     equivalent = equivalent_keys()
     if args.combine:
-        combined = [r for f in args.combine for r in json.loads(f.read_text())["results"]]
+        combined = [r for f in args.combine for r in read_results(f)]
         return report(merge(combined, [], equivalent), args.out, {"combined": [str(f) for f in args.combine]})
     if args.list:
         for f in files:
@@ -392,7 +409,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     rerun = None
     earlier: list[dict] = []
     if args.rerun:
-        earlier = json.loads(args.rerun.read_text())["results"]
+        earlier = read_results(args.rerun)
         rerun = {_key(r) for r in earlier if r["status"] in ("survived", "uncovered")}
     results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -441,18 +458,27 @@ def main(argv: Optional[list[str]] = None) -> int:
             free.put((work, runner))
 
         history = KillHistory()
+        progress = args.out.with_suffix(".jsonl")
+        progress.parent.mkdir(parents=True, exist_ok=True)
+        progress.write_text("")
+        progress_lock = threading.Lock()
+
+        def record(r: dict) -> dict:
+            with progress_lock, progress.open("a") as f:
+                f.write(json.dumps(r) + "\n")
+            return r
 
         def run(item: tuple[Path, Mutant]) -> dict:
             f, m = item
             rel = m.path
             if m.key in equivalent:
-                return {**asdict(m), "status": "equivalent", "seconds": 0.0, "tests": 0, "killedBy": ""}
+                return record({**asdict(m), "status": "equivalent", "seconds": 0.0, "tests": 0, "killedBy": ""})
             if rerun is not None:  # the whole suite, not the selection
                 tests = select_tests(cmap, rel, set(), history, tuple(args.first), everything=True)
             else:
                 tests = select_tests(cmap, rel, mutant_lines(f, m), history, tuple(args.first))
             if not tests:
-                return {**asdict(m), "status": "uncovered", "seconds": 0.0, "tests": 0, "killedBy": ""}
+                return record({**asdict(m), "status": "uncovered", "seconds": 0.0, "tests": 0, "killedBy": ""})
             seconds = sum(cmap.file_seconds(t) if "::" not in t else cmap.durations.get(t, 10.0) for t in tests)
             budget = min(args.timeout, max(60.0, 5 * seconds))
             work, runner = free.get()
@@ -463,7 +489,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 free.put((work, runner))
             if failed:
                 history.credit(rel, failed)
-            return {**asdict(m), "status": status, "seconds": round(time.perf_counter() - began, 1), "tests": len(tests), "killedBy": failed}
+            return record({**asdict(m), "status": status, "seconds": round(time.perf_counter() - began, 1), "tests": len(tests),
+                           "killedBy": failed})
 
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             for done, r in enumerate(pool.map(run, todo), 1):
