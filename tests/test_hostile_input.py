@@ -355,3 +355,14 @@ def test_control_characters_are_a_yaml_error_naming_the_file(tmp_path, capsys):
     path.write_text("config:\n  gcp:project: p\x13\n")
     error = one_error(capsys, path)
     assert error.startswith(f"{path}: not valid YAML: unacceptable character #x0013")
+
+
+def test_the_benchmarks_hostile_files_are_refused(tmp_path, capsys):
+    # make bench times these in fresh processes; here they must stay refusals, each a line naming the problem
+    from infra.offline.bench import hostile_files
+
+    for name, text in hostile_files().items():
+        path = tmp_path / "Pulumi.hostile.yaml"
+        path.write_text(text)
+        code, out, err = run_cli(capsys, "plan", "--config", str(path))
+        assert code == 2 and err.startswith("error: ") and all(line.startswith("error: ") for line in err.splitlines()), name

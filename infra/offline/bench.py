@@ -7,7 +7,9 @@ several times, and reports wall time (min / median), peak RSS and the plan's dep
 reference stack (2 x v6e-16, one batch workload): its plan time, the part of it that is importing
 the provider SDKs, and the ratio to xpk's dry-run of the same cluster and workload (1.8 s, the figure
 issue #17 reports; xpk needs gcloud, so it is not re-measured here). Figures go to build/bench.json;
-targets: 256 slices within 3x the 1-slice wall time, peak RSS <= 400 MB.
+targets: 256 slices within 3x the 1-slice wall time, peak RSS <= 400 MB. Last, hostile stack files
+(an alias bomb, a file over the size limit, deep nesting, a 5,000-digit number, absurd counts): each
+must end in exit 2 with error lines only (no traceback) within 2 s, fresh process included.
 """
 
 from __future__ import annotations
@@ -49,6 +51,25 @@ def reference_config() -> dict:
     return cfg
 MAX_RATIO = 3.0
 MAX_RSS_MB = 400
+MAX_HOSTILE_S = 2.0  # a hostile file is refused before the SDKs load: Python start plus parsing
+
+
+def hostile_files() -> dict[str, str]:
+    """Stack files built to be slow or large to read; each must be refused fast (tests/test_hostile_input.py
+    checks the messages; this measures the time)."""
+    from .stackfile import MAX_STACK_FILE_BYTES
+
+    bomb = ['config:', '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    bomb += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    huge = reference_config()
+    huge["config"]["pathways:slices"] = [{"name": "v6e", "tpu": "v6e-16", "count": 10**18}]
+    return {
+        "alias bomb (9^10 values)": "\n".join(bomb) + "\n",
+        "over the size limit": "config:\n" + "#" * MAX_STACK_FILE_BYTES,
+        "nested 5,000 deep": "config:\n  a: " + "[" * 5000 + "\n",
+        "a 5,000-digit number": "config:\n  a: " + "9" * 5000 + "\n",
+        "10^18 slices": yaml.safe_dump(huge),
+    }
 
 
 def stack_config(slices: int) -> dict:
@@ -82,8 +103,8 @@ def largest_config() -> dict:
     return cfg
 
 
-def _timed(cmd: list[str], scratch: Path) -> tuple[float, float, Path]:
-    """(wall seconds, peak RSS MB, stdout file) of one command in a fresh process."""
+def _timed(cmd: list[str], scratch: Path, expect: int = 0) -> tuple[float, float, Path]:
+    """(wall seconds, peak RSS MB, stdout file) of one command in a fresh process that exits `expect`."""
     out_path, err_path = scratch / "out.json", scratch / "err.txt"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         start = time.perf_counter()
@@ -92,8 +113,10 @@ def _timed(cmd: list[str], scratch: Path) -> tuple[float, float, Path]:
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[1:4])} failed:\n{err_path.read_text()}")
+    if proc.returncode != expect:
+        raise RuntimeError(f"{' '.join(cmd[1:4])} exited {proc.returncode}, not {expect}:\n{err_path.read_text()}")
+    if expect and not all(line.startswith("error: ") for line in err_path.read_text().splitlines() or [""]):
+        raise RuntimeError(f"{' '.join(cmd[1:4])}: not error lines:\n{err_path.read_text()[:2000]}")
     return wall, usage.ru_maxrss / 1024, out_path
 
 
@@ -136,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
         ref_walls = [_run_once(ref_path, Path(tmp))[0] for _ in range(args.repeat)]
         sdk_walls = [_timed([sys.executable, "-c", SDK_IMPORT], Path(tmp))[0] for _ in range(args.repeat)]
         bare_walls = [_timed([sys.executable, "-c", "pass"], Path(tmp))[0] for _ in range(args.repeat)]
+        hostile = {}
+        for name, text in hostile_files().items():
+            path = Path(tmp) / "Pulumi.hostile.yaml"
+            path.write_text(text)
+            cmd = [sys.executable, "-m", "infra.offline", "plan", "--config", str(path)]
+            hostile[name] = round(max(_timed(cmd, Path(tmp), expect=2)[0] for _ in range(args.repeat)), 3)
     base = rows[0]["wall_median_s"]
     print(f"{'slices':>7} {'resources':>9} {'wall min s':>10} {'wall med s':>10} {'x 1-slice':>9} {'peak RSS MB':>11} "
           f"{'deploy expected':>15} {'deploy worst case':>17}")
@@ -156,11 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_largest:
         print("largest = 1000 v6e-16 slices in 10 groups + 100 interactive workloads (the config model's bounds)")
     worst = next(r for r in reversed(rows) if r["slices"] != "largest")
-    ok = worst["ratio_to_smallest"] <= MAX_RATIO and all(r["peak_rss_mb"] <= MAX_RSS_MB for r in rows)
-    print(f"targets: largest within {MAX_RATIO}x of smallest ({worst['ratio_to_smallest']}x), peak RSS <= {MAX_RSS_MB} MB: {'met' if ok else 'NOT met'}")
+    print("hostile stack files, refused (exit 2, error lines only), slowest of the runs: "
+          + "; ".join(f"{name} {s:.2f} s" for name, s in hostile.items()))
+    ok = (worst["ratio_to_smallest"] <= MAX_RATIO and all(r["peak_rss_mb"] <= MAX_RSS_MB for r in rows)
+          and max(hostile.values()) <= MAX_HOSTILE_S)
+    print(f"targets: largest within {MAX_RATIO}x of smallest ({worst['ratio_to_smallest']}x), peak RSS <= {MAX_RSS_MB} MB, "
+          f"hostile files refused within {MAX_HOSTILE_S} s ({max(hostile.values()):.2f} s): {'met' if ok else 'NOT met'}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rows": rows,
-                                    "reference": reference, "targets_met": ok}, indent=2))
+                                    "reference": reference, "hostile_s": hostile,
+                                    "targets_met": ok}, indent=2))
     print(f"wrote {args.out}")
     return 0
 
