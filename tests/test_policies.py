@@ -380,3 +380,19 @@ def test_policy_message(policy, breaker, expected):
 def test_a_source_range_that_is_no_cidr_is_not_the_internet():
     plan = mutate(BATCH, "gcp:compute/firewall:Firewall", "pathways-ports-allow", "sourceRanges", ["not-a-cidr"])
     assert _only(plan, "pathways-network-exposure") == []
+
+
+def test_cache_locations_per_bucket_default_limit_is_50():
+    # the schema default, filled in by the runner as Pulumi's engine does (ReconcilePolicyPackConfig)
+    bucket = BATCH.outputs["bucketUrl"]
+    base = BATCH.one(JOBSET, "workload-nb").input(f"{HEAD_C}.containers.0.args")
+
+    def with_locations(n: int):
+        extra = [f"--gcs_scratch_location={bucket}/cache-{i}" for i in range(n - 1)]
+        return mutate(BATCH, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.args", [*base, *extra])
+
+    def limit_messages(plan):
+        return [v.message for v in violations(plan) if "cache locations;" in v.message]
+
+    assert limit_messages(with_locations(49)) == []
+    assert limit_messages(with_locations(50)) == [f"bucket {bucket.removeprefix('gs://')} has 50 cache locations; Pathways allows fewer than 50"]

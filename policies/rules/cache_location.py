@@ -8,10 +8,14 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationA
 from .common import JOBSET, containers, pod_specs
 
 FLAG = "--gcs_scratch_location="
+# Pathways attaches one lifecycle policy per cache location, at most 50 a bucket (PLATFORM-FACTS §1).
+# Written once: Pulumi's engine fills schema defaults in before a policy runs
+# (pkg/resource/analyzer/config.go, ReconcilePolicyPackConfig), and so does the offline runner.
+MAX_LOCATIONS_PER_BUCKET = 50
 
 
 def _validate(args: StackValidationArgs, report) -> None:
-    limit = args.get_config().get("maxLocationsPerBucket", 50)
+    limit = args.get_config().get("maxLocationsPerBucket", MAX_LOCATIONS_PER_BUCKET)
     locations: dict[str, set[str]] = defaultdict(set)
     for js in (r for r in args.resources if r.resource_type == JOBSET):
         for _, pod in pod_specs(js.props):
@@ -36,5 +40,5 @@ cache_location = StackValidationPolicy(
     description="Every workload shares one --gcs_scratch_location, and a bucket holds fewer than 50 of them. Use the stack's cacheLocation output.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
-    config_schema=PolicyConfigSchema(properties={"maxLocationsPerBucket": {"type": "integer", "default": 50}}),
+    config_schema=PolicyConfigSchema(properties={"maxLocationsPerBucket": {"type": "integer", "default": MAX_LOCATIONS_PER_BUCKET}}),
 )
