@@ -161,6 +161,23 @@ def test_results_of_runs_per_module_combine_into_one_score(tmp_path, capsys):
     assert "all                                                       2      3  66.7%" in capsys.readouterr().out
 
 
+def test_a_newer_run_of_a_file_replaces_its_earlier_results_when_combined(tmp_path):
+    import json
+
+    def r(path, line, status):
+        return {"path": path, "line": line, "col": 0, "operator": "int:1->2", "status": status}
+
+    (tmp_path / "old.json").write_text(json.dumps({"results": [r("policies/rules/a.py", 1, "survived"), r("policies/rules/a.py", 2, "killed"),
+                                                              r("policies/rules/b.py", 1, "survived")]}))
+    (tmp_path / "new.json").write_text(json.dumps({"results": [r("policies/rules/a.py", 1, "killed")]}))  # a.py since changed: one mutant
+    out = tmp_path / "all.json"
+    assert mutation.main(["--combine", str(tmp_path / "old.json"), str(tmp_path / "new.json"), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["perFile"] == {
+        "policies/rules/b.py": {**dict.fromkeys(mutation.STATUSES, 0), "survived": 1},
+        "policies/rules/a.py": {**dict.fromkeys(mutation.STATUSES, 0), "killed": 1},
+    }
+
+
 def test_a_stopped_run_is_scored_from_its_progress_file(tmp_path, capsys):
     import json
 

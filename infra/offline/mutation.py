@@ -15,7 +15,7 @@ stopping at the first failure. A line run only at import (a module constant) sel
 any of its module's code. A mutant no test executes is "uncovered" and counts as a survivor; one over
 its time limit counts as killed. `--rerun` runs the survivors of an earlier result against the whole
 suite and writes the earlier results with their new status; `--combine` merges result files of runs
-per module. Mutants listed in tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave
+per module (a later file's results for a source file replace earlier ones: a newer run of that file). Mutants listed in tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave
 exactly like the original and are left out of the score. Results: --out (build/mutation.json) and
 tables per file and per target (killed / scored, score). Each result is also appended to
 <out>.jsonl the moment its mutant is done, so a run that stops early keeps what it measured:
@@ -388,7 +388,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="run the survivors of this earlier result file against the whole suite; --out then holds "
                              "the earlier results with their new status")
     parser.add_argument("--combine", type=Path, nargs="+", metavar="JSON",
-                        help="only merge result files (e.g. of runs per module) into --out, and print their scores")
+                        help="only merge result files (e.g. of runs per module) into --out, and print their scores; "
+                             "a later file's results for a source file replace the earlier files' for it")
     parser.add_argument("--list", action="store_true", help="only count the mutants per file")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
@@ -399,7 +400,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--jobs must be at least 1, --sample at least 0, --timeout 0..86400 seconds")
     equivalent = equivalent_keys()
     if args.combine:
-        combined = [r for f in args.combine for r in read_results(f)]
+        combined: list[dict] = []
+        for f in args.combine:  # a later file's results for a source file replace the earlier ones (a newer run of it)
+            later = read_results(f)
+            paths = {r["path"] for r in later}
+            combined = [r for r in combined if r["path"] not in paths] + later
         return report(merge(combined, [], equivalent), args.out, {"combined": [str(f) for f in args.combine]})
     if args.list:
         for f in files:
