@@ -396,3 +396,65 @@ def test_cache_locations_per_bucket_default_limit_is_50():
 
     assert limit_messages(with_locations(49)) == []
     assert limit_messages(with_locations(50)) == [f"bucket {bucket.removeprefix('gs://')} has 50 cache locations; Pathways allows fewer than 50"]
+
+
+def test_kueue_quota_counts_a_pool_without_a_size_as_empty_and_a_flavor_without_tpus_as_no_quota():
+    queue, pool = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "gcp:container/nodePool:NodePool"
+    # a TPU pool with neither nodeCount nor autoscaling holds no chips: its group's quota is over by that pool
+    unsized = mutate(BATCH, pool, "slices-main-1", "nodeCount", None)
+    assert _only(unsized, "pathways-kueue-quota") == [
+        "ClusterQueue pathways: flavor tpu-main has a google.com/tpu quota of 32, but its pools hold 16 chips; derive quotas from the pools"]
+    # a flavor that lists no google.com/tpu resource asks for no chips
+    cpu_only = mutate(BATCH, queue, "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.0.resources",
+                      [{"name": "cpu", "nominalQuota": "124"}, {"name": "memory", "nominalQuota": "484Gi"}])
+    assert _only(cpu_only, "pathways-kueue-quota") == []
+
+
+FIREWALL_T = "gcp:compute/firewall:Firewall"
+
+
+def _network_messages(plan) -> list[str]:
+    return _only(plan, "pathways-network-exposure")
+
+
+def test_port_ranges_end_where_they_say():
+    # "29003-29004" and "28990-28999" sit between and below Pathways ports (29000-29002, 29005): inclusive ends, no more
+    prod = stack_plan("prod")
+    for ports, opened in ((["29003-29004"], None), (["28990-28999"], None), (["28990-29000"], "[29000]")):
+        wide = add(prod, FIREWALL_T, "wide-open", {"name": "wide-open", "sourceRanges": ["0.0.0.0/0"], "allows": [{"protocol": "tcp", "ports": ports}]})
+        found = [m for m in _network_messages(wide) if "wide-open" in m]
+        assert found == ([f"firewall wide-open opens Pathways ports {opened} to the internet; allow them from the Pathways node "
+                          "service account only"] if opened else []), ports
+
+
+def test_an_existing_vpc_is_not_asked_for_cloud_nat():
+    # the stack creates no Network when it uses pathways:network.existingNetwork: egress is the VPC owner's
+    prod = stack_plan("prod")
+    no_nat = Plan(prod.stack, [r for r in prod.resources if r.type != "gcp:compute/routerNat:RouterNat"], prod.outputs)
+    assert any("without Cloud NAT" in m for m in _network_messages(no_nat))
+    existing = Plan(prod.stack, [r for r in no_nat.resources if r.type != "gcp:compute/network:Network"], prod.outputs)
+    assert not any("without Cloud NAT" in m for m in _network_messages(existing))
+
+
+def test_a_protected_control_plane_needs_a_private_endpoint_or_authorized_networks_not_both():
+    prod = stack_plan("prod")
+    public_with_networks = mutate(prod, CLUSTER_T, "cluster", "privateClusterConfig.enablePrivateEndpoint", False)
+    private_without_networks = mutate(prod, CLUSTER_T, "cluster", "masterAuthorizedNetworksConfig", None)
+    for plan in (public_with_networks, private_without_networks):
+        assert not any("control plane open to the internet" in m for m in _network_messages(plan))
+    neither = mutate(public_with_networks, CLUSTER_T, "cluster", "masterAuthorizedNetworksConfig", None)
+    assert any("control plane open to the internet" in m for m in _network_messages(neither))
+
+
+def test_a_deny_from_part_of_the_internet_does_not_close_the_pathways_ports():
+    prod = stack_plan("prod")
+    partial = mutate(prod, FIREWALL_T, "pathways-ports-deny", "sourceRanges", ["10.0.0.0/8"])
+    assert any("are not closed to other sources" in m for m in _network_messages(partial))
+
+
+def test_an_autoscaled_tpu_pool_with_a_per_zone_maximum_may_also_set_totals():
+    both = mutate(BATCH, POOL, "slices-main-0", "autoscaling", {"minNodeCount": 0, "maxNodeCount": 4, "totalMaxNodeCount": 4})
+    both = mutate(both, POOL, "slices-main-0", "nodeCount", None)
+    assert _only(both, "pathways-tpu-pool-matches-catalog") == []
+    only_total = mutate(both, POOL, "slices-main-0", "autoscaling", {"totalMinNodeCount": 0, "totalMaxNodeCount": 4})
+    assert any("sets only total node limits" in m for m in _only(only_total, "pathways-tpu-pool-matches-catalog"))
