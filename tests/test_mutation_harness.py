@@ -75,6 +75,29 @@ def f(x):
     assert mutation.mutant_lines(path, sites["statement:deleted@12"]) == {12}
 
 
+def test_code_run_at_import_is_told_from_code_run_by_calls(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("""LIMIT = 40
+
+
+def f(x, y=3):
+    return x > 5
+
+
+class C:
+    size = 7
+
+    def g(self):
+        return sorted([2], key=lambda v: v > 9)
+""")
+    at_import = {m.operator + "@" + str(m.line): mutation.runs_at_import(path, m) for m in mutation.mutants(path)}
+    assert at_import == {
+        "int:40->41@1": True, "int:3->4@4": True, "int:7->8@9": True,  # a constant, a default value, a class attribute
+        "return:None@5": False, "compare0:Gt->GtE@5": False, "int:5->6@5": False,  # a function's body
+        "return:None@12": False, "int:2->3@12": False, "compare0:Gt->GtE@12": False, "int:9->10@12": False,  # and a lambda's
+    }
+
+
 def test_select_tests_runs_only_what_covers_the_line_and_killers_first():
     cmap = mutation.CoverageMap(
         lines={"m.py": {1: {""}, 5: {"tests/test_a.py::t1", "tests/test_b.py::t2", "tests/test_b.py"}, 7: {"tests/test_a.py::t1"}}},
@@ -91,6 +114,8 @@ def test_select_tests_runs_only_what_covers_the_line_and_killers_first():
     assert mutation.select_tests(cmap, "other.py", {5}, history) == []
     # import time (a module constant): the tests that run any of the module's code
     assert mutation.select_tests(cmap, "m.py", {1}) == ["tests/test_a.py::t1", "tests/test_b.py"]
+    # a constant whose import coverage credited to the one test that imported the module first
+    assert mutation.select_tests(cmap, "m.py", {7}, at_import=True) == ["tests/test_a.py::t1", "tests/test_b.py"]
     imported_only = mutation.CoverageMap({"k.py": {1: {""}}}, cmap.durations, cmap.all_tests)
     assert mutation.select_tests(imported_only, "k.py", {1}) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
     assert mutation.select_tests(cmap, "m.py", set(), everything=True) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]

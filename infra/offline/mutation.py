@@ -288,17 +288,33 @@ def mutant_lines(path: Path, mutant: Mutant) -> set[int]:
     return lines
 
 
+def runs_at_import(path: Path, mutant: Mutant) -> bool:
+    """Whether the mutated node runs when its module is imported (a module constant, a default value,
+    a class attribute), not when a function is called. Coverage credits such a line to whichever test
+    imported the module first, so its own contexts say little about which tests depend on it."""
+    tree = ast.parse(path.read_text())
+    node, _ = list(_sites(tree))[mutant.index]
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.Lambda) or (isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                              and any(child is stmt for stmt in parent.body)):
+            return False
+        child, parent = parent, parents.get(id(parent))
+    return True
+
+
 def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional[KillHistory] = None,
-                 first: tuple[str, ...] = (), everything: bool = False) -> list[str]:
+                 first: tuple[str, ...] = (), everything: bool = False, at_import: bool = False) -> list[str]:
     """pytest arguments for the tests that run any of `lines`: node ids, or whole files. Files that
-    killed earlier mutants of `rel` come first (then `first`, then the fastest). A line run only at the
-    suite's import time (a module constant) selects the tests that run any line of its module, which
-    may miss a test that reads the constant directly: `--rerun` checks each survivor against the whole
-    suite (`everything`). [] if no test runs the lines."""
+    killed earlier mutants of `rel` come first (then `first`, then the fastest). Code run at import
+    (`at_import`, or a line run at the suite's own import time) selects the tests that run any line of
+    its module, which may miss a test that reads a constant directly: `--rerun` checks each survivor
+    against the whole suite (`everything`). [] if no test runs the lines."""
     contexts: set[str] = set()
     for n in lines:
         contexts |= cmap.lines.get(rel, {}).get(n, set())
-    if "" in contexts:  # import time (a module constant): the tests that run any of the module's code
+    if at_import or "" in contexts:  # import time (a module constant): the tests that run any of the module's code
         contexts = set().union(*cmap.lines.get(rel, {}).values()) - {""}
     if everything or not contexts and any(cmap.lines.get(rel, {}).get(n) for n in lines):
         contexts = set(cmap.all_tests)
@@ -481,7 +497,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             if rerun is not None:  # the whole suite, not the selection
                 tests = select_tests(cmap, rel, set(), history, tuple(args.first), everything=True)
             else:
-                tests = select_tests(cmap, rel, mutant_lines(f, m), history, tuple(args.first))
+                tests = select_tests(cmap, rel, mutant_lines(f, m), history, tuple(args.first), at_import=runs_at_import(f, m))
             if not tests:
                 return record({**asdict(m), "status": "uncovered", "seconds": 0.0, "tests": 0, "killedBy": ""})
             seconds = sum(cmap.file_seconds(t) if "::" not in t else cmap.durations.get(t, 10.0) for t in tests)
