@@ -167,6 +167,7 @@ def test_a_rerun_updates_the_earlier_results_and_scores_per_target():
     assert mutation._score({"b": per_file["components/model/b.py"]}) == (0, 1)  # uncovered counts against, equivalent not
     gone = mutation.merge(earlier, [{**r("policies/rules/a.py", 2, "x"), "status": "gone"}], set())
     assert mutation._score(mutation.tally(gone)) == (1, 3)  # a survivor whose code is gone is not scored
+    assert mutation.rerun_keys(earlier, {"components/model/b.py"}) == {"components/model/b.py:3:0:int:1->2", "components/model/b.py:4:0:int:1->2"}
     assert mutation.module_of("policies/rules/a.py") == "policies/rules"
     assert mutation.module_of("infra/offline/critical_path.py") == "infra/offline/critical_path.py"
 

@@ -384,6 +384,12 @@ def read_results(path: Path) -> list[dict]:
     return results
 
 
+def rerun_keys(earlier: list[dict], paths: set[str]) -> set[str]:
+    """The survivors of an earlier run that a rerun of `paths` runs again (another file's survivors are
+    not this run's: they keep their status, and are not reported gone)."""
+    return {_key(r) for r in earlier if r["status"] in ("survived", "uncovered") and r["path"] in paths}
+
+
 def _score(per_file: dict[str, dict[str, int]]) -> tuple[int, int]:
     killed = sum(c["killed"] + c["timeout"] for c in per_file.values())
     return killed, killed + sum(c["survived"] + c["uncovered"] for c in per_file.values())
@@ -431,7 +437,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     earlier: list[dict] = []
     if args.rerun:
         earlier = read_results(args.rerun)
-        rerun = {_key(r) for r in earlier if r["status"] in ("survived", "uncovered")}
+        rerun = rerun_keys(earlier, {f.relative_to(PROJECT_ROOT).as_posix() for f in files})
     results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         # One snapshot of the tree: the copies, and the pristine sources the mutants are made from (the
