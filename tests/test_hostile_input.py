@@ -366,3 +366,26 @@ def test_the_benchmarks_hostile_files_are_refused(tmp_path, capsys):
         path.write_text(text)
         code, out, err = run_cli(capsys, "plan", "--config", str(path))
         assert code == 2 and err.startswith("error: ") and all(line.startswith("error: ") for line in err.splitlines()), name
+
+
+@pytest.mark.parametrize("loader", ["libyaml", "pure-python"])
+def test_nesting_and_value_counts_are_bounded_with_either_yaml_loader(tmp_path, capsys, monkeypatch, loader):
+    from infra.offline import stackfile
+
+    if loader == "pure-python":  # PyYAML built without libyaml: the bounded pure-Python loader
+        monkeypatch.setattr(stackfile, "_LOADER", stackfile._BoundedLoader)
+    path = tmp_path / "Pulumi.x.yaml"
+
+    def error(text: str) -> str:
+        path.write_text(text)
+        return one_error(capsys, path)
+
+    # the document's mapping and config's are levels 1 and 2: 30 brackets reach MAX_NESTING (32), 31 go past it
+    path.write_text("config:\n  a: " + "[" * 30 + "]" * 30 + "\n")
+    code, _, err = run_cli(capsys, "plan", "--config", str(path))
+    assert code == 2 and "nested too deeply" not in err and "gcp:project: required but not set" in err  # read, then checked
+    assert error("config:\n  a: " + "[" * 31 + "]" * 31 + "\n") == f"{path}: nested too deeply to be a stack file"
+    assert error("config:\n  a:\n" + "    - 1\n" * 100_001) == f"{path}: more than 100000 values; a stack file holds a few hundred"
+    # aliases can nest a shallow anchor deeper than the text does
+    deep_alias = "config:\n  a: &a " + "[" * 20 + "]" * 20 + "\n  b: " + "[" * 20 + "*a" + "]" * 20 + "\n"
+    assert error(deep_alias) == f"{path}: nested too deeply to be a stack file"

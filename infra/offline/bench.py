@@ -8,7 +8,8 @@ reference stack (2 x v6e-16, one batch workload): its plan time, the part of it 
 the provider SDKs, and the ratio to xpk's dry-run of the same cluster and workload (1.8 s, the figure
 issue #17 reports; xpk needs gcloud, so it is not re-measured here). Figures go to build/bench.json;
 targets: 256 slices within 3x the 1-slice wall time, peak RSS <= 400 MB. Last, hostile stack files
-(an alias bomb, a file over the size limit, deep nesting, a 5,000-digit number, absurd counts): each
+(an alias bomb, a file over the size limit, deep nesting, 1 MiB of short nested lists or of values,
+a 5,000-digit number, absurd counts): each
 must end in exit 2 with error lines only (no traceback) within 2 s, fresh process included.
 """
 
@@ -54,6 +55,10 @@ MAX_RSS_MB = 400
 MAX_HOSTILE_S = 2.0  # a hostile file is refused before the SDKs load: Python start plus parsing
 
 
+def _fill(head: str, line: str, size: int) -> str:
+    return head + line * ((size - len(head)) // len(line))
+
+
 def hostile_files() -> dict[str, str]:
     """Stack files built to be slow or large to read; each must be refused fast (tests/test_hostile_input.py
     checks the messages; this measures the time)."""
@@ -67,6 +72,8 @@ def hostile_files() -> dict[str, str]:
         "alias bomb (9^10 values)": "\n".join(bomb) + "\n",
         "over the size limit": "config:\n" + "#" * MAX_STACK_FILE_BYTES,
         "nested 5,000 deep": "config:\n  a: " + "[" * 5000 + "\n",
+        "1 MiB of 29-deep lists": _fill("config:\n  a:\n", "    - " + "[" * 29 + "]" * 29 + "\n", MAX_STACK_FILE_BYTES),
+        "1 MiB of values": _fill("config:\n  a:\n", "    - 1\n", MAX_STACK_FILE_BYTES),
         "a 5,000-digit number": "config:\n  a: " + "9" * 5000 + "\n",
         "10^18 slices": yaml.safe_dump(huge),
     }

@@ -54,28 +54,51 @@ _STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt
 # Values a stack file may expand to. YAML aliases (*name) share one node, so a few lines can stand
 # for billions of values ("billion laughs"): count them expanded before building anything.
 MAX_STACK_FILE_VALUES = 100_000
+# Collections nested in one another. A stack file's values nest a few levels deep (config -> key ->
+# list -> object -> list -> object). Checked on the composed nodes, and for flow collections ([...],
+# {...}) already while scanning with the pure-Python loader: its scanner re-checks every open flow
+# level on each token, so a 400-deep list costs ~160,000 checks and a 1 MiB file of them minutes.
+MAX_NESTING = 32
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
+class _TooDeep(Exception):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses flow collections nested deeper than MAX_NESTING while scanning."""
+
+    def fetch_flow_collection_start(self, TokenClass):
+        if self.flow_level >= MAX_NESTING:
+            raise _TooDeep
+        super().fetch_flow_collection_start(TokenClass)
+
+
+# libyaml (PyYAML's C loader; the manylinux wheels the lock installs include it) reads a 1 MiB file
+# ~8x faster than the pure-Python loader and bounds nesting itself (1000 levels), with the same error
+# texts; the pure-Python loader, bounded above, is the fallback where PyYAML was built without it.
+_LOADER: Any = getattr(yaml, "CSafeLoader", None) or _BoundedLoader
+
+
+def _expanded(node: yaml.Node, memo: dict[int, tuple[int, int]], limit: int) -> tuple[int, int]:
+    """(values, collection levels) of a node with its aliases expanded: an alias counts its anchor's
+    values again and nests its anchor's levels where it stands. A scalar is 0 levels, [] is 1."""
     key = id(node)
     if key in memo:
-        if memo[key] < 0:
+        if memo[key][0] < 0:
             raise StackFileError("a YAML alias refers to itself")
         return memo[key]
-    memo[key] = -1
-    size = 1
-    if isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            size += _expanded_size(child, memo, limit)
-            if size > limit:
-                break
-    elif isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            size += _expanded_size(k, memo, limit) + _expanded_size(v, memo, limit)
-            if size > limit:
-                break
-    memo[key] = size
-    return size
+    memo[key] = (-1, 0)
+    children = node.value if isinstance(node, yaml.SequenceNode) else (
+        [n for kv in node.value for n in kv] if isinstance(node, yaml.MappingNode) else [])
+    size, levels = 1, int(isinstance(node, yaml.CollectionNode))
+    for child in children:
+        child_size, child_levels = _expanded(child, memo, limit)
+        size, levels = size + child_size, max(levels, child_levels + 1)
+        if size > limit or levels > MAX_NESTING:
+            break
+    memo[key] = (size, levels)
+    return memo[key]
 
 
 def read_stack_file(path: Path) -> str:
@@ -110,27 +133,52 @@ def read_stack_file(path: Path) -> str:
         ) from None
 
 
-def parse_stack_file(text: str, path: Path) -> Any:
+def _named_stream(text: str, path: Path) -> io.StringIO:
     stream = io.StringIO(text)
     stream.name = str(path)  # so YAML errors name the file, not "<unicode string>"
+    return stream
+
+
+def _check_events(text: str, path: Path) -> None:
+    """Refuse a file with more values, or deeper nesting, than a stack file has, from its parse events
+    alone: cheap, where building the nodes of a 1 MiB file of short nested lists takes seconds."""
+    depth = events = 0
+    for event in yaml.parse(_named_stream(text, path), Loader=_LOADER):
+        events += 1
+        if events > MAX_STACK_FILE_VALUES:
+            raise StackFileError(f"{path}: more than {MAX_STACK_FILE_VALUES} values; a stack file holds a few hundred")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _TooDeep
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def parse_stack_file(text: str, path: Path) -> Any:
     loader = None
     try:
-        loader = yaml.SafeLoader(stream)  # its reader already checks the characters
+        _check_events(text, path)
+        loader = _LOADER(_named_stream(text, path))  # its reader already checks the characters
         node = loader.get_single_node()
         if node is None:
             return None
         try:
-            size = _expanded_size(node, {}, MAX_STACK_FILE_VALUES)
+            size, levels = _expanded(node, {}, MAX_STACK_FILE_VALUES)
         except StackFileError as e:
             raise StackFileError(f"{path}: {e}") from None
+        if levels > MAX_NESTING:
+            raise _TooDeep
         if size > MAX_STACK_FILE_VALUES:
             raise StackFileError(
                 f"{path}: expands to more than {MAX_STACK_FILE_VALUES} values (YAML aliases); write the values out"
             )
         return loader.construct_document(node)
     except yaml.YAMLError as e:
+        if getattr(e, "problem", "") == "exceeded maximum nesting depth":  # libyaml's own bound (1000)
+            raise StackFileError(f"{path}: nested too deeply to be a stack file") from None
         raise StackFileError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
-    except RecursionError:
+    except (RecursionError, _TooDeep):
         raise StackFileError(f"{path}: nested too deeply to be a stack file") from None
     except StackFileError:
         raise
