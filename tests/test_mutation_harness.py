@@ -90,6 +90,10 @@ class C:
     def g(self):
         return sorted([2], key=lambda v: v > 9)
 """)
+    assert not mutation.constants_only(path)
+    constants = tmp_path / "ports.py"
+    constants.write_text("A = 1\nB = (A, 2)\n")
+    assert mutation.constants_only(constants)  # its mutants run against the whole suite
     at_import = {m.operator + "@" + str(m.line): mutation.runs_at_import(path, m) for m in mutation.mutants(path)}
     assert at_import == {
         "int:40->41@1": True, "int:3->4@4": True, "int:7->8@9": True,  # a constant, a default value, a class attribute

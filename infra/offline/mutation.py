@@ -304,6 +304,12 @@ def runs_at_import(path: Path, mutant: Mutant) -> bool:
     return True
 
 
+def constants_only(path: Path) -> bool:
+    """A module that runs nothing after import (no function or lambda): every line of it is credited
+    to the tests that happened to import it first, so no test of the module's own says who reads it."""
+    return not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for n in ast.walk(ast.parse(path.read_text())))
+
+
 def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional[KillHistory] = None,
                  first: tuple[str, ...] = (), everything: bool = False, at_import: bool = False) -> list[str]:
     """pytest arguments for the tests that run any of `lines`: node ids, or whole files. Files that
@@ -500,7 +506,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             rel = m.path
             if m.key in equivalent:
                 return record({**asdict(m), "status": "equivalent", "seconds": 0.0, "tests": 0, "killedBy": ""})
-            if rerun is not None:  # the whole suite, not the selection
+            if rerun is not None or constants_only(f):  # the whole suite, not the selection
                 tests = select_tests(cmap, rel, set(), history, tuple(args.first), everything=True)
             else:
                 tests = select_tests(cmap, rel, mutant_lines(f, m), history, tuple(args.first), at_import=runs_at_import(f, m))
