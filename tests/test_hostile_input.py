@@ -386,6 +386,11 @@ def test_nesting_and_value_counts_are_bounded_with_either_yaml_loader(tmp_path, 
     assert code == 2 and "nested too deeply" not in err and "gcp:project: required but not set" in err  # read, then checked
     assert error("config:\n  a: " + "[" * 31 + "]" * 31 + "\n") == f"{path}: nested too deeply to be a stack file"
     assert error("config:\n  a:\n" + "    - 1\n" * 100_001) == f"{path}: more than 100000 values; a stack file holds a few hundred"
+    if loader == "libyaml":  # the count at its edge: the root and config mappings, two keys, the list and its items
+        path.write_text("config:\n  a:\n" + "    - 1\n" * 99_995)
+        code, _, err = run_cli(capsys, "plan", "--config", str(path))
+        assert code == 2 and "values" not in err and "gcp:project: required but not set" in err
+        assert error("config:\n  a:\n" + "    - 1\n" * 99_996) == f"{path}: more than 100000 values; a stack file holds a few hundred"
     # aliases can nest a shallow anchor deeper than the text does
     deep_alias = "config:\n  a: &a " + "[" * 20 + "]" * 20 + "\n  b: " + "[" * 20 + "*a" + "]" * 20 + "\n"
     assert error(deep_alias) == f"{path}: nested too deeply to be a stack file"

@@ -216,12 +216,11 @@ def _check_placement(base, ppath, rj, job, pod, containers, pools: list[PoolFact
 def check_jobset(obj: dict[str, Any], pools: Optional[list[PoolFacts]] = None) -> Report:
     """All three layers; `pools` enables the checks against the stack's node pools."""
     report = Report()
-    check_schema(obj, report)
-    if not report.type_errors:
-        check_job_templates(obj, report)
-    if report.type_errors:  # the semantic layer reads fields by the schema's types (a 7 where a list belongs)
-        report.notices.append("semantic checks skipped until the schema's type errors are fixed")
-        return report
+    for schema_layer in (check_schema, check_job_templates):
+        schema_layer(obj, report)
+        if report.type_errors:  # later layers read fields by the schema's types (a 7 where a list belongs)
+            report.notices.append("semantic checks skipped until the schema's type errors are fixed")
+            return report
     check_semantics(obj, pools, report)
     return report
 

@@ -9,8 +9,8 @@ the provider SDKs, and the ratio to xpk's dry-run of the same cluster and worklo
 issue #17 reports; xpk needs gcloud, so it is not re-measured here). Figures go to build/bench.json;
 targets: 256 slices within 3x the 1-slice wall time, peak RSS <= 400 MB. Last, hostile stack files
 (an alias bomb, a file over the size limit, deep nesting, 1 MiB of short nested lists or of values,
-a 5,000-digit number, absurd counts): each
-must end in exit 2 with error lines only (no traceback) within 2 s, fresh process included.
+a 5,000-digit number, absurd counts): each must end in exit 2 with error lines only (no traceback)
+within 2 s, fresh process included.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import functools
 import json
 import os
 import queue
@@ -270,11 +271,19 @@ def coverage_map(workdir: Path, files: list[str], scratch: Path) -> Optional[Cov
     return CoverageMap(lines, json.loads(durations_file.read_text()), test_files(workdir))
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str) -> tuple[ast.Module, list[tuple[ast.AST, str]]]:
+    """One parse of a source (and its mutation sites) for the read-only questions asked of every
+    mutant of a file; never handed to _Apply, which changes the tree it is given."""
+    tree = ast.parse(source)
+    return tree, list(_sites(tree))
+
+
 def mutant_lines(path: Path, mutant: Mutant) -> set[int]:
     """The lines whose execution would run the mutated node: its own lines, and those of the simple
     statement holding it (or the first line of the compound statement whose header holds it)."""
-    tree = ast.parse(path.read_text())
-    node, _ = list(_sites(tree))[mutant.index]
+    tree, sites = _parsed(path.read_text())
+    node, _ = sites[mutant.index]
     stmt: Optional[ast.stmt] = None
     for candidate in ast.walk(tree):
         if isinstance(candidate, ast.stmt) and any(n is node for n in ast.walk(candidate)):
@@ -292,8 +301,8 @@ def runs_at_import(path: Path, mutant: Mutant) -> bool:
     """Whether the mutated node runs when its module is imported (a module constant, a default value,
     a class attribute), not when a function is called. Coverage credits such a line to whichever test
     imported the module first, so its own contexts say little about which tests depend on it."""
-    tree = ast.parse(path.read_text())
-    node, _ = list(_sites(tree))[mutant.index]
+    tree, sites = _parsed(path.read_text())
+    node, _ = sites[mutant.index]
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     child, parent = node, parents.get(id(node))
     while parent is not None:
@@ -307,7 +316,7 @@ def runs_at_import(path: Path, mutant: Mutant) -> bool:
 def constants_only(path: Path) -> bool:
     """A module that runs nothing after import (no function or lambda): every line of it is credited
     to the tests that happened to import it first, so no test of the module's own says who reads it."""
-    return not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for n in ast.walk(ast.parse(path.read_text())))
+    return not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for n in ast.walk(_parsed(path.read_text())[0]))
 
 
 def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional[KillHistory] = None,
