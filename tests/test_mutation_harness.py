@@ -231,6 +231,21 @@ def test_every_listed_equivalent_mutant_exists_and_gives_a_reason():
     assert keys - existing == set()  # a stale entry would hide nothing, or the wrong mutant
 
 
+def test_a_file_that_is_not_a_result_file_is_a_one_line_error(tmp_path, capsys):
+    import json
+
+    cases = {"missing.json": None, "text.json": "not json", "list.json": json.dumps({"results": [{"path": 1}]}),
+             "no-results.json": json.dumps({"perFile": {}})}
+    for name, text in cases.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        for flag in ("--combine", "--rerun"):
+            with pytest.raises(SystemExit) as e:
+                mutation.main([flag, str(tmp_path / name)])
+            err = capsys.readouterr().err
+            assert e.value.code == 2 and f"{tmp_path / name}: not a mutation result file" in err and "Traceback" not in err, (name, err)
+
+
 @pytest.mark.parametrize("argv", [["--sample", "-1"], ["--jobs", "0"], ["--timeout", "0"]])
 def test_bad_arguments_are_one_line_errors(argv, capsys):
     with pytest.raises(SystemExit) as e:

@@ -11,12 +11,13 @@ file where module-scoped fixtures make the file one unit, and in the Python subp
 a red suite stops here. Then each mutant runs, in a scratch copy made from one snapshot of the tree
 (never the working tree; --jobs copies at once, each with a warm runner, mutation_runner.py), only the
 tests that execute its lines: those that killed earlier mutants of the file first, then the fastest,
-stopping at the first failure. A line run only at import (a module constant) selects the tests that run
-any of its module's code. A mutant no test executes is "uncovered" and counts as a survivor; one over
-its time limit counts as killed. `--rerun` runs the survivors of an earlier result against the whole
-suite and writes the earlier results with their new status; `--combine` merges result files of runs
-per module (a later file's results for a source file replace earlier ones: a newer run of that file). Mutants listed in tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave
-exactly like the original and are left out of the score. Results: --out (build/mutation.json) and
+stopping at the first failure. Code run at import (a constant, a default, a class attribute) selects
+the tests that run any of its module's code; a module of constants only, the whole suite. A mutant no
+test executes is "uncovered" and counts as a survivor; one over its time limit counts as killed.
+`--rerun` runs the survivors of an earlier result against the whole suite and writes the earlier
+results with their new status; `--combine` merges result files of runs per module (a later file's
+results for a source file replace earlier ones: a newer run of that file). Mutants listed in
+tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave exactly like the original and are left out of the score. Results: --out (build/mutation.json) and
 tables per file and per target (killed / scored, score). Each result is also appended to
 <out>.jsonl the moment its mutant is done, so a run that stops early keeps what it measured:
 `--combine build/mutation.jsonl` scores it.
@@ -272,17 +273,18 @@ def coverage_map(workdir: Path, files: list[str], scratch: Path) -> Optional[Cov
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed(source: str) -> tuple[ast.Module, list[tuple[ast.AST, str]]]:
-    """One parse of a source (and its mutation sites) for the read-only questions asked of every
-    mutant of a file; never handed to _Apply, which changes the tree it is given."""
+def _parsed(source: str) -> tuple[ast.Module, list[tuple[ast.AST, str]], dict[int, ast.AST]]:
+    """One parse of a source (its mutation sites, each node's parent) for the read-only questions
+    asked of every mutant of a file; never handed to _Apply, which changes the tree it is given."""
     tree = ast.parse(source)
-    return tree, list(_sites(tree))
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    return tree, list(_sites(tree)), parents
 
 
 def mutant_lines(path: Path, mutant: Mutant) -> set[int]:
     """The lines whose execution would run the mutated node: its own lines, and those of the simple
     statement holding it (or the first line of the compound statement whose header holds it)."""
-    tree, sites = _parsed(path.read_text())
+    tree, sites, _ = _parsed(path.read_text())
     node, _ = sites[mutant.index]
     stmt: Optional[ast.stmt] = None
     for candidate in ast.walk(tree):
@@ -301,9 +303,8 @@ def runs_at_import(path: Path, mutant: Mutant) -> bool:
     """Whether the mutated node runs when its module is imported (a module constant, a default value,
     a class attribute), not when a function is called. Coverage credits such a line to whichever test
     imported the module first, so its own contexts say little about which tests depend on it."""
-    tree, sites = _parsed(path.read_text())
+    _, sites, parents = _parsed(path.read_text())
     node, _ = sites[mutant.index]
-    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     child, parent = node, parents.get(id(node))
     while parent is not None:
         if isinstance(parent, ast.Lambda) or (isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -384,19 +385,36 @@ def merge(earlier: list[dict], again: list[dict], equivalent: set[str]) -> list[
     return [{**r, "status": "equivalent"} if _key(r) in equivalent else newer.get(_key(r), r) for r in earlier]
 
 
+class ResultFileError(ValueError):
+    """A --combine or --rerun file that is not a mutation result file."""
+
+
 def read_results(path: Path) -> list[dict]:
     """The results of a --out file (JSON) or of a run's progress file (JSON lines, one mutant a line;
     a line cut short by a stop is skipped)."""
-    text = path.read_text()
-    if path.suffix != ".jsonl":
-        return json.loads(text)["results"]
+    try:
+        text = path.read_text()
+        if path.suffix != ".jsonl":
+            results = json.loads(text)["results"]
+            if not isinstance(results, list) or not all(_is_result(r) for r in results):
+                raise TypeError("'results' is not a list of mutant results")
+            return results
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise ResultFileError(f"{path}: not a mutation result file ({e.__class__.__name__}: {e})"[:300]) from None
     results = []
     for line in text.splitlines():
         try:
-            results.append(json.loads(line))
+            r = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if _is_result(r):
+            results.append(r)
     return results
+
+
+def _is_result(r: object) -> bool:
+    return (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("path", "operator", "status"))
+            and all(isinstance(r.get(k), int) for k in ("line", "col")) and r["status"] in STATUSES)
 
 
 def rerun_keys(earlier: list[dict], paths: set[str]) -> set[str]:
@@ -436,10 +454,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.jobs < 1 or args.sample < 0 or not 0 < args.timeout <= 86400:
         parser.error("--jobs must be at least 1, --sample at least 0, --timeout 0..86400 seconds")
     equivalent = equivalent_keys()
+    try:
+        results_of = {f: read_results(f) for f in [*(args.combine or []), *([args.rerun] if args.rerun else [])]}
+    except ResultFileError as e:
+        parser.error(str(e))
     if args.combine:
         combined: list[dict] = []
         for f in args.combine:  # a later file's results for a source file replace the earlier ones (a newer run of it)
-            later = read_results(f)
+            later = results_of[f]
             paths = {r["path"] for r in later}
             combined = [r for r in combined if r["path"] not in paths] + later
         return report(merge(combined, [], equivalent), args.out, {"combined": [str(f) for f in args.combine]})
@@ -451,7 +473,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     rerun = None
     earlier: list[dict] = []
     if args.rerun:
-        earlier = read_results(args.rerun)
+        earlier = results_of[args.rerun]
         rerun = rerun_keys(earlier, {f.relative_to(PROJECT_ROOT).as_posix() for f in files})
     results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
