@@ -165,11 +165,14 @@ def test_dashboard_passes_the_structure_and_uses_documented_metrics(committed_st
         assert f'resource.label."cluster_name"="{plan.outputs["clusterName"]}"' in f
 
 
-def test_alerts_cover_the_four_failures_and_use_documented_metrics(committed_stack):
-    _, plan = committed_stack
+def test_alerts_cover_the_failures_and_use_documented_metrics(committed_stack):
+    name, plan = committed_stack
     alerts = plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")
     names = sorted(a.input("displayName").split(": ", 1)[1] for a in alerts)
-    assert names == ["TPU duty cycle low", "TPU slice interrupted", "head pod not ready", "restart storm"]
+    batch = [w for w in __import__("yaml").safe_load(open(f"stacks/Pulumi.{name}.yaml"))["config"]["pathways:workloads"]
+             if w.get("mode", "batch") == "batch" and w.get("state", "running") == "running"]
+    expected = ["TPU slice interrupted", "head pod not ready", "restart storm"] + (["TPU duty cycle low"] if batch else [])
+    assert names == sorted(expected)
     for a in alerts:
         (cond,) = a.input("conditions")
         if "conditionThreshold" in cond:
@@ -177,16 +180,66 @@ def test_alerts_cover_the_four_failures_and_use_documented_metrics(committed_sta
             assert cond["conditionThreshold"]["comparison"] in ("COMPARISON_GT", "COMPARISON_LT")
         else:
             query = cond["conditionPrometheusQueryLanguage"]["query"]
-            assert any(m in query for m in monitoring.PROMQL_METRICS)
+            # only series GKE's managed kube-state-metrics exports (GKE "Collect and view kube state metrics")
+            assert set(re.findall(r"\b(kube_[a-z_]+)\{", query)) <= set(monitoring.PROMQL_METRICS), query
         assert a.input("documentation.mimeType") == "text/markdown"
     # the kube-state-metrics the PromQL series need are collected
     assert plan.one(CLUSTER).input("monitoringConfig") == {
         "enableComponents": ["SYSTEM_COMPONENTS", "POD", "JOBSET"], "managedPrometheus": {"enabled": True}}
 
 
+def test_every_aggregation_is_one_the_monitoring_api_accepts(committed_stack):
+    # Aligner reference: ALIGN_DELTA/ALIGN_RATE only on CUMULATIVE or DELTA metrics, MEAN/SUM/MAX only on
+    # GAUGE or DELTA ones; kinds from the GKE system metrics list (monitoring.METRICS)
+    _, plan = committed_stack
+    dash = json.loads(plan.one("gcp:monitoring/dashboard:Dashboard").input("dashboardJson"))
+    alerts = [a.input("conditions") for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")]
+    assert monitoring.aggregation_problems(dash) == []
+    assert monitoring.aggregation_problems(alerts) == []
+    # every chart but the PromQL one is checked (two per workload, five for the stack), every threshold alert too
+    charts = [t for t in dash["mosaicLayout"]["tiles"] if "timeSeriesFilter" in t["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]]
+    assert len(list(monitoring._aggregations(dash))) == len(charts) >= 6
+    assert len(list(monitoring._aggregations(alerts))) == sum("conditionThreshold" in c[0] for c in alerts) >= 2
+
+
+def test_the_aggregation_check_refuses_what_the_api_refuses():
+    gauge = {"filter": 'metric.type="kubernetes.io/node/interruption_count"', "aggregation": {"perSeriesAligner": "ALIGN_DELTA"}}
+    assert monitoring.aggregation_problems(gauge) == [
+        "kubernetes.io/node/interruption_count is GAUGE INT64; ALIGN_DELTA takes only CUMULATIVE/DELTA "
+        "DISTRIBUTION/DOUBLE/INT64 metrics (the API answers 400)"]
+    cumulative = {"filter": 'metric.type="kubernetes.io/container/restart_count"', "aggregations": [{"perSeriesAligner": "ALIGN_MEAN"}]}
+    assert "CUMULATIVE INT64; ALIGN_MEAN takes only DELTA/GAUGE" in monitoring.aggregation_problems(cumulative)[0]
+    unknown = {"filter": 'metric.type="kubernetes.io/node/cpu/core_usage_time"', "aggregation": {"perSeriesAligner": "ALIGN_RATE"}}
+    assert monitoring.aggregation_problems(unknown) == ["kubernetes.io/node/cpu/core_usage_time: not a metric of the table (METRICS)"]
+    assert monitoring.aggregation_problems({"filter": 'metric.type="kubernetes.io/container/restart_count"',
+                                            "aggregation": {"perSeriesAligner": "ALIGN_DELTA", "crossSeriesReducer": "REDUCE_BOGUS"}}) == [
+        "kubernetes.io/container/restart_count: reducer REDUCE_BOGUS is not one this project knows the rules of"]
+
+
+def test_idle_tpu_alert_watches_running_batch_workloads_only():
+    # an idle notebook or shared service is idle by design: only running batch workloads page
+    workloads = [{"name": "b", "image": "example.com/t:1"}, {"name": "i", "mode": "interactive"},
+                 {"name": "s", "image": "example.com/t:1", "state": "suspended"}]
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=workloads, headPool={"nodeCount": 3}))
+    (alert,) = [a for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "duty cycle" in a.input("displayName")]
+    assert alert.input("conditions")[0]["conditionThreshold"]["filter"].endswith(' metadata.user_labels."pathways/workload"=one_of("b")')
+    only_interactive = plan_of(config_with(pathwaysVersion=VERSION, workloads=[{"name": "i", "mode": "interactive"}]))
+    assert not [a for a in only_interactive.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "duty cycle" in a.input("displayName")]
+
+
+def test_head_not_ready_alert_reads_series_gke_exports():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[{"name": "i", "mode": "interactive"}]))
+    (alert,) = [a for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "head pod" in a.input("displayName")]
+    assert alert.input("conditions")[0]["conditionPrometheusQueryLanguage"]["query"] == (
+        'min by (pod) (kube_pod_container_status_ready{cluster="pathways-test", namespace="pathways", pod=~".*-pathways-head-.*"}) == 0 '
+        'and on (pod) max by (pod) (kube_pod_status_phase{cluster="pathways-test", namespace="pathways", pod=~".*-pathways-head-.*", '
+        'phase="Running"}) == 1')
+
+
 def test_duty_cycle_alert_follows_the_config_and_notifies_channels():
     plan = plan_of(config_with(monitoring={"dutyCycleThreshold": 25, "dutyCycleMinutes": 45,
-                                           "notificationChannels": ["projects/test-proj-123/notificationChannels/42"]}))
+                                           "notificationChannels": ["projects/test-proj-123/notificationChannels/42"]},
+                               pathwaysVersion=VERSION, workloads=[{"name": "b", "image": "example.com/t:1"}]))
     alert = next(a for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "duty cycle" in a.input("displayName"))
     t = alert.input("conditions")[0]["conditionThreshold"]
     assert (t["comparison"], t["thresholdValue"], t["duration"]) == ("COMPARISON_LT", 25, "2700s")
@@ -199,7 +252,7 @@ def test_interruption_and_restart_alerts_fire_on_their_thresholds(committed_stac
                for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "conditionThreshold" in a.input("conditions")[0]}
     t = by_name["TPU slice interrupted"]  # one interruption is one restarted slice: alert on the first
     assert (t["comparison"], t["thresholdValue"], t["duration"]) == ("COMPARISON_GT", 0, "0s")
-    assert t["aggregations"] == [{"alignmentPeriod": "300s", "perSeriesAligner": "ALIGN_DELTA", "crossSeriesReducer": "REDUCE_SUM",
+    assert t["aggregations"] == [{"alignmentPeriod": "300s", "perSeriesAligner": "ALIGN_SUM", "crossSeriesReducer": "REDUCE_SUM",
                                   "groupByFields": ['resource.label."node_name"']}]
     t = by_name["restart storm"]
     assert (t["comparison"], t["duration"], t["aggregations"][0]["alignmentPeriod"]) == ("COMPARISON_GT", "0s", "600s")

@@ -196,6 +196,7 @@ def test_a_long_bad_capacity_mode_is_cut():
 
 def test_flex_start_slices_are_listed_apart_with_the_price_source():
     lines = summary_text(summary_of("staging"))
+    lines = lines[: lines.index("Notices:") - 1] if "Notices:" in lines else lines
     assert lines[-2:] == [
         "  only while scaled up: TPU v6e chips (flex-start): 32 chips, $86.40/h (upper bound (on-demand list))",
         "  prices: 2025 list prices, not re-checked from this offline machine; override with pathways:prices. Estimate from "
@@ -214,3 +215,14 @@ def test_a_quantity_of_64_characters_is_the_longest():
     assert quantity.parse("1" + "0" * 63) == Decimal(10) ** 63
     with pytest.raises(ValueError, match="is not a Kubernetes quantity"):
         quantity.parse("1" + "0" * 64)
+
+
+def test_plan_says_when_alerts_notify_no_one():
+    from components.model.summary import notices
+    from infra.offline.stackfile import flatten
+    from tests.conftest import config_with
+
+    flat, _ = flatten(config_with())
+    assert any(n.startswith("alerts notify no one: pathways:monitoring.notificationChannels is empty") for n in notices(load(raw_values(flat), "t")))
+    flat, _ = flatten(config_with(monitoring={"notificationChannels": ["projects/test-proj-123/notificationChannels/1"]}))
+    assert not [n for n in notices(load(raw_values(flat), "t")) if n.startswith("alerts notify")]

@@ -4,28 +4,62 @@ Metric types are only those GKE publishes (Cloud Monitoring, "GKE system metrics
 monitoring/api/metrics_kubernetes: kubernetes.io/container/accelerator/*, .../restart_count,
 .../cpu/core_usage_time, .../memory/used_bytes, kubernetes.io/node/interruption_count) and the
 kube-state-metrics series GKE collects when the cluster enables the POD and JOBSET components
-(GKE docs, "Collect and view kube state metrics": kube_pod_status_ready, kube_jobset_restarts).
+(GKE docs, "Collect and view kube state metrics": kube_pod_container_status_ready,
+kube_pod_status_phase, kube_jobset_restarts). Every aligner is checked against the kind and value
+type of the metric it reads (`aggregation_problems`): the Monitoring API answers 400 otherwise.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
 from urllib.parse import quote
 
 from ..model.config import StackConfig
 from ..model.workload import Workload
 
-# The documented metric types this module may use (tests check every filter against it).
-METRIC_TYPES = {
-    "kubernetes.io/container/accelerator/duty_cycle": "k8s_container",
-    "kubernetes.io/container/accelerator/memory_used": "k8s_container",
-    "kubernetes.io/container/accelerator/memory_total": "k8s_container",
-    "kubernetes.io/container/cpu/core_usage_time": "k8s_container",
-    "kubernetes.io/container/memory/used_bytes": "k8s_container",
-    "kubernetes.io/container/restart_count": "k8s_container",
-    "kubernetes.io/node/interruption_count": "k8s_node",
+
+@dataclass(frozen=True)
+class Metric:
+    resource_type: str
+    kind: str  # GAUGE, DELTA or CUMULATIVE (MetricDescriptor.MetricKind)
+    value_type: str  # INT64, DOUBLE, BOOL, DISTRIBUTION (MetricDescriptor.ValueType)
+
+
+# The documented metric types this module may use, with their kind and value type as the GKE system
+# metrics list gives them (cloud.google.com/monitoring/api/metrics_kubernetes). Tests check every
+# filter against this table and every aligner against the kind.
+METRICS = {
+    "kubernetes.io/container/accelerator/duty_cycle": Metric("k8s_container", "GAUGE", "INT64"),
+    "kubernetes.io/container/accelerator/memory_used": Metric("k8s_container", "GAUGE", "INT64"),
+    "kubernetes.io/container/accelerator/memory_total": Metric("k8s_container", "GAUGE", "INT64"),
+    "kubernetes.io/container/cpu/core_usage_time": Metric("k8s_container", "CUMULATIVE", "DOUBLE"),
+    "kubernetes.io/container/memory/used_bytes": Metric("k8s_container", "GAUGE", "INT64"),
+    "kubernetes.io/container/restart_count": Metric("k8s_container", "CUMULATIVE", "INT64"),
+    # "the current count of interruptions", sampled every 60 s: a GAUGE, so ALIGN_DELTA is refused (400).
+    "kubernetes.io/node/interruption_count": Metric("k8s_node", "GAUGE", "INT64"),
 }
-PROMQL_METRICS = ("kube_pod_status_ready", "kube_jobset_restarts")
+METRIC_TYPES = {name: m.resource_type for name, m in METRICS.items()}
+
+# Which metric kinds and value types each aligner accepts (Cloud Monitoring API v3, Aggregation.Aligner):
+# ALIGN_DELTA and ALIGN_RATE only on CUMULATIVE and DELTA metrics; MEAN, MIN, MAX, SUM, COUNT, STDDEV
+# only on GAUGE and DELTA metrics; all of them numeric (SUM and DELTA also take distributions).
+_NUMERIC = frozenset({"INT64", "DOUBLE"})
+ALIGNERS = {
+    "ALIGN_DELTA": (frozenset({"CUMULATIVE", "DELTA"}), _NUMERIC | {"DISTRIBUTION"}),
+    "ALIGN_RATE": (frozenset({"CUMULATIVE", "DELTA"}), _NUMERIC),
+    "ALIGN_MEAN": (frozenset({"GAUGE", "DELTA"}), _NUMERIC),
+    "ALIGN_MIN": (frozenset({"GAUGE", "DELTA"}), _NUMERIC),
+    "ALIGN_MAX": (frozenset({"GAUGE", "DELTA"}), _NUMERIC),
+    "ALIGN_SUM": (frozenset({"GAUGE", "DELTA"}), _NUMERIC | {"DISTRIBUTION"}),
+}
+# Cross-series reducers on the aligned (numeric) series (Aggregation.Reducer): all take INT64 and DOUBLE.
+REDUCERS = frozenset({"REDUCE_NONE", "REDUCE_MEAN", "REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN"})
+
+# kube-state-metrics series GKE's managed collection exports (Pod and JobSet packages); not
+# kube_pod_status_ready, which only the open-source exporter has.
+PROMQL_METRICS = ("kube_pod_container_status_ready", "kube_pod_status_phase", "kube_jobset_restarts")
 # What the cluster must collect for the PromQL series above (GKE monitoring components).
 MONITORING_COMPONENTS = ("SYSTEM_COMPONENTS", "POD", "JOBSET")
 
@@ -86,8 +120,17 @@ def dashboard(cfg: StackConfig) -> dict[str, Any]:
     tiles.append(_promql_chart("JobSet restarts", f'kube_jobset_restarts{{cluster="{cfg.cluster_name}", namespace="{cfg.kubernetes.namespace}"}}', y, x=24))
     y += 16
     tiles.append(_chart("Node interruptions (spot, flex-start, maintenance)", _filter(cfg, "kubernetes.io/node/interruption_count"),
-                        "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.\"interruption_type\"", "metric.label.\"interruption_reason\""], y, width=48))
+                        INTERRUPTION_ALIGNER, "REDUCE_SUM", ["metric.label.\"interruption_type\"", "metric.label.\"interruption_reason\""], y, width=48))
     return {"displayName": f"Pathways {cfg.cluster_name}", "mosaicLayout": {"columns": 48, "tiles": tiles}}
+
+
+# The interruption count is a GAUGE of interruptions per sample: summing the samples of a period counts
+# the interruptions in it (ALIGN_SUM is valid on a GAUGE; ALIGN_DELTA is not).
+INTERRUPTION_ALIGNER = "ALIGN_SUM"
+
+
+def _one_of(values: list[str]) -> str:
+    return "one_of(" + ", ".join(f'"{v}"' for v in values) + ")"
 
 
 def alert_policies(cfg: StackConfig) -> list[dict[str, Any]]:
@@ -105,10 +148,10 @@ def alert_policies(cfg: StackConfig) -> list[dict[str, Any]]:
         return {"displayName": f"{cluster}: {name}", "combiner": "OR", "conditions": [condition],
                 "documentation": {"content": doc, "mimeType": "text/markdown"}}
 
-    return [
+    policies = [
         policy("TPU slice interrupted", threshold(
             "node interruptions", _filter(cfg, "kubernetes.io/node/interruption_count"), "COMPARISON_GT", 0, "0s",
-            "ALIGN_DELTA", "REDUCE_SUM", ['resource.label."node_name"']),
+            INTERRUPTION_ALIGNER, "REDUCE_SUM", ['resource.label."node_name"']),
             "A TPU or head node was interrupted (spot preemption, flex-start end, maintenance): the slice restarts. "
             "See README, 'Operating a running stack'."),
         policy("restart storm", threshold(
@@ -116,17 +159,62 @@ def alert_policies(cfg: StackConfig) -> list[dict[str, Any]]:
             "COMPARISON_GT", m.restart_storm, "0s", "ALIGN_DELTA", "REDUCE_SUM",
             ['metadata.user_labels."pathways/workload"'], period="600s"),
             "Pathways containers keep restarting: look at the workload's logs (stack output links.workloads.<name>.logs)."),
-        policy("TPU duty cycle low", threshold(
+    ]
+    # Idle TPUs mean trouble only for a batch run: an interactive notebook or a shared service waits for its
+    # users, idle by design, and would page every night.
+    batch = [w.name for w in cfg.active_workloads if w.mode == "batch" and w.state == "running"]
+    if batch:
+        policies.append(policy("TPU duty cycle low", threshold(
             f"duty cycle below {m.duty_cycle_threshold}% for {m.duty_cycle_minutes} min",
-            _filter(cfg, "kubernetes.io/container/accelerator/duty_cycle", **{"resource.label.\"container_name\"": WORKER}),
+            _filter(cfg, "kubernetes.io/container/accelerator/duty_cycle", **{"resource.label.\"container_name\"": WORKER})
+            + f' metadata.user_labels."{WORKLOAD_LABEL}"={_one_of(batch)}',
             "COMPARISON_LT", m.duty_cycle_threshold, f"{m.duty_cycle_minutes * 60}s", "ALIGN_MEAN", "REDUCE_MEAN",
             ['metadata.user_labels."pathways/workload"']),
-            "A running workload's TPUs are mostly idle: a stalled input pipeline, a hung step or a lost slice."),
-        policy("head pod not ready", {"displayName": "head pod not ready for 10 minutes", "conditionPrometheusQueryLanguage": {
-            "query": f'max by (pod) (kube_pod_status_ready{{cluster="{cluster}", namespace="{ns}", condition="true", pod=~".*-pathways-head-.*"}}) == 0',
-            "duration": "600s", "evaluationInterval": "60s",
-        }}, "A Pathways head pod (resource manager, IFRT proxy, the program) is not ready: the workload cannot make progress."),
-    ]
+            "A running batch workload's TPUs are mostly idle: a stalled input pipeline, a hung step or a lost slice."))
+    # Ready per container (kube_pod_container_status_ready), only while the pod runs: a finished batch
+    # head is not ready either, and a queued one is Kueue's business.
+    selector = f'cluster="{cluster}", namespace="{ns}", pod=~".*-pathways-head-.*"'
+    policies.append(policy("head pod not ready", {"displayName": "head pod not ready for 10 minutes", "conditionPrometheusQueryLanguage": {
+        "query": (f"min by (pod) (kube_pod_container_status_ready{{{selector}}}) == 0 "
+                  f'and on (pod) max by (pod) (kube_pod_status_phase{{{selector}, phase="Running"}}) == 1'),
+        "duration": "600s", "evaluationInterval": "60s",
+    }}, "A Pathways head pod (resource manager, IFRT proxy, the program) is running but not ready: the workload cannot make progress."))
+    return policies
+
+
+def _aggregations(obj: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(filter, aggregation) of every time-series query in a dashboard or an alert policy."""
+    if isinstance(obj, dict):
+        if "filter" in obj and ("aggregation" in obj or "aggregations" in obj):
+            for a in obj.get("aggregations") or [obj["aggregation"]]:
+                yield obj["filter"], a
+        for v in obj.values():
+            yield from _aggregations(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _aggregations(v)
+
+
+def aggregation_problems(obj: Any) -> list[str]:
+    """Each aggregation the Monitoring API would refuse: an aligner the metric's kind or value type does
+    not allow, or an unknown aligner or reducer."""
+    problems = []
+    for filter_, a in _aggregations(obj):
+        names = re.findall(r'metric\.type="([^"]+)"', filter_)
+        for name in names:
+            metric = METRICS.get(name)
+            aligner, reducer = a.get("perSeriesAligner"), a.get("crossSeriesReducer", "REDUCE_NONE")
+            if metric is None:
+                problems.append(f"{name}: not a metric of the table (METRICS)")
+            elif aligner not in ALIGNERS:
+                problems.append(f"{name}: aligner {aligner} is not one this project knows the rules of")
+            elif metric.kind not in ALIGNERS[aligner][0] or metric.value_type not in ALIGNERS[aligner][1]:
+                kinds, types = ALIGNERS[aligner]
+                problems.append(f"{name} is {metric.kind} {metric.value_type}; {aligner} takes only "
+                                f"{'/'.join(sorted(kinds))} {'/'.join(sorted(types))} metrics (the API answers 400)")
+            if reducer not in REDUCERS:
+                problems.append(f"{name}: reducer {reducer} is not one this project knows the rules of")
+    return problems
 
 
 def console_links(cfg: StackConfig, location: str, dashboard_id: str = "") -> dict[str, Any]:

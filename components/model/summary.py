@@ -56,7 +56,17 @@ def stack_summary(cfg: "StackConfig") -> dict[str, Any]:
         "rollout": {"nodePoolConcurrency": cfg.cluster.node_pool_concurrency,
                     "waves": rollout.waves(pools, cfg.cluster.node_pool_concurrency)},
         "cost": pricing.estimate(cfg).to_json(),
+        "notices": notices(cfg),
     }
+
+
+def notices(cfg: "StackConfig") -> list[str]:
+    """What a reviewer should know that is not an error: the stack deploys, but something will surprise."""
+    out = []
+    if not cfg.monitoring.notification_channels:
+        out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
+                   "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
+    return out
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
@@ -106,4 +116,6 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         price = f"{_money(line['hourly'])}/h" if line["hourly"] is not None else "no price"
         lines.append(f"  only while scaled up: {line['item']}: {line['quantity']} chips, {price} ({line['basis']})")
     lines.append(f"  prices: {c['pricesAsOf']}; override with pathways:prices. {c['note']}")
+    if s["notices"]:
+        lines += ["", "Notices:"] + [f"  - {n}" for n in s["notices"]]
     return lines
