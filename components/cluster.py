@@ -14,6 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from .labels import ROLE_LABEL, SYSTEM_ROLE
+from .model.cluster import DEFAULT_WINDOW
 from .node_defaults import CLOUD_PLATFORM_SCOPE, node_config, pool_locations
 
 SYSTEM_POOL_LABELS = {ROLE_LABEL: SYSTEM_ROLE}
@@ -60,14 +61,17 @@ class GkeClusterArgs:
     """Nodes get no public IPs."""
     public_endpoint: bool = False
     """The IP endpoint is reachable from the internet (else from the VPC only)."""
-    maintenance_window: Optional[tuple[str, str, str]] = None
-    """(start, end, RRULE) of the recurring maintenance window, or None (GKE may maintain any time)."""
+    maintenance_window: tuple[str, str, str] = DEFAULT_WINDOW
+    """(start, end, RRULE) of the recurring maintenance window: always one (the provider requires exactly
+    one window in a maintenance policy, and without one GKE may upgrade a TPU pool at any hour)."""
     maintenance_exclusions: tuple[tuple[str, str, str, str], ...] = field(default_factory=tuple)
     """(name, start, end, scope) periods when GKE may not upgrade."""
     monitoring_components: tuple[str, ...] = ("SYSTEM_COMPONENTS",)
     """GKE monitoring components (POD and JOBSET add the kube-state-metrics the alerts use)."""
     master_authorized_networks: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     """(CIDR, display name) pairs allowed to reach the control plane; empty means unrestricted."""
+    resource_labels: dict[str, str] = field(default_factory=dict)
+    """GCP labels of the cluster (the protected marker the policy pack reads, PROTECTED_LABEL)."""
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -132,18 +136,19 @@ class GkeCluster(pulumi.ComponentResource):
                 ]
             ) if args.master_authorized_networks else None,
             deletion_protection=args.deletion_protection,
+            resource_labels=dict(args.resource_labels) or None,
             # When GKE may upgrade and repair, and when not at all (GKE docs, "Maintenance windows and exclusions").
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
                 recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
                     start_time=args.maintenance_window[0], end_time=args.maintenance_window[1], recurrence=args.maintenance_window[2],
-                ) if args.maintenance_window else None,
+                ),
                 maintenance_exclusions=[
                     gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
                         exclusion_name=n, start_time=start, end_time=end,
                         exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(scope=scope),
                     ) for n, start, end, scope in args.maintenance_exclusions
                 ] or None,
-            ) if args.maintenance_window or args.maintenance_exclusions else None,
+            ),
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=list(args.monitoring_components),
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),

@@ -17,8 +17,8 @@ class ObservabilityArgs:
     """Project of the cluster (metrics scope)."""
     dashboard: dict[str, Any]
     """The dashboard as the Monitoring API takes it."""
-    alert_policies: list[dict[str, Any]]
-    """Alert policies as the Monitoring API writes them (camelCase)."""
+    alert_policies: dict[int, dict[str, Any]]
+    """Alert policies as the Monitoring API writes them (camelCase), by slot: resource <name>-alert-<slot>."""
     notification_channels: list[str] = field(default_factory=list)
     """Channels every alert notifies (optional: alerts still open incidents in the console)."""
 
@@ -55,7 +55,7 @@ class Observability(pulumi.ComponentResource):
         dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard", project=args.project, dashboard_json=json.dumps(args.dashboard, sort_keys=True), opts=child,
         )
-        for i, p in enumerate(args.alert_policies):
+        for i, p in sorted(args.alert_policies.items()):
             gcp.monitoring.AlertPolicy(
                 f"{name}-alert-{i}",
                 project=args.project,

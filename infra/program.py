@@ -10,7 +10,7 @@ from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
 from components.head_pool import HeadPool, HeadPoolArgs
 from components.jobset_controller import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
-from components.labels import SYSTEM_ROLE
+from components.labels import PROTECTED_LABEL, SYSTEM_ROLE
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
 from components.manifests import monitoring, service_access
@@ -54,6 +54,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         project=cfg.project, account_id=cfg.service_account_id("nodes"), display_name=f"{cfg.cluster_name} Pathways head and TPU nodes",
     ))
     c = cfg.cluster
+    protected_labels = dict([PROTECTED_LABEL]) if cfg.protected else {}
     cluster = GkeCluster("cluster", GkeClusterArgs(
         project=cfg.project, name=cfg.cluster_name, region=cfg.region, zone=cfg.zone, regional=c.regional,
         network=network.network, subnetwork=network.subnetwork, pods_range=PODS_RANGE, services_range=SERVICES_RANGE,
@@ -62,11 +63,11 @@ def build(cfg: StackConfig) -> dict[str, object]:
         node_service_account=system_sa.email, system_machine_type=c.system_pool.machine_type,
         system_min_nodes=c.system_pool.min_nodes, system_max_nodes=c.system_pool.max_nodes,
         private_nodes=c.private_nodes, public_endpoint=c.public_endpoint,
-        maintenance_window=(c.maintenance.window.start_time, c.maintenance.window.end_time, c.maintenance.window.recurrence)
-        if c.maintenance.window else None,
+        maintenance_window=(c.maintenance.window.start_time, c.maintenance.window.end_time, c.maintenance.window.recurrence),
         maintenance_exclusions=tuple((e.name, e.start_time, e.end_time, e.scope) for e in c.maintenance.exclusions),
         monitoring_components=monitoring.MONITORING_COMPONENTS,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
+        resource_labels=protected_labels,
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
@@ -93,7 +94,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         project=cfg.project, region=cfg.region, name=cfg.bucket_name, artifacts_name=cfg.artifacts_bucket_name,
         cache_prefix=b.cache_prefix, artifacts_prefix=b.artifacts_prefix, artifacts_ttl_days=b.artifacts_ttl_days,
         soft_delete_days=b.soft_delete_days, role_id=cfg.scratch_role_id, members=(pathways_sa.member,),
-        protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug},
+        protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels},
     ))
     observability = Observability("observability", ObservabilityArgs(
         project=cfg.project, dashboard=monitoring.dashboard(cfg), alert_policies=monitoring.alert_policies(cfg),

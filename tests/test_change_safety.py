@@ -157,7 +157,8 @@ def test_finishing_a_batch_run_deletes_its_jobset_only():
     after = edit(stack_config("prod"), "pathways:workloads", _set_workload("state", "finished", "pretrain"))
     changes, verdict = run_diff("prod", after, allow=["workload-pretrain"])
     assert changes["workload-pretrain"].action == "delete"
-    assert {n for n, c in changes.items() if c.action in ("replace", "delete")} == {"workload-pretrain"}
+    # and the idle-TPU alert, which watched the only running batch workload (an alert is no disruption: not guarded)
+    assert {n for n, c in changes.items() if c.action in ("replace", "delete")} == {"workload-pretrain", "observability-alert-2"}
     assert verdict.ok and verdict.unused_allowances == []
 
 

@@ -160,8 +160,8 @@ def test_system_pool_max_below_min():
 
 
 def test_maintenance_window_of_exactly_four_hours():
-    # GKE: a recurring window must allow at least 4 hours per occurrence
-    window = {"startTime": "2027-01-02T02:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA"}
+    # GKE: a recurring window must allow at least 4 hours per occurrence (daily: 31 x 4 h leaves >= 48 h a month)
+    window = {"startTime": "2027-01-02T02:00:00Z", "recurrence": "FREQ=DAILY"}
     model(cluster={"maintenance": {"window": {**window, "endTime": "2027-01-02T06:00:00Z"}}})
     assert "window of 3.99972 h; GKE needs at least 4 hours per occurrence" in error(
         cluster={"maintenance": {"window": {**window, "endTime": "2027-01-02T05:59:59Z"}}})
@@ -173,10 +173,11 @@ def test_exclusion_span_limits():
 
     assert "endTime 2027-01-01T00:00:00Z is not after startTime 2027-01-01T00:00:00Z" in error(**exclusion("2027-01-01T00:00:00Z"))
     model(**exclusion("2027-01-01T00:00:01Z"))
-    # GKE: a NO_UPGRADES exclusion lasts at most 30 days
-    model(**exclusion("2027-01-31T23:59:59Z"))
-    assert "a NO_UPGRADES exclusion lasts at most 30 days (GKE)" in error(**exclusion("2027-02-01T00:00:00Z"))
-    model(**exclusion("2027-06-01T00:00:00Z", scope="NO_MINOR_OR_NODE_UPGRADES"))
+    # GKE: a NO_UPGRADES exclusion lasts at most 30 days, counted to the second (not in whole days)
+    model(**exclusion("2027-01-31T00:00:00Z"))
+    assert "a NO_UPGRADES exclusion lasts at most 30 days (GKE); this one lasts 30.00;" in error(**exclusion("2027-01-31T00:00:01Z"))
+    assert "this one lasts 31.00" in error(**exclusion("2027-02-01T00:00:00Z"))
+    model(**exclusion("2027-04-01T00:00:00Z", scope="NO_MINOR_OR_NODE_UPGRADES"))
 
 
 def test_exclusion_names_are_dns_labels_of_at_most_63():

@@ -121,7 +121,7 @@ def test_bucket_flags_and_lifecycle(committed_stack):
         assert b.input("publicAccessPrevention") == "enforced"
         assert b.input("forceDestroy") is False
         assert b.input("softDeletePolicy") == {"retentionDurationSeconds": soft_delete_days * 86400}
-        assert b.input("labels") == {"pathways-stack": name}
+        assert b.input("labels") == {"pathways-stack": name, **({"pathways-protected": "true"} if name == "prod" else {})}
     # Pathways owns the scratch bucket's lifecycle rules: we set none and never diff them.
     assert scratch.input("lifecycleRules") in (None, [])
     assert scratch.options["ignoreChanges"] == ["lifecycleRules"]

@@ -78,6 +78,74 @@ def test_maintenance_config_errors(maintenance, key, text):
     assert any(line.startswith(f"{key}: ") and text in line for line in str(err.value).splitlines()), str(err.value)
 
 
+def _maintenance_error(maintenance, **cluster):
+    from tests.test_pinned_behaviour import error
+
+    return error(cluster={"maintenance": maintenance, **cluster})
+
+
+def test_every_stack_has_a_maintenance_window_even_with_exclusions_only():
+    # the provider refuses a maintenancePolicy without exactly one window (ExactlyOneOf,
+    # resource_container_cluster.go), and without one GKE may upgrade a TPU pool at any hour
+    for name in ("dev", "staging"):
+        assert stack_plan(name).one(CLUSTER).input("maintenancePolicy")["recurringWindow"] == {
+            "startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
+    exclusion = {"name": "x", "startTime": "2026-12-10T00:00:00Z", "endTime": "2027-01-05T00:00:00Z"}
+    policy = plan_of(config_with(cluster={"maintenance": {"exclusions": [exclusion]}})).one(CLUSTER).input("maintenancePolicy")
+    assert policy["recurringWindow"]["recurrence"] == "FREQ=WEEKLY;BYDAY=SA,SU" and len(policy["maintenanceExclusions"]) == 1
+
+
+@pytest.mark.parametrize("window,text", [
+    # GKE: at least 48 hours of availability in any 32-day period
+    ({"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T06:00:00Z", "recurrence": "FREQ=MONTHLY;BYDAY=1SA"},
+     "FREQ=MONTHLY;BYDAY=1SA with 4-hour windows leaves GKE 4 hours in some 32-day period; GKE requires at least 48"),
+    ({"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T07:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"},
+     "leaves GKE 40 hours in some 32-day period"),
+    ({"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SAT,SUN"},
+     "'SAT' is not a day; BYDAY takes MO, TU, WE, TH, FR, SA, SU"),
+    ({"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SA"},
+     "BYDAY lists a day twice"),
+    ({"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "FREQ=HOURLY"},
+     "FREQ must be DAILY, WEEKLY or MONTHLY"),
+    ({"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYMONTHDAY=1"},
+     "BYMONTHDAY needs FREQ=MONTHLY"),
+])
+def test_maintenance_windows_gke_refuses(window, text):
+    assert text in _maintenance_error({"window": window})
+
+
+def test_maintenance_windows_gke_accepts():
+    from tests.test_pinned_behaviour import model
+
+    for window in ({"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T08:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"},
+                   {"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T06:00:00Z", "recurrence": "FREQ=DAILY"},
+                   {"startTime": "2026-12-05T00:00:00Z", "endTime": "2026-12-07T00:00:00Z", "recurrence": "FREQ=MONTHLY;BYDAY=1SA"}):
+        assert model(cluster={"maintenance": {"window": window}}).cluster.maintenance.window.recurrence == window["recurrence"]
+
+
+def test_exclusions_gke_refuses(monkeypatch):
+    from components.model import cluster as cluster_rules
+
+    def exclusion(name="x", start="2026-12-10T00:00:00Z", end="2027-01-05T00:00:00Z", scope="NO_MINOR_OR_NODE_UPGRADES"):
+        return {"name": name, "startTime": start, "endTime": end, "scope": scope}
+
+    assert "exclusion name 'x' is used twice; GKE keys exclusions by name" in _maintenance_error({"exclusions": [exclusion(), exclusion()]})
+    # one that has ended holds nothing (and GKE refuses it)
+    monkeypatch.setattr(cluster_rules, "now", lambda: __import__("datetime").datetime(2027, 1, 6, tzinfo=__import__("datetime").timezone.utc))
+    assert ("pathways:cluster.maintenance.exclusions[0].endTime: 2027-01-05T00:00:00Z has passed: exclusion 'x' no longer holds "
+            "anything") in _maintenance_error({"exclusions": [exclusion()]})
+    monkeypatch.undo()
+    # a no-minor-upgrades exclusion may not outlast the cluster's minor (GKE 1.35: standard support ends 2027-04-11)
+    late = exclusion(end="2027-05-31T00:00:00Z")
+    assert ("2027-05-31T00:00:00Z is after the end of standard support of GKE 1.35 (2027-04-11; the REGULAR channel creates "
+            "clusters at 1.35 today)") in _maintenance_error({"exclusions": [late]})
+    assert "of GKE 1.34 (2026-10-01; cluster.minMasterVersion 1.34)" in _maintenance_error(
+        {"exclusions": [exclusion(end="2026-12-20T00:00:00Z")]}, minMasterVersion="1.34")
+    # NO_UPGRADES is bounded by its 30 days instead
+    assert "end of standard support" not in str(__import__("tests.test_pinned_behaviour", fromlist=["x"]).model(
+        cluster={"maintenance": {"exclusions": [exclusion(scope="NO_UPGRADES")]}}))
+
+
 # --- restart defaults -------------------------------------------------------------------------------
 
 
@@ -297,3 +365,15 @@ def test_dev_dashboard_tiles_and_namespace_filters():
             assert 'resource.label."namespace_name"="pathways"' in f, f
         elif 'resource.type="k8s_node"' in f:
             assert "namespace_name" not in f, f
+
+
+def test_alerts_keep_their_resource_names_when_another_comes_or_goes():
+    # finishing the only batch run drops the idle-TPU alert; the others keep their slot (no replacement)
+    running = plan_of(config_with(pathwaysVersion=VERSION, workloads=[{"name": "b", "image": "example.com/t:1"}]))
+    finished = plan_of(config_with(pathwaysVersion=VERSION, workloads=[{"name": "b", "image": "example.com/t:1", "state": "finished"}]))
+    def names(plan):
+        return {a.name: a.input("displayName").split(": ", 1)[1] for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")}
+
+    assert names(running) == {"observability-alert-0": "TPU slice interrupted", "observability-alert-1": "restart storm",
+                              "observability-alert-2": "TPU duty cycle low", "observability-alert-3": "head pod not ready"}
+    assert names(finished) == {k: v for k, v in names(running).items() if k != "observability-alert-2"}

@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 import pytest
+import yaml
 
 import infra.offline.__main__ as offline_cli
 from infra.offline.engine import Plan, Registration
@@ -161,10 +162,35 @@ def test_protected_stacks_need_protect_and_deletion_protection():
         f"cluster {cluster_name} is in a protected stack without `protect`; set pathways:protected: true",
         f"cluster {cluster_name} is in a protected stack without deletion_protection; set pathways:protected: true",
     ]
-    # the same resources in an unprotected stack are fine; and the set of protected stacks is config
-    assert not [v for v in violations(unprotected, {"pathways-cluster-hardening": {"protectedStacks": ["staging"]},
-                                                    "pathways-bucket-hardening": {"protectedStacks": []}})
-                if v.policy in ("pathways-cluster-hardening", "pathways-bucket-hardening")]
+
+
+def test_protection_follows_the_stacks_own_flag_not_its_name():
+    # pathways:protected: true on a stack not called prod turns the protected-stack rules on ...
+    staging = yaml.safe_load(open("stacks/Pulumi.staging.yaml"))["config"]
+    flagged = plan_of({**staging, "pathways:protected": True}, "staging")
+    assert flagged.one("gcp:container/cluster:Cluster").input("resourceLabels") == {"pathways-protected": "true"}
+    opened = mutate(flagged, "gcp:container/cluster:Cluster", "cluster", "privateClusterConfig.enablePrivateNodes", False)
+    assert [v.message for v in violations(opened) if v.policy == "pathways-network-exposure" and "public node IPs" in v.message]
+    # ... and without the flag the same change in the same stack is its own business
+    plain = mutate(plan_of(staging, "staging"), "gcp:container/cluster:Cluster", "cluster", "privateClusterConfig.enablePrivateNodes", False)
+    assert not [v for v in violations(plain) if v.policy == "pathways-network-exposure" and "public node IPs" in v.message]
+    # a stack the pack config lists as protected must set the flag (a guard, not a second source of truth)
+    prod = yaml.safe_load(open("stacks/Pulumi.prod.yaml"))["config"]
+    forgot = plan_of({**prod, "pathways:protected": False, "pathways:cluster": {**prod["pathways:cluster"], "deletionProtection": True}}, "prod")
+    assert [v.message for v in violations(forgot) if v.policy == "pathways-cluster-hardening"] == [
+        "stack prod must be protected (policy config protectedStacks) but pathways:protected is not true; "
+        "set pathways:protected: true in its stack file"]
+    assert not [v for v in violations(forgot, {"pathways-cluster-hardening": {"protectedStacks": []}}) if v.policy == "pathways-cluster-hardening"]
+
+
+def test_an_exclusion_that_has_ended_protects_nothing(monkeypatch):
+    rule = __import__("importlib").import_module("policies.rules.disruption_policy")
+
+    prod = stack_plan("prod")
+    assert not [v for v in violations(prod) if v.policy == "pathways-disruption-policy"]
+    monkeypatch.setattr(rule, "now", lambda: __import__("datetime").datetime(2027, 4, 11, tzinfo=__import__("datetime").timezone.utc))
+    found = [v.message for v in violations(prod) if v.policy == "pathways-disruption-policy"]
+    assert len(found) == 5 and all("can be upgraded (its slice recreated) at any time" in m for m in found)
 
 
 def test_enforcement_levels_can_be_overridden():

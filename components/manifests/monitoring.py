@@ -133,8 +133,13 @@ def _one_of(values: list[str]) -> str:
     return "one_of(" + ", ".join(f'"{v}"' for v in values) + ")"
 
 
-def alert_policies(cfg: StackConfig) -> list[dict[str, Any]]:
-    """Alert policies as the Monitoring API writes them (AlertPolicy resource, camelCase)."""
+# Each alert keeps its slot (the number in its resource name) whichever others the stack has, so that
+# adding or dropping one never renames, i.e. replaces, another.
+ALERT_SLOTS = {"TPU slice interrupted": 0, "restart storm": 1, "TPU duty cycle low": 2, "head pod not ready": 3}
+
+
+def alert_policies(cfg: StackConfig) -> dict[int, dict[str, Any]]:
+    """Alert policies as the Monitoring API writes them (AlertPolicy resource, camelCase), by slot."""
     m = cfg.monitoring
     ns, cluster = cfg.kubernetes.namespace, cfg.cluster_name
 
@@ -179,7 +184,7 @@ def alert_policies(cfg: StackConfig) -> list[dict[str, Any]]:
                   f'and on (pod) max by (pod) (kube_pod_status_phase{{{selector}, phase="Running"}}) == 1'),
         "duration": "600s", "evaluationInterval": "60s",
     }}, "A Pathways head pod (resource manager, IFRT proxy, the program) is running but not ready: the workload cannot make progress."))
-    return policies
+    return {ALERT_SLOTS[p["displayName"].split(": ", 1)[1]]: p for p in policies}
 
 
 def _aggregations(obj: Any) -> Iterator[tuple[str, dict[str, Any]]]:

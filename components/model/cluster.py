@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Literal, Optional
 
@@ -76,17 +77,93 @@ def _timestamp(v: str) -> datetime:
     return t
 
 
-# GKE maintenance rules (GKE docs, "Maintenance windows and exclusions"): a recurring window of at least
-# 4 hours per occurrence (RFC 5545 RRULE); a "no upgrades" exclusion lasts at most 30 days, the
-# "no minor (or node) upgrades" scopes until the end of the minor's support (checked by GKE itself).
+# GKE maintenance rules (GKE docs, "Maintenance windows and exclusions"; PLATFORM-FACTS §6): a recurring
+# window (RFC 5545 RRULE) whose occurrences last at least 4 hours and which leaves at least 48 hours of
+# availability in any 32-day period; at most 20 exclusions, unique by name; a "no upgrades" exclusion
+# lasts at most 30 days, the "no minor (or node) upgrades" scopes at most until the end of support of
+# the cluster's minor version. The provider refuses a maintenance policy without exactly one window
+# (ExactlyOneOf daily/recurring window, terraform-provider-google resource_container_cluster.go), so the
+# stack always sends one: weekend nights (UTC) unless the config gives another.
 MIN_WINDOW_HOURS = 4
+MIN_AVAILABILITY_HOURS_PER_32_DAYS = 48
 MAX_NO_UPGRADES_DAYS = 30
+DEFAULT_WINDOW = ("2026-01-03T02:00:00Z", "2026-01-03T10:00:00Z", "FREQ=WEEKLY;BYDAY=SA,SU")  # Saturday and Sunday 02:00-10:00 UTC
+# End of standard support per minor (GKE release schedule, as published on endoflife.date
+# google-kubernetes-engine): a "no minor upgrades" exclusion may not outlast its minor.
+END_OF_STANDARD_SUPPORT = {"1.34": "2026-10-01T00:00:00Z", "1.35": "2027-04-11T00:00:00Z"}
+# The minor each channel creates clusters at today (GKE release notes, "Current versions": default patch
+# version for cluster creation, 2026-11: Rapid 1.36.4, Regular 1.35.7, Stable 1.35.6, Extended 1.35.7).
+CHANNEL_DEFAULT_MINOR = {"RAPID": "1.36", "REGULAR": "1.35", "STABLE": "1.35", "EXTENDED": "1.35"}
+_WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+
+
+def now() -> datetime:
+    """The current time (UTC); one place, so tests can fix it."""
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    freq: str
+    days: tuple[str, ...] = ()  # BYDAY: MO..SU, monthly with an ordinal (1SA, -1SU)
+    month_days: tuple[int, ...] = ()  # BYMONTHDAY
+
+    def occurrences_per_32_days(self) -> int:
+        """The fewest occurrences any 32-day period holds (a rolling window; conservative)."""
+        if self.freq == "DAILY":
+            return 31
+        if self.freq == "WEEKLY":
+            return 4 * len(self.days or ("SA",))  # 32 days hold every weekday at least 4 times
+        # MONTHLY: each listed day at most once; a day past the 28th is missing in February
+        return sum(1 for d in self.days) + sum(1 for d in self.month_days if 1 <= d <= 28 or -28 <= d <= -1)
+
+
+def parse_rrule(v: str) -> Recurrence:
+    """The RRULE subset GKE documents for maintenance windows: FREQ=DAILY|WEEKLY|MONTHLY with BYDAY
+    (weekly: MO..SU; monthly: with an ordinal such as 1SA or -1SU) or BYMONTHDAY (monthly)."""
+    bad = f"{v[:60]!r} is not an RRULE GKE takes; use e.g. FREQ=WEEKLY;BYDAY=SA,SU"
+    parts: dict[str, str] = {}
+    for part in v.split(";"):
+        key, sep, value = part.partition("=")
+        if not sep or not value or key in parts:
+            raise ValueError(bad)
+        parts[key] = value
+    freq = parts.pop("FREQ", "")
+    if freq not in ("DAILY", "WEEKLY", "MONTHLY"):
+        raise ValueError(f"{bad} (FREQ must be DAILY, WEEKLY or MONTHLY)")
+    days: tuple[str, ...] = ()
+    month_days: tuple[int, ...] = ()
+    if "BYDAY" in parts:
+        days = tuple(parts.pop("BYDAY").split(","))
+        ordinal = r"(?:-?[1-4])?" if freq == "MONTHLY" else ""
+        for d in days:
+            if not re.fullmatch(ordinal + "(MO|TU|WE|TH|FR|SA|SU)", d):
+                raise ValueError(f"{v[:60]!r}: {d[:10]!r} is not a day; BYDAY takes {', '.join(_WEEKDAYS)}"
+                                 + (" (monthly: with an ordinal, e.g. 1SA or -1SU)" if freq == "MONTHLY" else ""))
+        if len(set(days)) != len(days):
+            raise ValueError(f"{v[:60]!r}: BYDAY lists a day twice")
+    if "BYMONTHDAY" in parts:
+        if freq != "MONTHLY":
+            raise ValueError(f"{v[:60]!r}: BYMONTHDAY needs FREQ=MONTHLY")
+        try:
+            month_days = tuple(int(d) for d in parts.pop("BYMONTHDAY").split(","))
+        except ValueError:
+            raise ValueError(f"{v[:60]!r}: BYMONTHDAY takes day numbers 1..31 or -31..-1") from None
+        if any(not (1 <= abs(d) <= 31) for d in month_days):
+            raise ValueError(f"{v[:60]!r}: BYMONTHDAY takes day numbers 1..31 or -31..-1")
+    if parts:
+        raise ValueError(f"{v[:60]!r}: {', '.join(sorted(parts))[:40]} not supported; use FREQ with BYDAY or BYMONTHDAY")
+    if freq == "DAILY" and days:
+        raise ValueError(f"{v[:60]!r}: a daily window takes no BYDAY; use FREQ=WEEKLY;BYDAY=...")
+    if freq == "MONTHLY" and not (days or month_days):
+        raise ValueError(f"{v[:60]!r}: a monthly window needs BYDAY (e.g. 1SA) or BYMONTHDAY")
+    return Recurrence(freq, days, month_days)
 
 
 class MaintenanceWindow(_Model):
-    start_time: str = Field(description="First window's start, RFC 3339 (e.g. 2026-12-05T02:00:00Z).")
-    end_time: str = Field(description="First window's end; the window repeats with recurrence.")
-    recurrence: str = Field(default="FREQ=WEEKLY;BYDAY=SA,SU", description="RFC 5545 RRULE, e.g. FREQ=WEEKLY;BYDAY=SA,SU.")
+    start_time: str = Field(default=DEFAULT_WINDOW[0], description="First window's start, RFC 3339 (e.g. 2026-12-05T02:00:00Z).")
+    end_time: str = Field(default=DEFAULT_WINDOW[1], description="First window's end; the window repeats with recurrence.")
+    recurrence: str = Field(default=DEFAULT_WINDOW[2], description="RFC 5545 RRULE, e.g. FREQ=WEEKLY;BYDAY=SA,SU.")
 
     @field_validator("start_time", "end_time")
     @classmethod
@@ -97,15 +174,25 @@ class MaintenanceWindow(_Model):
     @field_validator("recurrence")
     @classmethod
     def _rrule(cls, v: str) -> str:
-        if not re.fullmatch(r"FREQ=(DAILY|WEEKLY|MONTHLY)(;[A-Z]+=[A-Z0-9,+-]+){0,5}", v):
-            raise ValueError(f"{v[:60]!r} is not an RRULE GKE takes; use e.g. FREQ=WEEKLY;BYDAY=SA,SU")
+        parse_rrule(v)
         return v
+
+    @property
+    def hours(self) -> float:
+        return (_timestamp(self.end_time) - _timestamp(self.start_time)).total_seconds() / 3600
 
     @model_validator(mode="after")
     def _length(self) -> "MaintenanceWindow":
-        hours = (_timestamp(self.end_time) - _timestamp(self.start_time)).total_seconds() / 3600
-        if hours < MIN_WINDOW_HOURS:
-            raise ValueError(f"window of {hours:g} h; GKE needs at least {MIN_WINDOW_HOURS} hours per occurrence")
+        if self.hours < MIN_WINDOW_HOURS:
+            raise ValueError(f"window of {self.hours:g} h; GKE needs at least {MIN_WINDOW_HOURS} hours per occurrence")
+        if self.hours > 24 * 7:
+            raise ValueError(f"window of {self.hours:g} h; one occurrence may last at most a week")
+        available = self.hours * parse_rrule(self.recurrence).occurrences_per_32_days()
+        if available < MIN_AVAILABILITY_HOURS_PER_32_DAYS:
+            raise ValueError(
+                f"{self.recurrence} with {self.hours:g}-hour windows leaves GKE {available:g} hours in some 32-day period; "
+                f"GKE requires at least {MIN_AVAILABILITY_HOURS_PER_32_DAYS} (e.g. FREQ=WEEKLY;BYDAY=SA,SU with 8-hour windows)"
+            )
         return self
 
 
@@ -127,21 +214,38 @@ class MaintenanceExclusion(_Model):
         _timestamp(v)
         return v
 
+    @property
+    def end(self) -> datetime:
+        return _timestamp(self.end_time)
+
     @model_validator(mode="after")
     def _span(self) -> "MaintenanceExclusion":
-        start, end = _timestamp(self.start_time), _timestamp(self.end_time)
+        start, end = _timestamp(self.start_time), self.end
         if end <= start:
             raise ValueError(f"endTime {self.end_time} is not after startTime {self.start_time}")
-        if self.scope == "NO_UPGRADES" and (end - start).days > MAX_NO_UPGRADES_DAYS:
+        if self.scope == "NO_UPGRADES" and (end - start).total_seconds() > MAX_NO_UPGRADES_DAYS * 86400:
             raise ValueError(
-                f"a NO_UPGRADES exclusion lasts at most {MAX_NO_UPGRADES_DAYS} days (GKE); use scope NO_MINOR_OR_NODE_UPGRADES for longer"
+                f"a NO_UPGRADES exclusion lasts at most {MAX_NO_UPGRADES_DAYS} days (GKE); this one lasts "
+                f"{(end - start).total_seconds() / 86400:.2f}; use scope NO_MINOR_OR_NODE_UPGRADES for longer"
             )
         return self
 
 
 class Maintenance(_Model):
-    window: Optional[MaintenanceWindow] = Field(default=None, description="When GKE may upgrade and repair.")
+    window: MaintenanceWindow = Field(default_factory=MaintenanceWindow, description=(
+        "When GKE may upgrade and repair; default Saturday and Sunday 02:00-10:00 UTC."
+    ))
     exclusions: list[MaintenanceExclusion] = Field(default_factory=list, max_length=20)
+
+    @field_validator("exclusions")
+    @classmethod
+    def _unique(cls, v: list[MaintenanceExclusion]) -> list[MaintenanceExclusion]:
+        seen: set[str] = set()
+        for e in v:
+            if e.name in seen:
+                raise ValueError(f"exclusion name {e.name!r} is used twice; GKE keys exclusions by name")
+            seen.add(e.name)
+        return v
 
 
 class ClusterConfig(_Model):

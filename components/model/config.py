@@ -19,6 +19,7 @@ from typing import Any, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from . import cluster as cluster_rules
 from . import machines, quantity, rollout
 from .bucket import BucketConfig, check_bucket_name
 from .cluster import AuthorizedNetwork, ClusterConfig, NetworkConfig, gke_version_key, meets_gke_floor
@@ -575,9 +576,34 @@ def _size_checks(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def _maintenance_checks(cfg: StackConfig) -> list[Problem]:
+    """Exclusions GKE would refuse at apply time: one already over, or a "no minor upgrades" one that
+    outlasts the support of the minor the cluster runs (GKE "Maintenance windows and exclusions")."""
+    problems = []
+    c = cfg.cluster
+    minor = ".".join(c.min_master_version.split(".")[:2]) if c.min_master_version else cluster_rules.CHANNEL_DEFAULT_MINOR[c.release_channel.value]
+    support_end = cluster_rules.END_OF_STANDARD_SUPPORT.get(minor)
+    current = cluster_rules.now()
+    for i, e in enumerate(c.maintenance.exclusions):
+        key = config_key(("cluster", "maintenance", "exclusions", i, "endTime"))
+        if e.end <= current:
+            problems.append(Problem(key, (
+                f"{e.end_time} has passed: exclusion {e.name!r} no longer holds anything and GKE refuses an exclusion "
+                "that has ended; remove it or give a new period"
+            )))
+        elif support_end and e.scope != "NO_UPGRADES" and e.end > cluster_rules._timestamp(support_end):
+            source = (f"cluster.minMasterVersion {c.min_master_version}" if c.min_master_version
+                      else f"the {c.release_channel.value} channel creates clusters at {minor} today")
+            problems.append(Problem(key, (
+                f"{e.end_time} is after the end of standard support of GKE {minor} ({support_end[:10]}; {source}): GKE refuses a "
+                f"{e.scope} exclusion that outlasts its minor; end it by {support_end[:10]} and renew it after the upgrade"
+            )))
+    return problems
+
+
 def _cross_checks(cfg: StackConfig) -> list[Problem]:
     """Rules that span keys: references, uniqueness, placement."""
-    problems: list[Problem] = _size_checks(cfg)
+    problems: list[Problem] = _size_checks(cfg) + _maintenance_checks(cfg)
     if not cfg.zone.startswith(cfg.region + "-"):
         problems.append(
             Problem("gcp:zone", f"{cfg.zone} is not in region {cfg.region}; use a zone {cfg.region}-<letter> or change gcp:region")

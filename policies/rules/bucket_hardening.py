@@ -3,7 +3,7 @@ force_destroy, and `protect` in protected stacks."""
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import BUCKET, PROTECTED_STACKS_SCHEMA, get, is_protected
+from .common import BUCKET, get, has_protected_label
 
 
 def _validate(args: ResourceValidationArgs, report) -> None:
@@ -19,7 +19,7 @@ def _validate(args: ResourceValidationArgs, report) -> None:
     for rule in get(p, "lifecycleRules") or []:
         if get(rule, "action.type") == "Delete" and get(rule, "condition.age") == 0:
             report(f"bucket {name}: a Delete rule with age 0 empties the bucket; use an age of at least 1 day")
-    if is_protected(args.get_config(), args.urn) and not args.opts.protect:
+    if has_protected_label(p) and not args.opts.protect:
         report(f"bucket {name} is in a protected stack without `protect`; set pathways:protected: true")
 
 
@@ -28,5 +28,4 @@ bucket_hardening = ResourceValidationPolicy(
     description="Buckets use uniform access, enforce public access prevention, have no age-0 Delete rule nor force_destroy, and are protected in protected stacks.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
-    config_schema=PROTECTED_STACKS_SCHEMA,
 )

@@ -1,8 +1,10 @@
-"""Clusters: Workload Identity on, shielded nodes; deletion protection and `protect` in protected stacks."""
+"""Clusters: Workload Identity on, shielded nodes; deletion protection and `protect` in protected stacks
+(those whose pathways:protected flag is set, stamped as a label); stacks the pack config lists as
+protected must set that flag."""
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import CLUSTER, PROTECTED_STACKS_SCHEMA, get, is_protected
+from .common import CLUSTER, PROTECTED_STACKS_SCHEMA, get, has_protected_label, must_be_protected, stack_of
 
 
 def _validate(args: ResourceValidationArgs, report) -> None:
@@ -13,7 +15,10 @@ def _validate(args: ResourceValidationArgs, report) -> None:
         report(f"cluster {name}: enable Workload Identity (workload_identity_config.workload_pool = <project>.svc.id.goog)")
     if get(args.props, "enableShieldedNodes") is False:
         report(f"cluster {name}: enable shielded nodes")
-    if is_protected(args.get_config(), args.urn):
+    if not has_protected_label(args.props) and must_be_protected(args.get_config(), args.urn):
+        report(f"stack {stack_of(args.urn)} must be protected (policy config protectedStacks) but pathways:protected is not true; "
+               "set pathways:protected: true in its stack file")
+    if has_protected_label(args.props):
         if get(args.props, "deletionProtection") is not True:
             report(f"cluster {name} is in a protected stack without deletion_protection; set pathways:protected: true")
         if not args.opts.protect:

@@ -6,7 +6,7 @@ from typing import Any, Iterator, Mapping
 
 from pulumi_policy import PolicyConfigSchema
 
-from components.labels import HEAD_ROLE, ROLE_LABEL
+from components.labels import HEAD_ROLE, PROTECTED_LABEL, ROLE_LABEL
 from components.model import tpu
 from components.resource_types import (  # noqa: F401 (re-exported for the rules)
     BUCKET,
@@ -19,6 +19,8 @@ from components.resource_types import (  # noqa: F401 (re-exported for the rules
     PROJECT_IAM_TYPES,
 )
 
+# Which stacks must declare pathways:protected: true (a guard against forgetting the flag). Whether a
+# stack *is* protected is its own flag alone, carried by the PROTECTED_LABEL on its cluster and buckets.
 PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
     properties={"protectedStacks": {"type": "array", "items": {"type": "string"}, "default": ["prod"]}}
 )
@@ -38,7 +40,15 @@ def stack_of(urn: str) -> str:
     return urn.split("::")[0].split(":")[-1]
 
 
-def is_protected(config: Mapping[str, Any], urn: str) -> bool:
+def has_protected_label(props: Mapping[str, Any]) -> bool:
+    """The stack's pathways:protected flag, as the program stamps it on the cluster and the buckets."""
+    key, value = PROTECTED_LABEL
+    labels = get(props, "resourceLabels") or get(props, "labels") or {}
+    return isinstance(labels, Mapping) and labels.get(key) == value
+
+
+def must_be_protected(config: Mapping[str, Any], urn: str) -> bool:
+    """The pack's config lists this stack as one that must set pathways:protected: true."""
     return stack_of(urn) in config.get("protectedStacks", ["prod"])
 
 

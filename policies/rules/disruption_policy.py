@@ -6,20 +6,37 @@ slice's nodes mid-run. A protected stack must hold node upgrades with a maintena
 turn auto-upgrade off on its TPU pools. Every Cluster Toolkit TPU blueprint sets such an exclusion.
 """
 
+from datetime import datetime, timezone
+
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from .common import CLUSTER, NODE_POOL, PROTECTED_STACKS_SCHEMA, get, is_protected, is_tpu_pool
+from .common import CLUSTER, NODE_POOL, get, has_protected_label, is_tpu_pool
 
 HOLDS_NODE_UPGRADES = ("NO_MINOR_OR_NODE_UPGRADES", "NO_UPGRADES")
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _holds_now(e: dict) -> bool:
+    """An exclusion that holds node upgrades and has not ended (an ended one protects nothing)."""
+    if (e.get("exclusionOptions") or {}).get("scope") not in HOLDS_NODE_UPGRADES:
+        return False
+    try:
+        end = datetime.fromisoformat(str(e.get("endTime", "")).replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return end.tzinfo is not None and end > now()
 
 
 def _validate(args: StackValidationArgs, report) -> None:
     resources = list(args.resources)
     for c in (r for r in resources if r.resource_type == CLUSTER):
-        if not is_protected(args.get_config(), c.urn):
+        if not has_protected_label(c.props):
             continue
         exclusions = get(c.props, "maintenancePolicy.maintenanceExclusions") or []
-        held = any((e.get("exclusionOptions") or {}).get("scope") in HOLDS_NODE_UPGRADES for e in exclusions)
+        held = any(_holds_now(e) for e in exclusions)
         if held:
             continue
         for pool in (r for r in resources if r.resource_type == NODE_POOL and is_tpu_pool(r.props)):
@@ -34,5 +51,4 @@ disruption_policy = StackValidationPolicy(
     description="Protected stacks hold GKE node upgrades on TPU pools (maintenance exclusion) or turn auto-upgrade off.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
-    config_schema=PROTECTED_STACKS_SCHEMA,
 )

@@ -12,7 +12,7 @@ from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidation
 
 from components.model.ports import PATHWAYS_PORTS
 
-from .common import CLUSTER, PROTECTED_STACKS_SCHEMA, get, is_protected
+from .common import CLUSTER, get, has_protected_label
 
 FIREWALL = "gcp:compute/firewall:Firewall"
 NETWORK = "gcp:compute/network:Network"
@@ -53,7 +53,7 @@ def _validate(args: StackValidationArgs, report) -> None:
         if private_nodes and any(r.resource_type == NETWORK for r in resources) and not any(r.resource_type == NAT for r in resources):
             report(f"cluster {name} has private nodes in a VPC without Cloud NAT: registry.k8s.io images (the JobSet "
                    "controller) cannot be pulled; set pathways:network.cloudNat: true", c.urn)
-        if not is_protected(args.get_config(), c.urn):
+        if not has_protected_label(c.props):
             continue
         if not private_nodes:
             report(f"cluster {name} is in a protected stack with public node IPs; set pathways:cluster.privateNodes: true", c.urn)
@@ -74,5 +74,4 @@ network_exposure = StackValidationPolicy(
     description="No internet-facing control plane or Pathways port; protected stacks are private with Pathways ports closed to all but Pathways nodes; private nodes get Cloud NAT.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
-    config_schema=PROTECTED_STACKS_SCHEMA,
 )
