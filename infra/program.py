@@ -166,7 +166,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
             "slices": g.count, "spares": g.spares, "capacity": g.capacity.value,
         } for g in cfg.slices},
         "kueue": {
-            "localQueue": f"{cfg.kubernetes.namespace}/{kueue_manifest.QUEUE}", "clusterQueue": kueue_manifest.QUEUE,
+            "localQueues": {w.name: f"{cfg.workload_namespace(w)}/{kueue_manifest.local_queue_name(w)}" for w in cfg.active_workloads},
+            "clusterQueues": [name for name, _ in kueue_manifest.queue_shards(cfg)],
             "quotas": kueue_manifest.quotas(cfg),
         } if cfg.kubernetes.kueue.enabled else None,
         "workloadNamespace": cfg.kubernetes.namespace,

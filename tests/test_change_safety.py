@@ -146,10 +146,13 @@ def test_zone_moves_are_refused_in_protected_stacks_even_when_allowed():
     assert changes["cluster"].action == "replace" and changes["cluster"].forced_by == ["location"]  # zonal cluster
 
 
-def test_suspending_a_workload_updates_its_jobset_in_place():
+def test_suspending_a_workload_holds_its_queue_in_place():
+    # Kueue owns spec.suspend of a queued JobSet: suspension holds the workload's LocalQueue instead
     after = edit(stack_config("prod"), "pathways:workloads", _set_workload("state", "suspended", "pretrain"))
     changes, verdict = run_diff("prod", after)
-    assert changes["workload-pretrain"].action == "update" and changes["workload-pretrain"].changed == ["spec.suspend"]
+    queue = changes["kueue-localqueue-pathways-pretrain"]
+    assert queue.action == "update" and queue.changed == ["spec.stopPolicy"]
+    assert "workload-pretrain" not in changes
     assert verdict.ok
 
 
@@ -158,7 +161,9 @@ def test_finishing_a_batch_run_deletes_its_jobset_only():
     changes, verdict = run_diff("prod", after, allow=["workload-pretrain"])
     assert changes["workload-pretrain"].action == "delete"
     # and the idle-TPU alert, which watched the only running batch workload (an alert is no disruption: not guarded)
-    assert {n for n, c in changes.items() if c.action in ("replace", "delete")} == {"workload-pretrain", "observability-alert-2"}
+    # and its LocalQueue
+    assert {n for n, c in changes.items() if c.action in ("replace", "delete")} == {
+        "workload-pretrain", "observability-alert-2", "kueue-localqueue-pathways-pretrain"}
     assert verdict.ok and verdict.unused_allowances == []
 
 

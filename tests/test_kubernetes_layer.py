@@ -280,8 +280,8 @@ def test_image_overrides_and_subdomain():
     assert check_plan(plan)["a-rather-long-workload-name"].violations == []
 
 
-def test_only_a_suspended_workload_sets_spec_suspend():
-    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[
+def test_only_a_suspended_workload_sets_spec_suspend_when_kueue_is_off():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, kubernetes={"kueue": {"enabled": False}}, workloads=[
         {"name": "run", "mode": "interactive"}, {"name": "held", "mode": "interactive", "state": "suspended"}]))
     specs = {name: js["spec"] for name, js in jobsets(plan).items()}
     assert "suspend" not in specs["run"]

@@ -81,12 +81,15 @@ def test_two_workloads_share_a_group_through_one_queue_with_their_priorities():
         {"name": "probe", "image": "example.com/t:1", "slices": 1, "priority": "experiment"},
     ]))
     labels = {o["metadata"]["name"]: o["metadata"]["labels"] for o in objects(plan, "JobSet")}
-    assert {n: l["kueue.x-k8s.io/queue-name"] for n, l in labels.items()} == {"train": "pathways", "probe": "pathways"}
+    # each workload its own LocalQueue (so that one can be held), all on the one ClusterQueue
+    assert {n: l["kueue.x-k8s.io/queue-name"] for n, l in labels.items()} == {"train": "train", "probe": "probe"}
     assert {n: l["kueue.x-k8s.io/priority-class"] for n, l in labels.items()} == {"train": "pathways-training", "probe": "pathways-experiment"}
-    (lq,) = objects(plan, "LocalQueue")
-    assert lq["metadata"] == {"name": "pathways", "namespace": "pathways"} and lq["spec"] == {"clusterQueue": "pathways"}
+    assert sorted((lq["metadata"]["name"], lq["metadata"]["namespace"], lq["spec"]["clusterQueue"], lq["spec"]["stopPolicy"])
+                  for lq in objects(plan, "LocalQueue")) == [("probe", "pathways", "pathways", "None"), ("train", "pathways", "pathways", "None")]
     (cq,) = objects(plan, "ClusterQueue")
-    assert cq["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority"}
+    assert cq["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority"} and "cohortName" not in cq["spec"]
+    # the flavor search stops where a PodSet fits or can preempt: a head PodSet never looks past the head flavor
+    assert cq["spec"]["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"}
     assert cq["spec"]["namespaceSelector"] == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["pathways"]}]}
     wpc = {o["metadata"]["name"]: o["value"] for o in objects(plan, "WorkloadPriorityClass")}
     pc = {o["metadata"]["name"]: o["value"] for o in objects(plan, "PriorityClass")}
@@ -140,7 +143,8 @@ def test_kueue_chart_install():
     assert chart.input("namespace") == "kueue-system" and chart.input("skipCrds") is False
     assert chart.input("values.controllerManager.nodeSelector") == {"pathways/role": "system"}
     out = plan.outputs["kueue"]
-    assert out["localQueue"] == "pathways/pathways" and out["clusterQueue"] == "pathways" and out["quotas"]["tpu-dev"]["google.com/tpu"] == 4
+    assert out["localQueues"] == {"notebook": "pathways/notebook"} and out["clusterQueues"] == ["pathways"]
+    assert out["quotas"]["tpu-dev"]["google.com/tpu"] == 4
 
 
 SCHEMA_PRESENT = admission.kueue_crd_path("ClusterQueue").exists()
@@ -164,7 +168,7 @@ def test_every_kueue_object_passes_the_upstream_crd_schema(committed_stack):
     (lambda cq: cq["spec"].__setitem__("queueingStrategy", "Random"), "kueue-schema", "'Random' is not one of"),
 ])
 def test_kueue_admission_catches_what_the_api_server_would_refuse(mutate, rule, text):
-    cq = kq.cluster_queue(plan_cfg())
+    (cq,) = kq.cluster_queues(plan_cfg())
     mutate(cq)
     report = admission.check_kueue(cq)
     assert any(v.rule == rule and text in v.message for v in report.violations), [str(v) for v in report.violations]
@@ -175,3 +179,42 @@ def plan_cfg():
 
     flat, _ = flatten(config_with())
     return load(raw_values(flat), "test")
+
+
+def test_a_suspended_workload_is_held_by_its_queue_not_by_spec_suspend():
+    # Kueue un-suspends every job it admits (v0.19.2 jobframework/reconciler.go): the workload's own
+    # LocalQueue holds it (stopPolicy HoldAndDrain evicts it if admitted and admits nothing meanwhile)
+    plan = plan_of(config_with(pathwaysVersion=VERSION, headPool={"nodeCount": 2}, workloads=[
+        {"name": "train", "image": "example.com/t:1", "slices": 1},
+        {"name": "paused", "image": "example.com/t:1", "slices": 1, "state": "suspended"},
+    ]))
+    stops = {lq["metadata"]["name"]: lq["spec"]["stopPolicy"] for lq in objects(plan, "LocalQueue")}
+    assert stops == {"train": "None", "paused": "HoldAndDrain"}
+    js = {o["metadata"]["name"]: o for o in objects(plan, "JobSet")}
+    assert "suspend" not in js["paused"]["spec"] and js["paused"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "paused"
+    # without Kueue the JobSet's own spec.suspend holds it
+    plain = plan_of(config_with(pathwaysVersion=VERSION, kubernetes={"kueue": {"enabled": False}},
+                                workloads=[{"name": "paused", "image": "example.com/t:1", "state": "suspended"}]))
+    (js,) = objects(plain, "JobSet")
+    assert js["spec"]["suspend"] is True
+
+
+def test_more_slice_groups_than_a_resource_group_holds_share_a_cohort():
+    # a resource group holds at most 64 flavors (v1beta2 CRD): 64 groups + the head flavor would be 65
+    groups = [{"name": f"g{i}", "tpu": "v6e-4"} for i in range(64)]
+    plan = plan_of(config_with(slices=groups, pathwaysVersion=VERSION,
+                               workloads=[{"name": "last", "image": "example.com/t:1", "sliceGroup": "g63"}]))
+    cqs = objects(plan, "ClusterQueue")
+    assert [cq["metadata"]["name"] for cq in cqs] == ["pathways-0", "pathways-1"]
+    flavors = [[f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]] for cq in cqs]
+    assert [len(f) for f in flavors] == [64, 2] and flavors[1] == ["pathways-head", "tpu-g63"]
+    assert all(len(f) <= kq.MAX_FLAVORS_PER_RESOURCE_GROUP for f in flavors)
+    # the head pool's quota is lent by the first queue and borrowed by the others, in one cohort
+    head = [{r["name"]: r["nominalQuota"] for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]} for cq in cqs]
+    assert head[0]["cpu"] != "0" and head[1] == {"cpu": "0", "memory": "0Gi", "google.com/tpu": "0"}
+    assert {cq["spec"]["cohortName"] for cq in cqs} == {"pathways"}
+    assert cqs[1]["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                                            "borrowWithinCohort": {"policy": "LowerPriority"}}
+    (lq,) = objects(plan, "LocalQueue")
+    assert lq["spec"]["clusterQueue"] == "pathways-1"
+    assert plan.outputs["kueue"]["clusterQueues"] == ["pathways-0", "pathways-1"]

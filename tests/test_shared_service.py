@@ -45,9 +45,9 @@ def test_rm_only_head_and_long_lived_workers_in_the_clients_namespace():
     # long-lived: deploy_pathways_service's max_restarts 30 and max_slice_restarts 1_000_000
     assert js["spec"]["failurePolicy"] == {"maxRestarts": 30}
     assert worker["backoffLimit"] == 4 * 1_000_000
-    assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "pathways"  # the queue applies to its workers too
+    assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "sps"  # the queue applies to its workers too
     lqs = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects(PLAN, "LocalQueue")}
-    assert lqs == {("pathways", "pathways"), ("default", "pathways")}
+    assert lqs == {("default", "sps")}
 
 
 def test_proxy_capacity_fits_the_clients_contract():

@@ -352,8 +352,10 @@ def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any
         "failurePolicy": {"maxRestarts": w.restarts},
         "replicatedJobs": [head_job(cfg, w, ctx), worker_job(cfg, w, ctx)],
     }
-    if w.state == "suspended":
-        spec["suspend"] = True  # the one spec field JobSet lets change in place
+    if w.state == "suspended" and not cfg.kubernetes.kueue.enabled:
+        # The one spec field JobSet lets change in place. With Kueue, Kueue owns it (it un-suspends every
+        # job it admits): the workload's LocalQueue holds it instead (manifests/kueue.py).
+        spec["suspend"] = True
     if w.mode == "batch":
         spec["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [HEAD_JOB]}
         if w.ttl_seconds_after_finished is not None:
@@ -367,7 +369,7 @@ def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any
             "labels": {
                 WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
                 # Queued by Kueue: admitted all-or-nothing when its slices are free (manifests/kueue.py).
-                **(queue_labels(w.effective_priority) if cfg.kubernetes.kueue.enabled else {}),
+                **(queue_labels(w) if cfg.kubernetes.kueue.enabled else {}),
             },
         },
         "spec": spec,

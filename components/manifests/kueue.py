@@ -1,19 +1,26 @@
 """Kueue objects derived from the stack (pure Python): never typed twice.
 
-Facts: ../shared/reference/kueue/FACTS.md (Kueue v0.19.2): objects at kueue.x-k8s.io/v1beta2; a JobSet
-picks its LocalQueue with the label kueue.x-k8s.io/queue-name and its priority with
-kueue.x-k8s.io/priority-class; Kueue admits a JobSet as one Workload (one PodSet per replicatedJob),
-all or nothing, and on admission merges the chosen ResourceFlavor's nodeLabels and tolerations into
-the pod templates.
+Facts: Kueue v0.19.2 (its CRDs and sources): objects at kueue.x-k8s.io/v1beta2; a JobSet picks its
+LocalQueue with the label kueue.x-k8s.io/queue-name and its priority with kueue.x-k8s.io/priority-class;
+Kueue admits a JobSet as one Workload (one PodSet per replicatedJob), all or nothing, and on admission
+merges the chosen ResourceFlavor's nodeLabels and tolerations into the pod templates.
 
 - A ResourceFlavor per slice group (its nodes' accelerator, topology and slice-group labels; the TPU
   taint, and the spot taint on spot groups) and one for the head pool.
-- One ClusterQueue, one resource group covering cpu, memory and google.com/tpu. Quotas are what the
-  pools provide: a group's chips are its slices x hosts x chips per VM (spares are provisioned for
-  hot-swap, never queue quota), its cpu and memory the TPU VMs' allocatable; the head flavor holds
-  what the head pool can allocate. The head flavor is listed first, with no TPU quota: Kueue tries
-  flavors in order, so a head PodSet lands there and a worker PodSet (which asks for TPUs) cannot.
-- A LocalQueue in each namespace the JobSets live in, and WorkloadPriorityClasses matching the PriorityClasses.
+- ClusterQueues covering cpu, memory and google.com/tpu. Quotas are what the pools provide: a group's
+  chips are its slices x hosts x chips per VM (spares are provisioned for hot-swap, never queue quota),
+  its cpu and memory the TPU VMs' allocatable; the head flavor holds what the head pool can allocate.
+  The head flavor is listed first, with no TPU quota, and the search for a flavor stops where a PodSet
+  fits or could preempt (flavorFungibility MayStopSearch: Kueue's default for whenCanPreempt is
+  TryNextFlavor, which would let a head PodSet look past a full head flavor).
+- A resource group holds at most 64 flavors (v1beta2 CRD, resourceGroups[].flavors maxItems 64), so a
+  stack with more slice groups gets several ClusterQueues of at most 63 TPU flavors each, in one cohort:
+  the first holds the head pool's quota, the others borrow it (and it reclaims what they borrow).
+- A LocalQueue per workload, in its namespace: suspending a workload sets its queue's stopPolicy to
+  HoldAndDrain. Kueue un-suspends every job it has admitted (jobframework/reconciler.go, "handle job is
+  suspended"), so a JobSet's own spec.suspend cannot hold it; a held queue evicts the admitted Workload
+  (the JobSet is suspended, its pods deleted) and admits nothing until it is released.
+- WorkloadPriorityClasses matching the PriorityClasses.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 
 from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_TAINT
 from ..model import machines
-from ..model.config import StackConfig
+from ..model.config import StackConfig, Workload
 from ..model.pools import Capacity, SliceGroup
 from .guardrails import PRIORITY_CLASSES
 
@@ -92,32 +99,65 @@ def _quantity(resource: str, amount: int) -> str:
     return f"{amount}Gi" if resource == "memory" else str(amount)
 
 
-def cluster_queue(cfg: StackConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": QUEUE},
-        "spec": {
+MAX_FLAVORS_PER_RESOURCE_GROUP = 64  # v1beta2 ClusterQueue CRD: resourceGroups[].flavors maxItems
+GROUPS_PER_QUEUE = MAX_FLAVORS_PER_RESOURCE_GROUP - 1  # and the head flavor
+COHORT = QUEUE
+
+
+def queue_shards(cfg: StackConfig) -> list[tuple[str, list[SliceGroup]]]:
+    """(ClusterQueue name, its slice groups): one queue named `pathways` while the groups fit one resource
+    group, else pathways-0, pathways-1, ... of at most 63 groups each."""
+    chunks = [cfg.slices[i:i + GROUPS_PER_QUEUE] for i in range(0, len(cfg.slices), GROUPS_PER_QUEUE)]
+    if len(chunks) == 1:
+        return [(QUEUE, chunks[0])]
+    return [(f"{QUEUE}-{i}", chunk) for i, chunk in enumerate(chunks)]
+
+
+def cluster_queue_of(cfg: StackConfig, group: SliceGroup) -> str:
+    return next(name for name, groups in queue_shards(cfg) if group in groups)
+
+
+def cluster_queues(cfg: StackConfig) -> list[dict[str, Any]]:
+    q = quotas(cfg)
+    shards = queue_shards(cfg)
+    sharded = len(shards) > 1
+    out = []
+    for i, (name, groups) in enumerate(shards):
+        flavors = [{"name": HEAD_FLAVOR, "resources": [
+            {"name": r, "nominalQuota": _quantity(r, q[HEAD_FLAVOR][r] if i == 0 else 0)} for r in RESOURCES]}]
+        flavors += [{"name": flavor_name(g), "resources": [{"name": r, "nominalQuota": _quantity(r, q[flavor_name(g)][r])} for r in RESOURCES]}
+                    for g in groups]
+        preemption: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
+        spec: dict[str, Any] = {
             "namespaceSelector": {"matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "In", "values": cfg.workload_namespaces},
             ]},
             "queueingStrategy": "BestEffortFIFO",
             # A higher-priority JobSet may take slices from a lower-priority one (hot-swap, priorities).
-            "preemption": {"withinClusterQueue": "LowerPriority"},
-            "resourceGroups": [{
-                "coveredResources": list(RESOURCES),
-                "flavors": [
-                    {"name": flavor, "resources": [{"name": r, "nominalQuota": _quantity(r, q[r])} for r in RESOURCES]}
-                    for flavor, q in quotas(cfg).items()
-                ],
-            }],
-        },
-    }
+            "preemption": preemption,
+            "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
+            "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
+        }
+        if sharded:
+            # The queues share the head pool through the cohort: the first lends, the others borrow.
+            spec["cohortName"] = COHORT
+            preemption.update({"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}})
+        out.append({"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
+    return out
+
+
+def local_queue_name(w: Workload) -> str:
+    return w.name
 
 
 def local_queues(cfg: StackConfig) -> list[dict[str, Any]]:
-    """One LocalQueue per namespace the stack's JobSets live in."""
+    """One LocalQueue per workload, held (HoldAndDrain) while the workload is suspended."""
     return [
-        {"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": QUEUE, "namespace": ns}, "spec": {"clusterQueue": QUEUE}}
-        for ns in cfg.workload_namespaces
+        {"apiVersion": API_VERSION, "kind": "LocalQueue",
+         "metadata": {"name": local_queue_name(w), "namespace": cfg.workload_namespace(w)},
+         "spec": {"clusterQueue": cluster_queue_of(cfg, cfg.workload_group(w)),
+                  "stopPolicy": "HoldAndDrain" if w.state == "suspended" else "None"}}
+        for w in cfg.active_workloads
     ]
 
 
@@ -129,10 +169,10 @@ def workload_priority_classes() -> list[dict[str, Any]]:
     ]
 
 
-def queue_labels(w_priority: str) -> dict[str, str]:
+def queue_labels(w: Workload) -> dict[str, str]:
     """The labels a JobSet carries to be queued: its LocalQueue and its WorkloadPriorityClass."""
-    return {QUEUE_LABEL: QUEUE, PRIORITY_LABEL: f"pathways-{w_priority}"}
+    return {QUEUE_LABEL: local_queue_name(w), PRIORITY_LABEL: f"pathways-{w.effective_priority}"}
 
 
 def objects(cfg: StackConfig) -> list[dict[str, Any]]:
-    return [*resource_flavors(cfg), cluster_queue(cfg), *local_queues(cfg), *workload_priority_classes()]
+    return [*resource_flavors(cfg), *cluster_queues(cfg), *local_queues(cfg), *workload_priority_classes()]
