@@ -14,8 +14,8 @@ from components.labels import PROTECTED_LABEL, SYSTEM_ROLE
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
 from components.manifests import monitoring, service_access
-from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, priority_class_name, psa_labels
-from components.model.config import StackConfig
+from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
+from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
 from components.model.ports import PATHWAYS_PORTS
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
@@ -40,6 +40,7 @@ class InvalidStackConfig(pulumi.RunError):
 
 def build(cfg: StackConfig) -> dict[str, object]:
     """Create every resource of the stack; return the stack outputs."""
+    stack = resolve(cfg)  # every derived value, once; the builders below render it
     net = cfg.network
     network = PathwaysNetwork("network", PathwaysNetworkArgs(
         project=cfg.project, region=cfg.region, name=cfg.cluster_name,
@@ -97,7 +98,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels},
     ))
     observability = Observability("observability", ObservabilityArgs(
-        project=cfg.project, dashboard=monitoring.dashboard(cfg), alert_policies=monitoring.alert_policies(cfg),
+        project=cfg.project, dashboard=monitoring.dashboard(stack), alert_policies=monitoring.alert_policies(stack),
         notification_channels=list(cfg.monitoring.notification_channels),
     ))
     # --- Kubernetes layer -------------------------------------------------------------------
@@ -131,24 +132,23 @@ def build(cfg: StackConfig) -> dict[str, object]:
     queues: tuple[pulumi.Resource, ...] = ()
     if cfg.kubernetes.kueue.enabled:
         kueue = Kueue("kueue", KueueArgs(
-            version=cfg.kubernetes.kueue.version, system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(cfg),
+            version=cfg.kubernetes.kueue.version, system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(stack),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
     interactive: dict[str, object] = {}
     services: dict[str, object] = {}
-    for w in cfg.active_workloads:
-        ctx = jobset_manifest.context(cfg, w)
+    for w in stack.active_workloads:
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
-            manifest=jobset_manifest.jobset(cfg, w, ctx), profiling_secret=ctx.profiling_secret,
-            env_secret=ctx.env_secret, env=dict(w.env),
+            manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
+            env_secret=w.env_secret, env=dict(w.spec.env),
             # The bucket and its grants too: the first compilation-cache write must not 403.
-            depends_on=(controller.ready, namespace, guardrails.priority_classes[priority_class_name(w)], head,
-                        groups[cfg.workload_group(w).name], bucket, *queues),
+            depends_on=(controller.ready, namespace, guardrails.priority_classes[f"pathways-{w.priority}"], head,
+                        groups[w.group.name], bucket, *queues),
         ), opts=k8s_opts)
         if w.mode == "interactive":
-            interactive[w.name] = jobset_manifest.interactive_access(cfg, w)
+            interactive[w.name] = jobset_manifest.interactive_access(w)
         if w.mode == "service":
-            services[w.name] = jobset_manifest.service_access(cfg, w)
+            services[w.name] = jobset_manifest.service_access(stack, w)
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -166,12 +166,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
             "slices": g.count, "spares": g.spares, "capacity": g.capacity.value,
         } for g in cfg.slices},
         "kueue": {
-            "localQueues": {w.name: f"{cfg.workload_namespace(w)}/{kueue_manifest.local_queue_name(w)}" for w in cfg.active_workloads},
-            "clusterQueues": [name for name, _ in kueue_manifest.queue_shards(cfg)],
-            "quotas": kueue_manifest.quotas(cfg),
+            "localQueues": {w.name: f"{w.namespace}/{w.local_queue}" for w in stack.active_workloads},
+            "clusterQueues": [name for name, _ in stack.queue_shards],
+            "quotas": kueue_manifest.quotas(stack),
         } if cfg.kubernetes.kueue.enabled else None,
         "workloadNamespace": cfg.kubernetes.namespace,
-        "links": observability.dashboard_id.apply(lambda d: monitoring.console_links(cfg, location, d)),
+        "links": observability.dashboard_id.apply(lambda d: monitoring.console_links(stack, d)),
         "interactive": interactive,
         "services": services,
     }

@@ -189,8 +189,8 @@ def test_render_refuses_to_write_an_invalid_manifest(monkeypatch, tmp_path, caps
 
     real = builder.head_job
 
-    def broken(cfg, w, ctx):
-        job = real(cfg, w, ctx)
+    def broken(stack, w):
+        job = real(stack, w)
         job["template"]["spec"]["template"]["spec"]["containers"][0]["restartPolicy"] = "Always"
         return job
 

@@ -58,3 +58,33 @@ def test_the_config_reader_check_sees_every_form(tmp_path):
         assert reads_config(tmp_path / "m.py"), text
     (tmp_path / "m.py").write_text("import pulumi\npulumi.export('a', 1)\nargs.get_config()")
     assert not reads_config(tmp_path / "m.py")
+
+
+def _relative_imports(path: Path) -> set[str]:
+    """Absolute names of a module's relative imports (from ..model.config import X -> components.model.config)."""
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - node.level + 1]
+            out.add(".".join([*base, *(node.module.split(".") if node.module else [])]))
+    return out
+
+
+def test_builders_render_resolved_values_and_never_read_the_stack_config():
+    # resolve once (components/model/resolved.py), then render: no builder goes back to StackConfig
+    for path in files("components", "manifests"):
+        assert "components.model.config" not in imports(path) | _relative_imports(path), path
+
+
+def test_no_import_circle_in_the_model():
+    graph = {p.stem: {m.rsplit(".", 1)[-1] for m in _relative_imports(p) | imports(p) if m.startswith("components.model.")}
+             for p in files("components", "model")}
+    for start in graph:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            node = todo.pop()
+            assert node != start, f"components/model/{start}.py imports itself back through {sorted(seen)}"
+            if node not in seen:
+                seen.add(node)
+                todo += graph.get(node, ())

@@ -12,6 +12,7 @@ import pytest
 from components.manifests import admission
 from components.manifests import kueue as kq
 from components.model import machines
+from components.model.config import resolve
 from infra.offline.render import check_builtins, manifests
 from infra.offline.stackfile import flatten, raw_values
 from tests.conftest import config_with, plan_of, stack_plan
@@ -168,7 +169,7 @@ def test_every_kueue_object_passes_the_upstream_crd_schema(committed_stack):
     (lambda cq: cq["spec"].__setitem__("queueingStrategy", "Random"), "kueue-schema", "'Random' is not one of"),
 ])
 def test_kueue_admission_catches_what_the_api_server_would_refuse(mutate, rule, text):
-    (cq,) = kq.cluster_queues(plan_cfg())
+    (cq,) = kq.cluster_queues(resolve(plan_cfg()))
     mutate(cq)
     report = admission.check_kueue(cq)
     assert any(v.rule == rule and text in v.message for v in report.violations), [str(v) for v in report.violations]

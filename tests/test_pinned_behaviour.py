@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from components.manifests import admission
-from components.manifests.jobset import context, jobset
+from components.manifests.jobset import jobset
 from components.model import tpu
-from components.model.config import load
+from components.model.config import load, resolve
 from components.model.errors import ConfigError
 
 BASE: dict[str, Any] = {
@@ -38,8 +38,8 @@ def error(**changes) -> str:
 
 def built(**workload):
     cfg = model(workloads=[{"name": "job", "mode": "batch", "image": "example.com/t:1", **workload}])
-    w = cfg.workloads[0]
-    return cfg, jobset(cfg, w, context(cfg, w))
+    stack = resolve(cfg)
+    return cfg, jobset(stack, stack.workloads[0])
 
 
 def containers(pod: dict) -> dict[str, dict]:

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from components.model.config import load
+from components.model.config import load, resolve
 from components.model.errors import ConfigError
 from components.model.summary import stack_summary, summary_text
 from infra.offline.__main__ import main as offline_main
@@ -28,7 +28,7 @@ def summary_of(stack: str, **overrides) -> dict:
     config, secrets = load_config(stack_path(stack))
     raw = raw_values(config)
     raw.update(overrides)
-    return stack_summary(load(raw, stack, frozenset(secrets)))
+    return stack_summary(resolve(load(raw, stack, frozenset(secrets))))
 
 
 EXPECTED = {
@@ -223,6 +223,6 @@ def test_plan_says_when_alerts_notify_no_one():
     from tests.conftest import config_with
 
     flat, _ = flatten(config_with())
-    assert any(n.startswith("alerts notify no one: pathways:monitoring.notificationChannels is empty") for n in notices(load(raw_values(flat), "t")))
+    assert any(n.startswith("alerts notify no one: pathways:monitoring.notificationChannels is empty") for n in notices(resolve(load(raw_values(flat), "t"))))
     flat, _ = flatten(config_with(monitoring={"notificationChannels": ["projects/test-proj-123/notificationChannels/1"]}))
-    assert not [n for n in notices(load(raw_values(flat), "t")) if n.startswith("alerts notify")]
+    assert not [n for n in notices(resolve(load(raw_values(flat), "t"))) if n.startswith("alerts notify")]

@@ -160,11 +160,19 @@ def test_no_pod_mounts_a_token_and_every_container_is_hardened():
     for js in _objects(plan, "JobSet"):
         for pod in _pods(js):
             assert pod["automountServiceAccountToken"] is False
+            # the runtime's default seccomp profile for every Pathways pod
+            assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
             for c in pod.get("initContainers", []) + pod["containers"]:
                 assert c["securityContext"]["allowPrivilegeEscalation"] is False, c["name"]
-                if c["name"] in ("pathways-proxy", "jax-program", "colocated-python"):
+                if c["name"] in ("pathways-proxy", "jax-program", "colocated-python-sidecar", "pathways-rm"):
                     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}, c["name"]
                     assert c["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+                elif c["name"] == "pathways-worker":
+                    # root in Google's server image: keeps file-ownership capabilities, loses NET_RAW and the rest
+                    assert c["securityContext"]["capabilities"] == {"drop": [
+                        "AUDIT_WRITE", "KILL", "MKNOD", "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETPCAP", "SYS_CHROOT"]}
+                else:
+                    raise AssertionError(f"unknown container {c['name']}")
             proxy = [c for c in pod.get("initContainers", []) + pod["containers"] if c["name"] == "pathways-proxy"]
             for c in proxy:  # as pathwaysutils runs its proxy (shared_pathways_service/yamls/pw-proxy.yaml)
                 assert (c["securityContext"]["runAsNonRoot"], c["securityContext"]["runAsUser"], c["securityContext"]["runAsGroup"]) == (True, 1000, 1000)

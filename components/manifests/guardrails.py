@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..labels import HEAD_TAINT, TPU_TAINT
-from ..model.config import Workload
 
 PSA = "pod-security.kubernetes.io"
 
@@ -84,10 +83,6 @@ PRIORITY_CLASSES = {
     "interactive": (500_000, "Pathways interactive endpoints"),
     "experiment": (100_000, "Pathways experiments: the first to give way"),
 }
-
-
-def priority_class_name(w: Workload) -> str:
-    return f"pathways-{w.effective_priority}"
 
 
 def priority_classes() -> list[dict[str, Any]]:

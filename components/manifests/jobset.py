@@ -7,27 +7,18 @@ Facts: ../shared/PLATFORM-FACTS.md §1-2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL
-from ..model.config import (
-    PROXY_RESOURCES,
-    RESOURCE_MANAGER_RESOURCES,
-    Capacity,
-    StackConfig,
-    Workload,
-    coordinator_address,
-    coordinator_label,
-)
+from ..model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
+from ..model.pools import Capacity
 from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
-from .guardrails import priority_class_name
+from ..model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
+from ..model.workload import coordinator_label
 from .kueue import queue_labels
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"
-HEAD_JOB = "pathways-head"
-WORKER_JOB = "worker"
 
 COORDINATOR_LABEL = "jobset.sigs.k8s.io/coordinator"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -43,38 +34,12 @@ SIDECAR_SHM_VOLUME = "sidecar-shm"
 SIDECAR_SHM_DIR = "/tmp/shared-memory"
 SIDECAR_SHM_ENV = "CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY"
 SIDECAR_SHM_FLAG = "--cloud_pathways_sidecar_shm_directory"
+# pathwaysutils' client finds the sidecar by this container name (gke_utils.get_pathways_service_images).
+SIDECAR_CONTAINER = "colocated-python-sidecar"
 # Documented JobSet annotations (kubernetes-sigs/jobset, jobset.sigs.k8s.io/*), which Google's
 # generators expose to the RM and workers as env.
 JOBSET_NAME_ANNOTATION = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_ANNOTATION = "jobset.sigs.k8s.io/replicatedjob-name"
-
-
-@dataclass(frozen=True)
-class WorkloadContext:
-    """What a manifest needs beyond the config model: values only the stack knows."""
-
-    cache_location: str
-    """gs://<scratch bucket>/<cachePrefix>, shared by every workload."""
-    artifacts_location: str
-    """gs://<artifacts bucket>/<artifactsPrefix>."""
-    profiling_secret: Optional[str] = None
-    """Name of the Secret holding the profiler auth token, when profiling is on."""
-    env_secret: Optional[str] = None
-    """Name of the Secret holding the workload's env values, when they came from secret config."""
-
-
-def env_secret_name(w: Workload) -> str:
-    return f"{w.name}-env"
-
-
-def context(cfg: StackConfig, w: Workload) -> WorkloadContext:
-    """The values a workload's manifests need from the stack."""
-    return WorkloadContext(
-        cfg.cache_location,
-        cfg.artifacts_location,
-        profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,
-        env_secret=env_secret_name(w) if cfg.secret_env and w.env else None,
-    )
 
 
 def _label_env(name: str, label: str) -> dict[str, Any]:
@@ -91,11 +56,11 @@ JOBSET_IDENTITY_ENV = (
 )
 
 
-def user_env(w: Workload, ctx: WorkloadContext) -> list[dict[str, Any]]:
+def user_env(w: ResolvedWorkload) -> list[dict[str, Any]]:
     """The workload's own env: plain values, or references into its Secret when they were secret."""
-    if ctx.env_secret:
-        return [{"name": k, "valueFrom": {"secretKeyRef": {"name": ctx.env_secret, "key": k}}} for k in sorted(w.env)]
-    return [{"name": k, "value": v} for k, v in sorted(w.env.items())]
+    if w.env_secret:
+        return [{"name": k, "valueFrom": {"secretKeyRef": {"name": w.env_secret, "key": k}}} for k in sorted(w.spec.env)]
+    return [{"name": k, "value": v} for k, v in sorted(w.spec.env.items())]
 
 
 def _resources(cpu: str, memory: str, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -114,67 +79,73 @@ def _shm_volume(size: str) -> dict[str, Any]:
 
 SHM_MOUNT = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
 
-# Container security contexts. Every container: no privilege escalation (setuid binaries gain
-# nothing). The IFRT proxy runs exactly as Google runs it for the Shared Pathways Service: rootless,
-# no capabilities, RuntimeDefault seccomp (pathwaysutils 0.1.13 shared_pathways_service/yamls/
-# pw-proxy.yaml). The user's program and the colocated sidecar drop every capability too; the RM and
-# the TPU workers keep the image's defaults beyond that (no public source says what libtpu needs).
+# Security contexts. Every pod: the runtime's default seccomp profile. Every container: no privilege
+# escalation (setuid binaries gain nothing). The IFRT proxy runs exactly as Google runs it for the Shared
+# Pathways Service: rootless, no capabilities (pathwaysutils 0.1.13 shared_pathways_service/yamls/
+# pw-proxy.yaml); the user's program, the colocated sidecar and the resource manager (a CPU-only gRPC
+# server on ports above 1024) drop every capability too. The TPU workers run the server image as root
+# (Google publishes no rootless worker) and keep only the capabilities a root process needs for files it
+# does not own (CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID); NET_RAW, which on the host network
+# would let a compromised worker forge traffic, and the rest of the runtime's defaults are dropped.
+POD_SECURITY = {"seccompProfile": {"type": "RuntimeDefault"}}
 NO_ESCALATION = {"allowPrivilegeEscalation": False}
 DROP_ALL = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
 ROOTLESS = {**DROP_ALL, "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000}
+WORKER_DROPPED_CAPABILITIES = ("AUDIT_WRITE", "KILL", "MKNOD", "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETPCAP", "SYS_CHROOT")
+WORKER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": list(WORKER_DROPPED_CAPABILITIES)}}
 
 
-def _pod_common(w: Workload) -> dict[str, Any]:
+def _pod_common(w: ResolvedWorkload) -> dict[str, Any]:
     """Pod fields every Pathways pod shares."""
     return {
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
         # Pathways never calls the Kubernetes API: no token in the pod to steal.
         "automountServiceAccountToken": False,
-        "priorityClassName": priority_class_name(w),
-        "terminationGracePeriodSeconds": w.termination_grace_period_seconds,
+        "priorityClassName": f"pathways-{w.priority}",
+        "terminationGracePeriodSeconds": w.spec.termination_grace_period_seconds,
+        "securityContext": dict(POD_SECURITY),
     }
 
 
-def resource_manager(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
-    group = cfg.workload_group(w)
+def resource_manager(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     return {
         "name": "pathways-rm",
-        "image": cfg.server_image(w),
+        "image": w.server_image,
         "args": [
             f"--server_port={RM_PORT}",
             "--node_type=resource_manager",
-            f"--instance_count={cfg.workload_slices(w)}",
-            f"--instance_type={group.tpu.instance_type}",
-            f"--gcs_scratch_location={ctx.cache_location}",
+            f"--instance_count={w.slices}",
+            f"--instance_type={w.group.tpu.instance_type}",
+            f"--gcs_scratch_location={stack.cache_location}",
         ],
         "env": [
             _label_env("HOST_ADDRESS", COORDINATOR_LABEL), {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}, *JOBSET_IDENTITY_ENV,
         ],
         "ports": _ports(RM_PORT, RM_EXTRA_PORT),
         "resources": _resources(*RESOURCE_MANAGER_RESOURCES),
-        "securityContext": NO_ESCALATION,
+        "securityContext": DROP_ALL,
     }
 
 
-def hlo_dump_location(w: Workload, ctx: WorkloadContext) -> str:
-    return f"{ctx.artifacts_location}/{w.name}/hlo/"
+def hlo_dump_location(stack: ResolvedStack, w: ResolvedWorkload) -> str:
+    return f"{stack.artifacts_location}/{w.name}/hlo/"
 
 
-def proxy(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+def proxy(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     args = [
         f"--server_port={PROXY_PORT}",
         f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
-        f"--gcs_scratch_location={ctx.cache_location}",
-        *w.xla_flags,
+        f"--gcs_scratch_location={stack.cache_location}",
+        *w.spec.xla_flags,
     ]
-    if w.hlo_dump:
-        args.append(f"--xla_dump_to={hlo_dump_location(w, ctx)}")
-    if w.elastic:
-        args.append(f"--num_elastic_slices={w.elastic.max_missing_slices}")
+    if w.spec.hlo_dump:
+        args.append(f"--xla_dump_to={hlo_dump_location(stack, w)}")
+    if w.spec.elastic:
+        args.append(f"--num_elastic_slices={w.spec.elastic.max_missing_slices}")
     return {
         "name": "pathways-proxy",
-        "image": cfg.proxy_image(w),
+        "image": w.proxy_image,
         "args": args,
         "env": [_label_env("PATHWAYS_HEAD", COORDINATOR_LABEL)],
         "ports": _ports(PROXY_PORT),
@@ -183,7 +154,8 @@ def proxy(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]
     }
 
 
-def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+def user_container(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
+    w = rw.spec
     env: list[dict[str, Any]] = [
         _label_env("PATHWAYS_HEAD", COORDINATOR_LABEL),  # defined first: $(PATHWAYS_HEAD) below expands it
         {"name": "JAX_PLATFORMS", "value": "proxy"},
@@ -195,9 +167,9 @@ def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[
     if w.persistence:
         env.append({"name": "ENABLE_PATHWAYS_PERSISTENCE", "value": "1"})
     if w.profiling:
-        profile_dir = f"{ctx.artifacts_location}/{w.name}/profiles/"
+        profile_dir = f"{stack.artifacts_location}/{w.name}/profiles/"
         env += [
-            {"name": "PATHWAYS_PROFILING_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": ctx.profiling_secret, "key": PROFILING_TOKEN_KEY}}},
+            {"name": "PATHWAYS_PROFILING_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": rw.profiling_secret, "key": PROFILING_TOKEN_KEY}}},
             # Exact gs:// paths: pathwaysutils (>= 0.1.12, profiling.py) refuses anything not gs:// and
         # matches by prefix, so a bare bucket name fails and gs://b would admit gs://b-other.
         {"name": "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "value": profile_dir},
@@ -205,7 +177,7 @@ def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[
             {"name": "PROFILE_TRACE_DIR", "value": profile_dir},
         ]
         ports.append(w.profiling.port)
-    env += user_env(w, ctx)
+    env += user_env(rw)
     container: dict[str, Any] = {"name": "jax-program", "image": w.image}
     if w.command:
         container["command"] = list(w.command)
@@ -222,8 +194,8 @@ def user_container(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[
     return container
 
 
-def head_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
-    rm, px = resource_manager(cfg, w, ctx), proxy(cfg, w, ctx)
+def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
+    rm, px = resource_manager(stack, w), proxy(stack, w)
     pod: dict[str, Any] = {
         **_pod_common(w),
         "restartPolicy": "Never",
@@ -237,8 +209,8 @@ def head_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, A
     elif w.mode == "batch":
         # Native sidecars: RM and proxy stop with the pod, so the head Job completes when the program exits.
         pod["initContainers"] = [{**rm, "restartPolicy": "Always"}, {**px, "restartPolicy": "Always"}]
-        pod["containers"] = [user_container(cfg, w, ctx)]
-        pod["volumes"] = [_shm_volume(w.shm_size)]
+        pod["containers"] = [user_container(stack, w)]
+        pod["volumes"] = [_shm_volume(w.spec.shm_size)]
     else:
         # Headless: regular containers, which must not carry restartPolicy.
         pod["containers"] = [rm, px]
@@ -258,14 +230,12 @@ def head_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, A
     }
 
 
-def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
-    group = cfg.workload_group(w)
-    tpu = group.tpu
-    res = cfg.worker_resources(w)
+def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
+    w, tpu = rw.spec, rw.group.tpu
     args = [
         f"--server_port={WORKER_PORT}",
         f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
-        f"--gcs_scratch_location={ctx.cache_location}",
+        f"--gcs_scratch_location={stack.cache_location}",
     ]
     env = [
         _label_env("PATHWAYS_HEAD", COORDINATOR_LABEL),
@@ -277,30 +247,30 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
     tpu_chips = str(tpu.chips_per_vm)
     worker: dict[str, Any] = {
         "name": "pathways-worker",
-        "image": cfg.server_image(w),
+        "image": rw.server_image,
         "args": args,
         "env": env,
         "ports": _ports(WORKER_PORT, *WORKER_EXTRA_PORTS),
-        # Requests from the TPU VM's allocatable (Burstable, not BestEffort: the last pods evicted
-        # under node pressure); no CPU or memory limit, the worker owns the VM. TPU chips: whole VM.
-        "resources": {
-            "requests": {"cpu": str(res.worker_cpu), "memory": f"{res.worker_memory_gib}Gi", TPU_RESOURCE: tpu_chips},
-            "limits": {TPU_RESOURCE: tpu_chips},
-        },
-        "securityContext": NO_ESCALATION,
+        # The TPU chips of the whole VM, and no CPU or memory request, as every peer does (xpk, Google's
+        # PathwaysJob and pathwaysutils builders): one worker owns its TPU VM (the TPU request and the
+        # exclusive-topology annotation keep others off), and a CPU or memory request near the VM's size
+        # would leave the worker Pending whenever GKE's reservations or its own DaemonSets on TPU nodes
+        # grow (README, "Worker resources").
+        "resources": {"requests": {TPU_RESOURCE: tpu_chips}, "limits": {TPU_RESOURCE: tpu_chips}},
+        "securityContext": WORKER_SECURITY,
     }
     tolerations = [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
-    if group.capacity is Capacity.SPOT:
+    if rw.group.capacity is Capacity.SPOT:
         tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
     pod: dict[str, Any] = {
-        **_pod_common(w),
+        **_pod_common(rw),
         # As every peer (xpk, PathwaysJob, pathwaysutils): a crashed worker restarts in place on its
         # TPU host, counted against backoffLimit, instead of a new pod waiting for the same node.
         "restartPolicy": "OnFailure",
         "nodeSelector": {
             "cloud.google.com/gke-tpu-accelerator": tpu.accelerator,
             "cloud.google.com/gke-tpu-topology": tpu.topology,
-            SLICE_GROUP_LABEL: group.name,
+            SLICE_GROUP_LABEL: rw.group.name,
         },
         "tolerations": tolerations,
         "containers": [worker],
@@ -313,7 +283,7 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
         env.append(shm_env)
         worker["volumeMounts"] = [shm_mount]
         pod["initContainers"] = [{
-            "name": "colocated-python",
+            "name": SIDECAR_CONTAINER,
             "image": sc.image,
             "restartPolicy": "Always",
             "env": [{"name": "GRPC_SERVER_ADDRESS", "value": f"0.0.0.0:{SIDECAR_PORT}"}, shm_env],
@@ -322,15 +292,15 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
             "volumeMounts": [shm_mount],
             "securityContext": DROP_ALL,
         }]
-        # Bounded, and counted: the worker's memory request above leaves this much of the VM free.
+        # Bounded, and counted: the shared directory is memory-backed.
         pod["volumes"] = [{"name": SIDECAR_SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": sc.shm_size}}]
     return {
-        "name": WORKER_JOB,
-        "replicas": cfg.workload_slices(w),
+        "name": rw.worker_job,
+        "replicas": rw.slices,
         "template": {
             "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"}},
             "spec": {
-                "backoffLimit": cfg.worker_backoff_limit(w),
+                "backoffLimit": rw.worker_backoff_limit,
                 "completionMode": "Indexed",
                 "completions": tpu.hosts,
                 "parallelism": tpu.hosts,
@@ -340,36 +310,36 @@ def worker_job(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str,
     }
 
 
-def jobset(cfg: StackConfig, w: Workload, ctx: WorkloadContext) -> dict[str, Any]:
+def jobset(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     """The JobSet for one workload."""
     network: dict[str, Any] = {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
-    if w.subdomain:
-        network["subdomain"] = w.subdomain
+    if w.spec.subdomain:
+        network["subdomain"] = w.spec.subdomain
     spec: dict[str, Any] = {
         "coordinator": {"replicatedJob": HEAD_JOB, "jobIndex": 0, "podIndex": 0},
         "network": network,
         "startupPolicy": {"startupPolicyOrder": "InOrder"},
         "failurePolicy": {"maxRestarts": w.restarts},
-        "replicatedJobs": [head_job(cfg, w, ctx), worker_job(cfg, w, ctx)],
+        "replicatedJobs": [head_job(stack, w), worker_job(stack, w)],
     }
-    if w.state == "suspended" and not cfg.kubernetes.kueue.enabled:
+    if w.state == "suspended" and w.local_queue is None:
         # The one spec field JobSet lets change in place. With Kueue, Kueue owns it (it un-suspends every
         # job it admits): the workload's LocalQueue holds it instead (manifests/kueue.py).
         spec["suspend"] = True
     if w.mode == "batch":
         spec["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [HEAD_JOB]}
-        if w.ttl_seconds_after_finished is not None:
-            spec["ttlSecondsAfterFinished"] = w.ttl_seconds_after_finished
+        if w.spec.ttl_seconds_after_finished is not None:
+            spec["ttlSecondsAfterFinished"] = w.spec.ttl_seconds_after_finished
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {
             "name": w.name,
-            "namespace": cfg.workload_namespace(w),
+            "namespace": w.namespace,
             "labels": {
                 WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
                 # Queued by Kueue: admitted all-or-nothing when its slices are free (manifests/kueue.py).
-                **(queue_labels(w) if cfg.kubernetes.kueue.enabled else {}),
+                **(queue_labels(w) if w.local_queue else {}),
             },
         },
         "spec": spec,
@@ -384,37 +354,31 @@ IMMUTABLE_SPEC_FIELDS = (
 )
 
 
-def service_access(cfg: StackConfig, w: Workload) -> dict[str, Any]:
+def service_access(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     """What a Shared Pathways Service's users paste (pathwaysutils 0.1.13 shared_pathways_service:
     run_workload's flags, isc_pathways.connect's arguments)."""
-    group = cfg.workload_group(w)
-    address = f"{coordinator(w)}:{RM_PORT}"
-    slices = cfg.workload_slices(w)
-    location = cfg.region if cfg.cluster.regional else cfg.zone
+    address = f"{w.coordinator}:{RM_PORT}"
+    instance_type = w.group.tpu.instance_type
     command = (
         "python3 -m pathwaysutils.experimental.shared_pathways_service.run_workload "
-        f"--cluster={cfg.cluster_name} --project={cfg.project} --region={location} "
-        f"--gcs_bucket={cfg.cache_location} --pathways_service={address} "
-        f"--tpu_type={group.tpu.instance_type} --tpu_count=1 --command='python3 my_program.py'"
+        f"--cluster={stack.cluster_name} --project={stack.project} --region={stack.location} "
+        f"--gcs_bucket={stack.cache_location} --pathways_service={address} "
+        f"--tpu_type={instance_type} --tpu_count=1 --command='python3 my_program.py'"
     )
     return {
         "address": address,
-        "namespace": cfg.workload_namespace(w),
-        "instanceType": group.tpu.instance_type,
-        "maxVirtualSlices": slices,
-        "proxyImage": cfg.proxy_image(w),
-        "gcsScratchLocation": cfg.cache_location,
+        "namespace": w.namespace,
+        "instanceType": instance_type,
+        "maxVirtualSlices": w.slices,
+        "proxyImage": w.proxy_image,
+        "gcsScratchLocation": stack.cache_location,
         "runWorkload": command,
         "connect": (
-            f"isc_pathways.connect(cluster={cfg.cluster_name!r}, project={cfg.project!r}, region={location!r}, "
-            f"gcs_bucket={cfg.cache_location!r}, pathways_service={address!r}, "
-            f"expected_tpu_instances={{{group.tpu.instance_type!r}: 1}})"
+            f"isc_pathways.connect(cluster={stack.cluster_name!r}, project={stack.project!r}, region={stack.location!r}, "
+            f"gcs_bucket={stack.cache_location!r}, pathways_service={address!r}, "
+            f"expected_tpu_instances={{{instance_type!r}: 1}})"
         ),
     }
-
-
-def coordinator(w: Workload) -> str:
-    return coordinator_address(w.name, w.subdomain)
 
 
 def coordinator_label_value(obj: dict[str, Any]) -> Optional[str]:
@@ -428,13 +392,13 @@ def coordinator_label_value(obj: dict[str, Any]) -> Optional[str]:
     return coordinator_label(name, c.get("replicatedJob", ""), c.get("jobIndex", 0), c.get("podIndex", 0), subdomain)
 
 
-def interactive_access(cfg: StackConfig, w: Workload) -> dict[str, str]:
+def interactive_access(w: ResolvedWorkload) -> dict[str, str]:
     """How a notebook reaches an interactive workload's IFRT proxy."""
-    ns = cfg.kubernetes.namespace
+    ns = w.namespace
     return {
         # The head pod's DNS name under the JobSet's headless service: reachable from the Pathways nodes
         # (and network.pathwaysClientRanges) only, the VPC firewall closes port 29000 to the rest.
-        "proxyAddress": f"grpc://{coordinator(w)}.{ns}.svc.cluster.local:{PROXY_PORT}",
+        "proxyAddress": f"grpc://{w.coordinator}.{ns}.svc.cluster.local:{PROXY_PORT}",
         "portForward": (
             f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l jobset.sigs.k8s.io/jobset-name={w.name},"
             f"jobset.sigs.k8s.io/replicatedjob-name={HEAD_JOB} -o name) {PROXY_PORT}:{PROXY_PORT}"

@@ -29,14 +29,14 @@ from typing import Any
 
 from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_TAINT
 from ..model import machines
-from ..model.config import StackConfig, Workload
 from ..model.pools import Capacity, SliceGroup
+from ..model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
+from ..model.resolved import QUEUE, ResolvedStack, ResolvedWorkload
 from .guardrails import PRIORITY_CLASSES
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-QUEUE = "pathways"  # the ClusterQueue and the LocalQueue
 HEAD_FLAVOR = "pathways-head"
 TPU_RESOURCE = "google.com/tpu"
 RESOURCES = ("cpu", "memory", TPU_RESOURCE)
@@ -53,12 +53,12 @@ def _toleration(taint: tuple[str, str, str]) -> dict[str, Any]:
     return {"key": key, "operator": "Equal", "value": value, "effect": _EFFECT[effect]}
 
 
-def resource_flavors(cfg: StackConfig) -> list[dict[str, Any]]:
+def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
     flavors = [{
         "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": HEAD_FLAVOR},
         "spec": {"nodeLabels": {ROLE_LABEL: HEAD_ROLE}, "tolerations": [_toleration(HEAD_TAINT)]},
     }]
-    for g in cfg.slices:
+    for g in stack.slices:
         tolerations = [{"key": TPU_TAINT[0], "operator": "Exists", "effect": "NoSchedule"}]
         if g.capacity is Capacity.SPOT:
             tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
@@ -76,15 +76,15 @@ def resource_flavors(cfg: StackConfig) -> list[dict[str, Any]]:
     return flavors
 
 
-def quotas(cfg: StackConfig) -> dict[str, dict[str, int]]:
+def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
     """Per flavor: cpu (cores), memory (GiB) and TPU chips the pools provide, in flavor order."""
-    head = machines.shape(cfg.head_pool.machine_type)
+    head = machines.shape(stack.head_machine_type)
     out = {HEAD_FLAVOR: {
-        "cpu": int(head.allocatable_cpu) * cfg.head_nodes,
-        "memory": int(head.allocatable_memory_gib) * cfg.head_nodes,
+        "cpu": int(head.allocatable_cpu) * stack.head_nodes,
+        "memory": int(head.allocatable_memory_gib) * stack.head_nodes,
         TPU_RESOURCE: 0,
     }}
-    for g in cfg.slices:
+    for g in stack.slices:
         vm = machines.tpu_vm_shape(g.tpu.machine_type)
         hosts = g.count * g.tpu.hosts  # the slices, not the spares
         out[flavor_name(g)] = {
@@ -99,27 +99,12 @@ def _quantity(resource: str, amount: int) -> str:
     return f"{amount}Gi" if resource == "memory" else str(amount)
 
 
-MAX_FLAVORS_PER_RESOURCE_GROUP = 64  # v1beta2 ClusterQueue CRD: resourceGroups[].flavors maxItems
-GROUPS_PER_QUEUE = MAX_FLAVORS_PER_RESOURCE_GROUP - 1  # and the head flavor
 COHORT = QUEUE
 
 
-def queue_shards(cfg: StackConfig) -> list[tuple[str, list[SliceGroup]]]:
-    """(ClusterQueue name, its slice groups): one queue named `pathways` while the groups fit one resource
-    group, else pathways-0, pathways-1, ... of at most 63 groups each."""
-    chunks = [cfg.slices[i:i + GROUPS_PER_QUEUE] for i in range(0, len(cfg.slices), GROUPS_PER_QUEUE)]
-    if len(chunks) == 1:
-        return [(QUEUE, chunks[0])]
-    return [(f"{QUEUE}-{i}", chunk) for i, chunk in enumerate(chunks)]
-
-
-def cluster_queue_of(cfg: StackConfig, group: SliceGroup) -> str:
-    return next(name for name, groups in queue_shards(cfg) if group in groups)
-
-
-def cluster_queues(cfg: StackConfig) -> list[dict[str, Any]]:
-    q = quotas(cfg)
-    shards = queue_shards(cfg)
+def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
+    q = quotas(stack)
+    shards = stack.queue_shards
     sharded = len(shards) > 1
     out = []
     for i, (name, groups) in enumerate(shards):
@@ -130,7 +115,7 @@ def cluster_queues(cfg: StackConfig) -> list[dict[str, Any]]:
         preemption: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
         spec: dict[str, Any] = {
             "namespaceSelector": {"matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": cfg.workload_namespaces},
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": stack.workload_namespaces},
             ]},
             "queueingStrategy": "BestEffortFIFO",
             # A higher-priority JobSet may take slices from a lower-priority one (hot-swap, priorities).
@@ -146,18 +131,13 @@ def cluster_queues(cfg: StackConfig) -> list[dict[str, Any]]:
     return out
 
 
-def local_queue_name(w: Workload) -> str:
-    return w.name
-
-
-def local_queues(cfg: StackConfig) -> list[dict[str, Any]]:
+def local_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
     """One LocalQueue per workload, held (HoldAndDrain) while the workload is suspended."""
     return [
         {"apiVersion": API_VERSION, "kind": "LocalQueue",
-         "metadata": {"name": local_queue_name(w), "namespace": cfg.workload_namespace(w)},
-         "spec": {"clusterQueue": cluster_queue_of(cfg, cfg.workload_group(w)),
-                  "stopPolicy": "HoldAndDrain" if w.state == "suspended" else "None"}}
-        for w in cfg.active_workloads
+         "metadata": {"name": w.local_queue, "namespace": w.namespace},
+         "spec": {"clusterQueue": w.cluster_queue, "stopPolicy": "HoldAndDrain" if w.state == "suspended" else "None"}}
+        for w in stack.active_workloads
     ]
 
 
@@ -169,10 +149,10 @@ def workload_priority_classes() -> list[dict[str, Any]]:
     ]
 
 
-def queue_labels(w: Workload) -> dict[str, str]:
+def queue_labels(w: ResolvedWorkload) -> dict[str, str]:
     """The labels a JobSet carries to be queued: its LocalQueue and its WorkloadPriorityClass."""
-    return {QUEUE_LABEL: local_queue_name(w), PRIORITY_LABEL: f"pathways-{w.effective_priority}"}
+    return {QUEUE_LABEL: str(w.local_queue), PRIORITY_LABEL: f"pathways-{w.priority}"}
 
 
-def objects(cfg: StackConfig) -> list[dict[str, Any]]:
-    return [*resource_flavors(cfg), *cluster_queues(cfg), *local_queues(cfg), *workload_priority_classes()]
+def objects(stack: ResolvedStack) -> list[dict[str, Any]]:
+    return [*resource_flavors(stack), *cluster_queues(stack), *local_queues(stack), *workload_priority_classes()]

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 from urllib.parse import quote
 
-from ..model.config import StackConfig
-from ..model.workload import Workload
+from ..model.resolved import ResolvedStack, ResolvedWorkload
 
 
 @dataclass(frozen=True)
@@ -67,10 +66,10 @@ WORKER, HEAD_CONTAINERS = "pathways-worker", ("pathways-rm", "pathways-proxy", "
 WORKLOAD_LABEL = "pathways/workload"
 
 
-def _filter(cfg: StackConfig, metric: str, **labels: str) -> str:
-    parts = [f'metric.type="{metric}"', f'resource.type="{METRIC_TYPES[metric]}"', f'resource.label."cluster_name"="{cfg.cluster_name}"']
+def _filter(stack: ResolvedStack, metric: str, **labels: str) -> str:
+    parts = [f'metric.type="{metric}"', f'resource.type="{METRIC_TYPES[metric]}"', f'resource.label."cluster_name"="{stack.cluster_name}"']
     if METRIC_TYPES[metric] == "k8s_container":
-        parts.append(f'resource.label."namespace_name"="{cfg.kubernetes.namespace}"')
+        parts.append(f'resource.label."namespace_name"="{stack.namespace}"')
     parts += [f'{k}="{v}"' for k, v in labels.items()]
     return " ".join(parts)
 
@@ -93,35 +92,35 @@ def _promql_chart(title: str, query: str, y: int, x: int = 0) -> dict[str, Any]:
     }]}}}
 
 
-def _by_workload(w: Workload) -> str:
+def _by_workload(w: ResolvedWorkload) -> str:
     return f'metadata.user_labels."{WORKLOAD_LABEL}"="{w.name}"'
 
 
-def dashboard(cfg: StackConfig) -> dict[str, Any]:
+def dashboard(stack: ResolvedStack) -> dict[str, Any]:
     """One Cloud Monitoring dashboard per stack (mosaicLayout, 48 columns)."""
     tiles: list[dict[str, Any]] = []
     y = 0
-    for w in cfg.active_workloads:
-        group = cfg.workload_group(w).name
+    for w in stack.active_workloads:
+        group = w.group.name
         worker = {"resource.label.\"container_name\"": WORKER}
-        f_duty = _filter(cfg, "kubernetes.io/container/accelerator/duty_cycle", **worker) + " " + _by_workload(w)
-        f_hbm = _filter(cfg, "kubernetes.io/container/accelerator/memory_used", **worker) + " " + _by_workload(w)
+        f_duty = _filter(stack, "kubernetes.io/container/accelerator/duty_cycle", **worker) + " " + _by_workload(w)
+        f_hbm = _filter(stack, "kubernetes.io/container/accelerator/memory_used", **worker) + " " + _by_workload(w)
         tiles.append(_chart(f"{w.name} ({group}): TPU duty cycle %", f_duty, "ALIGN_MEAN", "REDUCE_MEAN", ["resource.label.\"pod_name\""], y))
         tiles.append(_chart(f"{w.name} ({group}): HBM used", f_hbm, "ALIGN_MEAN", "REDUCE_SUM", ["resource.label.\"pod_name\""], y, x=24))
         y += 16
     head_pods = ' resource.label."pod_name"=monitoring.regex.full_match(".*-pathways-head-.*")'
-    tiles.append(_chart("Head pods: CPU cores", _filter(cfg, "kubernetes.io/container/cpu/core_usage_time") + head_pods,
+    tiles.append(_chart("Head pods: CPU cores", _filter(stack, "kubernetes.io/container/cpu/core_usage_time") + head_pods,
                         "ALIGN_RATE", "REDUCE_SUM", ["resource.label.\"pod_name\""], y))
-    tiles.append(_chart("Head pods: memory used", _filter(cfg, "kubernetes.io/container/memory/used_bytes") + head_pods,
+    tiles.append(_chart("Head pods: memory used", _filter(stack, "kubernetes.io/container/memory/used_bytes") + head_pods,
                         "ALIGN_MEAN", "REDUCE_SUM", ["resource.label.\"pod_name\""], y, x=24))
     y += 16
-    tiles.append(_chart("Pod restarts (Pathways namespace)", _filter(cfg, "kubernetes.io/container/restart_count"),
+    tiles.append(_chart("Pod restarts (Pathways namespace)", _filter(stack, "kubernetes.io/container/restart_count"),
                         "ALIGN_DELTA", "REDUCE_SUM", ["metadata.user_labels.\"pathways/workload\""], y))
-    tiles.append(_promql_chart("JobSet restarts", f'kube_jobset_restarts{{cluster="{cfg.cluster_name}", namespace="{cfg.kubernetes.namespace}"}}', y, x=24))
+    tiles.append(_promql_chart("JobSet restarts", f'kube_jobset_restarts{{cluster="{stack.cluster_name}", namespace="{stack.namespace}"}}', y, x=24))
     y += 16
-    tiles.append(_chart("Node interruptions (spot, flex-start, maintenance)", _filter(cfg, "kubernetes.io/node/interruption_count"),
+    tiles.append(_chart("Node interruptions (spot, flex-start, maintenance)", _filter(stack, "kubernetes.io/node/interruption_count"),
                         INTERRUPTION_ALIGNER, "REDUCE_SUM", ["metric.label.\"interruption_type\"", "metric.label.\"interruption_reason\""], y, width=48))
-    return {"displayName": f"Pathways {cfg.cluster_name}", "mosaicLayout": {"columns": 48, "tiles": tiles}}
+    return {"displayName": f"Pathways {stack.cluster_name}", "mosaicLayout": {"columns": 48, "tiles": tiles}}
 
 
 # The interruption count is a GAUGE of interruptions per sample: summing the samples of a period counts
@@ -138,10 +137,10 @@ def _one_of(values: list[str]) -> str:
 ALERT_SLOTS = {"TPU slice interrupted": 0, "restart storm": 1, "TPU duty cycle low": 2, "head pod not ready": 3}
 
 
-def alert_policies(cfg: StackConfig) -> dict[int, dict[str, Any]]:
+def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
     """Alert policies as the Monitoring API writes them (AlertPolicy resource, camelCase), by slot."""
-    m = cfg.monitoring
-    ns, cluster = cfg.kubernetes.namespace, cfg.cluster_name
+    m = stack.monitoring
+    ns, cluster = stack.namespace, stack.cluster_name
 
     def threshold(name, filter_, comparison, value, duration, aligner, reducer, group_by, period="300s"):
         return {"displayName": name, "conditionThreshold": {
@@ -155,23 +154,23 @@ def alert_policies(cfg: StackConfig) -> dict[int, dict[str, Any]]:
 
     policies = [
         policy("TPU slice interrupted", threshold(
-            "node interruptions", _filter(cfg, "kubernetes.io/node/interruption_count"), "COMPARISON_GT", 0, "0s",
+            "node interruptions", _filter(stack, "kubernetes.io/node/interruption_count"), "COMPARISON_GT", 0, "0s",
             INTERRUPTION_ALIGNER, "REDUCE_SUM", ['resource.label."node_name"']),
             "A TPU or head node was interrupted (spot preemption, flex-start end, maintenance): the slice restarts. "
             "See README, 'Operating a running stack'."),
         policy("restart storm", threshold(
-            f"more than {m.restart_storm} container restarts in 10 minutes", _filter(cfg, "kubernetes.io/container/restart_count"),
+            f"more than {m.restart_storm} container restarts in 10 minutes", _filter(stack, "kubernetes.io/container/restart_count"),
             "COMPARISON_GT", m.restart_storm, "0s", "ALIGN_DELTA", "REDUCE_SUM",
             ['metadata.user_labels."pathways/workload"'], period="600s"),
             "Pathways containers keep restarting: look at the workload's logs (stack output links.workloads.<name>.logs)."),
     ]
     # Idle TPUs mean trouble only for a batch run: an interactive notebook or a shared service waits for its
     # users, idle by design, and would page every night.
-    batch = [w.name for w in cfg.active_workloads if w.mode == "batch" and w.state == "running"]
+    batch = [w.name for w in stack.active_workloads if w.mode == "batch" and w.state == "running"]
     if batch:
         policies.append(policy("TPU duty cycle low", threshold(
             f"duty cycle below {m.duty_cycle_threshold}% for {m.duty_cycle_minutes} min",
-            _filter(cfg, "kubernetes.io/container/accelerator/duty_cycle", **{"resource.label.\"container_name\"": WORKER})
+            _filter(stack, "kubernetes.io/container/accelerator/duty_cycle", **{"resource.label.\"container_name\"": WORKER})
             + f' metadata.user_labels."{WORKLOAD_LABEL}"={_one_of(batch)}',
             "COMPARISON_LT", m.duty_cycle_threshold, f"{m.duty_cycle_minutes * 60}s", "ALIGN_MEAN", "REDUCE_MEAN",
             ['metadata.user_labels."pathways/workload"']),
@@ -222,21 +221,21 @@ def aggregation_problems(obj: Any) -> list[str]:
     return problems
 
 
-def console_links(cfg: StackConfig, location: str, dashboard_id: str = "") -> dict[str, Any]:
+def console_links(stack: ResolvedStack, dashboard_id: str = "") -> dict[str, Any]:
     """Cloud Console URLs a user clicks: the cluster, each workload's logs and profiles, the dashboard."""
-    p, ns = cfg.project, cfg.kubernetes.namespace
+    p = stack.project
     base = "https://console.cloud.google.com"
-    bucket, prefix = cfg.artifacts_bucket_name, cfg.bucket.artifacts_prefix
+    bucket, prefix = stack.artifacts_bucket, stack.artifacts_prefix
     workloads = {}
-    for w in cfg.active_workloads:
-        query = (f'resource.type="k8s_container"\nresource.labels.cluster_name="{cfg.cluster_name}"\n'
-                 f'resource.labels.namespace_name="{ns}"\nlabels."k8s-pod/{WORKLOAD_LABEL}"="{w.name}"')
+    for w in stack.active_workloads:
+        query = (f'resource.type="k8s_container"\nresource.labels.cluster_name="{stack.cluster_name}"\n'
+                 f'resource.labels.namespace_name="{w.namespace}"\nlabels."k8s-pod/{WORKLOAD_LABEL}"="{w.name}"')
         workloads[w.name] = {
             "logs": f"{base}/logs/query;query={quote(query, safe='')}?project={p}",
             "profiles": f"{base}/storage/browser/{bucket}/{prefix}/{w.name}/profiles?project={p}",
         }
     links = {
-        "cluster": f"{base}/kubernetes/clusters/details/{location}/{cfg.cluster_name}/details?project={p}",
+        "cluster": f"{base}/kubernetes/clusters/details/{stack.location}/{stack.cluster_name}/details?project={p}",
         "workloads": workloads,
     }
     if dashboard_id:

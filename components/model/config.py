@@ -21,13 +21,12 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from . import cluster as cluster_rules
 from . import machines, quantity, rollout
+from .alerting import MonitoringConfig
 from .bucket import BucketConfig, check_bucket_name
 from .cluster import AuthorizedNetwork, ClusterConfig, NetworkConfig, gke_version_key, meets_gke_floor
+from .common import GCP_KEYS as GCP_KEYS
 from .common import (
-    DEFAULT_BATCH_RESTARTS_PER_HOST,
-    INT32_MAX,
     MAX_NODES_PER_CLUSTER,
-    UNLIMITED_RESTARTS_PER_HOST,
     PathwaysVersion,
     ProjectId,
     Region,
@@ -35,7 +34,6 @@ from .common import (
     _dns_label,
     _Model,
 )
-from .common import GCP_KEYS as GCP_KEYS
 from .common import MAX_TPU_POOLS as MAX_TPU_POOLS
 from .common import MAX_WORKLOADS as MAX_WORKLOADS
 from .common import PROJECT_NAMESPACE as PROJECT_NAMESPACE
@@ -45,11 +43,20 @@ from .errors import ConfigError, Problem
 from .pools import Capacity as Capacity
 from .pools import HeadPoolConfig, SliceGroup
 from .pricing import PricesConfig
+from .resolved import (
+    SERVICE_WORKER_JOB,
+    WORKER_JOB,
+    ResolvedStack,
+    ResolvedWorkload,
+    cluster_queue_name,
+    proxy_image,
+    server_image,
+    worker_backoff_limit,
+)
 from .workload import (
     CLIENT_NAMESPACE,
     CLIENT_PROXY_RESOURCES,
     MAX_LABEL_VALUE,
-    PATHWAYS_REGISTRY,
     WorkerResources,
     Workload,
     coordinator_address,
@@ -98,23 +105,6 @@ class KubernetesConfig(_Model):
     def _version(cls, v: str) -> str:
         return _chart_version(v)
 
-
-
-class MonitoringConfig(_Model):
-    notification_channels: list[str] = Field(default_factory=list, max_length=10, description=(
-        "Cloud Monitoring notification channels the alerts go to (projects/<p>/notificationChannels/<id>)."
-    ))
-    duty_cycle_threshold: int = Field(default=10, ge=1, le=100, description="Alert when a running workload's TPU duty cycle stays below this %.")
-    duty_cycle_minutes: int = Field(default=30, ge=5, le=1440, description="... for this many minutes.")
-    restart_storm: int = Field(default=5, ge=1, le=10_000, description="Alert on more container restarts than this in 10 minutes.")
-
-    @field_validator("notification_channels")
-    @classmethod
-    def _channels(cls, v: list[str]) -> list[str]:
-        for c in v:
-            if not re.fullmatch(r"projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/[0-9]{1,30}", c):
-                raise ValueError(f"{c[:80]!r} is not a notification channel; use projects/<project>/notificationChannels/<id>")
-        return v
 
 
 class StackConfig(_Model):
@@ -222,20 +212,6 @@ class StackConfig(_Model):
     def head_nodes(self) -> int:
         return self.head_pool.node_count or max(1, len(self.active_workloads))
 
-    def server_image(self, w: Workload) -> str:
-        return w.server_image or f"{PATHWAYS_REGISTRY}/server:{self.pathways_version}"
-
-    def proxy_image(self, w: Workload) -> str:
-        """The IFRT proxy from the same release as the server: given, derived from a tagged server
-        override (.../server:T -> .../proxy_server:T, as pathwaysutils and xpk derive it), or the default."""
-        if w.proxy_image:
-            return w.proxy_image
-        if w.server_image:
-            derived = derived_proxy_image(w.server_image)
-            if derived:
-                return derived
-        return f"{PATHWAYS_REGISTRY}/proxy_server:{self.pathways_version}"
-
     @property
     def cloud_nat(self) -> bool:
         if self.network.cloud_nat is not None:
@@ -250,12 +226,6 @@ class StackConfig(_Model):
     def secret_env(self) -> bool:
         """Workload env values came from secret config: they go to a Kubernetes Secret, never the JobSet."""
         return f"{PROJECT_NAMESPACE}:workloads" in self.secret_keys
-
-    def worker_backoff_limit(self, w: Workload) -> int:
-        per_host = w.worker_restarts_per_host or (
-            DEFAULT_BATCH_RESTARTS_PER_HOST if w.mode == "batch" else UNLIMITED_RESTARTS_PER_HOST
-        )
-        return min(self.workload_group(w).tpu.hosts * per_host, INT32_MAX)
 
     def worker_resources(self, w: Workload) -> "WorkerResources":
         return worker_resources(self.workload_group(w).tpu.machine_type, w.colocated_python)
@@ -375,7 +345,7 @@ def _image_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
             f"required when serverImage is {w.server_image!r}: no same-release proxy_server image can be derived "
             "from a digest or a path not ending in /server; give the proxy_server image of the same release"
         ))]
-    server, proxy = cfg.server_image(w), cfg.proxy_image(w)
+    server, proxy = server_image(cfg.pathways_version, w), proxy_image(cfg.pathways_version, w)
     s_tag, p_tag = image_tag(server), image_tag(proxy)
     if s_tag != p_tag and (s_tag or p_tag) and (w.server_image or w.proxy_image):
         if s_tag and p_tag:
@@ -689,3 +659,47 @@ def load(raw: dict[str, Any], stack: str, secret_keys: frozenset[str] = frozense
 
 Workload.model_rebuild()
 StackConfig.model_rebuild()
+
+
+def resolve(cfg: StackConfig) -> ResolvedStack:
+    """Every derived value, once. The config is valid (config.load checked it)."""
+    groups = {g.name: g for g in cfg.slices}
+    workloads = []
+    for w in cfg.workloads:
+        group = groups[w.slice_group or cfg.slices[0].name]
+        workloads.append(ResolvedWorkload(
+            spec=w, name=w.name, mode=w.mode, state=w.state,
+            namespace=cfg.workload_namespace(w),
+            group=group,
+            slices=w.slices or group.count,
+            server_image=server_image(cfg.pathways_version, w),
+            proxy_image=proxy_image(cfg.pathways_version, w),
+            restarts=w.restarts,
+            worker_backoff_limit=worker_backoff_limit(group, w),
+            priority=w.effective_priority,
+            worker_job=SERVICE_WORKER_JOB if w.mode == "service" else WORKER_JOB,
+            coordinator=coordinator_address(w.name, w.subdomain),
+            local_queue=w.name if cfg.kubernetes.kueue.enabled else None,
+            cluster_queue=cluster_queue_name(tuple(cfg.slices), group) if cfg.kubernetes.kueue.enabled else None,
+            profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,
+            env_secret=f"{w.name}-env" if cfg.secret_env and w.env else None,
+        ))
+    service = cfg.service_workload
+    return ResolvedStack(
+        stack=cfg.stack, project=cfg.project, region=cfg.region, zone=cfg.zone,
+        location=cfg.region if cfg.cluster.regional else cfg.zone,
+        cluster_name=cfg.cluster_name, namespace=cfg.kubernetes.namespace,
+        cache_location=cfg.cache_location, artifacts_location=cfg.artifacts_location,
+        artifacts_bucket=cfg.artifacts_bucket_name, artifacts_prefix=cfg.bucket.artifacts_prefix,
+        bucket_name=cfg.bucket_name, bucket=cfg.bucket,
+        kueue=cfg.kubernetes.kueue.enabled,
+        head_machine_type=cfg.head_pool.machine_type, head_nodes=cfg.head_nodes,
+        system_machine_type=cfg.cluster.system_pool.machine_type,
+        system_min_nodes=cfg.cluster.system_pool.min_nodes, system_max_nodes=cfg.cluster.system_pool.max_nodes,
+        proxy_machine_type=service.service_settings.proxy_machine_type if service else None,
+        proxy_nodes=cfg.proxy_nodes,
+        node_pools=cfg.node_pools, node_pool_concurrency=cfg.cluster.node_pool_concurrency,
+        slices=tuple(cfg.slices), workloads=tuple(workloads),
+        monitoring=cfg.monitoring, prices=cfg.prices,
+    )
+

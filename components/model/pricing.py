@@ -9,17 +9,13 @@ upper bound at the on-demand list price, and the estimate says which.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from pydantic import Field, field_validator
 
 from . import tpu as tpu_catalog
 from .common import _Model
 from .pools import Capacity
-
-if TYPE_CHECKING:
-    from .config import StackConfig
 
 CURRENCY = "USD"
 HOURS_PER_MONTH = 730  # Google Cloud's pricing calculator and SKU pages: 730 hours a month
@@ -80,63 +76,6 @@ def _check_price(where: str, price: float) -> None:
         raise ValueError(f"{where}: {price} is not a price per hour; use 0..10000 ({CURRENCY})")
 
 
-@dataclass(frozen=True)
-class CostLine:
-    item: str  # what runs: "TPU v6e (spot)", "head VMs n2-standard-64"
-    quantity: int  # chips or VMs kept running
-    unit: str  # "chip" | "VM" | "cluster"
-    unit_price: Optional[float]  # per unit-hour; None: no price known
-    basis: str  # "list" | "your price" | "upper bound (on-demand list)" | "no price"
-
-    @property
-    def hourly(self) -> Optional[float]:
-        return None if self.unit_price is None else self.unit_price * self.quantity
-
-    def to_json(self) -> dict:
-        return {"item": self.item, "quantity": self.quantity, "unit": self.unit,
-                "unitPricePerHour": None if self.unit_price is None else round(self.unit_price, 4),
-                "hourly": None if self.hourly is None else round(self.hourly, 2), "basis": self.basis}
-
-
-@dataclass(frozen=True)
-class CostEstimate:
-    lines: tuple[CostLine, ...]
-    on_demand_when_used: tuple[CostLine, ...] = field(default=())  # flex-start slices: billed only while up
-
-    @property
-    def hourly(self) -> float:
-        return sum(line.hourly or 0.0 for line in self.lines)
-
-    @property
-    def monthly(self) -> float:
-        return self.hourly * HOURS_PER_MONTH
-
-    @property
-    def complete(self) -> bool:
-        return all(line.unit_price is not None for line in self.lines)
-
-    @property
-    def upper_bound(self) -> bool:
-        return any(line.basis.startswith("upper bound") for line in self.lines)
-
-    @property
-    def qualifier(self) -> str:
-        """How to read the total: plain estimate, at most, or at least (items without a price)."""
-        if not self.complete:
-            return "at least"
-        return "at most" if self.upper_bound else "about"
-
-    def to_json(self) -> dict:
-        return {
-            "currency": CURRENCY, "hourly": round(self.hourly, 2), "monthly": round(self.monthly, 2),
-            "hoursPerMonth": HOURS_PER_MONTH, "qualifier": self.qualifier,
-            "lines": [line.to_json() for line in self.lines],
-            "whenUsed": [line.to_json() for line in self.on_demand_when_used],
-            "sources": list(PRICE_SOURCES), "pricesAsOf": PRICES_AS_OF,
-            "note": "Estimate from list prices; not a quote. Network, storage, logging and egress are not included.",
-        }
-
-
 def tpu_chip_price(fam: str, capacity: Capacity, prices: PricesConfig) -> tuple[Optional[float], str]:
     """(price per chip-hour, basis) for a family in a capacity mode."""
     yours = prices.tpu_chip_hour.get(fam, {})
@@ -161,32 +100,3 @@ def vm_price(machine_type: str, prices: PricesConfig) -> tuple[Optional[float], 
     if series not in VM_VCPU_HOUR:
         return None, f"no price: set pathways:prices.machineHour.{machine_type}"
     return shape.vcpus * VM_VCPU_HOUR[series] + float(shape.memory_gib) * VM_GIB_HOUR[series], "list"
-
-
-def estimate(cfg: "StackConfig") -> CostEstimate:
-    """The hourly cost of what the stack keeps running: slices (flex-start ones only while used),
-    the head, proxy and system VMs at their floor, and the cluster fee."""
-    prices = cfg.prices
-    lines: list[CostLine] = []
-    when_used: list[CostLine] = []
-    chips: dict[tuple[str, Capacity], int] = {}
-    for g in cfg.slices:
-        key = (g.tpu.family, g.capacity)
-        chips[key] = chips.get(key, 0) + g.pools * g.tpu.chips
-    for (fam, capacity), n in chips.items():
-        price, basis = tpu_chip_price(fam, capacity, prices)
-        line = CostLine(f"TPU {fam} chips ({capacity.value})", n, "chip", price, basis)
-        # Flex-start pools sit at zero nodes until a workload scales them up.
-        (when_used if capacity is Capacity.FLEX_START else lines).append(line)
-    vms = [("head VMs", cfg.head_pool.machine_type, cfg.head_nodes),
-           ("system VMs (autoscaler minimum)", cfg.cluster.system_pool.machine_type, cfg.cluster.system_pool.min_nodes)]
-    if cfg.proxy_nodes:
-        service = cfg.service_workload
-        assert service is not None
-        vms.append(("proxy VMs", service.service_settings.proxy_machine_type, cfg.proxy_nodes))
-    for label, machine, n in vms:
-        price, basis = vm_price(machine, prices)
-        lines.append(CostLine(f"{label} {machine}", n, "VM", price, basis))
-    fee = prices.cluster_hour if prices.cluster_hour is not None else CLUSTER_HOUR
-    lines.append(CostLine("GKE cluster fee", 1, "cluster", fee, "your price" if prices.cluster_hour is not None else "list"))
-    return CostEstimate(tuple(lines), tuple(when_used))

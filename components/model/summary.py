@@ -6,64 +6,58 @@ tree and `--json` carries it as `summary` (README, "Reading a plan").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import pricing, rollout
-
-if TYPE_CHECKING:
-    from .config import StackConfig
+from . import cost, rollout
+from .resolved import ResolvedStack
 
 
-def stack_summary(cfg: "StackConfig") -> dict[str, Any]:
+def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
     groups = [{
         "name": g.name, "tpu": g.tpu.name, "topology": g.tpu.topology, "machineType": g.tpu.machine_type,
         "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
         "chips": g.pools * g.tpu.chips, "capacity": g.capacity.value, "reservation": g.reservation,
-    } for g in cfg.slices]
+    } for g in stack.slices]
     workloads = []
-    for w in cfg.workloads:
-        group = cfg.workload_group(w)
-        slices = cfg.workload_slices(w)
-        images = {"server": cfg.server_image(w)}
+    for w in stack.workloads:
+        images = {"server": w.server_image}
         if w.mode != "service":
-            images["proxy"] = cfg.proxy_image(w)
-        if w.image:
-            images["user"] = w.image
+            images["proxy"] = w.proxy_image
+        if w.spec.image:
+            images["user"] = w.spec.image
         workloads.append({
-            "name": w.name, "mode": w.mode, "state": w.state, "sliceGroup": group.name, "slices": slices,
-            "chips": slices * group.tpu.chips, "namespace": cfg.workload_namespace(w), "images": images,
+            "name": w.name, "mode": w.mode, "state": w.state, "sliceGroup": w.group.name, "slices": w.slices,
+            "chips": w.chips, "namespace": w.namespace, "images": images,
         })
-    pools = cfg.node_pools
+    pools = stack.node_pools
     return {
         "sliceGroups": groups,
-        "headPool": {"machineType": cfg.head_pool.machine_type, "nodes": cfg.head_nodes},
-        "systemPool": {"machineType": cfg.cluster.system_pool.machine_type, "minNodes": cfg.cluster.system_pool.min_nodes,
-                       "maxNodes": cfg.cluster.system_pool.max_nodes},
-        "proxyPool": ({"machineType": cfg.service_workload.service_settings.proxy_machine_type, "nodes": cfg.proxy_nodes}
-                      if cfg.service_workload else None),
+        "headPool": {"machineType": stack.head_machine_type, "nodes": stack.head_nodes},
+        "systemPool": {"machineType": stack.system_machine_type, "minNodes": stack.system_min_nodes, "maxNodes": stack.system_max_nodes},
+        "proxyPool": {"machineType": stack.proxy_machine_type, "nodes": stack.proxy_nodes} if stack.proxy_machine_type else None,
         "buckets": [
-            {"name": cfg.bucket_name, "holds": f"compilation cache {cfg.cache_location}"},
-            {"name": cfg.artifacts_bucket_name, "holds": f"profiles and HLO dumps {cfg.artifacts_location} "
-                                                         f"(deleted after {cfg.bucket.artifacts_ttl_days} days)"},
+            {"name": stack.bucket_name, "holds": f"compilation cache {stack.cache_location}"},
+            {"name": stack.artifacts_bucket, "holds": f"profiles and HLO dumps {stack.artifacts_location} "
+                                                    f"(deleted after {stack.bucket.artifacts_ttl_days} days)"},
         ],
         "workloads": workloads,
         "totals": {
-            "slices": sum(g.count for g in cfg.slices), "spares": sum(g.spares for g in cfg.slices),
+            "slices": sum(g.count for g in stack.slices), "spares": sum(g.spares for g in stack.slices),
             "tpuVms": sum(g["vms"] for g in groups), "tpuChips": sum(g["chips"] for g in groups),
-            "cpuVms": cfg.head_nodes + cfg.cluster.system_pool.min_nodes + cfg.proxy_nodes,
-            "nodePools": pools, "workloads": len(cfg.workloads), "activeWorkloads": len(cfg.active_workloads),
+            "cpuVms": stack.head_nodes + stack.system_min_nodes + stack.proxy_nodes,
+            "nodePools": pools, "workloads": len(stack.workloads), "activeWorkloads": len(stack.active_workloads),
         },
-        "rollout": {"nodePoolConcurrency": cfg.cluster.node_pool_concurrency,
-                    "waves": rollout.waves(pools, cfg.cluster.node_pool_concurrency)},
-        "cost": pricing.estimate(cfg).to_json(),
-        "notices": notices(cfg),
+        "rollout": {"nodePoolConcurrency": stack.node_pool_concurrency,
+                    "waves": rollout.waves(pools, stack.node_pool_concurrency)},
+        "cost": cost.estimate(stack).to_json(),
+        "notices": notices(stack),
     }
 
 
-def notices(cfg: "StackConfig") -> list[str]:
+def notices(stack: ResolvedStack) -> list[str]:
     """What a reviewer should know that is not an error: the stack deploys, but something will surprise."""
     out = []
-    if not cfg.monitoring.notification_channels:
+    if not stack.monitoring.notification_channels:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
     return out

@@ -138,11 +138,12 @@ def _fail(error: Exception) -> int:
 
 
 def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") -> int:
+    from components.model.config import resolve
     from components.model.summary import stack_summary, summary_text
 
     violations = _policies(plan, args.policy_config)
     path = critical_path(plan)
-    summary = stack_summary(model)
+    summary = stack_summary(resolve(model))
     if args.json:
         doc = {**plan.to_json(), "summary": summary, "deployTime": path.to_json(),
                "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}

@@ -5,6 +5,7 @@ import re
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
+from components.manifests.jobset import SIDECAR_CONTAINER
 from components.model.config import is_pinned
 
 from .common import JOBSET, containers, get, pod_specs
@@ -29,7 +30,7 @@ def _validate(args: StackValidationArgs, report) -> None:
                     if not re.fullmatch(r"jax-[0-9]+\.[0-9]+(\.[0-9]+)?", m.group("tag")):
                         report(f"JobSet {name} uses Pathways image {image!r}; tag it jax-<version> matching the program's JAX", js.urn)
                     pathways_tags.setdefault(m.group("tag"), js.urn)
-                elif c.get("name") == "colocated-python":
+                elif c.get("name") == SIDECAR_CONTAINER:
                     sidecars.append((name, image, js.urn))
     if len(pathways_tags) > 1:
         for urn in pathways_tags.values():

@@ -1,0 +1,94 @@
+"""What the stack costs to keep running, from the resolved stack and the price table (pricing.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .pools import Capacity
+from .pricing import CLUSTER_HOUR, CURRENCY, HOURS_PER_MONTH, PRICE_SOURCES, PRICES_AS_OF, tpu_chip_price, vm_price
+from .resolved import ResolvedStack
+
+
+@dataclass(frozen=True)
+class CostLine:
+    item: str  # what runs: "TPU v6e (spot)", "head VMs n2-standard-64"
+    quantity: int  # chips or VMs kept running
+    unit: str  # "chip" | "VM" | "cluster"
+    unit_price: Optional[float]  # per unit-hour; None: no price known
+    basis: str  # "list" | "your price" | "upper bound (on-demand list)" | "no price"
+
+    @property
+    def hourly(self) -> Optional[float]:
+        return None if self.unit_price is None else self.unit_price * self.quantity
+
+    def to_json(self) -> dict:
+        return {"item": self.item, "quantity": self.quantity, "unit": self.unit,
+                "unitPricePerHour": None if self.unit_price is None else round(self.unit_price, 4),
+                "hourly": None if self.hourly is None else round(self.hourly, 2), "basis": self.basis}
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    lines: tuple[CostLine, ...]
+    on_demand_when_used: tuple[CostLine, ...] = field(default=())  # flex-start slices: billed only while up
+
+    @property
+    def hourly(self) -> float:
+        return sum(line.hourly or 0.0 for line in self.lines)
+
+    @property
+    def monthly(self) -> float:
+        return self.hourly * HOURS_PER_MONTH
+
+    @property
+    def complete(self) -> bool:
+        return all(line.unit_price is not None for line in self.lines)
+
+    @property
+    def upper_bound(self) -> bool:
+        return any(line.basis.startswith("upper bound") for line in self.lines)
+
+    @property
+    def qualifier(self) -> str:
+        """How to read the total: plain estimate, at most, or at least (items without a price)."""
+        if not self.complete:
+            return "at least"
+        return "at most" if self.upper_bound else "about"
+
+    def to_json(self) -> dict:
+        return {
+            "currency": CURRENCY, "hourly": round(self.hourly, 2), "monthly": round(self.monthly, 2),
+            "hoursPerMonth": HOURS_PER_MONTH, "qualifier": self.qualifier,
+            "lines": [line.to_json() for line in self.lines],
+            "whenUsed": [line.to_json() for line in self.on_demand_when_used],
+            "sources": list(PRICE_SOURCES), "pricesAsOf": PRICES_AS_OF,
+            "note": "Estimate from list prices; not a quote. Network, storage, logging and egress are not included.",
+        }
+
+
+def estimate(stack: ResolvedStack) -> CostEstimate:
+    """The hourly cost of what the stack keeps running: slices (flex-start ones only while used),
+    the head, proxy and system VMs at their floor, and the cluster fee."""
+    prices = stack.prices
+    lines: list[CostLine] = []
+    when_used: list[CostLine] = []
+    chips: dict[tuple[str, Capacity], int] = {}
+    for g in stack.slices:
+        key = (g.tpu.family, g.capacity)
+        chips[key] = chips.get(key, 0) + g.pools * g.tpu.chips
+    for (fam, capacity), n in chips.items():
+        price, basis = tpu_chip_price(fam, capacity, prices)
+        line = CostLine(f"TPU {fam} chips ({capacity.value})", n, "chip", price, basis)
+        # Flex-start pools sit at zero nodes until a workload scales them up.
+        (when_used if capacity is Capacity.FLEX_START else lines).append(line)
+    vms = [("head VMs", stack.head_machine_type, stack.head_nodes),
+           ("system VMs (autoscaler minimum)", stack.system_machine_type, stack.system_min_nodes)]
+    if stack.proxy_nodes and stack.proxy_machine_type:
+        vms.append(("proxy VMs", stack.proxy_machine_type, stack.proxy_nodes))
+    for label, machine, n in vms:
+        price, basis = vm_price(machine, prices)
+        lines.append(CostLine(f"{label} {machine}", n, "VM", price, basis))
+    fee = prices.cluster_hour if prices.cluster_hour is not None else CLUSTER_HOUR
+    lines.append(CostLine("GKE cluster fee", 1, "cluster", fee, "your price" if prices.cluster_hour is not None else "list"))
+    return CostEstimate(tuple(lines), tuple(when_used))

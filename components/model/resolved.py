@@ -1,0 +1,161 @@
+"""The stack resolved once: every derived fact a builder needs, as plain values (Pulumi-free).
+
+The config model (`config.StackConfig`) holds what the user wrote and the rules that judge it;
+`config.resolve()` turns it, once, into a `ResolvedStack` whose workloads and queues carry every value the
+builders render (JobSet, Kueue, monitoring, the plan summary and the cost estimate): the slice group a
+workload runs on, its slices and chips, its images, restart limits, priority, namespace, queue, and the
+names its pods are found by. Builders take these values and never go back to the config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .alerting import MonitoringConfig
+from .bucket import BucketConfig
+from .common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
+from .pools import SliceGroup
+from .pricing import PricesConfig
+from .workload import PATHWAYS_REGISTRY, Workload, derived_proxy_image
+
+# The worker replicatedJob. pathwaysutils' Shared Pathways Service client counts only the pods of
+# `pathways-worker` (0.1.13 gke_utils.verify_pathways_service_is_up, PATHWAYS_WORKER_JOB_NAME); the
+# other modes keep `worker`, the name their JobSets were created with (renaming replaces a JobSet).
+WORKER_JOB = "worker"
+SERVICE_WORKER_JOB = "pathways-worker"
+HEAD_JOB = "pathways-head"
+
+
+@dataclass(frozen=True)
+class ResolvedWorkload:
+    spec: Workload
+    """What the user wrote (image, command, env, options): rendered as given."""
+    name: str
+    mode: str
+    state: str
+    namespace: str
+    group: SliceGroup
+    slices: int
+    """Slices the workload uses (its own setting, else the whole group)."""
+    server_image: str
+    proxy_image: str
+    restarts: int
+    """JobSet failurePolicy.maxRestarts."""
+    worker_backoff_limit: int
+    """Worker Job backoffLimit: hosts x restarts per host, capped at int32."""
+    priority: str
+    """pathways-<priority>: the PriorityClass and WorkloadPriorityClass."""
+    worker_job: str
+    coordinator: str
+    """The head pod's address (the coordinator label JobSet sets): <name>-pathways-head-0-0.<subdomain>."""
+    local_queue: Optional[str]
+    """Its Kueue LocalQueue (None without Kueue)."""
+    cluster_queue: Optional[str]
+    profiling_secret: Optional[str]
+    env_secret: Optional[str]
+
+    @property
+    def active(self) -> bool:
+        """The stack runs a JobSet for it (a finished batch run is left alone)."""
+        return self.state != "finished"
+
+    @property
+    def chips(self) -> int:
+        return self.slices * self.group.tpu.chips
+
+    @property
+    def hosts(self) -> int:
+        return self.group.tpu.hosts
+
+
+@dataclass(frozen=True)
+class ResolvedStack:
+    stack: str
+    project: str
+    region: str
+    zone: str
+    location: str
+    """The control plane's location: the region when regional, else the zone."""
+    cluster_name: str
+    namespace: str
+    """The workload namespace."""
+    cache_location: str
+    artifacts_location: str
+    artifacts_bucket: str
+    artifacts_prefix: str
+    bucket_name: str
+    bucket: BucketConfig
+    kueue: bool
+    head_machine_type: str
+    head_nodes: int
+    system_machine_type: str
+    system_min_nodes: int
+    system_max_nodes: int
+    proxy_machine_type: Optional[str]
+    proxy_nodes: int
+    node_pools: int
+    node_pool_concurrency: int
+    slices: tuple[SliceGroup, ...]
+    workloads: tuple[ResolvedWorkload, ...]
+    monitoring: MonitoringConfig
+    prices: PricesConfig
+
+    @property
+    def active_workloads(self) -> tuple[ResolvedWorkload, ...]:
+        return tuple(w for w in self.workloads if w.active)
+
+    @property
+    def workload_namespaces(self) -> list[str]:
+        """Namespaces the stack's JobSets live in, the workload namespace first."""
+        return list(dict.fromkeys([self.namespace, *(w.namespace for w in self.active_workloads)]))
+
+    @property
+    def service_workload(self) -> Optional[ResolvedWorkload]:
+        return next((w for w in self.active_workloads if w.mode == "service"), None)
+
+    @property
+    def queue_shards(self) -> list[tuple[str, tuple[SliceGroup, ...]]]:
+        return queue_shards(self.slices)
+
+
+# Kueue: a ClusterQueue resource group holds at most 64 flavors (v1beta2 CRD, resourceGroups[].flavors
+# maxItems 64), one of them the head pool's; more slice groups need more ClusterQueues (in one cohort).
+QUEUE = "pathways"
+MAX_FLAVORS_PER_RESOURCE_GROUP = 64
+GROUPS_PER_QUEUE = MAX_FLAVORS_PER_RESOURCE_GROUP - 1
+
+
+def queue_shards(groups: tuple[SliceGroup, ...]) -> list[tuple[str, tuple[SliceGroup, ...]]]:
+    """(ClusterQueue name, its slice groups): one queue named `pathways` while the groups fit one resource
+    group, else pathways-0, pathways-1, ... of at most 63 groups each."""
+    chunks = [groups[i:i + GROUPS_PER_QUEUE] for i in range(0, len(groups), GROUPS_PER_QUEUE)]
+    if len(chunks) == 1:
+        return [(QUEUE, chunks[0])]
+    return [(f"{QUEUE}-{i}", chunk) for i, chunk in enumerate(chunks)]
+
+
+def cluster_queue_name(groups: tuple[SliceGroup, ...], group: SliceGroup) -> str:
+    return next(name for name, members in queue_shards(groups) if group in members)
+
+
+def worker_backoff_limit(group: SliceGroup, w: Workload) -> int:
+    """Worker Job backoffLimit: hosts x restarts per host (4 for batch, unlimited otherwise), capped at int32."""
+    per_host = w.worker_restarts_per_host or (DEFAULT_BATCH_RESTARTS_PER_HOST if w.mode == "batch" else UNLIMITED_RESTARTS_PER_HOST)
+    return min(group.tpu.hosts * per_host, INT32_MAX)
+
+
+def server_image(pathways_version: Optional[str], w: Workload) -> str:
+    return w.server_image or f"{PATHWAYS_REGISTRY}/server:{pathways_version}"
+
+
+def proxy_image(pathways_version: Optional[str], w: Workload) -> str:
+    """The IFRT proxy from the same release as the server: given, derived from a tagged server
+    override (.../server:T -> .../proxy_server:T, as pathwaysutils and xpk derive it), or the default."""
+    if w.proxy_image:
+        return w.proxy_image
+    if w.server_image:
+        derived = derived_proxy_image(w.server_image)
+        if derived:
+            return derived
+    return f"{PATHWAYS_REGISTRY}/proxy_server:{pathways_version}"
