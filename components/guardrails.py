@@ -36,13 +36,17 @@ class ClusterGuardrails(pulumi.ComponentResource):
             )
             for pc in guardrails.priority_classes()
         }
-        policy = guardrails.node_guard_policy(args.workload_namespace, args.extra_namespaces)
-        guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            f"{name}-node-guard", metadata=policy["metadata"], spec=policy["spec"], opts=child,
-        )
-        binding = guardrails.node_guard_binding()
-        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            f"{name}-node-guard", metadata=binding["metadata"], spec=binding["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[guard]),
-        )
+        self.policies: list[pulumi.Resource] = []
+        for suffix, policy in (
+            ("node-guard", guardrails.node_guard_policy(args.workload_namespace, args.extra_namespaces)),
+            ("template-guard", guardrails.template_guard_policy(args.workload_namespace, args.extra_namespaces)),
+        ):
+            guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-{suffix}", metadata=policy["metadata"], spec=policy["spec"], opts=child,
+            )
+            binding = guardrails.guard_binding(policy["metadata"]["name"])
+            self.policies.append(k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-{suffix}", metadata=binding["metadata"], spec=binding["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[guard]),
+            ))
         self.register_outputs({})

@@ -1,11 +1,16 @@
 """SharedServiceClients: what a Shared Pathways Service's clients need besides the service JobSet:
-nodes for their proxy Jobs, and the namespace-scoped access their tooling uses.
+nodes for their proxy Jobs, the namespace-scoped access their tooling uses, and the Pod Security labels
+of the namespace they share (`default`: pathwaysutils' client reads the service from there).
 
 A client proxy (pathwaysutils 0.1.13 shared_pathways_service/yamls/pw-proxy.yaml) is hostNetwork on
 port 29000 with no node selector or tolerations, so: one proxy per node, on untainted nodes big
 enough for it (16 CPU / 100G limits), running as the Pathways node service account (hostNetwork pods
 call Google as the node: the proxy writes the compilation cache, and the VPC firewall lets that
-identity reach the resource manager).
+identity reach the resource manager). The pool carries no taint: the client's Job tolerates none, and
+no admission mechanism GKE enables by default can add one. What keeps other pods from acting as that
+identity is the node guard (components/manifests/guardrails.py): no hostNetwork pod outside the Pathways
+namespaces, none there but from a Job, and no Job there that is privileged or mounts the host; pods
+without hostNetwork on these nodes get their own Workload Identity (GKE_METADATA), not the node's.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ class SharedServiceClientsArgs:
     """Its RoleBinding to the configured users and groups."""
     k8s_provider: pulumi.ProviderResource
     """The cluster's Kubernetes provider."""
+    namespace_labels: dict[str, str]
+    """Pod Security labels for the service's namespace, as the workload namespace has them."""
     lanes: NodePoolLanes
     """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
 
@@ -67,6 +74,12 @@ class SharedServiceClients(pulumi.ComponentResource):
         )
         args.lanes.add(pool)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        # `default` exists in every cluster: patch its labels (server-side apply), never own the namespace.
+        k8s.core.v1.NamespacePatch(
+            f"{name}-namespace-labels",
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=args.role["metadata"]["namespace"], labels=args.namespace_labels),
+            opts=k8s_opts,
+        )
         role = k8s.rbac.v1.Role(
             f"{name}-role", metadata=args.role["metadata"], rules=args.role["rules"], opts=k8s_opts,
         )

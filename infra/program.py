@@ -127,7 +127,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
             project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
             machine_type=sv.proxy_machine_type, nodes=sv.max_clients, service_account=pathways_sa.email,
             role=service_access.role(service), role_binding=service_access.role_binding(service), k8s_provider=provider,
-            lanes=lanes,
+            lanes=lanes, namespace_labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL),
         ), opts=pulumi.ResourceOptions(depends_on=[namespace]))
     queues: tuple[pulumi.Resource, ...] = ()
     if cfg.kubernetes.kueue.enabled:

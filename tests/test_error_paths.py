@@ -260,8 +260,8 @@ def test_service_and_loader_defaults_and_bounds():
     assert model(workloads=[{"name": "sps", "mode": "service", "service": {"maxClients": 1}}]).proxy_nodes == 1
     assert "pathways:workloads[0].service.maxClients: 0 is not valid" in error(workloads=[{"name": "sps", "mode": "service", "service": {"maxClients": 0}}])
     ns = "n" * 63
-    svc = model(kubernetes={"namespace": ns}, workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns}}])
-    assert svc.workloads[0].service_settings.namespace == ns
+    assert f"pathways:workloads[0].service.namespace: {ns!r}: pathwaysutils' client looks for the service JobSet in 'default'" in error(
+        kubernetes={"namespace": ns}, workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns}}])
     assert f"pathways:workloads[0].service.namespace: {ns + 'n'!r} is not a valid name" in error(
         workloads=[{"name": "sps", "mode": "service", "service": {"namespace": ns + "n"}}])
     assert model(workloads=[WORKLOAD]).workloads[0].data_loader_workers == 4

@@ -199,32 +199,83 @@ def _evaluate(expression, activation):
     return bool(env.program(env.compile(expression)).evaluate({k: celpy.json_to_cel(v) for k, v in activation.items()}))
 
 
-@pytest.mark.parametrize("namespace,tolerations,admitted", [
-    ("default", [], True),
-    ("default", [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}], False),
-    ("team-a", [{"key": "pathways/role", "operator": "Equal", "value": "head", "effect": "NoSchedule"}], False),
-    ("team-a", [{"operator": "Exists"}], False),  # tolerates every taint
-    ("team-a", [{"key": "nvidia.com/gpu", "operator": "Exists"}], True),
-    ("pathways", [{"key": "google.com/tpu", "operator": "Exists"}], True),  # the workload namespace
-    ("kube-system", [{"operator": "Exists"}], True),  # GKE's DaemonSets
-    ("gke-managed-system", [{"operator": "Exists"}], True),
-    ("gmp-system", [{"operator": "Exists"}], True),
+TPU = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+JOB_CONTROLLER = "system:serviceaccount:kube-system:job-controller"
+ALICE = "alice@example.com"
+
+
+def _admitted(policy, request, obj):
+    spec = policy["spec"]
+    applies = all(_evaluate(m["expression"], {"request": request}) for m in spec["matchConditions"])
+    return not applies or all(_evaluate(v["expression"], {"object": obj, "request": request}) for v in spec["validations"])
+
+
+@pytest.mark.parametrize("namespace,pod,user,admitted", [
+    ("team-a", {}, ALICE, True),
+    ("team-a", {"tolerations": TPU}, ALICE, False),
+    ("team-a", {"tolerations": [{"key": "pathways/role", "operator": "Equal", "value": "head", "effect": "NoSchedule"}]}, ALICE, False),
+    ("team-a", {"tolerations": [{"operator": "Exists"}]}, ALICE, False),  # tolerates every taint
+    ("team-a", {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}, ALICE, True),
+    ("team-a", {"hostNetwork": True}, ALICE, False),  # the node's identity, wherever it lands
+    ("team-a", {"hostNetwork": True}, JOB_CONTROLLER, False),  # a Job elsewhere gains nothing either
+    ("team-a", {"nodeName": "gke-tpu-node-1"}, ALICE, False),  # NoSchedule taints do not stop a bound pod
+    ("pathways", {"nodeName": "gke-tpu-node-1", "tolerations": TPU}, JOB_CONTROLLER, False),
+    ("team-a", {"nodeName": "gke-node-1"}, "system:node:gke-node-1", True),  # a kubelet's mirror pod
+    ("pathways", {"tolerations": TPU, "hostNetwork": True}, JOB_CONTROLLER, True),  # a Pathways worker, from its Job
+    ("pathways", {"tolerations": TPU, "hostNetwork": True}, "system:kube-controller-manager", True),
+    ("pathways", {"tolerations": TPU}, ALICE, False),  # a bare pod, even in the workload namespace
+    ("pathways", {"hostNetwork": True}, ALICE, False),
+    ("pathways", {}, ALICE, True),
+    ("default", {"hostNetwork": True}, JOB_CONTROLLER, True),  # a service's namespace, when it has one
+    ("default", {"hostNetwork": True}, ALICE, False),
+    ("kube-system", {"tolerations": [{"operator": "Exists"}], "hostNetwork": True}, ALICE, True),  # GKE's DaemonSets
+    ("gke-managed-system", {"tolerations": [{"operator": "Exists"}]}, ALICE, True),
+    ("gmp-system", {"tolerations": [{"operator": "Exists"}]}, ALICE, True),
 ])
-def test_node_guard_keeps_other_namespaces_off_pathways_nodes(namespace, tolerations, admitted):
-    policy = guardrails.node_guard_policy("pathways")["spec"]
-    request = {"namespace": namespace}
-    pod = {"spec": {"tolerations": tolerations} if tolerations else {}}
-    applies = all(_evaluate(m["expression"], {"request": request}) for m in policy["matchConditions"])
-    passes = all(_evaluate(v["expression"], {"object": pod, "request": request}) for v in policy["validations"])
-    assert (not applies or passes) == admitted
+def test_node_guard_keeps_pods_off_pathways_nodes_and_the_host_network(namespace, pod, user, admitted):
+    policy = guardrails.node_guard_policy("pathways", ("default",))
+    request = {"namespace": namespace, "operation": "CREATE", "userInfo": {"username": user}}
+    assert _admitted(policy, request, {"spec": pod}) == admitted
+    # updates by anyone are judged by where the pod may run, not by who changes it
+    if namespace == "pathways" and "tolerations" in pod and "nodeName" not in pod:
+        assert _admitted(policy, {**request, "operation": "UPDATE"}, {"spec": pod})
 
 
-def test_node_guard_is_bound_and_denies():
+def _job(pod: dict) -> dict:
+    return {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x:1"}], **pod}}}}
+
+
+JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller"
+PROXY_JOB = {"hostNetwork": True, "containers": [{"name": "pathways-proxy", "image": "x:1", "securityContext": {
+    "runAsUser": 1000, "capabilities": {"drop": ["ALL"]}, "allowPrivilegeEscalation": False}}]}
+
+
+@pytest.mark.parametrize("namespace,pod,user,admitted", [
+    ("pathways", {"tolerations": TPU, "hostNetwork": True}, JOBSET_CONTROLLER, True),  # a JobSet's worker Job
+    ("pathways", {"tolerations": TPU}, ALICE, False),  # a hand-made Job onto the TPU nodes
+    ("default", PROXY_JOB, ALICE, True),  # pathwaysutils' client proxy (pw-proxy.yaml)
+    ("default", {"containers": [{"name": "c", "image": "x:1", "securityContext": {"privileged": True}}]}, ALICE, False),
+    ("default", {"containers": [{"name": "c", "image": "x:1", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]}, ALICE, False),
+    ("default", {"initContainers": [{"name": "i", "image": "x:1", "securityContext": {"privileged": True}}]}, ALICE, False),
+    ("default", {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, ALICE, False),
+    ("default", {"hostPID": True}, ALICE, False),
+    ("default", {"hostIPC": True}, ALICE, False),
+    ("team-a", {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, ALICE, True),  # not ours to judge
+])
+def test_template_guard_limits_what_jobs_in_the_pathways_namespaces_may_do(namespace, pod, user, admitted):
+    policy = guardrails.template_guard_policy("pathways", ("default",))
+    request = {"namespace": namespace, "operation": "CREATE", "userInfo": {"username": user}}
+    assert _admitted(policy, request, _job(pod)) == admitted
+
+
+def test_guards_are_bound_and_deny():
     plan = stack_plan("dev")
-    (policy,) = _objects(plan, "ValidatingAdmissionPolicy")
-    (binding,) = _objects(plan, "ValidatingAdmissionPolicyBinding")
-    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
-    assert policy["spec"]["failurePolicy"] == "Fail"
+    policies = {p["metadata"]["name"]: p for p in _objects(plan, "ValidatingAdmissionPolicy")}
+    bindings = {b["metadata"]["name"]: b for b in _objects(plan, "ValidatingAdmissionPolicyBinding")}
+    assert sorted(policies) == sorted(bindings) == ["pathways-nodes-reserved", "pathways-workload-templates"]
+    for name, binding in bindings.items():
+        assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
+        assert policies[name]["spec"]["failurePolicy"] == "Fail"
 
 
 def test_every_built_in_object_passes_the_strict_kubernetes_schema(committed_stack):

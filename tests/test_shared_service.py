@@ -87,13 +87,32 @@ def test_outputs_are_complete_and_use_the_stacks_names():
     assert out["connect"].startswith("isc_pathways.connect(cluster='pathways-test'")
 
 
-def test_the_node_guard_lets_the_service_namespace_onto_pathways_nodes():
-    (policy,) = objects(PLAN, "ValidatingAdmissionPolicy")
-    assert "'default'" in policy["spec"]["matchConditions"][0]["expression"]
+def test_the_guards_treat_the_service_namespace_as_a_pathways_namespace():
+    policies = {p["metadata"]["name"]: p for p in objects(PLAN, "ValidatingAdmissionPolicy")}
+    assert "['pathways', 'default']" in policies["pathways-nodes-reserved"]["spec"]["validations"][0]["expression"]
+    assert policies["pathways-workload-templates"]["spec"]["matchConditions"][0]["expression"] == "(request.namespace in ['pathways', 'default'])"
+
+
+def test_default_gets_the_workload_namespaces_pod_security_labels():
+    (patch,) = PLAN.by_type("kubernetes:core/v1:NamespacePatch")
+    assert patch.input("metadata.name") == "default"
+    assert patch.input("metadata.labels") == {
+        "pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/audit": "restricted"}
+
+
+@pytest.mark.parametrize("tpu", ["v4-16", {"family": "v6e", "topology": "2x4"}, "v6e-1"])
+def test_a_service_needs_a_tpu_the_client_can_use(tpu):
+    # pathwaysutils 0.1.13: validators accept tpu(v5e|v5|v6e|7x):<topology>; tpu_specs counts 4 chips per VM
+    from tests.test_pinned_behaviour import error
+
+    msg = error(slices=[{"name": "main", "tpu": tpu}], workloads=[{"name": "sps", "mode": "service"}])
+    assert "pathways:workloads[0].sliceGroup: 'main' is " in msg and "which pathwaysutils' client cannot use" in msg
 
 
 @pytest.mark.parametrize("workload,key,text", [
-    ({"service": {"namespace": "team-a"}}, "pathways:workloads[0].service.namespace", "use 'default'"),
+    ({"service": {"namespace": "team-a"}}, "pathways:workloads[0].service.namespace", "looks for the service JobSet in 'default' only"),
+    ({"service": {"namespace": "pathways"}}, "pathways:workloads[0].service.namespace", "use 'default' or remove the key"),
     ({"service": {"proxyMachineType": "n2-standard-16"}}, "pathways:workloads[0].service.proxyMachineType", "cannot hold a client proxy"),
     ({"profiling": {}}, "pathways:workloads[0].profiling", "which a service's clients bring themselves"),
     ({"image": "example.com/t:1"}, "pathways:workloads[0].mode", "service workloads run no user container"),

@@ -1,13 +1,27 @@
-"""Cluster-wide Kubernetes objects that keep the Pathways nodes and namespace safe (pure Python).
+"""Cluster-wide Kubernetes objects that keep the Pathways nodes and namespaces safe (pure Python).
 
-- Pod Security Admission labels: the workload namespace must allow hostNetwork (every Pathways pod
-  uses it), which only the `privileged` level does (Kubernetes "Pod Security Standards": baseline
-  forbids host namespaces); the controllers' namespaces enforce `restricted`.
-- A ValidatingAdmissionPolicy that keeps every other namespace off the Pathways head and TPU nodes:
-  a pod there acts as the Pathways node service account (hostNetwork pods use the node's identity,
-  PLATFORM-FACTS §4), which can write the scratch bucket. Both node kinds are tainted, so a pod needs
-  a toleration to land there: the policy refuses tolerations of those taints (or of every taint)
-  outside the workload namespace and GKE's own system namespaces.
+Every Pathways pod uses hostNetwork, and a hostNetwork pod calls Google as its node's service account
+(Workload Identity does not apply, PLATFORM-FACTS §4): on a head, TPU or proxy node that is the Pathways
+node service account, which can write the scratch bucket. So:
+
+- Pod Security Admission labels: the workload namespaces must allow hostNetwork, which only the
+  `privileged` level does (Kubernetes "Pod Security Standards": baseline forbids host namespaces); the
+  controllers' namespaces enforce `restricted`. A Shared Pathways Service lives in `default` (where
+  pathwaysutils' client looks for it), which gets the same labels.
+- ValidatingAdmissionPolicy `pathways-nodes-reserved`, on pods:
+  * outside the workload namespaces and GKE's system namespaces, no pod may tolerate the head or TPU
+    taints (or every taint), nor use hostNetwork;
+  * outside the system namespaces, no pod may be created with spec.nodeName: such a pod skips the
+    scheduler and the kubelet checks only NoExecute taints, so a NoSchedule taint does not keep it off a
+    TPU node (PLATFORM-FACTS §6); only a kubelet creates pods bound to a node (mirror pods);
+  * in the workload namespaces, a pod that tolerates those taints or uses hostNetwork must be created by
+    the Job controller, i.e. from a Job: people and service accounts that may create pods there cannot
+    place one on a Pathways node themselves.
+- ValidatingAdmissionPolicy `pathways-workload-templates`, on Jobs in the workload namespaces: only the
+  JobSet controller may create a Job whose pods tolerate the head or TPU taints, and no Job there may
+  run a privileged container, add capabilities, or use hostPath, hostPID or hostIPC. A Shared Pathways
+  Service's clients create their proxy Jobs there (pathwaysutils' pw-proxy.yaml: hostNetwork, rootless,
+  every capability dropped), which pass; nothing more powerful does.
 - PriorityClasses for the stack's workloads.
 """
 
@@ -33,48 +47,113 @@ SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 SYSTEM_NAMESPACE_PREFIXES = ("gke-", "gmp-")
 
 NODE_GUARD = "pathways-nodes-reserved"
+TEMPLATE_GUARD = "pathways-workload-templates"
 GUARDED_TAINT_KEYS = (TPU_TAINT[0], HEAD_TAINT[0])
+# Who creates Pathways pods and Jobs. The Job controller acts as its own service account when
+# kube-controller-manager runs with --use-service-account-credentials (GKE, kubeadm), else as
+# system:kube-controller-manager. The JobSet chart's controller runs as <release>-controller in
+# jobset-system (charts/jobset/templates/controller/_helpers.tpl; the release is named jobset).
+POD_CREATORS = ("system:serviceaccount:kube-system:job-controller", "system:kube-controller-manager")
+JOB_CREATORS = ("system:serviceaccount:jobset-system:jobset-controller",)
 
 
-def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
-    allowed = ", ".join(f"'{n}'" for n in dict.fromkeys((workload_namespace, *extra_namespaces, *SYSTEM_NAMESPACES)))
+def _quoted(values: Any) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+def _namespace_is(names: tuple[str, ...]) -> str:
+    return f"(request.namespace in [{_quoted(names)}])"
+
+
+def _system_namespace() -> str:
     prefixes = " || ".join(f"request.namespace.startsWith('{p}')" for p in SYSTEM_NAMESPACE_PREFIXES)
-    keys = ", ".join(f"'{k}'" for k in GUARDED_TAINT_KEYS)
+    return f"({_namespace_is(SYSTEM_NAMESPACES)} || {prefixes})"
+
+
+def _tolerates_pathways(spec: str) -> str:
+    """The pod spec at `spec` tolerates the head or TPU taint, or every taint."""
+    return (f"(has({spec}.tolerations) && {spec}.tolerations.exists(t, "
+            f"(has(t.key) && t.key in [{_quoted(GUARDED_TAINT_KEYS)}]) || (!has(t.key) && has(t.operator) && t.operator == 'Exists')))")
+
+
+def _host_network(spec: str) -> str:
+    return f"(has({spec}.hostNetwork) && {spec}.hostNetwork)"
+
+
+def _created_by(users: tuple[str, ...]) -> str:
+    return f"(request.operation != 'CREATE' || request.userInfo.username in [{_quoted(users)}])"
+
+
+def _policy(name: str, rules: list[dict[str, Any]], conditions: list[dict[str, str]], validations: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": NODE_GUARD},
+        "metadata": {"name": name},
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"],
-            }]},
-            "matchConditions": [{
-                "name": "outside-pathways-and-system-namespaces",
-                "expression": f"!(request.namespace in [{allowed}] || {prefixes})",
-            }],
-            "validations": [{
-                "expression": (
-                    "!has(object.spec.tolerations) || !object.spec.tolerations.exists(t, "
-                    f"(has(t.key) && t.key in [{keys}]) || (!has(t.key) && has(t.operator) && t.operator == 'Exists'))"
-                ),
-                "message": (
-                    f"only namespace {workload_namespace} may run pods on the Pathways head and TPU nodes "
-                    "(they act as the Pathways node service account); remove the toleration"
-                ),
-                "reason": "Forbidden",
-            }],
+            "matchConstraints": {"resourceRules": rules},
+            "matchConditions": conditions,
+            "validations": [{**v, "reason": "Forbidden"} for v in validations],
         },
     }
 
 
-def node_guard_binding() -> dict[str, Any]:
+def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
+    workload = tuple(dict.fromkeys((workload_namespace, *extra_namespaces)))
+    names = ", ".join(workload)
+    pod = "object.spec"
+    return _policy(
+        NODE_GUARD,
+        [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}],
+        [{"name": "outside-system-namespaces", "expression": f"!{_system_namespace()}"}],
+        [
+            {"expression": f"{_namespace_is(workload)} || !({_tolerates_pathways(pod)} || {_host_network(pod)})",
+             "message": (f"only namespace(s) {names} may run pods on the Pathways head and TPU nodes or on the host "
+                         "network (they act as the Pathways node service account); remove the toleration or hostNetwork")},
+            {"expression": f"request.operation != 'CREATE' || !has({pod}.nodeName) || request.userInfo.username.startsWith('system:node:')",
+             "message": ("a pod may not be created bound to a node (spec.nodeName skips the scheduler, and NoSchedule "
+                         "taints do not stop it); let the scheduler place it")},
+            {"expression": f"!{_namespace_is(workload)} || !({_tolerates_pathways(pod)} || {_host_network(pod)}) || {_created_by(POD_CREATORS)}",
+             "message": (f"in {names}, pods on the Pathways nodes or the host network come from Pathways Jobs only; "
+                         "create a Job (or JobSet) instead of a bare pod")},
+        ],
+    )
+
+
+def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
+    workload = tuple(dict.fromkeys((workload_namespace, *extra_namespaces)))
+    pod = "object.spec.template.spec"
+    containers = f"({pod}.containers + (has({pod}.initContainers) ? {pod}.initContainers : []))"
+    return _policy(
+        TEMPLATE_GUARD,
+        [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]}],
+        [{"name": "in-pathways-namespaces", "expression": _namespace_is(workload)}],
+        [
+            {"expression": f"!{_tolerates_pathways(pod)} || {_created_by(JOB_CREATORS)}",
+             "message": "only the JobSet controller creates Jobs for the Pathways head and TPU nodes; submit a JobSet"},
+            {"expression": (f"!{containers}.exists(c, has(c.securityContext) && ("
+                            "(has(c.securityContext.privileged) && c.securityContext.privileged) || "
+                            "(has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && "
+                            "size(c.securityContext.capabilities.add) > 0)))"),
+             "message": "no privileged container and no added capability in the Pathways namespaces"},
+            {"expression": (f"!(has({pod}.hostPID) && {pod}.hostPID) && !(has({pod}.hostIPC) && {pod}.hostIPC) && "
+                            f"!(has({pod}.volumes) && {pod}.volumes.exists(v, has(v.hostPath)))"),
+             "message": "no hostPID, hostIPC or hostPath volume in the Pathways namespaces"},
+        ],
+    )
+
+
+def guard_binding(policy: str) -> dict[str, Any]:
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": NODE_GUARD},
-        "spec": {"policyName": NODE_GUARD, "validationActions": ["Deny"]},
+        "metadata": {"name": policy},
+        "spec": {"policyName": policy, "validationActions": ["Deny"]},
     }
+
+
+def node_guard_binding() -> dict[str, Any]:
+    return guard_binding(NODE_GUARD)
 
 
 # Below system-cluster-critical (2e9) and GKE's own; higher wins a node and may preempt lower.

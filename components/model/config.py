@@ -54,6 +54,8 @@ from .resolved import (
     worker_backoff_limit,
 )
 from .workload import (
+    CLIENT_CHIPS_PER_VM,
+    CLIENT_INSTANCE_TYPE,
     CLIENT_NAMESPACE,
     CLIENT_PROXY_RESOURCES,
     MAX_LABEL_VALUE,
@@ -310,10 +312,20 @@ def _service_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
     """A Shared Pathways Service: what the pathwaysutils client expects, and room for its proxies."""
     problems = []
     sv = w.service_settings
-    if sv.namespace not in (CLIENT_NAMESPACE, cfg.kubernetes.namespace):
+    if sv.namespace != CLIENT_NAMESPACE:
+        # run_workload and isc_pathways.connect pass no namespace: verify_pathways_service_is_up and
+        # get_pathways_service_images read the service from their default, "default" (pathwaysutils 0.1.13).
         problems.append(Problem(config_key(("workloads", i, "service", "namespace")), (
-            f"{sv.namespace!r}: use {CLIENT_NAMESPACE!r} (where pathwaysutils' client looks for the service JobSet) or "
-            f"the stack's workload namespace {cfg.kubernetes.namespace!r}"
+            f"{sv.namespace!r}: pathwaysutils' client looks for the service JobSet in {CLIENT_NAMESPACE!r} only "
+            f"(run_workload and isc_pathways.connect pass no namespace); use {CLIENT_NAMESPACE!r} or remove the key"
+        )))
+    group = cfg.workload_group(w).tpu
+    if not CLIENT_INSTANCE_TYPE.fullmatch(group.instance_type) or group.chips_per_vm != CLIENT_CHIPS_PER_VM:
+        problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
+            f"{cfg.workload_group(w).name!r} is {group.name} ({group.machine_type}, --instance_type={group.instance_type}), "
+            "which pathwaysutils' client cannot use: it accepts only tpuv5e, tpuv5, tpuv6e and tpu7x instance types "
+            "(validators._validate_tpu_supported) and counts 4 chips per VM (tpu_specs.get_tpu_config); give the service "
+            "a v5e, v5p, v6e or tpu7x group of 4-chip VMs"
         )))
     for key, on in (("profiling", w.profiling), ("persistence", w.persistence), ("xlaFlags", w.xla_flags),
                     ("hloDump", w.hlo_dump), ("elastic", w.elastic)):

@@ -131,6 +131,10 @@ class Elastic(_Model):
 # service JobSet from namespace "default" (gke_utils.get_pathways_service_images).
 CLIENT_PROXY_RESOURCES = ("16", "100G")
 CLIENT_NAMESPACE = "default"
+# What the client accepts as a service's TPU (validators._validate_tpu_supported; tpu_specs assumes 4
+# chips per VM for every family, so a 1- or 8-chip VM miscounts the slice's workers).
+CLIENT_INSTANCE_TYPE = re.compile(r"tpu(v5e|v5|v6e|7x):[0-9]+(x[0-9]+){1,2}")
+CLIENT_CHIPS_PER_VM = 4
 
 
 class ServiceClient(_Model):
@@ -147,8 +151,8 @@ class ServiceClient(_Model):
 
 class SharedService(_Model):
     namespace: str = Field(default=CLIENT_NAMESPACE, description=(
-        "Namespace of the service JobSet and of the clients' proxy Jobs; pathwaysutils' client reads the JobSet "
-        "from 'default'."
+        "Namespace of the service JobSet and of the clients' proxy Jobs: 'default', the only one pathwaysutils' "
+        "client reads the service from."
     ))
     max_clients: int = Field(default=4, ge=1, le=MAX_NODES_PER_POOL_ZONE, description=(
         "Concurrent client proxies: one proxy node each (a proxy takes host port 29000)."
