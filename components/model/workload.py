@@ -121,7 +121,7 @@ class ColocatedPython(_Model):
 class Elastic(_Model):
     # --num_elastic_slices is how many slices the job may lose, not the total (xpk help, PathwaysJob
     # docs; Google's elastic MaxText example runs 1 of 3).
-    max_missing_slices: int = Field(default=1, ge=1, le=MAX_TPU_POOLS, description="Slices the job may lose and keep running (--num_elastic_slices); below the workload's slices.")
+    max_missing_slices: int = Field(default=1, ge=1, le=MAX_TPU_POOLS, description="Slices the job may lose and keep running (--num_elastic_slices): 1 up to the workload's slices.")
 
 
 
