@@ -37,7 +37,7 @@ def _slices(field: str):
 BOUNDS = [
     ("bucket.softDeleteDays", _section("bucket", "softDeleteDays"), 7, 90),  # GCS soft delete: 7 to 90 days
     ("bucket.artifactsTtlDays", _section("bucket", "artifactsTtlDays"), 1, 36500),  # age 0 deletes at once; 100 years
-    ("cluster.nodePoolConcurrency", _section("cluster", "nodePoolConcurrency"), 1, 50),  # GKE allows 5; raised quotas
+    ("cluster.nodePoolConcurrency", _section("cluster", "nodePoolConcurrency"), 1, 1000),  # xpk runs 100; a lane per pool at most
     ("cluster.systemPool.minNodes", lambda v: {"cluster": {"systemPool": {"minNodes": v, "maxNodes": 1000}}}, 1, 1000),  # GKE: 1,000 nodes a pool and zone
     ("cluster.systemPool.maxNodes", lambda v: {"cluster": {"systemPool": {"minNodes": 1, "maxNodes": v}}}, 1, 1000),
     ("network.mtu", _section("network", "mtu"), 1300, 8896),  # VPC MTU: 1300 to 8896 bytes

@@ -60,7 +60,7 @@ def test_plan_json_shape(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"resources", "outputs", "policyViolations", "criticalPath", "summary", "deployTime"}
     assert doc["policyViolations"] == []
-    assert set(doc["deployTime"]) == {"expectedMinutes", "worstCaseMinutes", "chain", "expectedChain"}
+    assert set(doc["deployTime"]) == {"expectedMinutes", "worstCaseMinutes", "expectedMinutesAtLegacyQuota", "nodePoolConcurrency", "chain", "expectedChain"}
     assert doc["criticalPath"] == doc["deployTime"]["chain"]
     for r in doc["resources"]:
         assert set(r) == {"urn", "type", "name", "parent", "custom", "inputs", "dependencies", "options"}

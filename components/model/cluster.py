@@ -23,7 +23,7 @@ from .common import (
     _Model,
     _network,
 )
-from .rollout import GKE_CONCURRENT_OPERATIONS
+from .rollout import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 
 # --- cluster and network ---------------------------------------------------------------------
 
@@ -264,9 +264,9 @@ class ClusterConfig(_Model):
     master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list, max_length=50)
     deletion_protection: Optional[bool] = Field(default=None, description="GKE deletion protection; default on.")
     system_pool: SystemPool = Field(default_factory=SystemPool)
-    node_pool_concurrency: int = Field(default=GKE_CONCURRENT_OPERATIONS, ge=1, le=50, description=(
-        "Node pool operations in flight at once (pools wait in lanes). Default: GKE's concurrent-operations "
-        "quota per cluster, 5; raise it only if Google raised yours."
+    node_pool_concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY, description=(
+        "Node pool operations in flight at once (pools wait in lanes). Default 100, as Google's xpk creates pools; "
+        "set 5 where GKE still enforces its 2023 quota of 5 concurrent operations (429 'concurrent operations quota')."
     ))
     maintenance: Maintenance = Field(default_factory=Maintenance)
 

@@ -1,17 +1,18 @@
-"""How the stack's node pools come up without tripping GKE's limit on concurrent operations.
+"""How the stack's node pools come up without tripping GKE's limits on concurrent operations.
 
-GKE runs one cluster-level operation, or one operation per node pool, at a time, and answers a cluster
-with more operations in flight than its quota with 429 "Too many operations: cluster ... hits the
-concurrent operations quota 5" (GKE, "Troubleshoot concurrent operations"; the error text as reported in
-hashicorp/terraform-provider-google#15205 and #15579). The provider Pulumi's gcp package is built from
-retries that 429 on node pool create/update/delete (GoogleCloudPlatform/magic-modules#8828, retry in
-resource_container_node_pool.go) but only until the resource's create timeout, which starts when Pulumi
-sends the request. Pulumi itself starts every ready resource at once (`--parallel` defaults to unbounded),
-so 256 pools would all start their clocks together and the late ones time out in the queue.
+In 2023 GKE answered more than 5 node-pool operations in flight per cluster with 429 "Too many
+operations: cluster ... hits the concurrent operations quota 5" (hashicorp/terraform-provider-google
+#15205, #15579). Since then a GKE engineer wrote in #15579 that most node-pool operations run
+concurrently, GKE's quotas page lists no such limit, and Google's own xpk creates 100 node pools at once
+since February 2026 (AI-Hypercomputer/xpk PR #1068, up from 10). The provider Pulumi's gcp package is
+built from still retries a 429 (GoogleCloudPlatform/magic-modules#8828) until the resource's create
+timeout, which starts when Pulumi sends the request, and Pulumi starts every ready resource at once.
 
-So the stack orders its node pools in lanes: pool k waits on pool k - concurrency. At most `concurrency`
-pool operations are in flight, each timeout starts when its operation can start, and deletes (run in
-reverse dependency order) keep the same bound.
+So the stack still orders its node pools in lanes, pool k waiting on pool k - concurrency, with the
+default concurrency xpk uses (100): at most that many pool operations are in flight, each timeout starts
+when its operation can start, and deletes (reverse dependency order) keep the same bound. The plan's
+deploy time also gives the estimate under the 2023 quota of 5, for clusters where GKE still enforces it;
+`cluster.nodePoolConcurrency: 5` restores that bound.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-GKE_CONCURRENT_OPERATIONS = 5  # the quota in GKE's 429 text
+DEFAULT_CONCURRENCY = 100  # xpk since PR #1068 (Feb 2026)
+LEGACY_GKE_QUOTA = 5  # the quota in GKE's 2023 429 text
+MAX_CONCURRENCY = 1000
 # Pulumi's Python SDK walks a resource's depends_on chain recursively when it registers it
 # (pulumi/runtime/resource_cycle_breaker.py, one frame per resource); a lane of 1002 pools exceeds
 # Python's recursion limit, 501 does not. Half of what is proven to work:

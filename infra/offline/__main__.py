@@ -142,7 +142,7 @@ def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") ->
     from components.model.summary import stack_summary, summary_text
 
     violations = _policies(plan, args.policy_config)
-    path = critical_path(plan)
+    path = critical_path(plan, model.cluster.node_pool_concurrency)
     summary = stack_summary(resolve(model))
     if args.json:
         doc = {**plan.to_json(), "summary": summary, "deployTime": path.to_json(),

@@ -5,9 +5,9 @@ dependencies and its provider. Two weights per slow resource:
 - worst case: what a deploy may wait for it, its create timeout from the plan (or the provider's
   default), e.g. a TPU pool's 180 minutes;
 - expected: a typical create time (EXPECTED_MINUTES: planning assumptions, not figures GKE documents).
-Node pools wait in lanes (components/model/rollout.py: GKE runs at most 5 operations per cluster), so
-the chain grows by one pool per `concurrency` pools: the estimate says so instead of assuming that 256
-pools come up at once.
+Node pools wait in lanes (components/model/rollout.py), so the chain grows by one pool per
+`concurrency` pools: the estimate says so instead of assuming that 256 pools come up at once. Where GKE
+may still enforce its 2023 quota of 5 concurrent operations, the estimate under that quota is given too.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.model.rollout import LEGACY_GKE_QUOTA, waves
 from components.model.tpu import is_tpu_machine
 from components.resource_types import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET, NODE_POOL
 
@@ -66,6 +67,8 @@ def worst_case_minutes(r: Registration) -> float:
 class CriticalPath:
     chain: tuple[Registration, ...]  # slow resources only, in deploy order
     expected_chain: tuple[Registration, ...] = ()  # the longest chain by expected create times
+    pools: int = 0  # node pools the stack creates
+    concurrency: int = LEGACY_GKE_QUOTA  # node pool operations in flight at once (the lanes)
 
     @property
     def length(self) -> int:
@@ -81,25 +84,40 @@ class CriticalPath:
         """Expected: the longest chain by typical create times."""
         return sum(expected_minutes(r) for r in self.expected_chain)
 
+    @property
+    def expected_at_legacy_quota(self) -> float:
+        """Expected if GKE allowed only 5 node-pool operations at once: the lane of the expected chain
+        grows from waves(pools, concurrency) to waves(pools, 5) pools, each as slow as its slowest."""
+        lane = [expected_minutes(r) for r in self.expected_chain if r.type == NODE_POOL]
+        extra_waves = waves(self.pools, LEGACY_GKE_QUOTA) - waves(self.pools, self.concurrency)
+        return self.expected + max(0, extra_waves) * max(lane, default=0.0)
+
     def describe(self) -> str:
         if not self.chain:
             return "Deploy critical path: no slow resources"
         steps = [f"{r.name} ({r.type.split(':')[-1]}, <= {worst_case_minutes(r):g}m)" for r in self.chain]
         if len(steps) > 8:  # a long lane of pools: its ends say enough
             steps = [*steps[:4], f"... {len(steps) - 6} more in the same lane ...", *steps[-2:]]
+        legacy = ""
+        if self.concurrency > LEGACY_GKE_QUOTA and self.expected_at_legacy_quota > self.expected:
+            legacy = (f"; ~{self.expected_at_legacy_quota:g} min where GKE still allows only {LEGACY_GKE_QUOTA} node-pool "
+                      f"operations at once (set cluster.nodePoolConcurrency: {LEGACY_GKE_QUOTA} there)")
         return (
-            f"Deploy time: expected ~{self.expected:g} min, worst case {self.minutes:g} min by create timeouts "
-            f"(typical create times are assumptions: infra/offline/critical_path.py)\n"
+            f"Deploy time: expected ~{self.expected:g} min with {self.concurrency} node-pool operations at once{legacy}; "
+            f"worst case {self.minutes:g} min by create timeouts (typical create times are assumptions: "
+            f"infra/offline/critical_path.py)\n"
             f"Deploy critical path ({self.length} slow resources in sequence): {' -> '.join(steps)}"
         )
 
     def to_json(self) -> dict:
         return {"expectedMinutes": self.expected, "worstCaseMinutes": self.minutes,
+                "expectedMinutesAtLegacyQuota": self.expected_at_legacy_quota, "nodePoolConcurrency": self.concurrency,
                 "chain": [r.urn for r in self.chain], "expectedChain": [r.urn for r in self.expected_chain]}
 
 
-def critical_path(plan: Plan) -> CriticalPath:
-    return CriticalPath(_longest_chain(plan, worst_case_minutes), _longest_chain(plan, expected_minutes))
+def critical_path(plan: Plan, concurrency: int = LEGACY_GKE_QUOTA) -> CriticalPath:
+    pools = len(plan.by_type(NODE_POOL))
+    return CriticalPath(_longest_chain(plan, worst_case_minutes), _longest_chain(plan, expected_minutes), pools, concurrency)
 
 
 def _longest_chain(plan: Plan, minutes: Callable[[Registration], float]) -> tuple[Registration, ...]:
