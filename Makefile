@@ -8,7 +8,7 @@ STACK  ?= dev
 
 REF    ?= origin/main
 
-.PHONY: plan diff render test bench mutation lock clean
+.PHONY: plan diff render test bench mutation lock clean toolchain e2e
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -34,6 +34,15 @@ test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/basedpyright
 	$(PY) -m pytest -q -n 2
+
+# The real engines (Kubernetes control plane, JobSet, Kueue, LWS, the Pulumi CLI and its Kubernetes
+# provider), built from the pinned Go modules in tools/engines; cached, so a second run does nothing.
+toolchain:
+	$(PYTHON) tools/engines/build.py
+
+# The real-engine tier: the stacks' Kubernetes layer on a local control plane (tests_e2e/).
+e2e: toolchain $(VENV)/.installed
+	$(PY) -m pytest -q -p no:cacheprovider tests_e2e
 
 bench: $(VENV)/.installed
 	$(PY) -m infra.offline.bench

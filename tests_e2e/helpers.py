@@ -1,0 +1,60 @@
+"""What the scenarios read back from the API server: pods, nodes, Kueue Workloads."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from tools.cluster.local import LocalCluster
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+
+
+def nodes(cluster: LocalCluster) -> dict[str, dict[str, str]]:
+    """Node name -> labels."""
+    return {n["metadata"]["name"]: n["metadata"]["labels"] for n in cluster.get("nodes")["items"]}
+
+
+def pods(cluster: LocalCluster, namespace: str, jobset: str) -> list[dict[str, Any]]:
+    return cluster.get("pods", "-n", namespace, "-l", f"{JOBSET_NAME}={jobset}")["items"]
+
+
+def running(pod: dict[str, Any]) -> bool:
+    return pod.get("status", {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
+
+
+def wait_running(cluster: LocalCluster, namespace: str, jobset: str, count: int, timeout: float = 120) -> list[dict[str, Any]]:
+    """The JobSet's pods once exactly `count` of them run."""
+    def done():
+        ps = [p for p in pods(cluster, namespace, jobset) if running(p)]
+        return ps if len(ps) == count else None
+    return cluster.wait_for(f"{count} running pods of JobSet {namespace}/{jobset}", done, timeout=timeout)
+
+
+def workload(cluster: LocalCluster, namespace: str, jobset: str) -> dict[str, Any] | None:
+    """The Kueue Workload of a JobSet (Kueue names it after the JobSet and owns it through it)."""
+    for w in cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"]:
+        if any(o.get("kind") == "JobSet" and o.get("name") == jobset for o in w["metadata"].get("ownerReferences", [])):
+            return w
+    return None
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    return next((c for c in (obj or {}).get("status", {}).get("conditions", []) if c["type"] == kind), None)
+
+
+def is_true(obj: dict[str, Any] | None, kind: str) -> bool:
+    c = condition(obj, kind)
+    return bool(c and c["status"] == "True")
+
+
+def placement(cluster: LocalCluster, jobset_pods: list[dict[str, Any]]) -> dict[tuple[str, int], list[str]]:
+    """(replicatedJob, job index) -> the node pools its pods run on."""
+    labels = nodes(cluster)
+    out: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for p in jobset_pods:
+        meta = p["metadata"]["labels"]
+        out[(meta[REPLICATED_JOB], int(meta[JOB_INDEX]))].append(labels[p["spec"]["nodeName"]]["cloud.google.com/gke-nodepool"])
+    return dict(out)
