@@ -215,6 +215,7 @@ def _admitted(policy, request, obj):
     ("team-a", {"tolerations": TPU}, ALICE, False),
     ("team-a", {"tolerations": [{"key": "pathways/role", "operator": "Equal", "value": "head", "effect": "NoSchedule"}]}, ALICE, False),
     ("team-a", {"tolerations": [{"operator": "Exists"}]}, ALICE, False),  # tolerates every taint
+    ("team-a", {"tolerations": [{"key": "", "operator": "Exists"}]}, ALICE, False),  # the same, as the API server keeps it
     ("team-a", {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}, ALICE, True),
     ("team-a", {"hostNetwork": True}, ALICE, False),  # the node's identity, wherever it lands
     ("team-a", {"hostNetwork": True}, JOB_CONTROLLER, False),  # a Job elsewhere gains nothing either

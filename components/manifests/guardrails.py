@@ -72,8 +72,10 @@ def _system_namespace() -> str:
 
 def _tolerates_pathways(spec: str) -> str:
     """The pod spec at `spec` tolerates the head or TPU taint, or every taint."""
+    # An empty key with operator Exists tolerates every taint (the API server keeps key: "" as given).
     return (f"(has({spec}.tolerations) && {spec}.tolerations.exists(t, "
-            f"(has(t.key) && t.key in [{_quoted(GUARDED_TAINT_KEYS)}]) || (!has(t.key) && has(t.operator) && t.operator == 'Exists')))")
+            f"(has(t.key) && t.key in [{_quoted(GUARDED_TAINT_KEYS)}]) || "
+            f"((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists')))")
 
 
 def _host_network(spec: str) -> str:
@@ -123,7 +125,11 @@ def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...]
 def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
     workload = tuple(dict.fromkeys((workload_namespace, *extra_namespaces)))
     pod = "object.spec.template.spec"
-    containers = f"({pod}.containers + (has({pod}.initContainers) ? {pod}.initContainers : []))"
+    # containers and initContainers are different CEL types (the API server's type check refuses `+`):
+    # each list is checked on its own
+    powerful = ("c, has(c.securityContext) && ((has(c.securityContext.privileged) && c.securityContext.privileged) || "
+                "(has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && "
+                "size(c.securityContext.capabilities.add) > 0))")
     return _policy(
         TEMPLATE_GUARD,
         [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]}],
@@ -131,10 +137,8 @@ def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, 
         [
             {"expression": f"!{_tolerates_pathways(pod)} || {_created_by(JOB_CREATORS)}",
              "message": "only the JobSet controller creates Jobs for the Pathways head and TPU nodes; submit a JobSet"},
-            {"expression": (f"!{containers}.exists(c, has(c.securityContext) && ("
-                            "(has(c.securityContext.privileged) && c.securityContext.privileged) || "
-                            "(has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && "
-                            "size(c.securityContext.capabilities.add) > 0)))"),
+            {"expression": (f"!{pod}.containers.exists({powerful}) && "
+                            f"!(has({pod}.initContainers) && {pod}.initContainers.exists({powerful}))"),
              "message": "no privileged container and no added capability in the Pathways namespaces"},
             {"expression": (f"!(has({pod}.hostPID) && {pod}.hostPID) && !(has({pod}.hostIPC) && {pod}.hostIPC) && "
                             f"!(has({pod}.volumes) && {pod}.volumes.exists(v, has(v.hostPath)))"),

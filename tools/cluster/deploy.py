@@ -45,12 +45,35 @@ def create_nodes(cluster: LocalCluster, nodes: list[dict[str, Any]]) -> None:
     cluster.wait_for(f"{len(names)} nodes Ready", ready, timeout=120)
 
 
+def wait_guards_active(cluster: LocalCluster, objects: list[dict[str, Any]]) -> None:
+    """The API server loads new admission policies asynchronously: wait until each guard denies what it
+    must (a server-side dry run), so that no test runs in the gap."""
+    policies = {o["metadata"]["name"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    privileged = [o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"
+                  and (o["metadata"].get("labels") or {}).get("pod-security.kubernetes.io/enforce") == "privileged"]
+    probes = []
+    if "pathways-nodes-reserved" in policies:
+        probes.append(("pathways-nodes-reserved", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "guard-probe", "namespace": "default"},
+                                                   "spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "x:1"}]}}))
+    if "pathways-workload-templates" in policies and privileged:
+        probes.append(("pathways-workload-templates", {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "guard-probe", "namespace": privileged[0]},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x:1"}],
+                                           "tolerations": [{"key": "google.com/tpu", "operator": "Exists"}]}}}}))
+    for name, obj in probes:
+        def denied(obj=obj, name=name) -> bool:
+            proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(obj), check=False)
+            return proc.returncode != 0 and name in proc.stderr
+        cluster.wait_for(f"admission policy {name} active", denied, timeout=60)
+
+
 def deploy(cluster: LocalCluster, plan: Plan, region: str, zone: str) -> list[dict[str, Any]]:
     """GKE's nodes for the plan's pools, then the plan's objects; returns the objects applied."""
     t0 = time.monotonic()
     create_nodes(cluster, plan_nodes(plan, region, zone))
     objects = stack_objects(plan)
     cluster.apply(objects)
+    wait_guards_active(cluster, objects)
     log(f"stack {plan.stack}: {len(objects)} objects applied in {time.monotonic() - t0:.1f} s")
     return objects
 
@@ -60,6 +83,11 @@ def reset(cluster: LocalCluster) -> None:
     cluster.kubectl("delete", "jobsets.jobset.x-k8s.io,leaderworkersets.leaderworkerset.x-k8s.io", "--all", "-A",
                     "--wait=true", "--timeout=120s", check=False)
     cluster.kubectl("delete", "jobs.batch", "--all", "-A", "--wait=true", "--timeout=60s", check=False)
+    for ns in cluster.get("namespaces")["items"]:
+        name = ns["metadata"]["name"]
+        if name not in KEPT_NAMESPACES:
+            cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+    cluster.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", check=False)
     cluster.wait_for("pods gone", lambda: not [p for p in cluster.get("pods", "-A")["items"]
                                                if p["metadata"]["namespace"] not in ("kube-system",)], timeout=120)
     cluster.kubectl("delete", "localqueues.kueue.x-k8s.io,workloads.kueue.x-k8s.io", "--all", "-A", "--wait=true", check=False)
@@ -69,8 +97,4 @@ def reset(cluster: LocalCluster) -> None:
         ours = [o["metadata"]["name"] for o in cluster.get(kind)["items"] if o["metadata"]["name"].startswith("pathways-")]
         if ours:
             cluster.kubectl("delete", kind, *ours, "--wait=true", check=False)
-    for ns in cluster.get("namespaces")["items"]:
-        name = ns["metadata"]["name"]
-        if name not in KEPT_NAMESPACES:
-            cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
     cluster.kubectl("delete", "nodes", "--all", "--wait=true", check=False)
