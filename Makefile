@@ -40,8 +40,16 @@ test: $(VENV)/.installed
 toolchain:
 	$(PYTHON) tools/engines/build.py
 
+# Google's Shared Pathways Service client (pathwaysutils), a test peer of the e2e tier, in its own venv.
+CLIENT_VENV := build/client-venv
+$(CLIENT_VENV)/.installed: tools/cluster/client-requirements.lock
+	@echo "==> setting up $(CLIENT_VENV) (pathwaysutils and its JAX; first run only, about 45 s)"
+	test -x $(CLIENT_VENV)/bin/python || $(PYTHON) -m venv $(CLIENT_VENV)
+	$(CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r tools/cluster/client-requirements.lock
+	touch $@
+
 # The real-engine tier: the stacks' Kubernetes layer on a local control plane (tests_e2e/).
-e2e: toolchain $(VENV)/.installed
+e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed
 	$(PY) -m pytest -q -p no:cacheprovider tests_e2e
 
 bench: $(VENV)/.installed
