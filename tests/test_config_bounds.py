@@ -130,10 +130,10 @@ def _machines(n: int) -> dict:
 # where it has one): (key, config for a length, the largest allowed)
 LENGTHS = [
     ("cluster.masterAuthorizedNetworks[0].displayName",
-     lambda n: {"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "a" * n}]}}, 100),
+     lambda n: {"cluster": {"publicEndpoint": True, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "a" * n}]}}, 100),
     ("cluster.maintenance.exclusions", lambda n: {"cluster": {"maintenance": {"exclusions": [_exclusion(i) for i in range(n)]}}}, 20),
     ("cluster.masterAuthorizedNetworks",  # GKE: at most 50 authorized networks with a public endpoint
-     lambda n: {"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": f"203.0.{i}.0/24"} for i in range(n)]}}, 50),
+     lambda n: {"cluster": {"publicEndpoint": True, "masterAuthorizedNetworks": [{"cidrBlock": f"203.0.{i}.0/24"} for i in range(n)]}}, 50),
     ("network.pathwaysClientRanges", lambda n: {"network": {"pathwaysClientRanges": [f"10.{i}.0.0/16" for i in range(n)]}}, 20),
     ("monitoring.notificationChannels",
      lambda n: {"monitoring": {"notificationChannels": [f"projects/test-proj-123/notificationChannels/{i}" for i in range(n)]}}, 10),

@@ -20,6 +20,31 @@ WORKLOAD = {"name": "train", "image": "example.com/trainer:1", "sliceGroup": "ma
 
 # (case id, config changes, expected key, text the message must contain)
 INVALID = [
+    # issue #27: inputs that planned although GKE, Kubernetes or a controller would refuse them
+    ("subnetwork in another region", dict(network={"existingNetwork": "shared", "existingSubnetwork": "projects/host-proj-1/regions/us-central1/subnetworks/tpu"}),
+     "pathways:network.existingSubnetwork", "is in region us-central1, but the stack's nodes live in gcp:region us-east5"),
+    ("JobSet without spec.coordinator", dict(kubernetes={"jobsetVersion": "0.5.2"}),
+     "pathways:kubernetes.jobsetVersion", "0.5.2 is older than 0.6.0, the first release with the spec.coordinator field"),
+    ("Kueue without v1beta2", dict(kubernetes={"kueue": {"version": "0.14.3"}}),
+     "pathways:kubernetes.kueue.version", "0.14.3 is older than 0.15.0, the first release with the kueue.x-k8s.io/v1beta2 API"),
+    ("system namespace", dict(kubernetes={"namespace": "kube-system"}),
+     "pathways:kubernetes.namespace", "'kube-system' is a system or controller namespace"),
+    ("default namespace", dict(kubernetes={"namespace": "default"}),
+     "pathways:kubernetes.namespace", "'default' is a system or controller namespace"),
+    ("GKE namespace", dict(kubernetes={"namespace": "gke-managed-x"}),
+     "pathways:kubernetes.namespace", "'gke-managed-x' is a system or controller namespace"),
+    ("shared subdomain", dict(workloads=[{**WORKLOAD, "name": "a", "subdomain": "pw"}, {**WORKLOAD, "name": "b", "subdomain": "pw"}],
+                              pathwaysVersion="jax-0.7.2", headPool={"nodeCount": 2}),
+     "pathways:workloads[1].subdomain", "'pw' is workloads[0]'s subdomain too"),
+    ("subdomain equal to another's name", dict(workloads=[{**WORKLOAD, "name": "a"}, {**WORKLOAD, "name": "b", "subdomain": "a"}],
+                                               pathwaysVersion="jax-0.7.2", headPool={"nodeCount": 2}),
+     "pathways:workloads[1].subdomain", "'a' is workloads[0]'s subdomain too"),
+    ("env on an interactive workload", dict(workloads=[{"name": "nb", "mode": "interactive", "env": {"A": "1"}}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].env", "interactive workloads run no user container, so env would reach nothing"),
+    ("public endpoint for everyone", dict(cluster={"publicEndpoint": True}),
+     "pathways:cluster.publicEndpoint", "true with no masterAuthorizedNetworks opens the control plane's IP endpoint to the whole internet"),
+    ("public range on the private endpoint", dict(cluster={"masterAuthorizedNetworks": [{"cidrBlock": "8.8.8.0/24"}]}),
+     "pathways:cluster.masterAuthorizedNetworks", "8.8.8.0/24 is not an internal range, and with publicEndpoint false"),
     ("unknown TPU family", dict(slices=[{"name": "main", "tpu": "v9-16"}]),
      "pathways:slices[0].tpu", "unknown TPU family 'v9'; valid: v4, v5e, v5p, v6e, tpu7x"),
     ("unknown TPU name", dict(slices=[{"name": "main", "tpu": "v6e-12"}]),
@@ -206,3 +231,20 @@ def test_unusable_paths_are_one_line_errors(tmp_path, capsys):
     assert offline_main(["render", "--stack", "dev", "--out", str(blocker / "out")]) == 2
     err = capsys.readouterr().err
     assert "cannot write there" in err and "Traceback" not in err
+
+
+def test_what_gke_accepts_still_plans():
+    from tests.conftest import plan_of
+
+    # internal ranges on the private endpoint (RFC 1918, RFC 6598); public ones with the public endpoint
+    for cluster in ({"masterAuthorizedNetworks": [{"cidrBlock": "10.200.0.0/16"}, {"cidrBlock": "100.64.0.0/16"}]},
+                    {"publicEndpoint": True, "masterAuthorizedNetworks": [{"cidrBlock": "8.8.8.0/24"}]}):
+        assert plan_of(config_with(cluster=cluster)).one("gcp:container/cluster:Cluster")
+    # a shared reservation by its full path reaches the pools as written (GKE takes it that way)
+    shared = "projects/host-proj-1/reservations/tpu-v6e"
+    plan = plan_of(config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservation": shared}]))
+    pools = [p for p in plan.by_type("gcp:container/nodePool:NodePool") if p.input("name").startswith("tpu-")]
+    assert {p.input("nodeConfig.reservationAffinity.values")[0] for p in pools} == {shared}
+    # the subnetwork's region may be the stack's
+    same = {"existingNetwork": "shared", "existingSubnetwork": "projects/host-proj-1/regions/us-east5/subnetworks/tpu"}
+    assert plan_of(config_with(network=same)).by_type("gcp:container/cluster:Cluster")

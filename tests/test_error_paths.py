@@ -46,7 +46,8 @@ CONFIG_ERRORS = [
     (dict(slices=[{"name": "main", "tpu": 16}]),
      "pathways:slices[0].tpu: 16 is not a TPU; give a name like v6e-16 or {family: v6e, topology: 4x4}"),
     (dict(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "My_Reservation"}]),
-     "pathways:slices[0].reservation: 'My_Reservation' is not a reservation name (lowercase letters, digits, '-')"),
+     "pathways:slices[0].reservation: 'My_Reservation' is not a reservation: give its name (lowercase letters, digits, '-') or, "
+     "for a shared one, projects/<project>/reservations/<name>"),
     (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": "lots"}}]),
      "pathways:workloads[0].colocatedPython.cpu: 'lots' is not a Kubernetes quantity"),
     (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/SC:20261101-python_3.12-jax_0.7.2"}}]),
@@ -67,7 +68,7 @@ def test_config_error_line(changes, line):
 
 
 def test_private_nodes_off_with_a_public_endpoint_is_an_explicit_opt_in():
-    cfg = model(cluster={"privateNodes": False, "publicEndpoint": True})
+    cfg = model(cluster={"privateNodes": False, "publicEndpoint": True, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24"}]})
     assert (cfg.cluster.private_nodes, cfg.cluster.public_endpoint) == (False, True)
 
 

@@ -162,7 +162,7 @@ def test_prod_private_regional_cluster():
     c = stack_plan("prod").one(CLUSTER)
     assert c.input("location") == "us-east5" and c.input("nodeLocations") == ["us-east5-a"]
     assert c.input("privateClusterConfig.enablePrivateNodes") is True
-    assert c.input("masterAuthorizedNetworksConfig.cidrBlocks") == [{"cidrBlock": "198.51.100.0/24", "displayName": "corp-vpn"}]
+    assert c.input("masterAuthorizedNetworksConfig.cidrBlocks") == [{"cidrBlock": "10.200.0.0/16", "displayName": "corp-vpn"}]
     assert c.input("releaseChannel.channel") == "STABLE"
     for p in tpu_pools(stack_plan("prod")):
         assert p.input("nodeConfig.reservationAffinity") == {

@@ -359,7 +359,7 @@ def test_control_characters_are_a_yaml_error_naming_the_file(tmp_path, capsys):
 
 def test_the_benchmarks_hostile_files_are_refused(tmp_path, capsys):
     # make bench times these in fresh processes; here they must stay refusals, each a line naming the problem
-    from infra.offline.bench import hostile_files
+    from tools.bench import hostile_files
 
     for name, text in hostile_files().items():
         path = tmp_path / "Pulumi.hostile.yaml"
@@ -394,3 +394,28 @@ def test_nesting_and_value_counts_are_bounded_with_either_yaml_loader(tmp_path, 
     # aliases can nest a shallow anchor deeper than the text does
     deep_alias = "config:\n  a: &a " + "[" * 20 + "]" * 20 + "\n  b: " + "[" * 20 + "*a" + "]" * 20 + "\n"
     assert error(deep_alias) == f"{path}: nested too deeply to be a stack file"
+
+
+def test_a_file_name_with_control_characters_cannot_forge_output(tmp_path, capsys):
+    from infra.offline.__main__ import main
+    from tests.conftest import BASE_CONFIG, write_stack_file
+
+    path = write_stack_file(tmp_path, BASE_CONFIG, "Pulumi.x\nerror: all good\x1b[2J.yaml")
+    assert main(["plan", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "\x1b" not in err and "\\n" in err and "is not a stack name" in err
+
+
+def test_render_never_deletes_a_file_it_did_not_write(tmp_path, capsys):
+    import json
+
+    from infra.offline.__main__ import main
+
+    out = tmp_path / "out"
+    assert main(["render", "--stack", "dev", "--out", str(out)]) == 0
+    (out / "notes.yaml").write_text("my own notes\n")
+    index = out / ".pathways-render.json"
+    index.write_text(json.dumps(json.loads(index.read_text()) + ["notes.yaml"]))  # an edited index
+    assert main(["render", "--stack", "dev", "--out", str(out)]) == 0
+    assert (out / "notes.yaml").read_text() == "my own notes\n"
+    assert "kept notes.yaml: listed in .pathways-render.json but not a file render wrote" in capsys.readouterr().out

@@ -50,7 +50,7 @@ def test_committed_stacks_are_private_and_prod_has_nat_dns_and_firewall(committe
 
 
 def test_public_endpoint_is_an_explicit_opt_in():
-    plan = plan_of(config_with(cluster={"publicEndpoint": True, "privateNodes": False}))
+    plan = plan_of(config_with(cluster={"publicEndpoint": True, "privateNodes": False, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24"}]}))
     assert plan.one(CLUSTER).input("privateClusterConfig") == {"enablePrivateNodes": False, "enablePrivateEndpoint": False}
     assert plan.by_type("gcp:compute/routerNat:RouterNat") == []  # public nodes need no NAT
 
@@ -302,3 +302,31 @@ def test_rootless_containers_run_as_uid_and_gid_1000():
     proxy = next(c for c in head.get("initContainers", []) + head["containers"] if c["name"] == "pathways-proxy")
     sc = proxy["securityContext"]
     assert (sc["runAsNonRoot"], sc["runAsUser"], sc["runAsGroup"], sc["allowPrivilegeEscalation"]) == (True, 1000, 1000, False)
+
+
+# --- secrets never in error messages --------------------------------------------------------------------
+
+TOKEN = "PLAINTEXT-hf_4f8a9d2c1b7e"
+
+
+@pytest.mark.parametrize("workloads", [
+    {"train": {"image": "example.com/t:1", "env": {"TOKEN": TOKEN}}},  # written as a mapping
+    [{"name": f"w{i}", "image": "example.com/t:1", "env": {"TOKEN": TOKEN}} for i in range(101)],  # too many
+    [{"name": "train", "image": "example.com/t:1", "env": {"TOKEN": TOKEN, "N": ["not", "text"]}}],  # a non-string env value
+    [["name", "train", {"env": {"TOKEN": TOKEN}}]],  # an entry that is a list
+    [{"name": "train", "mode": "interactive", "env": {"TOKEN": TOKEN}}],  # env where no container takes it
+    [{"name": "train", "image": "example.com/t:1", "env": {"BAD NAME": TOKEN}}],
+])
+def test_no_error_prints_a_secret_value(workloads):
+    # `pulumi config set --secret --path 'pathways:workloads[0].env.TOKEN'` makes the whole key secret, and
+    # under `pulumi preview` the program sees it decrypted
+    from components.model.config import load
+    from components.model.errors import ConfigError
+
+    raw = {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b", "pathwaysVersion": "jax-0.7.2",
+           "slices": [{"name": "main", "tpu": "v6e-16"}], "workloads": workloads}
+    with pytest.raises(ConfigError) as err:
+        load(raw, "test", frozenset({"pathways:workloads"}))
+    text = str(err.value)
+    assert TOKEN not in text and "hf_4f8a9d2c1b7e" not in text, text
+    assert text.startswith("pathways:workloads"), text

@@ -13,6 +13,7 @@ bounds), ``cluster`` (control plane, network), ``pools`` (head pool, slice group
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from typing import Any, Mapping, Optional, Union, get_args, get_origin
@@ -74,10 +75,23 @@ from .workload import is_pinned as is_pinned
 # --- the stack -----------------------------------------------------------------------------
 
 
-def _chart_version(v: str) -> str:
+def _chart_version(v: str, minimum: str, why: str) -> str:
     if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v):
-        raise ValueError(f"{v!r} is not a chart version (e.g. 0.12.0)")
+        raise ValueError(f"{v!r} is not a chart version (e.g. {minimum})")
+    if tuple(map(int, v.split("."))) < tuple(map(int, minimum.split("."))):
+        raise ValueError(f"{v} is older than {minimum}, the first release with {why}; use {minimum} or later")
     return v
+
+
+# Namespaces Kubernetes, GKE and the controllers own.
+RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", "jobset-system", "kueue-system", "lws-system"})
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
+
+# The oldest releases that serve what the stack writes: JobSet's spec.coordinator came in v0.6.0
+# (kubernetes-sigs/jobset #618, release 0.6); Kueue's v1beta2 API (cohortName, flavorFungibility
+# MayStopSearch) in v0.15.0 (apis/kueue/v1beta2 first appears at that tag).
+MIN_JOBSET = "0.6.0"
+MIN_KUEUE = "0.15.0"
 
 
 class KueueConfig(_Model):
@@ -89,7 +103,7 @@ class KueueConfig(_Model):
     @field_validator("version")
     @classmethod
     def _version(cls, v: str) -> str:
-        return _chart_version(v)
+        return _chart_version(v, MIN_KUEUE, "the kueue.x-k8s.io/v1beta2 API the stack writes")
 
 
 class KubernetesConfig(_Model):
@@ -100,12 +114,17 @@ class KubernetesConfig(_Model):
     @field_validator("namespace")
     @classmethod
     def _ns(cls, v: str) -> str:
-        return _dns_label(v, 63)
+        _dns_label(v, 63)
+        # The workload namespace is made privileged (hostNetwork): never one that holds other things.
+        if v in RESERVED_NAMESPACES or v.startswith(RESERVED_NAMESPACE_PREFIXES):
+            raise ValueError(f"{v!r} is a system or controller namespace; the workload namespace is made privileged "
+                             "for hostNetwork pods, so give the stack its own (e.g. pathways)")
+        return v
 
     @field_validator("jobset_version")
     @classmethod
     def _version(cls, v: str) -> str:
-        return _chart_version(v)
+        return _chart_version(v, MIN_JOBSET, "the spec.coordinator field the stack writes")
 
 
 
@@ -489,10 +508,11 @@ def valid_keys(model: type[BaseModel]) -> list[str]:
     return keys
 
 
-def _problem(err: Mapping[str, Any]) -> Problem:
+def _problem(err: Mapping[str, Any], secret: bool = False) -> Problem:
+    """One line for a pydantic error; a value under a secret key is never shown."""
     loc = tuple(err["loc"])
     kind = err["type"]
-    value = err.get("input")
+    value = "[secret]" if secret else repr(err.get("input"))
     if kind == "extra_forbidden":
         parent = _model_at(loc[:-1])
         valid = f"; valid keys: {', '.join(valid_keys(parent))}" if parent else ""
@@ -504,7 +524,7 @@ def _problem(err: Mapping[str, Any]) -> Problem:
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
         return Problem(config_key(loc), msg[len("Value error, "):])
-    return Problem(config_key(loc), f"{value!r} is not valid: {msg[0].lower()}{msg[1:]}")
+    return Problem(config_key(loc), f"{value} is not valid: {msg[0].lower()}{msg[1:]}")
 
 
 def _sharing_checks(cfg: StackConfig) -> list[Problem]:
@@ -559,6 +579,38 @@ def _size_checks(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+# What GKE takes as authorized networks when the control plane's IP endpoint is private ("Invalid master
+# authorized networks: network ... is not a reserved network, which is required for private endpoints"):
+# internal addresses, i.e. RFC 1918 ranges and RFC 6598 shared address space.
+INTERNAL_RANGES = tuple(ipaddress.IPv4Network(r) for r in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+
+
+def _endpoint_checks(cfg: StackConfig) -> list[Problem]:
+    c = cfg.cluster
+    key = config_key(("cluster", "masterAuthorizedNetworks"))
+    if c.public_endpoint and not c.master_authorized_networks:
+        return [Problem(config_key(("cluster", "publicEndpoint")), (
+            "true with no masterAuthorizedNetworks opens the control plane's IP endpoint to the whole internet (as "
+            "0.0.0.0/0 would); list the ranges that need it (a VPN, a bastion, CI runners), or keep publicEndpoint false "
+            "and use the IAM-authorized DNS endpoint"
+        ))]
+    if c.public_endpoint:
+        return []
+    def internal(cidr: str) -> bool:
+        net = ipaddress.ip_network(cidr)
+        return isinstance(net, ipaddress.IPv4Network) and any(net.subnet_of(r) for r in INTERNAL_RANGES)
+
+    outside = [n.cidr_block for n in c.master_authorized_networks if not internal(n.cidr_block)]
+    if outside:
+        return [Problem(key, (
+            f"{', '.join(outside)} is not an internal range, and with publicEndpoint false the control plane has only its "
+            "private endpoint, where GKE accepts only internal addresses (RFC 1918, RFC 6598: \"is not a reserved network, "
+            "which is required for private endpoints\"); give the internal range the clients come from (e.g. the VPN's), "
+            "or use the DNS endpoint, which needs no authorized network"
+        ))]
+    return []
+
+
 def _maintenance_checks(cfg: StackConfig) -> list[Problem]:
     """Exclusions GKE would refuse at apply time: one already over, or a "no minor upgrades" one that
     outlasts the support of the minor the cluster runs (GKE "Maintenance windows and exclusions")."""
@@ -597,7 +649,18 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
             problems.append(Problem(config_key(("slices", i, "name")), f"{g.name!r} is already used by slices[{group_names[g.name]}]; slice group names must be unique"))
         group_names.setdefault(g.name, i)
     workload_names: dict[str, int] = {}
+    subdomains: dict[tuple[str, str], int] = {}
     for i, w in enumerate(cfg.workloads):
+        # JobSet makes a headless Service named after the subdomain: two JobSets sharing one in a namespace
+        # fight over it, and one of them loses its pods' DNS names.
+        sub = (cfg.workload_namespace(w), w.subdomain or w.name)
+        if sub in subdomains and w.state != "finished" and w.name not in workload_names:
+            problems.append(Problem(config_key(("workloads", i, "subdomain")), (
+                f"{sub[1]!r} is workloads[{subdomains[sub]}]'s subdomain too; each JobSet's headless Service is named after its "
+                "subdomain, so give each workload its own"
+            )))
+        if w.state != "finished":
+            subdomains.setdefault(sub, i)
         if w.name in workload_names:
             problems.append(Problem(config_key(("workloads", i, "name")), f"{w.name!r} is already used by workloads[{workload_names[w.name]}]; workload names must be unique"))
         workload_names.setdefault(w.name, i)
@@ -613,6 +676,10 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
         problems += _workload_checks(cfg, i, w)
         if w.mode == "batch" and not w.image:
             problems.append(Problem(config_key(("workloads", i, "image")), "required for a batch workload (the user program's image)"))
+        if w.mode != "batch" and w.env:
+            problems.append(Problem(config_key(("workloads", i, "env")), (
+                f"{w.mode} workloads run no user container, so env would reach nothing; remove it or use mode: batch"
+            )))
         if w.mode != "batch" and (w.image or w.command or w.args):
             problems.append(Problem(config_key(("workloads", i, "mode")), f"{w.mode} workloads run no user container; remove image, command and args or use mode: batch"))
     problems += _sharing_checks(cfg)
@@ -628,6 +695,14 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
         )))
     if cfg.artifacts_bucket_name == cfg.bucket_name:
         problems.append(Problem(config_key(("bucket", "artifactsName")), "must differ from bucket.name (its lifecycle rules would fight Pathways')"))
+    problems += _endpoint_checks(cfg)
+    if cfg.network.existing_subnetwork:
+        m = re.search(r"/regions/([a-z]+-[a-z]+[0-9]+)/", cfg.network.existing_subnetwork)
+        if m and m.group(1) != cfg.region:
+            problems.append(Problem(config_key(("network", "existingSubnetwork")), (
+                f"is in region {m.group(1)}, but the stack's nodes live in gcp:region {cfg.region}; a GKE cluster's "
+                f"subnetwork must be in its region: use a subnetwork of {cfg.region} or change gcp:region"
+            )))
     if not cfg.cluster.private_nodes and not cfg.cluster.public_endpoint:
         problems.append(Problem(config_key(("cluster", "privateNodes")), (
             "false needs cluster.publicEndpoint: true too (GKE closes the public IP endpoint only for private "
@@ -655,18 +730,47 @@ def _secret_key_problems(secret_keys: frozenset[str]) -> list[Problem]:
     ]
 
 
+def _secret_strings(value: Any, under_env: bool = False) -> set[str]:
+    """The env values under a secret key (the only values that may be secret, SECRET_CAPABLE_KEYS), found
+    wherever an `env` mapping sits, however malformed the rest is; texts of 4+ characters."""
+    if isinstance(value, Mapping):
+        return {x for k, v in value.items() for x in _secret_strings(v, under_env or k == "env")}
+    if isinstance(value, (list, tuple)):
+        return {x for v in value for x in _secret_strings(v, under_env)}
+    if not under_env or isinstance(value, bool) or value is None:
+        return set()
+    text = str(value)
+    return {text} if len(text) >= 4 else set()
+
+
+def _redacted(problems: list[Problem], secrets: set[str]) -> list[Problem]:
+    """Problems with every secret text replaced: under `pulumi preview` the program sees decrypted values,
+    and a message quoting one would put it in CI logs. Longest first, so a secret that contains another
+    is replaced whole."""
+    out = []
+    for p in problems:
+        message = p.message
+        for text in sorted(secrets, key=len, reverse=True):
+            message = message.replace(text, "[secret]").replace(repr(text)[1:-1], "[secret]")
+        out.append(Problem(p.key, message))
+    return out
+
+
 def load(raw: dict[str, Any], stack: str, secret_keys: frozenset[str] = frozenset()) -> StackConfig:
     """Validate raw config values (keys without namespace) into a StackConfig, or raise ConfigError."""
     secret_problems = _secret_key_problems(frozenset(secret_keys))
     if secret_problems:
         raise ConfigError(secret_problems)
+    secret_roots = {k.partition(":")[2] for k in secret_keys}
+    secrets = {x for name in secret_roots if name in raw for x in _secret_strings(raw[name])}
     try:
         cfg = StackConfig.model_validate({**raw, "stack": stack, "secretKeys": frozenset(secret_keys)})
     except ValidationError as e:
-        raise ConfigError([_problem(err) for err in e.errors()]) from None
+        problems = [_problem(err, secret=bool(err["loc"]) and err["loc"][0] in secret_roots and "env" in err["loc"]) for err in e.errors()]
+        raise ConfigError(_redacted(problems, secrets)) from None
     problems = _cross_checks(cfg)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(_redacted(problems, secrets))
     return cfg
 
 

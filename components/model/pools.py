@@ -68,7 +68,9 @@ class SliceGroup(_Model):
     ))
     spot: bool = Field(default=False, description="Spot capacity.")
     flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
-    reservation: Optional[str] = Field(default=None, description="Name of a specific reservation to consume.")
+    reservation: Optional[str] = Field(default=None, description=(
+        "A specific reservation to consume: its name, or projects/<project>/reservations/<name> for a shared one."
+    ))
 
     @field_validator("name")
     @classmethod
@@ -83,8 +85,12 @@ class SliceGroup(_Model):
     @field_validator("reservation")
     @classmethod
     def _reservation(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not re.fullmatch(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", v):
-            raise ValueError(f"{v!r} is not a reservation name (lowercase letters, digits, '-')")
+        # A shared reservation is named by its path (GKE "Consume reserved zonal resources": --reservation
+        # projects/<owner project>/reservations/<name>).
+        name = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+        if v is not None and not re.fullmatch(rf"(projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/)?{name}", v):
+            raise ValueError(f"{v[:80]!r} is not a reservation: give its name (lowercase letters, digits, '-') or, for a "
+                             "shared one, projects/<project>/reservations/<name>")
         return v
 
     @model_validator(mode="after")

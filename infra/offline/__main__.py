@@ -25,7 +25,17 @@ from .critical_path import critical_path
 from .engine import PROJECT_ROOT, Plan, UnsupportedSdk, run
 from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
 from .report import render_text
-from .stackfile import StackFileError, config_from_text, load_config, raw_values, stack_name_for, stack_names, stack_path
+from .stackfile import (
+    STACK_NAME,
+    StackFileError,
+    config_from_text,
+    load_config,
+    raw_values,
+    shown,
+    stack_name_for,
+    stack_names,
+    stack_path,
+)
 
 if TYPE_CHECKING:
     from components.model.config import StackConfig
@@ -91,7 +101,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # what Pulumi accepts as a stack name
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, "StackConfig"]:
@@ -99,7 +108,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, "StackConfig"]:
     from components.model.config import load
     from infra.program import InvalidStackConfig
 
-    if args.stack is not None and (not _STACK_NAME.fullmatch(args.stack) or args.stack.startswith(".")):
+    if args.stack is not None and (not STACK_NAME.fullmatch(args.stack) or args.stack.startswith(".")):
         raise StackFileError(f"--stack {args.stack[:60]!r} is not a stack name; use letters, digits, '-', '_', '.' (stacks: {', '.join(stack_names())})")
     path = stack_path(args.stack) if args.stack else args.config
     stack = args.stack or stack_name_for(path)
@@ -133,7 +142,8 @@ def _violations_text(violations: list[PolicyViolation]) -> str:
 
 def _fail(error: Exception) -> int:
     for line in str(error).splitlines():
-        print(f"error: {line}", file=sys.stderr)
+        # a control character in a message is printed escaped: no raw escape code reaches the terminal
+        print(f"error: {line if line.isprintable() else repr(line)[1:-1]}", file=sys.stderr)
     return EXIT_INVALID
 
 
@@ -162,10 +172,10 @@ def _render_command(args: argparse.Namespace, plan: Plan) -> int:
     except RenderError as e:
         return _fail(e)
     except OSError as e:
-        return _fail(ValueError(f"--out {args.out}: cannot write there: {e.strerror}"))
-    print(f"wrote {len(written)} Kubernetes object(s) to {args.out}")
+        return _fail(ValueError(f"--out {shown(args.out)}: cannot write there: {e.strerror}"))
+    print(f"wrote {len(written)} Kubernetes object(s) to {shown(args.out)}")
     for path in written:
-        print(f"  {path}")
+        print(f"  {shown(path)}")
     for note in notes:
         print(f"  note: {note}")
     return 0

@@ -19,6 +19,7 @@ from components.manifests.jobset import KIND
 from components.resource_types import NODE_POOL
 
 from .engine import Plan, Registration
+from .stackfile import shown
 
 
 class RenderError(ValueError):
@@ -96,6 +97,9 @@ def file_name(obj: dict[str, Any]) -> str:
 # What the last render wrote into the directory, so the next one removes what the stack no longer has
 # (and never anything else).
 INDEX = ".pathways-render.json"
+# First line of every file render writes: the index names candidates for removal, but only a file that
+# still starts with this line is ours to remove (an edited index cannot make render delete a user's file).
+HEADER = "# Rendered by `python -m infra.offline render`; regenerated on every run, edit the stack file instead.\n"
 _SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,250}\.yaml")
 
 
@@ -114,6 +118,16 @@ def _read_index(dir_fd: int) -> list[str]:
         except ValueError:
             return []
     return [n for n in names if isinstance(n, str) and _SAFE_NAME.fullmatch(n)] if isinstance(names, list) else []
+
+
+def _ours(dir_fd: int, name: str) -> bool:
+    """The file starts with render's header line (read without following a symlink)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        return f.read(len(HEADER.encode())) == HEADER.encode()
 
 
 def _write(dir_fd: int, name: str, text: str) -> None:
@@ -149,15 +163,15 @@ def write_manifests(plan: Plan, out: Path) -> tuple[list[Path], list[str]]:
         name = file_name(obj)
         if not _SAFE_NAME.fullmatch(name):
             raise RenderError(f"{name!r} is not a safe file name")
-        objects.append((name, yaml.safe_dump(ordered(obj), sort_keys=False)))
+        objects.append((name, HEADER + yaml.safe_dump(ordered(obj), sort_keys=False)))
     if out.is_symlink():
-        raise RenderError(f"--out {out} is a symlink; give the directory itself")
+        raise RenderError(f"--out {shown(out)} is a symlink; give the directory itself")
     out.mkdir(parents=True, exist_ok=True)
     try:
         dir_fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR) and out.is_symlink():  # swapped in since the check
-            raise RenderError(f"--out {out} is a symlink; give the directory itself") from None
+            raise RenderError(f"--out {shown(out)} is a symlink; give the directory itself") from None
         raise
     try:
         previous = _read_index(dir_fd)
@@ -166,9 +180,14 @@ def write_manifests(plan: Plan, out: Path) -> tuple[list[Path], list[str]]:
             _write(dir_fd, name, text)
         for stale in sorted(set(previous) - set(names)):
             try:
-                if stat.S_ISDIR(os.stat(stale, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                mode = os.stat(stale, dir_fd=dir_fd, follow_symlinks=False).st_mode
+                if stat.S_ISLNK(mode):
+                    os.unlink(stale, dir_fd=dir_fd)  # a symlink is removed itself, never its target
+                elif stat.S_ISREG(mode) and _ours(dir_fd, stale):
+                    os.unlink(stale, dir_fd=dir_fd)
+                else:
+                    notes.append(f"kept {stale}: listed in {INDEX} but not a file render wrote")
                     continue
-                os.unlink(stale, dir_fd=dir_fd)  # a symlink is removed itself, never its target
                 notes.append(f"removed {stale}: the stack no longer has it")
             except FileNotFoundError:
                 pass

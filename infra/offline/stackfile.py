@@ -31,9 +31,25 @@ def stack_names() -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 
+# What Pulumi accepts as a stack name (sdk/go/common/tokens: letters, digits, '-', '_', '.').
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def shown(path: Any) -> str:
+    """A path as it may appear in a message: as written when printable, else quoted with escapes, so a
+    newline or an escape code in a file name can neither forge an output line nor reach a terminal."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
 def stack_name_for(path: Path) -> str:
+    """The stack a file is for (Pulumi.<name>.yaml, else the file's stem), which must be a stack name."""
     m = re.fullmatch(r"Pulumi\.(.+)\.ya?ml", path.name)
-    return m.group(1) if m else path.stem
+    name = m.group(1) if m else path.stem
+    if not STACK_NAME.fullmatch(name) or name.startswith("."):
+        raise StackFileError(f"{shown(path)}: {shown(name)} is not a stack name; name the file Pulumi.<name>.yaml with "
+                             "letters, digits, '-', '_' and '.'")
+    return name
 
 
 def _text(value: Any) -> str:
@@ -108,28 +124,28 @@ def read_stack_file(path: Path) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         known = ", ".join(stack_names()) or "none"
-        raise StackFileError(f"{path}: no such stack file (stacks: {known})") from None
+        raise StackFileError(f"{shown(path)}: no such stack file (stacks: {known})") from None
     except OSError as e:
-        raise StackFileError(f"{path}: cannot read the stack file: {e.strerror}") from None
+        raise StackFileError(f"{shown(path)}: cannot read the stack file: {e.strerror}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise StackFileError(f"{path}: not a regular file; give a stack file (stacks/Pulumi.<name>.yaml)")
+            raise StackFileError(f"{shown(path)}: not a regular file; give a stack file (stacks/Pulumi.<name>.yaml)")
         if info.st_size > MAX_STACK_FILE_BYTES:
-            raise StackFileError(f"{path}: {info.st_size} bytes, over the {MAX_STACK_FILE_BYTES} a stack file may have")
+            raise StackFileError(f"{shown(path)}: {info.st_size} bytes, over the {MAX_STACK_FILE_BYTES} a stack file may have")
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(MAX_STACK_FILE_BYTES + 1)
     except OSError as e:
-        raise StackFileError(f"{path}: cannot read the stack file: {e.strerror}") from None
+        raise StackFileError(f"{shown(path)}: cannot read the stack file: {e.strerror}") from None
     finally:
         os.close(fd)
     if len(data) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{path}: over the {MAX_STACK_FILE_BYTES} bytes a stack file may have")
+        raise StackFileError(f"{shown(path)}: over the {MAX_STACK_FILE_BYTES} bytes a stack file may have")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise StackFileError(
-            f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); save the file as UTF-8"
+            f"{shown(path)}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); save the file as UTF-8"
         ) from None
 
 
@@ -148,7 +164,7 @@ def _check_events(text: str, path: Path) -> None:
         if isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)):
             values += 1
             if values > MAX_STACK_FILE_VALUES:
-                raise StackFileError(f"{path}: more than {MAX_STACK_FILE_VALUES} values; a stack file holds a few hundred")
+                raise StackFileError(f"{shown(path)}: more than {MAX_STACK_FILE_VALUES} values; a stack file holds a few hundred")
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_NESTING:
@@ -168,24 +184,24 @@ def parse_stack_file(text: str, path: Path) -> Any:
         try:
             size, levels = _expanded(node, {}, MAX_STACK_FILE_VALUES)
         except StackFileError as e:
-            raise StackFileError(f"{path}: {e}") from None
+            raise StackFileError(f"{shown(path)}: {e}") from None
         if levels > MAX_NESTING:
             raise _TooDeep
         if size > MAX_STACK_FILE_VALUES:
             raise StackFileError(
-                f"{path}: expands to more than {MAX_STACK_FILE_VALUES} values (YAML aliases); write the values out"
+                f"{shown(path)}: expands to more than {MAX_STACK_FILE_VALUES} values (YAML aliases); write the values out"
             )
         return loader.construct_document(node)
     except yaml.YAMLError as e:
         if getattr(e, "problem", "") == "exceeded maximum nesting depth":  # libyaml's own bound (1000)
-            raise StackFileError(f"{path}: nested too deeply to be a stack file") from None
-        raise StackFileError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+            raise StackFileError(f"{shown(path)}: nested too deeply to be a stack file") from None
+        raise StackFileError(f"{shown(path)}: not valid YAML: {' '.join(str(e).split())}") from None
     except (RecursionError, _TooDeep):
-        raise StackFileError(f"{path}: nested too deeply to be a stack file") from None
+        raise StackFileError(f"{shown(path)}: nested too deeply to be a stack file") from None
     except StackFileError:
         raise
     except ValueError as e:  # e.g. an integer with more digits than Python converts
-        raise StackFileError(f"{path}: not a valid stack file value: {e}") from None
+        raise StackFileError(f"{shown(path)}: not a valid stack file value: {e}") from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -199,19 +215,19 @@ def load_config(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
 def config_from_text(text: str, path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
     """The same from a stack file's text (e.g. `git show REF:stacks/Pulumi.<stack>.yaml`)."""
     if len(text.encode()) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{path}: over the {MAX_STACK_FILE_BYTES} bytes a stack file may have")
+        raise StackFileError(f"{shown(path)}: over the {MAX_STACK_FILE_BYTES} bytes a stack file may have")
     doc = parse_stack_file(text, path)
     if doc is None:
-        raise StackFileError(f"{path}: empty; a stack file is a mapping with a 'config:' mapping (Pulumi stack-config format)")
+        raise StackFileError(f"{shown(path)}: empty; a stack file is a mapping with a 'config:' mapping (Pulumi stack-config format)")
     if not isinstance(doc, dict):
-        raise StackFileError(f"{path}: expected a mapping with a 'config:' mapping (Pulumi stack-config format), found a {type(doc).__name__}")
+        raise StackFileError(f"{shown(path)}: expected a mapping with a 'config:' mapping (Pulumi stack-config format), found a {type(doc).__name__}")
     config = doc.get("config")
     if config is None:
         others = [str(k) for k in doc if k not in _STACK_FILE_KEYS]
         hint = f"; put {', '.join(others[:5])}{' …' if len(others) > 5 else ''} under 'config:'" if others else ""
-        raise StackFileError(f"{path}: no 'config:' mapping (Pulumi stack-config format){hint}")
+        raise StackFileError(f"{shown(path)}: no 'config:' mapping (Pulumi stack-config format){hint}")
     if not isinstance(config, dict):
-        raise StackFileError(f"{path}: 'config:' must be a mapping of keys to values, found a {type(config).__name__}")
+        raise StackFileError(f"{shown(path)}: 'config:' must be a mapping of keys to values, found a {type(config).__name__}")
     return flatten(config)
 
 
@@ -264,7 +280,7 @@ def flatten(values: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
         for path in nested:
             if not _SECRET_ENV_PATH.fullmatch(path):
                 raise StackFileError(
-                    f"{path}: a secret value here would reach resources in plaintext; only workload env values can be "
+                    f"{shown(path)}: a secret value here would reach resources in plaintext; only workload env values can be "
                     "kept secret: pulumi config set --secret --path 'pathways:workloads[i].env.NAME' VALUE"
                 )
         if full == f"{PROJECT_NAME}:workloads" and full in found:
