@@ -18,7 +18,6 @@ import pulumi_kubernetes as k8s
 from .labels import ROLE_LABEL
 from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, psa_labels
 
-CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 NAMESPACE = "jobset-system"
 
 
@@ -26,6 +25,8 @@ NAMESPACE = "jobset-system"
 class JobSetControllerArgs:
     version: str
     """Chart version (pinned; the chart has no `latest`)."""
+    chart: str
+    """oci://registry.k8s.io/jobset/charts/jobset, or a local chart directory (air-gapped clusters)."""
     system_role: str
     """Value of the pathways/role label on the system pool, where the controller runs."""
 
@@ -44,8 +45,9 @@ class JobSetController(pulumi.ComponentResource):
         )
         chart = k8s.helm.v4.Chart(
             name,
-            chart=CHART,
-            version=args.version,
+            chart=args.chart,
+            # A local chart directory is the version it holds; a registry is asked for the pinned one.
+            version=args.version if args.chart.startswith("oci://") else None,
             namespace=NAMESPACE,
             skip_crds=False,  # the CRD is one of the chart's objects: applied and upgraded with it
             values={

@@ -13,7 +13,6 @@ from pulumi_kubernetes import _utilities as k8s_utilities
 from .labels import ROLE_LABEL
 from .manifests.guardrails import psa_labels
 
-CHART = "oci://registry.k8s.io/kueue/charts/kueue"  # ../shared/reference/kueue/FACTS.md, "Helm chart"
 NAMESPACE = "kueue-system"
 
 
@@ -21,6 +20,8 @@ NAMESPACE = "kueue-system"
 class KueueArgs:
     version: str
     """Chart version (the git tag without its v, e.g. 0.19.2)."""
+    chart: Optional[str]
+    """oci://registry.k8s.io/kueue/charts/kueue, a local chart directory, or None: the cluster runs Kueue already."""
     system_role: str
     """Value of the pathways/role label on the system pool, where the controller runs."""
     objects: list[dict[str, Any]] = field(default_factory=list)
@@ -43,28 +44,31 @@ class Kueue(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KueueArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:Kueue", name, None, opts)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            # baseline enforced (the chart's pod settings are not pinned here); warn and audit at restricted
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels("baseline")),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        chart = k8s.helm.v4.Chart(
-            name,
-            chart=CHART,
-            version=args.version,
-            namespace=NAMESPACE,
-            skip_crds=False,  # CRDs applied (and upgraded) with the chart, as for JobSet
-            # The chart's default manager config enables the JobSet integration (jobset.x-k8s.io/jobset).
-            values={"controllerManager": {"nodeSelector": {ROLE_LABEL: args.system_role}}},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
-        )
+        installed: list[pulumi.Resource] = []
+        if args.chart is not None:
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-namespace",
+                # baseline enforced (the chart's pod settings are not pinned here); warn and audit at restricted
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels("baseline")),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            installed.append(k8s.helm.v4.Chart(
+                name,
+                chart=args.chart,
+                # A local chart directory is the version it holds; a registry is asked for the pinned one.
+                version=args.version if args.chart.startswith("oci://") else None,
+                namespace=NAMESPACE,
+                skip_crds=False,  # CRDs applied (and upgraded) with the chart, as for JobSet
+                # The chart's default manager config enables the JobSet integration (jobset.x-k8s.io/jobset).
+                values={"controllerManager": {"nodeSelector": {ROLE_LABEL: args.system_role}}},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+            ))
         objects = [
             KubernetesObject(
                 "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[chart]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=installed),
             )
             for obj in args.objects
         ]
-        self.ready = [chart, *objects]
+        self.ready = [*installed, *objects]
         self.register_outputs({})

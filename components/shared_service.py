@@ -28,7 +28,7 @@ from .node_pool_lanes import NodePoolLanes
 
 
 @dataclass(frozen=True)
-class SharedServiceClientsArgs:
+class ProxyPoolArgs:
     project: str
     """Project of the cluster."""
     cluster: pulumi.Input[str]
@@ -45,21 +45,15 @@ class SharedServiceClientsArgs:
     """Concurrent clients: one proxy node each."""
     service_account: pulumi.Input[str]
     """Email of the Pathways node SA."""
-    role: dict[str, Any]
-    """The clients' Role (components.manifests.service_access)."""
-    role_binding: dict[str, Any]
-    """Its RoleBinding to the configured users and groups."""
-    k8s_provider: pulumi.ProviderResource
-    """The cluster's Kubernetes provider."""
-    namespace_labels: dict[str, str]
-    """Pod Security labels for the service's namespace, as the workload namespace has them."""
     lanes: NodePoolLanes
-    """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
+    """The stack's node-pool lanes: the pool waits its turn."""
 
 
-class SharedServiceClients(pulumi.ComponentResource):
-    def __init__(self, name: str, args: SharedServiceClientsArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("pathways:k8s:SharedServiceClients", name, None, opts)
+class ProxyPool(pulumi.ComponentResource):
+    """Nodes for the clients' proxy Jobs (GKE only; an existing cluster brings its own)."""
+
+    def __init__(self, name: str, args: ProxyPoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:gcp:ProxyPool", name, None, opts)
         pool = gcp.container.NodePool(
             f"{name}-proxy-pool",
             project=args.project,
@@ -73,20 +67,35 @@ class SharedServiceClients(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after()),
         )
         args.lanes.add(pool)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        self.register_outputs({})
+
+
+@dataclass(frozen=True)
+class SharedServiceAccessArgs:
+    role: dict[str, Any]
+    """The clients' Role (components.manifests.service_access)."""
+    role_binding: dict[str, Any]
+    """Its RoleBinding to the configured users and groups."""
+    namespace_labels: dict[str, str]
+    """Pod Security labels for the service's namespace, as the workload namespace has them."""
+
+
+class SharedServiceAccess(pulumi.ComponentResource):
+    """The clients' access in the service's namespace and that namespace's Pod Security labels."""
+
+    def __init__(self, name: str, args: SharedServiceAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:k8s:SharedServiceAccess", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
         # `default` exists in every cluster: patch its labels (server-side apply), never own the namespace.
         k8s.core.v1.NamespacePatch(
             f"{name}-namespace-labels",
             metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=args.role["metadata"]["namespace"], labels=args.namespace_labels),
-            opts=k8s_opts,
+            opts=child,
         )
-        role = k8s.rbac.v1.Role(
-            f"{name}-role", metadata=args.role["metadata"], rules=args.role["rules"], opts=k8s_opts,
-        )
+        role = k8s.rbac.v1.Role(f"{name}-role", metadata=args.role["metadata"], rules=args.role["rules"], opts=child)
         if args.role_binding["subjects"]:
             k8s.rbac.v1.RoleBinding(
                 f"{name}-role-binding", metadata=args.role_binding["metadata"], role_ref=args.role_binding["roleRef"],
-                subjects=args.role_binding["subjects"],
-                opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[role]),
+                subjects=args.role_binding["subjects"], opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
             )
         self.register_outputs({})

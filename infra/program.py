@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -16,6 +18,7 @@ from components.manifests import kueue as kueue_manifest
 from components.manifests import monitoring, service_access
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.model.config import StackConfig, resolve
+from components.model.resolved import ResolvedStack
 from components.model.errors import ConfigError
 from components.model.ports import PATHWAYS_PORTS
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
@@ -25,9 +28,11 @@ from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
-from components.shared_service import SharedServiceClients, SharedServiceClientsArgs
+from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAccess, SharedServiceAccessArgs
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from infra.config import read_stack_config
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 class InvalidStackConfig(pulumi.RunError):
@@ -40,6 +45,8 @@ class InvalidStackConfig(pulumi.RunError):
 
 def build(cfg: StackConfig) -> dict[str, object]:
     """Create every resource of the stack; return the stack outputs."""
+    if cfg.cluster.existing is not None:
+        return existing_cluster(cfg)
     stack = resolve(cfg)  # every derived value, once; the builders below render it
     net = cfg.network
     network = PathwaysNetwork("network", PathwaysNetworkArgs(
@@ -110,45 +117,17 @@ def build(cfg: StackConfig) -> dict[str, object]:
         enable_server_side_apply=True,
         opts=pulumi.ResourceOptions(depends_on=[cluster.system_pool]),
     )
-    k8s_opts = pulumi.ResourceOptions(provider=provider)
-    controller = JobSetController("jobset", JobSetControllerArgs(version=cfg.kubernetes.jobset_version, system_role=SYSTEM_ROLE), opts=k8s_opts)
-    namespace = k8s.core.v1.Namespace(
-        "workloads",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.kubernetes.namespace, labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL)),
-        opts=k8s_opts,
-    )
-    guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(
-        workload_namespace=cfg.kubernetes.namespace, extra_namespaces=tuple(cfg.workload_namespaces[1:]),
-    ), opts=k8s_opts)
     service = cfg.service_workload
+    proxy_pool = None
     if service is not None:
         sv = service.service_settings
-        SharedServiceClients(f"service-{service.name}", SharedServiceClientsArgs(
+        proxy_pool = ProxyPool(f"service-{service.name}", ProxyPoolArgs(
             project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
-            machine_type=sv.proxy_machine_type, nodes=sv.max_clients, service_account=pathways_sa.email,
-            role=service_access.role(service), role_binding=service_access.role_binding(service), k8s_provider=provider,
-            lanes=lanes, namespace_labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL),
-        ), opts=pulumi.ResourceOptions(depends_on=[namespace]))
-    queues: tuple[pulumi.Resource, ...] = ()
-    if cfg.kubernetes.kueue.enabled:
-        kueue = Kueue("kueue", KueueArgs(
-            version=cfg.kubernetes.kueue.version, system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(stack),
-        ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
-        queues = tuple(kueue.ready)
-    interactive: dict[str, object] = {}
-    services: dict[str, object] = {}
-    for w in stack.active_workloads:
-        PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
-            manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
-            env_secret=w.env_secret, env=dict(w.spec.env),
-            # The bucket and its grants too: the first compilation-cache write must not 403.
-            depends_on=(controller.ready, namespace, guardrails.priority_classes[f"pathways-{w.priority}"], head,
-                        groups[w.group.name], bucket, *queues),
-        ), opts=k8s_opts)
-        if w.mode == "interactive":
-            interactive[w.name] = jobset_manifest.interactive_access(w)
-        if w.mode == "service":
-            services[w.name] = jobset_manifest.service_access(stack, w)
+            machine_type=sv.proxy_machine_type, nodes=sv.max_clients, service_account=pathways_sa.email, lanes=lanes,
+        ))
+    # The bucket and its grants too: the first compilation-cache write must not 403.
+    k8s_outputs = kubernetes_layer(cfg, stack, provider, waits_per_group={
+        name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ())) for name, group in groups.items()})
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -165,16 +144,85 @@ def build(cfg: StackConfig) -> dict[str, object]:
             "machineType": g.tpu.machine_type, "chipsPerVm": g.tpu.chips_per_vm, "hosts": g.tpu.hosts,
             "slices": g.count, "spares": g.spares, "capacity": g.capacity.value,
         } for g in cfg.slices},
+        "links": observability.dashboard_id.apply(lambda d: monitoring.console_links(stack, d)),
+        **k8s_outputs,
+    }
+
+
+def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider,
+                     waits_per_group: dict[str, tuple[pulumi.Resource, ...]]) -> dict[str, object]:
+    """The controllers, namespaces, guardrails, queues and workloads, on a cluster the stack made or one made
+    elsewhere (pathways:cluster.existing). `waits_per_group`: what a slice group's workloads wait for besides
+    the Kubernetes objects (its pools, the head pool, the bucket grants)."""
+    k8s_opts = pulumi.ResourceOptions(provider=provider)
+    kube = cfg.kubernetes
+    controllers: tuple[pulumi.Resource, ...] = ()
+    if kube.install_controllers:
+        controllers = (JobSetController("jobset", JobSetControllerArgs(
+            version=kube.jobset_version, chart=kube.jobset_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
+    namespace = k8s.core.v1.Namespace(
+        "workloads",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=kube.namespace, labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL)),
+        opts=k8s_opts,
+    )
+    guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(
+        workload_namespace=kube.namespace, extra_namespaces=tuple(stack.workload_namespaces[1:]),
+    ), opts=k8s_opts)
+    service = cfg.service_workload
+    if service is not None:
+        SharedServiceAccess(f"service-{service.name}", SharedServiceAccessArgs(
+            role=service_access.role(service), role_binding=service_access.role_binding(service),
+            namespace_labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL),
+        ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
+    queues: tuple[pulumi.Resource, ...] = ()
+    if kube.kueue.enabled:
+        kueue = Kueue("kueue", KueueArgs(
+            version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
+            system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(stack),
+        ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
+        queues = tuple(kueue.ready)
+    interactive: dict[str, object] = {}
+    services: dict[str, object] = {}
+    for w in stack.active_workloads:
+        PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
+            manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
+            env_secret=w.env_secret, env=dict(w.spec.env),
+            depends_on=(*controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
+                        *waits_per_group.get(w.group.name, ()), *queues),
+        ), opts=k8s_opts)
+        if w.mode == "interactive":
+            interactive[w.name] = jobset_manifest.interactive_access(w)
+        if w.mode == "service":
+            services[w.name] = jobset_manifest.service_access(stack, w)
+    return {
         "kueue": {
             "localQueues": {w.name: f"{w.namespace}/{w.local_queue}" for w in stack.active_workloads},
             "clusterQueues": [name for name, _ in stack.queue_shards],
             "quotas": kueue_manifest.quotas(stack),
-        } if cfg.kubernetes.kueue.enabled else None,
-        "workloadNamespace": cfg.kubernetes.namespace,
-        "links": observability.dashboard_id.apply(lambda d: monitoring.console_links(stack, d)),
+        } if kube.kueue.enabled else None,
+        "workloadNamespace": kube.namespace,
         "interactive": interactive,
         "services": services,
     }
+
+
+def existing_cluster(cfg: StackConfig) -> dict[str, object]:
+    """pathways:cluster.existing: only the Kubernetes layer, onto a cluster made elsewhere."""
+    existing = cfg.cluster.existing
+    assert existing is not None
+    path = Path(existing.kubeconfig).expanduser()
+    if not path.is_absolute():
+        path = PROJECT_ROOT / path
+    provider = k8s.Provider(
+        "existing",
+        kubeconfig=str(path),
+        context=existing.context,
+        # Stable identity: a rewritten kubeconfig (new token) must not replace every object.
+        cluster_identifier=f"existing/{cfg.cluster_name}",
+        enable_server_side_apply=True,
+    )
+    return {"clusterName": cfg.cluster_name, "cacheLocation": cfg.cache_location,
+            **kubernetes_layer(cfg, resolve(cfg), provider, {})}
 
 
 def main() -> None:

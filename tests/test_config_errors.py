@@ -12,7 +12,7 @@ from components.model.config import load
 from components.model.errors import ConfigError
 from infra.offline import engine
 from infra.offline.__main__ import main as offline_main
-from infra.offline.stackfile import flatten
+from infra.offline.stackfile import flatten, raw_values
 from infra.program import InvalidStackConfig
 from tests.conftest import BASE_CONFIG, config_with, write_stack_file
 
@@ -248,3 +248,40 @@ def test_what_gke_accepts_still_plans():
     # the subnetwork's region may be the stack's
     same = {"existingNetwork": "shared", "existingSubnetwork": "projects/host-proj-1/regions/us-east5/subnetworks/tpu"}
     assert plan_of(config_with(network=same)).by_type("gcp:container/cluster:Cluster")
+
+
+def test_an_existing_cluster_takes_only_the_kubernetes_layer():
+    from tests.conftest import plan_of
+
+    existing = {"existing": {"kubeconfig": "build/kubeconfig"}}
+    plan = plan_of(config_with(cluster=existing, bucket={"name": "team-pathways-cache"}, pathwaysVersion="jax-0.7.2",
+                               workloads=[{"name": "nb", "mode": "interactive"}]), "ext")
+    assert not [r for r in plan.resources if r.type.startswith("gcp:")]  # no GCP resource at all
+    types = {r.type for r in plan.resources}
+    assert {"kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "kubernetes:core/v1:Namespace", "kubernetes:helm.sh/v4:Chart",
+            "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"} <= types
+    (js,) = plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    assert "--gcs_scratch_location=gs://team-pathways-cache/pathways-cache" in js.input("spec.replicatedJobs")[0]["template"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    # controllers the cluster runs already are left alone
+    plain = plan_of(config_with(cluster=existing, bucket={"name": "team-pathways-cache"}, kubernetes={"installControllers": False}), "ext")
+    assert not plain.by_type("kubernetes:helm.sh/v4:Chart")
+    assert plain.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+
+
+@pytest.mark.parametrize("changes,key,text", [
+    (dict(cluster={"existing": {"kubeconfig": "k"}, "releaseChannel": "STABLE"}, bucket={"name": "b-cache"}),
+     "pathways:cluster.releaseChannel", "has no effect with cluster.existing"),
+    (dict(cluster={"existing": {"kubeconfig": "k"}}, network={"mtu": 1500}, bucket={"name": "b-cache"}),
+     "pathways:network.mtu", "has no effect with cluster.existing"),
+    (dict(cluster={"existing": {"kubeconfig": "k"}}, monitoring={"restartStorm": 3}, bucket={"name": "b-cache"}),
+     "pathways:monitoring.restartStorm", "has no effect with cluster.existing"),
+    (dict(cluster={"existing": {"kubeconfig": "k"}}, protected=True, bucket={"name": "b-cache"}),
+     "pathways:protected", "has no effect with cluster.existing"),
+    (dict(cluster={"existing": {"kubeconfig": "k"}}),
+     "pathways:bucket.name", "required with cluster.existing"),
+])
+def test_existing_cluster_errors(changes, key, text):
+    flat, _ = flatten(config_with(**changes))
+    with pytest.raises(ConfigError) as err:
+        load(raw_values(flat), "test")
+    assert any(line.startswith(f"{key}: ") and text in line for line in str(err.value).splitlines()), str(err.value)

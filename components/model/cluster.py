@@ -248,7 +248,32 @@ class Maintenance(_Model):
         return v
 
 
+class ExistingCluster(_Model):
+    kubeconfig: str = Field(description=(
+        "Path of a kubeconfig file for the cluster (relative to the project directory), e.g. ~/.kube/config."
+    ))
+    context: Optional[str] = Field(default=None, description="Context of that kubeconfig to use; default its current context.")
+
+    @field_validator("kubeconfig")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        if not v or len(v) > 1024 or not v.isprintable():
+            raise ValueError(f"{v[:80]!r} is not a kubeconfig path")
+        return v
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (not v or len(v) > 253 or not v.isprintable()):
+            raise ValueError(f"{v[:80]!r} is not a kubeconfig context name")
+        return v
+
+
 class ClusterConfig(_Model):
+    existing: Optional[ExistingCluster] = Field(default=None, description=(
+        "Deploy only the Kubernetes layer (controllers, namespaces, queues, guardrails, workloads) onto a cluster made "
+        "elsewhere; no GCP resource is created. Its pools must carry the labels and taints this stack's pools would."
+    ))
     name: Optional[str] = Field(default=None, description="GKE cluster name; default pathways-<stack>.")
     regional: bool = Field(default=False, description="Regional control plane (nodes stay in the stack's zone).")
     release_channel: ReleaseChannel = Field(default=ReleaseChannel.REGULAR, description="GKE release channel.")

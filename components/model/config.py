@@ -94,11 +94,30 @@ MIN_JOBSET = "0.6.0"
 MIN_KUEUE = "0.15.0"
 
 
+def _chart_source(v: str) -> str:
+    """An OCI chart reference, or a local chart directory (air-gapped clusters: a copy of the chart)."""
+    if v.startswith("oci://"):
+        if not re.fullmatch(r"oci://[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+", v):
+            raise ValueError(f"{v[:80]!r} is not an OCI chart reference (oci://<registry>/<path>)")
+        return v
+    if len(v) > 1024 or not v.isprintable() or "://" in v:
+        raise ValueError(f"{v[:80]!r} is neither an oci:// chart reference nor a local chart directory")
+    return v
+
+
 class KueueConfig(_Model):
     enabled: bool = Field(default=True, description=(
         "Kueue queues the JobSets: admitted all-or-nothing when their slices are free, by priority."
     ))
-    version: str = Field(default="0.19.2", description="Kueue Helm chart version (oci://registry.k8s.io/kueue/charts/kueue).")
+    version: str = Field(default="0.19.2", description="Kueue Helm chart version.")
+    chart: str = Field(default="oci://registry.k8s.io/kueue/charts/kueue", description=(
+        "Where the Kueue chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
+    ))
+
+    @field_validator("chart")
+    @classmethod
+    def _chart(cls, v: str) -> str:
+        return _chart_source(v)
 
     @field_validator("version")
     @classmethod
@@ -109,7 +128,19 @@ class KueueConfig(_Model):
 class KubernetesConfig(_Model):
     namespace: str = Field(default="pathways", description="Namespace of the Pathways JobSets.")
     jobset_version: str = Field(default="0.12.0", description="JobSet Helm chart version (controller and CRD).")
+    jobset_chart: str = Field(default="oci://registry.k8s.io/jobset/charts/jobset", description=(
+        "Where the JobSet chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
+    ))
+    install_controllers: bool = Field(default=True, description=(
+        "Install the JobSet (and Kueue) controllers. Off: the cluster runs them already (an existing cluster's own "
+        "installs); the stack then only checks nothing of its own would clash."
+    ))
     kueue: KueueConfig = Field(default_factory=KueueConfig)
+
+    @field_validator("jobset_chart")
+    @classmethod
+    def _chart(cls, v: str) -> str:
+        return _chart_source(v)
 
     @field_validator("namespace")
     @classmethod
@@ -636,9 +667,31 @@ def _maintenance_checks(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def _existing_cluster_checks(cfg: StackConfig) -> list[Problem]:
+    """cluster.existing: the stack makes no GCP resource, so keys that configure them mean nothing."""
+    problems = []
+    why = "has no effect with cluster.existing (the stack creates no GCP resource there); remove it"
+    for section, model, kept in (("cluster", cfg.cluster, {"existing", "name"}), ("network", cfg.network, set()),
+                                 ("monitoring", cfg.monitoring, set())):
+        for field in sorted(model.model_fields_set - kept):
+            problems.append(Problem(config_key((section, type(model).model_fields[field].alias or field)), why))
+    if cfg.protected:
+        problems.append(Problem(config_key(("protected",)), why + " (it protects the cluster and buckets the stack creates)"))
+    if cfg.bucket.name is None:
+        problems.append(Problem(config_key(("bucket", "name")), (
+            "required with cluster.existing: the stack creates no bucket there, so name the existing scratch bucket "
+            "Pathways keeps its compilation cache in"
+        )))
+    return problems
+
+
 def _cross_checks(cfg: StackConfig) -> list[Problem]:
     """Rules that span keys: references, uniqueness, placement."""
-    problems: list[Problem] = _size_checks(cfg) + _maintenance_checks(cfg)
+    problems: list[Problem] = _size_checks(cfg)
+    if cfg.cluster.existing is not None:
+        problems += _existing_cluster_checks(cfg)
+    else:
+        problems += _maintenance_checks(cfg)
     if not cfg.zone.startswith(cfg.region + "-"):
         problems.append(
             Problem("gcp:zone", f"{cfg.zone} is not in region {cfg.region}; use a zone {cfg.region}-<letter> or change gcp:region")
