@@ -1,4 +1,5 @@
-"""Every JobSet depends on the JobSet controller (CRD + webhook) and is deleted before it is replaced
+"""Every JobSet depends on the JobSet controller (CRD + webhook) when the stack installs it (a stack on a
+cluster that runs JobSet already installs nothing to wait for), and is deleted before it is replaced
 (its spec is immutable). The analyzer API does not expose replaceOnChanges; the offline tests assert
 that option on the recorded registrations."""
 
@@ -16,9 +17,10 @@ def _installs_jobset(r) -> bool:
 
 
 def _validate(args: StackValidationArgs, report) -> None:
+    installs = any(_installs_jobset(r) for r in args.resources)
     for js in (r for r in args.resources if r.resource_type == JOBSET):
         name = get(js.props, "metadata.name")
-        if not any(_installs_jobset(d) for d in js.dependencies):
+        if installs and not any(_installs_jobset(d) for d in js.dependencies):
             report(f"JobSet {name} does not depend on the JobSet controller; add depends_on the JobSet chart", js.urn)
         if not js.opts.delete_before_replace:
             report(f"JobSet {name}: set delete_before_replace (a JobSet's spec is immutable; replace it old-first)", js.urn)

@@ -41,6 +41,8 @@ def _validate(args: StackValidationArgs, report) -> None:
     if not queues:
         return
     chips = _provisioned_chips(resources)
+    # Quotas are checked against pools the stack creates; on a cluster made elsewhere there are none to read.
+    creates_pools = any(r.resource_type == NODE_POOL for r in resources)
     flavor_group = {get(r.props, "metadata.name"): (get(r.props, "spec.nodeLabels") or {}).get(SLICE_GROUP_LABEL)
                     for r in resources if r.resource_type == FLAVOR}
     for q in queues:
@@ -49,7 +51,7 @@ def _validate(args: StackValidationArgs, report) -> None:
                 quota = next((int(str(x.get("nominalQuota"))) for x in flavor.get("resources") or [] if x.get("name") == TPU), 0)
                 slice_group = flavor_group.get(flavor.get("name"))
                 have = chips.get(slice_group, 0) if slice_group else 0
-                if quota > have:
+                if creates_pools and quota > have:
                     report(f"ClusterQueue {get(q.props, 'metadata.name')}: flavor {flavor.get('name')} has a {TPU} quota of "
                            f"{quota}, but its pools hold {have} chips; derive quotas from the pools", q.urn)
     local = {(get(r.props, "metadata.namespace"), get(r.props, "metadata.name")) for r in resources if r.resource_type == LOCAL_QUEUE}

@@ -1,0 +1,130 @@
+"""The real Pulumi engine on the Kubernetes layer (existing-cluster mode) against the local control plane:
+the CLI v3.274.1 and the pulumi-kubernetes provider v4.25.0 built from the Go module proxy, the policy
+pack, a file backend and passphrase secrets in a throwaway directory. What `pulumi up` makes is what the
+offline plan says; the policy verdicts agree; the second preview is empty; secrets stay secret; the
+workflows' commands (saved plans) work; `pulumi destroy` leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.offline.engine import Plan
+from infra.offline.policy_runner import run_policies
+from policies.rules import ALL_POLICIES
+from tests.conftest import plan_of
+from tests_e2e.helpers import is_true, wait_running, workload
+from tools.cluster.deploy import create_nodes
+from tools.cluster.gke_nodes import plan_nodes
+from tools.pulumi_real.run import POLICIES, PulumiRun
+
+TOKEN = "PLAINTEXT-hf_0c9d8e7f6a5b"
+BASE = {
+    "gcp:project": "test-proj-123", "gcp:region": "us-east5", "gcp:zone": "us-east5-b",
+    "pathways:slices": [{"name": "main", "tpu": "v6e-16", "count": 2}],
+    "pathways:pathwaysVersion": "jax-0.7.2",
+    "pathways:headPool": {"nodeCount": 2},
+}
+TRAIN = {"name": "train", "image": "example.com/trainer:1", "slices": 1}
+NOTEBOOK = {"name": "nb", "mode": "interactive", "slices": 1}
+
+
+def existing(cluster, workloads: list[dict]) -> dict:
+    return {**BASE, "pathways:workloads": workloads,
+            "pathways:cluster": {"existing": {"kubeconfig": str(cluster.kubeconfig)}},
+            "pathways:bucket": {"name": "test-proj-123-e2e-pathways"},
+            # the local control plane runs JobSet and Kueue as processes (tools/cluster), as a platform team's would
+            "pathways:kubernetes": {"installControllers": False}}
+
+
+def resources(preview_json: str) -> set[tuple[str, str]]:
+    """(type, name) of every resource a preview's steps name (the URN's type after its parents' types)."""
+    out = set()
+    for step in json.loads(preview_json)["steps"]:
+        _, _, qualified, name = step["urn"].split("::", 3)
+        kind = qualified.rsplit("$", 1)[-1]
+        if not kind.startswith(("pulumi:pulumi:Stack", "pulumi:providers:")):
+            out.add((kind, name))
+    return out
+
+
+def offline(plan: Plan) -> set[tuple[str, str]]:
+    return {(r.type, r.name) for r in plan.resources if not r.type.startswith("pulumi:providers:")}
+
+
+@pytest.fixture(scope="module")
+def pulumi_stack(cluster, tmp_path_factory):
+    # GKE's nodes for the pools, which a cluster made elsewhere has
+    create_nodes(cluster, plan_nodes(plan_of({**BASE, "pathways:workloads": [TRAIN]}, "e2e"), "us-east5", "us-east5-b"))
+    run = PulumiRun(tmp_path_factory.mktemp("pulumi"), "e2e", existing(cluster, [TRAIN]),
+                    secrets={"pathways:workloads[0].env.TOKEN": TOKEN})
+    yield run
+    run.cli_raw("destroy", "--yes")
+    from tools.cluster.deploy import reset
+
+    reset(cluster)
+
+
+def test_real_preview_equals_the_offline_plan_and_its_policies(cluster, pulumi_stack):
+    result = pulumi_stack.cli("preview", "--json", "--policy-pack", str(POLICIES))
+    assert result.returncode == 0, result.output[-3000:]
+    cfg = existing(cluster, [TRAIN])
+    cfg["pathways:workloads"] = [{**TRAIN, "env": {"TOKEN": {"secure": "v1:stand-in"}}}]  # as the stack file keeps it
+    plan = plan_of(cfg, "e2e")
+    assert resources(result.stdout) == offline(plan)
+    # the same verdict from the real policy engine and the offline runner: none
+    assert json.loads(result.stdout).get("diagnostics", []) == [] or all(
+        d.get("severity") != "error" for d in json.loads(result.stdout).get("diagnostics", []))
+    assert run_policies(plan, ALL_POLICIES) == []
+
+
+def test_a_secret_stays_secret_in_preview_and_state(pulumi_stack):
+    result = pulumi_stack.cli("preview", "--diff", "--show-config")
+    assert result.returncode == 0, result.output[-3000:]
+    assert TOKEN not in result.output and "[secret]" in result.output
+
+
+def test_up_then_nothing_to_change_then_destroy(cluster, pulumi_stack):
+    up = pulumi_stack.cli("up", "--yes", "--policy-pack", str(POLICIES))
+    assert up.returncode == 0, up.output[-3000:]
+    assert TOKEN not in pulumi_stack.state_file()  # encrypted with the stack's passphrase
+    # what up made runs: Kueue admits the JobSet, its pods run (the same checks as the stack scenarios)
+    cluster.wait_for("Kueue admits train", lambda: is_true(workload(cluster, "pathways", "train"), "Admitted"))
+    wait_running(cluster, "pathways", "train", 1 + 4)
+    secret = cluster.get("secret", "-n", "pathways", "train-env")
+    assert set(secret["data"]) == {"TOKEN"}
+    # no perpetual diff: a second preview proposes nothing
+    again = pulumi_stack.cli("preview", "--expect-no-changes")
+    assert again.returncode == 0, again.output[-3000:]
+
+
+def test_the_workflows_saved_plan_is_applied_as_previewed(cluster, pulumi_stack, tmp_path):
+    # pull-request/deploy workflows: `pulumi preview --save-plan`, then `pulumi up --plan` of exactly that plan
+    pulumi_stack.set_config(existing(cluster, [TRAIN, NOTEBOOK]))
+    plan_file = tmp_path / "plan-e2e.json"
+    preview = pulumi_stack.cli("preview", "--save-plan", str(plan_file), "--policy-pack", str(POLICIES))
+    assert preview.returncode == 0, preview.output[-3000:]
+    up = pulumi_stack.cli("up", "--yes", "--plan", str(plan_file), "--policy-pack", str(POLICIES))
+    assert up.returncode == 0, up.output[-3000:]
+    assert cluster.kubectl("get", "jobset", "-n", "pathways", "nb", check=False).returncode == 0
+
+
+def test_destroy_leaves_nothing_behind(cluster, pulumi_stack):
+    pulumi_stack.set_config(existing(cluster, [TRAIN]))
+    down = pulumi_stack.cli_raw("destroy", "--yes")
+    assert down.returncode == 0, down.output[-3000:]
+    # the namespace goes, and everything in it with it
+    cluster.wait_for("namespace pathways gone", lambda: cluster.kubectl("get", "namespace", "pathways", check=False).returncode != 0,
+                     timeout=120)
+    for kind in ("clusterqueues.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io", "workloadpriorityclasses.kueue.x-k8s.io",
+                 "validatingadmissionpolicies", "validatingadmissionpolicybindings", "priorityclasses"):
+        assert not [o["metadata"]["name"] for o in cluster.get(kind)["items"] if o["metadata"]["name"].startswith(("pathways", "tpu-"))], kind
+
+
+def test_the_policy_pack_config_is_checked_against_its_schema(cluster, pulumi_stack, tmp_path):
+    # only the real engine validates pack config against the rules' schemas (policies/rules/common.py)
+    bad = tmp_path / "policy-config.json"
+    bad.write_text(json.dumps({"pathways-cluster-hardening": {"protectedStacks": "prod"}}))
+    result = pulumi_stack.cli("preview", "--policy-pack", str(POLICIES), "--policy-pack-config", str(bad))
+    assert result.returncode != 0 and "protectedStacks" in result.output, result.output[-3000:]
