@@ -8,7 +8,7 @@ STACK  ?= dev
 
 REF    ?= origin/main
 
-.PHONY: plan diff render test bench mutation lock clean toolchain e2e
+.PHONY: plan diff render test bench mutation lock clean toolchain e2e crds
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -27,10 +27,17 @@ plan: $(VENV)/.installed
 diff: $(VENV)/.installed
 	$(PY) -m infra.offline diff --stack $(STACK) --against $(REF)
 
-render: $(VENV)/.installed
+# The upstream JobSet and Kueue CRDs the admission checks read, from the Go modules of the versions the
+# stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
+CRDS := build/crds/.stamp
+$(CRDS): tools/engines/jobset/go.sum tools/engines/kueue/go.sum tools/engines/crds.py
+	$(PYTHON) tools/engines/crds.py
+crds: $(CRDS)
+
+render: $(VENV)/.installed $(CRDS)
 	$(PY) -m infra.offline render --stack $(STACK) --out build/render/$(STACK)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(CRDS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/basedpyright
 	$(PY) -m pytest -q -n 2

@@ -66,3 +66,12 @@ def write_stack_file(tmp_path, config: dict, name: str = "Pulumi.test.yaml"):
     path = tmp_path / name
     path.write_text(yaml.safe_dump({"config": config}))
     return path
+
+
+def pytest_sessionstart(session):
+    # The admission checks read the upstream CRDs from build/crds (make crds, which make test runs first):
+    # without them a whole layer would be skipped, so the suite refuses to start instead.
+    from components.manifests import admission
+
+    if not admission.JOBSET_SCHEMA.exists() or not admission.kueue_crd_path("ClusterQueue").exists():
+        raise pytest.UsageError(f"{admission.CRDS} is missing the JobSet and Kueue CRDs: run `make crds` (make test does)")

@@ -1,11 +1,8 @@
 """Kueue: queues and quotas derived from the stack, gang admission, priorities, hot-swap spares.
 
-Facts: ../shared/reference/kueue/FACTS.md (Kueue v0.19.2). The CRD schemas are read from
-../shared/reference/kueue (skipped with a notice where absent; CI provides them)."""
+Facts: Kueue v0.19.2's sources. The CRD schemas come from its Go module (make crds)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -148,21 +145,13 @@ def test_kueue_chart_install():
     assert out["quotas"]["tpu-dev"]["google.com/tpu"] == 4
 
 
-SCHEMA_PRESENT = admission.kueue_crd_path("ClusterQueue").exists()
-
-
 def test_every_kueue_object_passes_the_upstream_crd_schema(committed_stack):
-    if not SCHEMA_PRESENT:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{admission.KUEUE_REFERENCE} missing in CI: the Kueue schema layer would not run")
-        pytest.skip(f"{admission.KUEUE_REFERENCE} absent: the Kueue CRD schema layer is skipped")
     _, plan = committed_stack
     reports = {k: r for k, r in check_builtins(plan).items() if k.split("/")[0] in ("ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass")}
     assert len(reports) >= 6
     assert {k: [str(v) for v in r.violations] + r.notices for k, r in reports.items() if r.violations or r.notices} == {}
 
 
-@pytest.mark.skipif(not SCHEMA_PRESENT, reason="Kueue CRDs absent")
 @pytest.mark.parametrize("mutate,rule,text", [
     (lambda cq: cq["spec"].__setitem__("cohort", "x"), "kueue-schema", "unknown field 'cohort'"),  # the v1beta1 name
     (lambda cq: cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop(), "kueue-cel", "must match coveredResources"),

@@ -484,3 +484,11 @@ def test_an_autoscaled_tpu_pool_with_a_per_zone_maximum_may_also_set_totals():
     assert _only(both, "pathways-tpu-pool-matches-catalog") == []
     only_total = mutate(both, POOL, "slices-main-0", "autoscaling", {"totalMinNodeCount": 0, "totalMaxNodeCount": 4})
     assert any("sets only total node limits" in m for m in _only(only_total, "pathways-tpu-pool-matches-catalog"))
+
+
+def test_a_stack_on_an_existing_cluster_passes_the_pack():
+    # found by the real engine (tests_e2e/test_pulumi.py): on a cluster that runs JobSet and Kueue already, no
+    # JobSet has a controller to depend on and no pool holds the Kueue quota's chips
+    cfg = config_with(cluster={"existing": {"kubeconfig": "kubeconfig"}}, bucket={"name": "team-cache"}, pathwaysVersion=VERSION,
+                      kubernetes={"installControllers": False}, workloads=[{"name": "train", "image": "example.com/t:1"}])
+    assert violations(plan_of(cfg)) == []

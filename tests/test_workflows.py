@@ -17,7 +17,7 @@ STACKS = ["dev", "staging", "prod"]
 CURRENT = {
     "actions/checkout": "v7", "actions/setup-python": "v7", "google-github-actions/auth": "v3",
     "google-github-actions/setup-gcloud": "v3", "pulumi/actions": "v7", "actions/upload-artifact": "v7",
-    "actions/download-artifact": "v8",
+    "actions/download-artifact": "v8", "actions/setup-go": "v6",
 }
 
 
@@ -127,3 +127,18 @@ def test_secrets_providers_per_stack():
             assert provider == "passphrase"
         else:
             assert provider.startswith("gcpkms://projects/") and f"/cryptoKeys/pulumi-{stack}" in provider
+
+
+def test_make_test_gets_its_crds_without_shared_reference_data():
+    # GitHub Actions has no ../shared: the workflows set up Go, and make test fetches the upstream CRDs from
+    # the pinned modules (make crds). Nothing a user runs reads ../shared.
+    for name in ("pull-request.yml", "deploy.yml"):
+        steps = load(name)["jobs"]["test"]["steps"]
+        uses = [s.get("uses", "").split("@")[0] for s in steps]
+        runs = [s.get("run", "") for s in steps]
+        assert uses.index("actions/setup-go") < next(i for i, r in enumerate(runs) if "make test" in r), name
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test: .*\$\(CRDS\)", makefile, re.M) and "tools/engines/crds.py" in makefile
+    for path in [*WORKFLOWS, ROOT / "Makefile", *(ROOT / "tests").glob("*.py")]:
+        if path.name != "test_workflows.py":
+            assert "../shared" not in path.read_text(), path

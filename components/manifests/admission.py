@@ -1,13 +1,18 @@
 """Check JobSet manifests the way an API server and the JobSet webhook would (pure Python).
 
-Three layers: (1) the upstream JobSet CRD schema (../shared/reference, skipped with a notice when the
-file is absent), with unknown fields rejected; (2) each replicatedJob's Job against
-kubernetes-validate's strict schema; (3) semantic rules no schema holds.
+Three layers: (1) the upstream JobSet CRD schema, with unknown fields rejected; (2) each
+replicatedJob's Job against kubernetes-validate's strict schema, at the Kubernetes minor GKE's channels
+run (and the local control plane of the e2e tier); (3) semantic rules no schema holds.
+
+The upstream CRDs (JobSet's and Kueue's) come from the Go modules of the versions the stack installs,
+fetched and verified by `make crds` (tools/engines/crds.py) into build/crds; without them the schema
+layers say so in the report's notices.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +26,11 @@ from ..model import quantity
 from .jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-JOBSET_SCHEMA = PROJECT_ROOT.parent / "shared" / "reference" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
-KUBERNETES_VERSION = "1.33"
+CRDS = Path(os.environ.get("PATHWAYS_CRDS") or PROJECT_ROOT / "build" / "crds")
+JOBSET_SCHEMA = CRDS / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
+# GKE's Regular and Stable channels create clusters at 1.35 (release notes, "Current versions", 2026-11);
+# the e2e tier's control plane is 1.35.8.
+KUBERNETES_VERSION = "1.35"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -93,7 +101,7 @@ def _unknown_fields(value: Any, schema: dict[str, Any], path: str) -> Iterator[t
 def check_schema(obj: dict[str, Any], report: Report) -> None:
     schema = _jobset_schema()
     if schema is None:
-        report.notices.append(f"JobSet CRD schema not found at {JOBSET_SCHEMA}; schema check skipped")
+        report.notices.append(f"JobSet CRD schema not found at {JOBSET_SCHEMA}; schema check skipped (run `make crds`)")
         return
     for err in sorted(_jobset_validator().iter_errors(obj), key=lambda e: list(e.path)):
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
@@ -239,9 +247,9 @@ def check_builtin(obj: dict[str, Any]) -> Report:
     return report
 
 
-# --- Kueue objects: against the upstream CRDs (../shared/reference/kueue, Kueue v0.19.2) ------------
+# --- Kueue objects: against the upstream CRDs (Kueue's Go module at the installed version) ---------
 
-KUEUE_REFERENCE = PROJECT_ROOT.parent / "shared" / "reference" / "kueue"
+KUEUE_REFERENCE = CRDS / "kueue"
 KUEUE_PLURALS = {
     "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues", "ResourceFlavor": "resourceflavors",
     "WorkloadPriorityClass": "workloadpriorityclasses", "Topology": "topologies", "AdmissionCheck": "admissionchecks",
@@ -272,7 +280,7 @@ def check_kueue(obj: dict[str, Any]) -> Report:
     kind, version = obj.get("kind", ""), str(obj.get("apiVersion", "")).rpartition("/")[2]
     found = _kueue_validator(kind, version)
     if found is None:
-        report.notices.append(f"Kueue {kind} {version} schema not found under {KUEUE_REFERENCE}; schema check skipped")
+        report.notices.append(f"Kueue {kind} {version} schema not found under {KUEUE_REFERENCE}; schema check skipped (run `make crds`)")
     else:
         validator, schema = found
         for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.path)):

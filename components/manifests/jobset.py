@@ -2,7 +2,7 @@
 
 One JobSet per workload: replicatedJob `pathways-head` (resource manager + IFRT proxy, plus the
 user's program in batch mode) and `worker` (one pod per TPU host, one Job per slice).
-Facts: ../shared/PLATFORM-FACTS.md §1-2.
+Facts: the JobSet API (v0.12.0), Google's Pathways docs and pathwaysutils 0.1.13's GKE builder.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Pure data and functions, no Pulumi. A slice is named either by its common name (
 Everything else (machine type, hosts, accelerator label, Pathways ``--instance_type``, placement,
 minimum GKE version) is derived here so that node pools, manifests and policies agree.
 
-Facts: ../shared/PLATFORM-FACTS.md §3 (GKE's TPU pages are the authority before widening this).
+Facts: GKE's TPU pages (the authority before widening this), xpk and Cluster Toolkit (pkg/config/hardware.go).
 """
 
 from __future__ import annotations

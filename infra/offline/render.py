@@ -148,13 +148,14 @@ def write_manifests(plan: Plan, out: Path) -> tuple[list[Path], list[str]]:
     """Write every object except Secrets (their values exist only in Pulumi state; a manifest would
     carry a placeholder the API server would store) into `out`, and nowhere else. -> (written, notes)."""
     reports = check_plan(plan)
+    builtins = check_builtins(plan)
     problems = [f"JobSet {name}: {v}" for name, rep in reports.items() for v in rep.violations]
-    problems += [f"{name}: {v}" for name, rep in check_builtins(plan).items() for v in rep.violations]
+    problems += [f"{name}: {v}" for name, rep in builtins.items() for v in rep.violations]
     if problems:
         raise RenderError("\n".join(problems))
-    # Reports may note a skipped schema layer (the upstream CRD lives in the project's CI reference
-    # data, not in users' clones); users see nothing about it, CI's tests require the data.
-    objects, notes = [], []
+    # A schema layer that could not run (no build/crds: `make crds`) is said, once per kind of notice.
+    notes = list(dict.fromkeys(n for rep in [*reports.values(), *builtins.values()] for n in rep.notices))
+    objects = []
     for obj in manifests(plan):
         if _is_secret(obj):
             meta = obj.get("metadata", {})

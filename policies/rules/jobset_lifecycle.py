@@ -8,6 +8,7 @@ from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidation
 from .common import HELM_TYPES, JOBSET, get
 
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 
 
 def _installs_jobset(r) -> bool:
@@ -16,8 +17,15 @@ def _installs_jobset(r) -> bool:
     return r.resource_type == CRD and get(r.props, "metadata.name") == "jobsets.jobset.x-k8s.io"
 
 
+def _installs_controller(resources) -> bool:
+    """The stack installs JobSet: its namespace, chart or CRD is among the stack's resources (a Helm chart is
+    a component, which the analyzer does not list, so its namespace tells)."""
+    return any(_installs_jobset(r) or (r.resource_type == NAMESPACE and get(r.props, "metadata.name") == "jobset-system")
+               for r in resources)
+
+
 def _validate(args: StackValidationArgs, report) -> None:
-    installs = any(_installs_jobset(r) for r in args.resources)
+    installs = _installs_controller(args.resources)
     for js in (r for r in args.resources if r.resource_type == JOBSET):
         name = get(js.props, "metadata.name")
         if installs and not any(_installs_jobset(d) for d in js.dependencies):

@@ -1,0 +1,62 @@
+"""The upstream CRDs the offline admission checks read, from the Go modules of the controller versions the
+stack installs (tools/engines/jobset and kueue pin them; go.sum verifies what the module proxy serves):
+
+    python tools/engines/crds.py          # -> build/crds/{jobset,kueue}/*.yaml
+
+JobSet v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml and Kueue v0.19.2
+config/components/crd/bases/kueue.x-k8s.io_*.yaml, byte for byte. A second run with the same pins
+copies nothing. Only `go mod download` of two modules is needed (no build): a fresh machine with Go
+gets them in seconds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OUT = ROOT / "build" / "crds"
+SOURCES = {"jobset": ("jobset", "sigs.k8s.io/jobset"), "kueue": ("kueue", "sigs.k8s.io/kueue")}
+
+
+def module_dir(wrapper: str, module: str) -> Path:
+    env = {**os.environ, "GOFLAGS": "-mod=readonly"}
+    proc = subprocess.run(["go", "mod", "download", "-json", module], cwd=HERE / wrapper, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"crds: go mod download {module} (pinned in tools/engines/{wrapper}) failed:\n{proc.stderr.strip()}")
+    return Path(json.loads(proc.stdout)["Dir"])
+
+
+def stamp() -> str:
+    h = hashlib.sha256()
+    for wrapper, _ in SOURCES.values():
+        h.update((HERE / wrapper / "go.sum").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def main() -> int:
+    key = stamp()
+    marker = OUT / ".stamp"
+    if marker.exists() and marker.read_text() == key:
+        return 0
+    if not shutil.which("go"):
+        raise SystemExit("crds: the upstream CRDs come from the pinned Go modules; install Go (https://go.dev/dl/, 1.26) and retry")
+    print("==> fetching the JobSet and Kueue CRDs from their pinned Go modules (build/crds)", flush=True)
+    for name, (wrapper, module) in SOURCES.items():
+        src = module_dir(wrapper, module) / "config" / "components" / "crd" / "bases"
+        dest = OUT / name
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for crd in sorted(src.glob("*.yaml")):
+            shutil.copyfile(crd, dest / crd.name)
+    marker.write_text(key)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
