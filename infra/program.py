@@ -18,9 +18,9 @@ from components.manifests import kueue as kueue_manifest
 from components.manifests import monitoring, service_access
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.model.config import StackConfig, resolve
-from components.model.resolved import ResolvedStack
 from components.model.errors import ConfigError
 from components.model.ports import PATHWAYS_PORTS
+from components.model.resolved import ResolvedStack
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
 from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
 from components.node_pool_lanes import NodePoolLanes
