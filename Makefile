@@ -60,7 +60,7 @@ e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed
 	$(PY) -m pytest -q -p no:cacheprovider tests_e2e
 
 bench: $(VENV)/.installed
-	$(PY) -m infra.offline.bench
+	$(PY) -m tools.bench
 
 # Mutation testing (not part of `make test`: first runs over ~1,300 mutants of model, manifests and critical_path took ~1 h 45 min on 2 cores). MODULE=components/model
 # SAMPLE=<mutants per file, 0 = all> RERUN=build/mutation.json (its survivors, against the whole suite);
@@ -68,7 +68,7 @@ bench: $(VENV)/.installed
 MODULE ?=
 SAMPLE ?= 0
 mutation: $(VENV)/.installed
-	$(PY) -m infra.offline.mutation $(if $(MODULE),--module $(MODULE)) $(if $(FIRST),--first $(FIRST)) \
+	$(PY) -m tools.mutation $(if $(MODULE),--module $(MODULE)) $(if $(FIRST),--first $(FIRST)) \
 		$(if $(RERUN),--rerun $(RERUN) --out build/mutation-rerun.json) --sample $(SAMPLE)
 
 # Re-resolve requirements.txt (ranges) into requirements.lock after editing it.

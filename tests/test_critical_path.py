@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from infra.offline.bench import stack_config
 from infra.offline.critical_path import critical_path
 from tests.conftest import plan_of
+from tools.bench import stack_config
 
 POOL = "gcp:container/nodePool:NodePool"
 
@@ -74,8 +74,8 @@ def test_deep_chain_needs_no_recursion():
 def test_a_lane_longer_than_pulumi_can_walk_is_a_config_error():
     from components.model.config import load
     from components.model.errors import ConfigError
-    from infra.offline.bench import largest_config
     from infra.offline.stackfile import raw_values
+    from tools.bench import largest_config
 
     cfg = largest_config()["config"]
     cfg["pathways:cluster"] = {"nodePoolConcurrency": 1}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.offline import mutation
+from tools.mutation import harness as mutation
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,7 +138,7 @@ def test_the_first_failure_is_read_from_pytest_output():
 
 
 def test_files_with_shared_fixtures_are_one_coverage_context():
-    from infra.offline import mutation_coverage
+    from tools.mutation import coverage_contexts as mutation_coverage
 
     assert mutation_coverage._SHARED_FIXTURE.search('@pytest.fixture(scope="module")')
     assert mutation_coverage._SHARED_FIXTURE.search("@pytest.fixture(scope='session')")
@@ -149,22 +149,23 @@ def test_the_runner_keeps_itself_and_drops_project_modules():
     import sys
     import types
 
-    from infra.offline import mutation_runner
+    from tools.mutation import runner as mutation_runner
 
-    assert mutation_runner._is_project(sys.modules["infra.offline.mutation"])
+    assert mutation_runner._is_project(sys.modules["tools.mutation.harness"])
     assert not mutation_runner._is_project(sys.modules["pytest"])
     fake_main = types.ModuleType("__main__")
-    fake_main.__file__ = str(ROOT / "infra/offline/mutation_runner.py")
+    fake_main.__file__ = str(ROOT / "tools/mutation/runner.py")
     assert not mutation_runner._is_project(fake_main)
 
 
 def test_a_rerun_updates_the_earlier_results_and_scores_per_target():
     def r(path, line, status):
-        return {"path": path, "line": line, "col": 0, "operator": "int:1->2", "status": status}
+        return {"path": path, "line": line, "col": 0, "operator": "int:1->2", "status": status,
+                "offset": 4, "code": f"x = {line}", "scope": "f"}
 
     earlier = [r("policies/rules/a.py", 1, "killed"), r("policies/rules/a.py", 2, "survived"),
                r("components/model/b.py", 3, "uncovered"), r("components/model/b.py", 4, "survived")]
-    merged = mutation.merge(earlier, [r("policies/rules/a.py", 2, "killed")], {"components/model/b.py:4:0:int:1->2"})
+    merged = mutation.merge(earlier, [r("policies/rules/a.py", 2, "killed")], {"components/model/b.py:f:4:int:1->2  x = 4"})
     assert [m["status"] for m in merged] == ["killed", "killed", "uncovered", "equivalent"]
     per_file = mutation.tally(merged)
     assert mutation._score({"a": per_file["policies/rules/a.py"]}) == (2, 2)
@@ -224,11 +225,96 @@ def test_a_stopped_run_is_scored_from_its_progress_file(tmp_path, capsys):
 
 
 def test_every_listed_equivalent_mutant_exists_and_gives_a_reason():
-    lines = [line for line in mutation.EQUIVALENT_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")]
-    assert all("  # " in line and line.split("  # ", 1)[1].strip() for line in lines)
-    keys = mutation.equivalent_keys()
-    existing = {m.key for f in mutation.target_files(list(mutation.TARGETS)) for m in mutation.mutants(f)}
-    assert keys - existing == set()  # a stale entry would hide nothing, or the wrong mutant
+    entries = mutation.read_equivalents()
+    listed = [line for line in mutation.EQUIVALENT_FILE.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(entries) == len(listed) > 0
+    existing = [m for f in mutation.target_files(list(mutation.TARGETS)) for m in mutation.mutants(f)]
+    # a stale entry would hide nothing, or the wrong mutant; a reason-less one, no one knows why
+    assert mutation.equivalent_problems(entries, existing) == []
+
+
+_SOURCE = """def f(x, y):
+    if x > 3:  # a comment is not part of the code
+        return y.split(":", 1)[0]
+    return 2
+
+
+def g(v):
+    return 2
+"""
+
+
+def _entries(tmp_path, text):
+    listed = tmp_path / "equivalent.txt"
+    listed.write_text(text)
+    return mutation.read_equivalents(listed)
+
+
+def test_an_equivalent_entry_names_its_mutant_by_code_not_by_line(tmp_path):
+    (tmp_path / "m.py").write_text(_SOURCE)
+    found = {m.anchor: m for m in mutation.mutants(tmp_path / "m.py", tmp_path)}
+    assert "m.py:f:20:int:1->2  return y.split(\":\", 1)[0]" in found
+    assert "m.py:f:3:compare0:Gt->GtE  if x > 3:" in found  # the column in the code, without the comment
+    assert "m.py:g:0:return:None  return 2" in found and "m.py:f:0:return:None  return 2" in found  # told apart by scope
+    entries = _entries(tmp_path, "# a comment\n\nm.py:f:20:int:1->2  return y.split(\":\", 1)[0]  # the first part either way\n")
+    assert [(e.anchor, e.reason, e.lineno) for e in entries] == [("m.py:f:20:int:1->2  return y.split(\":\", 1)[0]", "the first part either way", 3)]
+    assert _entries(tmp_path, 'm.py:f:0:return:None  return "a  # b"  # why\n')[0].anchor == 'm.py:f:0:return:None  return "a  # b"'
+    assert mutation.equivalent_problems(entries, found.values()) == []
+    # code moved down, re-indented, its function grown and commented: the entry still names it
+    moved = "import os\n\n\ndef f(x, y):\n    os.sep\n    for _ in [1]:\n        if x > 3:\n            return y.split(\":\", 1)[0]  # why\n    return 2\n"
+    (tmp_path / "m.py").write_text(moved)
+    again = mutation.mutants(tmp_path / "m.py", tmp_path)
+    assert mutation.equivalent_problems(entries, again) == []
+    assert [m.line for m in again if m.anchor == entries[0].anchor] == [8]
+    assert mutation.equivalent_anchors(entries, [m.anchor for m in again]) == {entries[0].anchor}
+
+
+def test_a_stale_equivalent_entry_fails_the_check(tmp_path):
+    (tmp_path / "m.py").write_text(_SOURCE)
+    listed = "m.py:f:20:int:1->2  return y.split(\":\", 1)[0]  # the first part either way\n"
+    entries = _entries(tmp_path, listed)
+    # the mutated line changed (maxsplit 2): the entry names no mutant any more
+    (tmp_path / "m.py").write_text(_SOURCE.replace('split(":", 1)', 'split(":", 2)'))
+    problems = mutation.equivalent_problems(entries, mutation.mutants(tmp_path / "m.py", tmp_path))
+    assert problems == ['line 1: m.py:f:20:int:1->2  return y.split(":", 1)[0]: no such mutant (the line changed or is gone)']
+    # ... as when it moved into another function, or its code went
+    for changed in (_SOURCE.replace("def f(", "def h("), _SOURCE.replace('        return y.split(":", 1)[0]\n', "        pass\n")):
+        (tmp_path / "m.py").write_text(changed)
+        assert "no such mutant" in mutation.equivalent_problems(entries, mutation.mutants(tmp_path / "m.py", tmp_path))[0]
+    # the old form (a line number) names nothing; an entry without a reason is refused
+    (tmp_path / "m.py").write_text(_SOURCE)
+    now = mutation.mutants(tmp_path / "m.py", tmp_path)
+    assert "no such mutant" in mutation.equivalent_problems(_entries(tmp_path, "m.py:3:25:int:1->2  # old form\n"), now)[0]
+    assert "no reason" in mutation.equivalent_problems(_entries(tmp_path, listed.split("  # ")[0] + "\n"), now)[0]
+
+
+def test_the_same_line_twice_is_listed_once_for_each_copy(tmp_path):
+    source = "def f(x):\n    if x:\n        return 2\n    return 2\n"
+    (tmp_path / "m.py").write_text(source)
+    once = _entries(tmp_path, "m.py:f:0:return:None  return 2  # both paths agree\n")
+    twice = _entries(tmp_path, "m.py:f:0:return:None  return 2  # both paths agree\nm.py:f:0:return:None  return 2  # the same\n")
+    found = mutation.mutants(tmp_path / "m.py", tmp_path)
+    assert "listed 1 times, 2 such mutants" in mutation.equivalent_problems(once, found)[0]
+    assert mutation.equivalent_problems(twice, found) == []
+    # a third copy appears: the list no longer says which two it meant, so none is left out of the score
+    (tmp_path / "m.py").write_text(source.replace("    if x:\n", "    if x:\n        return 2\n    if x:\n"))
+    found = mutation.mutants(tmp_path / "m.py", tmp_path)
+    assert "listed 2 times, 3 such mutants" in mutation.equivalent_problems(twice, found)[0]
+    assert mutation.equivalent_anchors(twice, [m.anchor for m in found]) == set()
+
+
+def test_combined_results_leave_listed_equivalents_out_of_the_score(tmp_path, monkeypatch):
+    import json
+
+    (tmp_path / "m.py").write_text(_SOURCE)
+    results = [{**vars(m), "status": "survived"} for m in mutation.mutants(tmp_path / "m.py", tmp_path)]
+    (tmp_path / "run.json").write_text(json.dumps({"results": results}))
+    listed = tmp_path / "equivalent.txt"
+    listed.write_text("m.py:g:0:return:None  return 2  # g's value is never read\n")
+    monkeypatch.setattr(mutation, "EQUIVALENT_FILE", listed)
+    assert mutation.main(["--combine", str(tmp_path / "run.json"), "--out", str(tmp_path / "all.json")]) == 0
+    per_file = json.loads((tmp_path / "all.json").read_text())["perFile"]["m.py"]
+    assert per_file["equivalent"] == 1 and per_file["survived"] == len(results) - 1
 
 
 def test_a_file_that_is_not_a_result_file_is_a_one_line_error(tmp_path, capsys):

@@ -1,5 +1,7 @@
 """Benchmark: what an offline plan costs as the stack grows, and how long its deploy would take (`make bench`).
 
+    python -m tools.bench [--repeat N] [--sizes N ...] [--no-largest] [--out JSON]
+
 Generates stacks of 1, 8, 64 and 256 slices (v6e-256 and v5p-128 groups, a batch and an interactive
 workload), runs `python -m infra.offline plan --config FILE --json` on each in a fresh process,
 several times, and reports wall time (min / median), peak RSS and the plan's deploy-time estimate
@@ -27,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from .engine import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 SIZES = (1, 8, 64, 256)
 XPK_DRY_RUN_S = 1.8  # issue #17: xpk's dry-run of the reference cluster and workload on the same 2-core machine
@@ -62,7 +64,7 @@ def _fill(head: str, line: str, size: int) -> str:
 def hostile_files() -> dict[str, str]:
     """Stack files built to be slow or large to read; each must be refused fast (tests/test_hostile_input.py
     checks the messages; this measures the time)."""
-    from .stackfile import MAX_STACK_FILE_BYTES
+    from infra.offline.stackfile import MAX_STACK_FILE_BYTES
 
     bomb = ['config:', '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     bomb += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
@@ -139,7 +141,7 @@ def _hours(minutes: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.offline.bench", description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (fresh process each)")
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--no-largest", action="store_true", help="skip the largest configuration the bounds allow")

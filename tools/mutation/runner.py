@@ -1,6 +1,6 @@
-"""A warm pytest runner for `make mutation`: pays for the SDK imports once, not once per mutant.
+"""A warm pytest runner for `make mutation` (harness.py): pays for the SDK imports once, not once per mutant.
 
-    python -m infra.offline.mutation_runner      (cwd: a scratch copy of the project)
+    python -m tools.mutation.runner      (cwd: a scratch copy of the project)
 
 Importing the Pulumi providers takes seconds, longer than most mutants need to fail a test. This
 process imports, once, every third-party module a plan and the test modules use (found by planning

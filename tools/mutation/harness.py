@@ -1,15 +1,15 @@
 """Mutation testing (`make mutation`): change the code under test one small way at a time and see
 whether the suite notices. A mutant the suite lets through is behaviour no test pins.
 
-    python -m infra.offline.mutation [--module PATH ...] [--sample N] [--jobs J] [--rerun JSON]
+    python -m tools.mutation [--module PATH ...] [--sample N] [--jobs J] [--rerun JSON]
 
 Operators: flipped comparisons (< <=, > >=, == !=, in / not in, is / is not), `and` <-> `or`, integer
 constants +1, `not x` -> `x`, a returned value -> None, a call statement or `raise` deleted.
 
-First the whole suite runs once under coverage (mutation_coverage.py), with a context per test (per
+First the whole suite runs once under coverage (coverage_contexts.py), with a context per test (per
 file where module-scoped fixtures make the file one unit, and in the Python subprocesses tests start);
 a red suite stops here. Then each mutant runs, in a scratch copy made from one snapshot of the tree
-(never the working tree; --jobs copies at once, each with a warm runner, mutation_runner.py), only the
+(never the working tree; --jobs copies at once, each with a warm runner, runner.py), only the
 tests that execute its lines: those that killed earlier mutants of the file first, then the fastest,
 stopping at the first failure. Code run at import (a constant, a default, a class attribute) selects
 the tests that run any of its module's code; a module of constants only, the whole suite. A mutant no
@@ -17,10 +17,13 @@ test executes is "uncovered" and counts as a survivor; one over its time limit c
 `--rerun` runs the survivors of an earlier result against the whole suite and writes the earlier
 results with their new status; `--combine` merges result files of runs per module (a later file's
 results for a source file replace earlier ones: a newer run of that file). Mutants listed in
-tests/mutation-equivalent.txt (`path:line:col:operator  # why`) behave exactly like the original and are left out of the score. Results: --out (build/mutation.json) and
-tables per file and per target (killed / scored, score). Each result is also appended to
-<out>.jsonl the moment its mutant is done, so a run that stops early keeps what it measured:
-`--combine build/mutation.jsonl` scores it.
+tests/mutation-equivalent.txt behave exactly like the original and are left out of the score; an
+entry names its mutant without a line number, `path:scope:column:operator  code  # why` (the column
+counted in the line's code, indentation and comment left out), so code moved elsewhere keeps its entry
+and a changed line drops it (EQUIVALENT_FORMAT). Results: --out (build/mutation.json) and tables per
+file and per target (killed / scored, score). Each result is also appended to <out>.jsonl the moment
+its mutant is done, so a run that stops early keeps what it measured: `--combine build/mutation.jsonl`
+scores it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import ast
 import concurrent.futures
 import functools
+import io
 import json
 import os
 import queue
@@ -40,12 +44,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+import tokenize
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .engine import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 TARGETS = ("components/model", "components/manifests", "infra/offline/critical_path.py", "policies/rules")
 EQUIVALENT_FILE = PROJECT_ROOT / "tests" / "mutation-equivalent.txt"
@@ -59,13 +65,26 @@ _FLIP: dict[type, type] = {
 class Mutant:
     path: str  # relative to the project
     line: int
-    col: int
+    col: int  # ast's: UTF-8 bytes from the start of the line
     operator: str
     index: int  # which site, in walk order
+    offset: int = 0  # characters from the start of `code`
+    code: str = ""  # its (first) line's code: no indentation, no comment
+    scope: str = ""  # the innermost def or class holding it (decorators, defaults and annotations included)
 
     @property
     def key(self) -> str:
+        """Where it is in this tree: results and --rerun match on it."""
         return f"{self.path}:{self.line}:{self.col}:{self.operator}"
+
+    @property
+    def anchor(self) -> str:
+        """How tests/mutation-equivalent.txt names it: no line number, so moving code keeps the name."""
+        return anchor(self.path, self.scope, self.offset, self.operator, self.code)
+
+
+def anchor(path: str, scope: str, offset: int, operator: str, code: str) -> str:
+    return f"{path}:{scope or '<module>'}:{offset}:{operator}  {code}"
 
 
 def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
@@ -96,12 +115,43 @@ def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
             yield node, "raise:deleted"
 
 
+def _code_lines(source: str) -> list[str]:
+    """Each line of `source` (ast's numbering, from 1 at index 0) without its comment."""
+    lines = [line.rstrip("\r") for line in source.split("\n")]
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):  # lines split at \n only, as above
+        if tok.type == tokenize.COMMENT and tok.start[0] <= len(lines):
+            row, col = tok.start
+            lines[row - 1] = lines[row - 1][:col]
+    return lines
+
+
+def _scopes(tree: ast.AST) -> dict[int, str]:
+    """id(node) -> dotted name of the innermost def or class whose subtree holds it ("" at module level)."""
+    scopes: dict[int, str] = {}
+    todo: list[tuple[ast.AST, str]] = [(tree, "")]
+    while todo:
+        node, scope = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = f"{scope}.{node.name}" if scope else node.name
+        scopes[id(node)] = scope
+        todo += [(child, scope) for child in ast.iter_child_nodes(node)]
+    return scopes
+
+
 def mutants(path: Path, root: Path = PROJECT_ROOT) -> list[Mutant]:
     full = path.resolve()
     rel = full.relative_to(root.resolve()).as_posix() if full.is_relative_to(root.resolve()) else full.as_posix()
-    tree = ast.parse(path.read_text(), filename=rel)
-    return [Mutant(rel, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), op, i)
-            for i, (node, op) in enumerate(_sites(tree))]
+    source = path.read_text()
+    tree = ast.parse(source, filename=rel)
+    lines = _code_lines(source)
+    scopes = _scopes(tree)
+    found = []
+    for i, (node, op) in enumerate(_sites(tree)):
+        line, col = getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        offset = len(text.encode()[:col].decode(errors="replace")) - (len(text) - len(text.lstrip()))
+        found.append(Mutant(rel, line, col, op, i, offset, text.strip(), scopes[id(node)]))
+    return found
 
 
 class _Apply(ast.NodeTransformer):
@@ -141,10 +191,69 @@ def mutated_source(path: Path, mutant: Mutant) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def equivalent_keys() -> set[str]:
-    if not EQUIVALENT_FILE.exists():
-        return set()
-    return {line.split("#", 1)[0].strip() for line in EQUIVALENT_FILE.read_text().splitlines() if line.split("#", 1)[0].strip()}
+EQUIVALENT_FORMAT = """\
+One mutant a line: `path:scope:column:operator  code  # why it is equivalent`, e.g.
+    components/model/tpu.py:_canonical_3d:31:int:1->2  for b in range(a, chips // a + 1, 4):  # range end exclusive: ...
+`code` is the mutated node's (first) line as it reads in the source, without indentation or comment;
+`column` counts characters from the start of that code; `scope` is the innermost def or class holding
+the node (Class.method; its decorators, defaults and annotations count as inside it), <module> if
+none. No line number: moving the code keeps the entry; changing the line, or renaming its function,
+leaves the entry naming no mutant, which the suite refuses (tests/test_mutation_harness.py). A line
+that occurs twice in one scope with the same mutant at the same column is listed twice, once for each:
+a third copy is then not taken for equivalent unseen."""
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """One entry of tests/mutation-equivalent.txt."""
+    anchor: str
+    reason: str
+    lineno: int  # in the list
+
+
+def read_equivalents(path: Optional[Path] = None) -> list[Equivalent]:
+    """The entries (EQUIVALENT_FORMAT) of the list; lines starting with # are comments. The reason is
+    what follows the last `  # ` (a comment of the code is not part of it; a string in it may hold one)."""
+    path = path or EQUIVALENT_FILE
+    if not path.exists():
+        return []
+    entries = []
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        body, _, reason = line.rpartition("  # ") if "  # " in line else (line, "", "")  # the code may hold "  # " in a string
+        head, _, code = body.partition(" ")
+        entries.append(Equivalent(f"{head}  {code.strip()}", reason.strip(), n))
+    return entries
+
+
+def equivalent_problems(entries: list[Equivalent], found: Iterable[Mutant]) -> list[str]:
+    """What is wrong with the list against the mutants `found` (every mutant of the targets): an entry
+    without a reason, one naming no mutant (stale: its line changed or went; it would hide nothing, or
+    the wrong mutant once the line came back elsewhere), or a code line listed a different number of
+    times than it has such mutants."""
+    problems = [f"line {e.lineno}: {e.anchor}: no reason (`  # why`)" for e in entries if not e.reason]
+    present = Counter(m.anchor for m in found)
+    for name, listed in Counter(e.anchor for e in entries).items():
+        lineno = next(e.lineno for e in entries if e.anchor == name)
+        if not present[name]:
+            problems.append(f"line {lineno}: {name}: no such mutant (the line changed or is gone)")
+        elif present[name] != listed:
+            problems.append(f"line {lineno}: {name}: listed {listed} times, {present[name]} such mutants (list each once)")
+    return problems
+
+
+def equivalent_anchors(entries: list[Equivalent], found: Iterable[str]) -> set[str]:
+    """The anchors left out of the score among `found` (the anchors of every mutant of the files at
+    hand): those listed at least as many times as they occur. A line listed once that now occurs twice
+    is scored: the list cannot say which copy it meant."""
+    listed = Counter(e.anchor for e in entries)
+    present = Counter(found)
+    ambiguous = sorted(a for a in present if 0 < listed[a] < present[a])
+    if ambiguous:
+        print(f"listed as equivalent but found more often than listed, so scored: {ambiguous}", file=sys.stderr)
+    return {a for a in present if listed[a] >= present[a]}
 
 
 def target_files(modules: list[str]) -> list[Path]:
@@ -159,14 +268,14 @@ _FAILED = re.compile(r"^(?:FAILED|ERROR) (tests/[^\s:]+\.py(?:::.*?)?)(?: - .*)?
 
 
 class WarmRunner:
-    """A mutation_runner process in one scratch copy: pytest with the SDKs already imported."""
+    """A runner.py process in one scratch copy: pytest with the SDKs already imported."""
 
     def __init__(self, workdir: Path):
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("COVERAGE_PROCESS_CONFIG", None)
         if (workdir.parent / "shared").exists():
             env["CI"] = "true"  # the reference data is there: CI-only checks (the JobSet schema's presence) run too
-        self.process = subprocess.Popen([sys.executable, "-m", "infra.offline.mutation_runner"], cwd=workdir, env=env, text=True,
+        self.process = subprocess.Popen([sys.executable, "-m", "tools.mutation.runner"], cwd=workdir, env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._answer()  # ready
 
@@ -248,7 +357,7 @@ data_file = {data}
 
 
 def coverage_map(workdir: Path, files: list[str], scratch: Path) -> Optional[CoverageMap]:
-    """Run the whole suite once under coverage, a context per test (see mutation_coverage); None if red."""
+    """Run the whole suite once under coverage, a context per test (see coverage_contexts); None if red."""
     import coverage  # only `make mutation` needs it
 
     rc = scratch / "coveragerc"
@@ -257,7 +366,7 @@ def coverage_map(workdir: Path, files: list[str], scratch: Path) -> Optional[Cov
     durations_file = scratch / "durations.json"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "MUTATION_DURATIONS": str(durations_file)}
     cmd = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-n", "0", "-p", "infra.offline.mutation_coverage", *(f"--ignore={t}" for t in HARNESS_TESTS), "tests"]
+           "-n", "0", "-p", "tools.mutation.coverage_contexts", *(f"--ignore={t}" for t in HARNESS_TESTS), "tests"]
     run = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env)
     if run.returncode != 0:
         print("\n".join((run.stdout + run.stderr).splitlines()[-30:]), file=sys.stderr)
@@ -378,11 +487,18 @@ def _key(r: dict) -> str:
     return f"{r['path']}:{r['line']}:{r['col']}:{r['operator']}"
 
 
+def _anchor(r: dict) -> str:
+    """A result's Mutant.anchor; "" for a result written before results carried their code."""
+    if not (isinstance(r.get("code"), str) and isinstance(r.get("offset"), int) and isinstance(r.get("scope"), str)):
+        return ""
+    return anchor(r["path"], r["scope"], r["offset"], r["operator"], r["code"])
+
+
 def merge(earlier: list[dict], again: list[dict], equivalent: set[str]) -> list[dict]:
     """The earlier results with the re-run mutants' new status, and any mutant listed as equivalent
-    since marked so."""
+    (`equivalent`: anchors) since marked so."""
     newer = {_key(r): r for r in again}
-    return [{**r, "status": "equivalent"} if _key(r) in equivalent else newer.get(_key(r), r) for r in earlier]
+    return [{**r, "status": "equivalent"} if _anchor(r) in equivalent else newer.get(_key(r), r) for r in earlier]
 
 
 class ResultFileError(ValueError):
@@ -429,7 +545,7 @@ def _score(per_file: dict[str, dict[str, int]]) -> tuple[int, int]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.offline.mutation", description=(__doc__ or "").split("\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m tools.mutation", description=(__doc__ or "").split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="exit status: 0 the run finished (whatever the score); 2 bad arguments or a red suite")
     parser.add_argument("--module", action="append", help="file or directory to mutate (repeatable); default: the four targets")
@@ -453,7 +569,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("no Python files under --module")
     if args.jobs < 1 or args.sample < 0 or not 0 < args.timeout <= 86400:
         parser.error("--jobs must be at least 1, --sample at least 0, --timeout 0..86400 seconds")
-    equivalent = equivalent_keys()
+    entries = read_equivalents()
     try:
         results_of = {f: read_results(f) for f in [*(args.combine or []), *([args.rerun] if args.rerun else [])]}
     except ResultFileError as e:
@@ -464,6 +580,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             later = results_of[f]
             paths = {r["path"] for r in later}
             combined = [r for r in combined if r["path"] not in paths] + later
+        equivalent = equivalent_anchors(entries, (_anchor(r) for r in combined))
         return report(merge(combined, [], equivalent), args.out, {"combined": [str(f) for f in args.combine]})
     if args.list:
         for f in files:
@@ -494,9 +611,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             (pristine / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(copies[0] / rel, pristine / rel)
         todo: list[tuple[Path, Mutant]] = []
+        every = [_anchor(r) for r in earlier if r["path"] not in rels]  # every mutant at hand: equivalent_anchors counts them
         for rel in rels:
             f = pristine / rel
             all_mutants = mutants(f, pristine)
+            every += [m.anchor for m in all_mutants]
             if rerun is not None:
                 chosen = [m for m in all_mutants if m.key in rerun]
             elif args.sample == 0 or args.sample >= len(all_mutants):
@@ -504,6 +623,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             else:
                 chosen = sorted(rng.sample(all_mutants, args.sample), key=lambda m: m.index)
             todo += [(f, m) for m in chosen]
+        equivalent = equivalent_anchors(entries, every)
         if rerun is not None:
             # a survivor whose code was since deleted or moved: no longer a mutant of this tree (listed)
             gone = rerun - {m.key for _, m in todo}
@@ -535,7 +655,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         def run(item: tuple[Path, Mutant]) -> dict:
             f, m = item
             rel = m.path
-            if m.key in equivalent:
+            if m.anchor in equivalent:
                 return record({**asdict(m), "status": "equivalent", "seconds": 0.0, "tests": 0, "killedBy": ""})
             if rerun is not None or constants_only(f):  # the whole suite, not the selection
                 tests = select_tests(cmap, rel, set(), history, tuple(args.first), everything=True)

@@ -1,8 +1,8 @@
 """pytest plugin for `make mutation`'s coverage run: record which test runs which line.
 
-Loaded with `-p infra.offline.mutation_coverage` under `coverage run`. It switches coverage's dynamic
-context to the test's node id before each test (and to the file's path while pytest imports a test
-module, whose import-time code then belongs to the whole file). A file with module-, class- or
+Loaded with `-p tools.mutation.coverage_contexts` under `coverage run` (harness.py). It switches
+coverage's dynamic context to the test's node id before each test (and to the file's path while
+pytest imports a test module, whose import-time code then belongs to the whole file). A file with module-, class- or
 session-scoped fixtures is one context as a whole: such a fixture runs once, for whichever test comes
 first. Python subprocesses started by a test get the same name as their static context (coverage's
 `patch = subprocess` hands its config to children in COVERAGE_PROCESS_CONFIG). Before each test the

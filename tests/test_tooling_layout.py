@@ -1,0 +1,92 @@
+"""Developer tooling lives in tools/ (mutation testing, the benchmark, engine builds), out of the product:
+components/, infra/ and policies/ never import it, and infra/offline/ holds only the offline tools users
+run (plan, diff, render, policies, critical path). Tests may import tools."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRODUCT = ("components", "infra", "policies")
+TOOLING = {"mutation.py", "mutation_runner.py", "mutation_coverage.py", "bench.py"}  # what infra/offline/ held until issue #30
+DEV_ONLY = {"pytest", "_pytest", "coverage", "mutmut", "tools"}  # packages the product must not need at run time
+_BARE = re.compile(r"\s*(tools(?:\.[A-Za-z_]\w*)+)\s*")  # a module name handed to importlib, or as one argument
+_FLAGGED = re.compile(r"-[mp]\s+(tools(?:\.[A-Za-z_]\w*)*)(?![\w.-])")  # python -m tools..., pytest -p tools... in a command line
+
+
+def reaches(path: Path, root: Path = ROOT) -> set[str]:
+    """The modules `path` imports (absolute names; relative imports resolved against its package, which
+    cannot climb out of the product's top package), and dotted names under `tools` that it hands on as
+    strings (importlib, `python -m`, `pytest -p`)."""
+    package = path.relative_to(root).with_suffix("").parts[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            else:
+                module = node.module or ""
+            out.add(module)
+            out |= {f"{module}.{a.name}" for a in node.names}  # `from . import x` may name a module
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            bare = _BARE.fullmatch(node.value)
+            out |= ({bare.group(1)} if bare else set()) | set(_FLAGGED.findall(node.value))
+    return out
+
+
+def product_files() -> list[Path]:
+    return sorted(p for part in PRODUCT for p in (ROOT / part).rglob("*.py") if "venv" not in p.relative_to(ROOT).parts)
+
+
+def test_the_product_never_imports_developer_tooling():
+    files = product_files()
+    assert len(files) > 50 and any(p.name == "critical_path.py" for p in files)
+    offenders = {p.relative_to(ROOT).as_posix(): sorted(m for m in reaches(p) if m.split(".")[0] in DEV_ONLY) for p in files}
+    assert {p: m for p, m in offenders.items() if m} == {}
+
+
+def test_infra_offline_holds_no_developer_tooling():
+    offline = {p.name for p in (ROOT / "infra" / "offline").glob("*.py")}
+    assert "critical_path.py" in offline and "engine.py" in offline  # the user-facing tools stay
+    assert offline & TOOLING == set()
+    assert {p.name for p in (ROOT / "tools" / "mutation").glob("*.py")} >= {"__init__.py", "__main__.py", "harness.py", "runner.py",
+                                                                             "coverage_contexts.py"}
+    assert (ROOT / "tools" / "bench.py").is_file()
+
+
+def test_the_import_check_sees_every_form(tmp_path):
+    cases = {
+        "import tools.mutation": "tools.mutation",
+        "from tools import bench": "tools.bench",
+        "from tools.mutation.harness import main": "tools.mutation.harness",
+        "import importlib\nimportlib.import_module('tools.bench')": "tools.bench",
+        "cmd = ['python', '-m', 'tools.mutation']": "tools.mutation",
+        "cmd = 'python -m tools.bench --repeat 1'.split()": "tools.bench",
+        "args = ['-p', 'tools.mutation.coverage_contexts']": "tools.mutation.coverage_contexts",
+        "import pytest": "pytest",
+        "from .engine import PROJECT_ROOT": "infra.offline.engine",
+        "from .. import config": "infra.config",
+    }
+    probe = tmp_path / "infra" / "offline" / "probe.py"  # as if in infra/offline/, for the relative imports
+    probe.parent.mkdir(parents=True)
+    for text, name in cases.items():
+        probe.write_text(text + "\n")
+        assert name in reaches(probe, tmp_path), text
+    probe.write_text("TOOLS = 'tools'\nhelp = 'see the offline tools. And -m tools-free'\nimport functools\n")
+    assert not {m.split(".")[0] for m in reaches(probe, tmp_path)} & DEV_ONLY
+
+
+def test_the_tools_run_from_the_repository_root_with_their_options():
+    for module, options in {"tools.mutation": ("--module", "--sample", "--seed", "--first", "--rerun", "--combine", "--out", "--jobs",
+                                               "--timeout", "--list"),
+                            "tools.bench": ("--repeat", "--sizes", "--no-largest", "--out")}.items():
+        run = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert f"python -m {module}" in run.stdout and all(o in run.stdout for o in options), (module, run.stdout)
