@@ -15,10 +15,12 @@ def node_config(
     service_account: pulumi.Input[str],
     labels: dict[str, str],
     taints: tuple[tuple[str, str, str], ...] = (),
+    workload_metadata: str = "GKE_METADATA",
     **extra: Any,
 ) -> gcp.container.NodePoolNodeConfigArgs:
     """A node config with the stack's non-negotiables: dedicated SA, cloud-platform scope (access is
-    governed by IAM), shielded VM with secure boot, GKE metadata server, gVNIC."""
+    governed by IAM), shielded VM with secure boot, GKE metadata server, gVNIC. `workload_metadata`
+    GCE_METADATA only where Google's serving shape needs it (TPU pools that run serve workloads)."""
     return gcp.container.NodePoolNodeConfigArgs(
         machine_type=machine_type,
         service_account=service_account,
@@ -28,7 +30,7 @@ def node_config(
         shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
             enable_secure_boot=True, enable_integrity_monitoring=True
         ),
-        workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode=workload_metadata),
         gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
         **extra,
     )

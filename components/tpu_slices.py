@@ -92,6 +92,9 @@ class TpuSliceGroupArgs:
     """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
     auto_upgrade: bool = True
     """Whether GKE upgrades the pools' nodes (recreating the slice)."""
+    workload_metadata: str = "GKE_METADATA"
+    """GCE_METADATA where serve workloads run: Google's JetStream-on-Pathways tutorial runs those pools without
+    Workload Identity, its pods acting as the node service account (PLATFORM-FACTS §7)."""
 
 
 class TpuSliceGroup(pulumi.ComponentResource):
@@ -154,7 +157,8 @@ class TpuSliceGroup(pulumi.ComponentResource):
             # as Cluster Toolkit's gke-node-pool does for TPU pools (max_surge 0, max_unavailable 1).
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),
             placement_policy=placement,
-            node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,), **extra),
+            node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,),
+                                    workload_metadata=args.workload_metadata, **extra),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # Quota and reservations never fit two copies of a slice: delete, then create.

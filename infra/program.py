@@ -13,8 +13,10 @@ from components.head_pool import HeadPool, HeadPoolArgs
 from components.jobset_controller import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
 from components.labels import PROTECTED_LABEL, SYSTEM_ROLE
+from components.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
+from components.manifests import lws as lws_manifest
 from components.manifests import monitoring, service_access
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.model.config import StackConfig, resolve
@@ -26,8 +28,10 @@ from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
 from components.node_pool_lanes import NodePoolLanes
 from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
+from components.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
+from components.serving_workload import ServingWorkload, ServingWorkloadArgs
 from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAccess, SharedServiceAccessArgs
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from infra.config import read_stack_config
@@ -82,6 +86,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         ports=(*PATHWAYS_PORTS, *cfg.profiling_ports), client_ranges=tuple(net.pathways_client_ranges),
     ))
     location = cfg.region if c.regional else cfg.zone
+    serving_groups = {w.group.name for w in stack.serve_workloads}
     lanes = NodePoolLanes(c.node_pool_concurrency)
     lanes.add(cluster.system_pool)
     head = HeadPool("head-pool", HeadPoolArgs(
@@ -93,10 +98,14 @@ def build(cfg: StackConfig) -> dict[str, object]:
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
             cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.pools, capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
-            lanes=lanes,
+            lanes=lanes, workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
         ))
         for g in cfg.slices
     }
+    weights = tuple(dict.fromkeys(w.spec.serve.weights_bucket for w in stack.serve_workloads if w.spec.serve))
+    weights_reader = ModelWeightsReader("model-weights", ModelWeightsReaderArgs(
+        buckets=tuple(b for b in weights if b != cfg.bucket_name), member=pathways_sa.member,
+    )) if weights else None
     b = cfg.bucket
     bucket = ScratchBucket("scratch", ScratchBucketArgs(
         project=cfg.project, region=cfg.region, name=cfg.bucket_name, artifacts_name=cfg.artifacts_bucket_name,
@@ -127,7 +136,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
         ))
     # The bucket and its grants too: the first compilation-cache write must not 403.
     k8s_outputs = kubernetes_layer(cfg, stack, provider, waits_per_group={
-        name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ())) for name, group in groups.items()})
+        name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
+        for name, group in groups.items()})
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -160,6 +170,10 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     if kube.install_controllers:
         controllers = (JobSetController("jobset", JobSetControllerArgs(
             version=kube.jobset_version, chart=kube.jobset_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
+    serving_controllers: tuple[pulumi.Resource, ...] = ()
+    if kube.install_controllers and any(w.mode == "serve" for w in cfg.workloads):
+        serving_controllers = (LeaderWorkerSetController("lws", LeaderWorkerSetControllerArgs(
+            version=kube.lws_version, chart=kube.lws_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
     namespace = k8s.core.v1.Namespace(
         "workloads",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=kube.namespace, labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL)),
@@ -183,7 +197,15 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         queues = tuple(kueue.ready)
     interactive: dict[str, object] = {}
     services: dict[str, object] = {}
-    for w in stack.active_workloads:
+    serving: dict[str, object] = {}
+    for w in stack.serve_workloads:
+        ServingWorkload(f"serve-{w.name}", ServingWorkloadArgs(
+            leader_worker_set=lws_manifest.leader_worker_set(stack, w), service=lws_manifest.http_service(w),
+            depends_on=(*serving_controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
+                        *waits_per_group.get(w.group.name, ()), *queues),
+        ), opts=k8s_opts)
+        serving[w.name] = lws_manifest.serving_access(w)
+    for w in stack.jobset_workloads:
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
             manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
             env_secret=w.env_secret, env=dict(w.spec.env),
@@ -203,6 +225,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         "workloadNamespace": kube.namespace,
         "interactive": interactive,
         "services": services,
+        "serving": serving,
     }
 
 

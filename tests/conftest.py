@@ -73,5 +73,5 @@ def pytest_sessionstart(session):
     # without them a whole layer would be skipped, so the suite refuses to start instead.
     from components.manifests import admission
 
-    if not admission.JOBSET_SCHEMA.exists() or not admission.kueue_crd_path("ClusterQueue").exists():
-        raise pytest.UsageError(f"{admission.CRDS} is missing the JobSet and Kueue CRDs: run `make crds` (make test does)")
+    if not all(p.exists() for p in (admission.JOBSET_SCHEMA, admission.kueue_crd_path("ClusterQueue"), admission.LWS_SCHEMA)):
+        raise pytest.UsageError(f"{admission.CRDS} is missing the JobSet, Kueue or LWS CRDs: run `make crds` (make test does)")

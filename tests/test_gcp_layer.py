@@ -38,7 +38,7 @@ def test_cluster_settings(committed_stack):
     assert c.input("enableShieldedNodes") is True
     assert c.input("ipAllocationPolicy.clusterSecondaryRangeName") == "pods"
     # nodes only in the stack's one zone: zonal clusters imply it, regional ones pin it
-    zone = {"dev": "us-east5-b", "staging": "us-east5-b", "prod": "us-east5-a"}[name]
+    zone = {"dev": "us-east5-b", "staging": "us-east5-b", "prod": "us-east5-a", "serving": "us-east5-b"}[name]
     regional = name == "prod"
     assert c.input("location") == ("us-east5" if regional else zone)
     for p in plan.by_type(POOL):
@@ -48,12 +48,15 @@ def test_cluster_settings(committed_stack):
 
 
 def test_all_pools_share_the_zone_and_node_defaults(committed_stack):
-    _, plan = committed_stack
+    name, plan = committed_stack
     for p in plan.by_type(POOL):
         nc = p.input("nodeConfig")
         assert nc["oauthScopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
         assert nc["shieldedInstanceConfig"]["enableSecureBoot"] is True
-        assert nc["workloadMetadataConfig"]["mode"] == "GKE_METADATA"
+        # Workload Identity everywhere but the slices of serve workloads, which Google's JetStream-on-Pathways
+        # tutorial runs on the node's identity (PLATFORM-FACTS §7)
+        serving = name == "serving" and p.input("name").startswith("tpu-serve-")
+        assert nc["workloadMetadataConfig"]["mode"] == ("GCE_METADATA" if serving else "GKE_METADATA")
         assert nc["gvnic"]["enabled"] is True
         assert "compute@developer.gserviceaccount.com" not in nc["serviceAccount"]
 
@@ -74,7 +77,7 @@ def test_head_pool(committed_stack):
     assert head.input("nodeConfig.machineType") == "n2-standard-64"
     assert head.input("nodeConfig.labels") == {"pathways/role": "head"}
     assert head.input("nodeConfig.taints") == [{"key": "pathways/role", "value": "head", "effect": "NO_SCHEDULE"}]
-    assert head.input("nodeCount") == {"dev": 1, "staging": 2, "prod": 2}[name]
+    assert head.input("nodeCount") == {"dev": 1, "staging": 2, "prod": 2, "serving": 0}[name]  # serving: leaders on their slices
 
 
 def test_node_sa_has_only_logging_monitoring_and_registry_roles(committed_stack):
@@ -108,7 +111,7 @@ def test_scratch_role_and_bucket_members(committed_stack):
 
 # soft delete days and artifacts TTL days per stack: the defaults (7 = GCS's minimum and default, 30)
 # unless the stack file sets them (prod: 30 and 14)
-BUCKET_DAYS = {"dev": (7, 30), "staging": (7, 30), "prod": (30, 14)}
+BUCKET_DAYS = {"dev": (7, 30), "staging": (7, 30), "prod": (30, 14), "serving": (7, 30)}
 
 
 def test_bucket_flags_and_lifecycle(committed_stack):
@@ -142,7 +145,7 @@ def test_protection_follows_the_stack_setting(committed_stack):
     assert plan.one(CLUSTER).options["protect"] is protected
     assert plan.one(BUCKET, "scratch").options["protect"] is protected
     assert plan.one(BUCKET, "scratch-artifacts").options["protect"] is protected
-    assert plan.one(CLUSTER).input("deletionProtection") is (name != "dev")
+    assert plan.one(CLUSTER).input("deletionProtection") is (name not in ("dev", "serving"))
 
 
 def test_outputs(committed_stack):
@@ -155,6 +158,7 @@ def test_outputs(committed_stack):
         "dev": {"dev": ["tpu-dev-0"]},
         "staging": {"v6e": ["tpu-v6e-0", "tpu-v6e-1"]},
         "prod": {"train": [f"tpu-train-{i}" for i in range(4)], "explore": ["tpu-explore-0"]},
+        "serving": {"serve": ["tpu-serve-0", "tpu-serve-1"]},
     }[name]
 
 

@@ -45,13 +45,17 @@ def workload_plan(tpu, mode, **extra):
 SCHEMA_NOTICES: list[str] = []  # the upstream CRDs are there (make crds; tests/conftest.py requires them)
 
 
+def _lws(plan):
+    return [(o["metadata"]["name"], o) for o in manifests(plan) if o["kind"] == "LeaderWorkerSet"]
+
+
 def test_schema_reference_is_used():
     assert admission._jobset_schema()["properties"]["spec"]["properties"]["replicatedJobs"]
 
 
 def test_every_committed_stack_renders_clean(committed_stack):
     name, plan = committed_stack
-    reports = check_plan(plan)
+    reports = {**check_plan(plan), **{n: admission.check_lws(o) for n, o in _lws(plan)}}
     assert reports, "each committed stack has workloads"
     for jobset_name, report in reports.items():
         assert report.violations == [], (jobset_name, [str(v) for v in report.violations])

@@ -91,7 +91,7 @@ def test_two_workloads_share_a_group_through_one_queue_with_their_priorities():
     assert cq["spec"]["namespaceSelector"] == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["pathways"]}]}
     wpc = {o["metadata"]["name"]: o["value"] for o in objects(plan, "WorkloadPriorityClass")}
     pc = {o["metadata"]["name"]: o["value"] for o in objects(plan, "PriorityClass")}
-    assert wpc == pc == {"pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
+    assert wpc == pc == {"pathways-serving": 2_000_000, "pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
 
 
 def test_a_spare_slice_adds_a_pool_but_no_quota():

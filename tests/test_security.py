@@ -181,7 +181,7 @@ def test_no_pod_mounts_a_token_and_every_container_is_hardened():
 def test_priority_classes_exist_and_pods_name_them():
     plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=WORKLOADS))
     classes = {o["metadata"]["name"]: o["value"] for o in _objects(plan, "PriorityClass")}
-    assert classes == {"pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
+    assert classes == {"pathways-serving": 2_000_000, "pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
     assert max(classes.values()) < 1_000_000_000  # below the system classes
     names = {js["metadata"]["name"]: {p["priorityClassName"] for p in _pods(js)} for js in _objects(plan, "JobSet")}
     assert names == {"train": {"pathways-training"}, "nb": {"pathways-experiment"}}
@@ -201,6 +201,8 @@ def _evaluate(expression, activation):
 
 TPU = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
 JOB_CONTROLLER = "system:serviceaccount:kube-system:job-controller"
+STATEFULSET_CONTROLLER = "system:serviceaccount:kube-system:statefulset-controller"
+LWS_CONTROLLER = "system:serviceaccount:lws-system:lws-controller-manager"
 ALICE = "alice@example.com"
 
 
@@ -224,6 +226,8 @@ def _admitted(policy, request, obj):
     ("team-a", {"nodeName": "gke-node-1"}, "system:node:gke-node-1", True),  # a kubelet's mirror pod
     ("pathways", {"tolerations": TPU, "hostNetwork": True}, JOB_CONTROLLER, True),  # a Pathways worker, from its Job
     ("pathways", {"tolerations": TPU, "hostNetwork": True}, "system:kube-controller-manager", True),
+    ("pathways", {"tolerations": TPU}, STATEFULSET_CONTROLLER, True),  # a serve workload's pod, from its LWS's StatefulSet
+    ("team-a", {"tolerations": TPU}, STATEFULSET_CONTROLLER, False),  # a StatefulSet elsewhere gains nothing
     ("pathways", {"tolerations": TPU}, ALICE, False),  # a bare pod, even in the workload namespace
     ("pathways", {"hostNetwork": True}, ALICE, False),
     ("pathways", {}, ALICE, True),
@@ -265,8 +269,29 @@ PROXY_JOB = {"hostNetwork": True, "containers": [{"name": "pathways-proxy", "ima
 ])
 def test_template_guard_limits_what_jobs_in_the_pathways_namespaces_may_do(namespace, pod, user, admitted):
     policy = guardrails.template_guard_policy("pathways", ("default",))
-    request = {"namespace": namespace, "operation": "CREATE", "userInfo": {"username": user}}
+    request = {"namespace": namespace, "operation": "CREATE", "userInfo": {"username": user}, "resource": JOBS}
     assert _admitted(policy, request, _job(pod)) == admitted
+
+
+JOBS = {"group": "batch", "version": "v1", "resource": "jobs"}
+STATEFULSETS = {"group": "apps", "version": "v1", "resource": "statefulsets"}
+
+
+@pytest.mark.parametrize("resource,pod,user,admitted", [
+    (STATEFULSETS, {"tolerations": TPU}, LWS_CONTROLLER, True),  # a serve workload's leaders or workers
+    (STATEFULSETS, {"tolerations": TPU}, ALICE, False),  # a hand-made StatefulSet onto the TPU nodes
+    (STATEFULSETS, {"tolerations": TPU}, "system:serviceaccount:jobset-system:jobset-controller", False),
+    (JOBS, {"tolerations": TPU}, LWS_CONTROLLER, False),  # each controller only its own kind
+    (STATEFULSETS, {}, ALICE, True),  # an ordinary StatefulSet
+    (STATEFULSETS, {"containers": [{"name": "c", "image": "x:1", "securityContext": {"privileged": True}}]}, LWS_CONTROLLER, False),
+    (STATEFULSETS, {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, ALICE, False),
+])
+def test_template_guard_keeps_statefulsets_to_the_lws_controller(resource, pod, user, admitted):
+    policy = guardrails.template_guard_policy("pathways")
+    request = {"namespace": "pathways", "operation": "CREATE", "userInfo": {"username": user}, "resource": resource}
+    assert _admitted(policy, request, _job(pod)) == admitted
+    assert {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["statefulsets"]} in \
+        policy["spec"]["matchConstraints"]["resourceRules"]
 
 
 def test_guards_are_bound_and_deny():
@@ -288,11 +313,11 @@ def test_every_built_in_object_passes_the_strict_kubernetes_schema(committed_sta
     assert {k: [str(v) for v in r.violations] for k, r in reports.items() if r.violations} == {}
 
 
-def test_priority_classes_order_training_over_interactive_over_experiments():
+def test_priority_classes_order_serving_over_training_over_interactive_over_experiments():
     # below system-cluster-critical (2,000,000,000); a higher value wins a node and may preempt
     plan = stack_plan("staging")
     values = {r.inputs["metadata"]["name"]: r.inputs["value"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")}
-    assert values == {"pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
+    assert values == {"pathways-serving": 2_000_000, "pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
 
 
 def test_rootless_containers_run_as_uid_and_gid_1000():

@@ -1,4 +1,4 @@
-"""Check JobSet manifests the way an API server and the JobSet webhook would (pure Python).
+"""Check JobSet (and LeaderWorkerSet) manifests the way an API server and the controllers' webhooks would (pure Python).
 
 Three layers: (1) the upstream JobSet CRD schema, with unknown fields rejected; (2) each
 replicatedJob's Job against kubernetes-validate's strict schema, at the Kubernetes minor GKE's channels
@@ -23,11 +23,13 @@ import kubernetes_validate
 import yaml
 
 from ..model import quantity
+from ..model.common import INT32_MAX
 from .jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CRDS = Path(os.environ.get("PATHWAYS_CRDS") or PROJECT_ROOT / "build" / "crds")
 JOBSET_SCHEMA = CRDS / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
+LWS_SCHEMA = CRDS / "lws" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
 # GKE's Regular and Stable channels create clusters at 1.35 (release notes, "Current versions", 2026-11);
 # the e2e tier's control plane is 1.35.8.
 KUBERNETES_VERSION = "1.35"
@@ -311,4 +313,83 @@ def check_kueue(obj: dict[str, Any]) -> Report:
         for key, value in (spec.get("nodeLabels") or {}).items():
             if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
                 report.add("label", f"spec.nodeLabels.{key}", f"{value!r} is not a label value")
+    return report
+
+
+# --- LeaderWorkerSets: the upstream CRD and the LWS webhook's rules (v0.9.0 pkg/webhooks/leaderworkerset_webhook.go)
+
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+LWS_ANNOTATIONS = ("leaderworkerset.sigs.k8s.io/exclusive-topology", "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology")
+
+
+@functools.lru_cache(maxsize=None)
+def _lws_validator() -> Optional[tuple[jsonschema.Draft7Validator, dict[str, Any]]]:
+    if not LWS_SCHEMA.exists():
+        return None
+    crd = yaml.load(LWS_SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    entry = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    schema = entry["schema"]["openAPIV3Schema"]
+    return jsonschema.Draft7Validator(schema), schema
+
+
+def check_lws(obj: dict[str, Any]) -> Report:
+    """The CRD's schema (unknown fields refused), each pod template against the Pod schema, and the rules
+    the LWS webhook applies on create: a DNS-1035 name (it names the headless Service), size >= 1,
+    replicas >= 0 and replicas x size within int32, a subgroup size that divides size or size - 1 (size - 1
+    with LeaderExcluded) and is at most size, and no subgroup-exclusive-topology without a subgroup size."""
+    report = Report()
+    found = _lws_validator()
+    if found is None:
+        report.notices.append(f"LeaderWorkerSet schema not found at {LWS_SCHEMA}; schema check skipped (run `make crds`)")
+    else:
+        validator, schema = found
+        for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.path)):
+            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
+            report.add("lws-schema", path.lstrip("."), err.message)
+            report.type_errors += err.validator == "type"
+        for path, message in _unknown_fields(obj, schema, ""):
+            report.add("lws-schema", path.lstrip("."), message)
+    if report.type_errors:
+        return report
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    name = meta.get("name", "")
+    if not _DNS1035.fullmatch(name) or len(name) > 63:
+        report.add("lws-webhook", "metadata.name", f"{name!r} is not a DNS-1035 label (LWS names its headless Service after it)")
+    template = spec.get("leaderWorkerTemplate") or {}
+    size, replicas = template.get("size", 1), spec.get("replicas", 1)
+    if size < 1:
+        report.add("lws-webhook", "spec.leaderWorkerTemplate.size", "size must be equal or greater than 1")
+    if replicas < 0:
+        report.add("lws-webhook", "spec.replicas", "replicas must be equal or greater than 0")
+    if replicas * size > INT32_MAX:
+        report.add("lws-webhook", "spec.replicas", f"the product of replicas and worker replicas must not exceed {INT32_MAX}")
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        if key.startswith("leaderworkerset.") and key not in LWS_ANNOTATIONS:
+            report.add("lws-annotation", f"metadata.annotations.{key}", (
+                f"not an annotation LWS v0.9.0 reads (it reads {', '.join(LWS_ANNOTATIONS)}; the leaderworkerset.gke.io/ "
+                "keys of v0.5 and older are ignored)"))
+    sub = template.get("subGroupPolicy")
+    if sub is None:
+        if LWS_ANNOTATIONS[1] in annotations:
+            report.add("lws-webhook", f"metadata.annotations.{LWS_ANNOTATIONS[1]}", "cannot have subgroup-exclusive-topology without subGroupSize set")
+    else:
+        n = sub.get("subGroupSize", 0)
+        path = "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize"
+        if n < 1:
+            report.add("lws-webhook", path, "subGroupSize must be equal or greater than 1")
+        elif sub.get("type") == "LeaderExcluded" and (size - 1) % n:
+            report.add("lws-webhook", path, "size-1 must be divisible by subGroupSize when using LeaderExcluded")
+        elif size % n and (size - 1) % n:
+            report.add("lws-webhook", path, "size or size - 1 must be divisible by subGroupSize")
+        elif n > size:
+            report.add("lws-webhook", path, "subGroupSize cannot be larger than size")
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod_template = template.get(role)
+        if pod_template is None:
+            continue
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "template", **(pod_template.get("metadata") or {})},
+               "spec": pod_template.get("spec") or {}}
+        for v in check_builtin(pod).violations:
+            report.add(v.rule, f"spec.leaderWorkerTemplate.{role}.{v.path}", v.message)
     return report

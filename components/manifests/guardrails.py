@@ -17,9 +17,10 @@ node service account, which can write the scratch bucket. So:
   * in the workload namespaces, a pod that tolerates those taints or uses hostNetwork must be created by
     the Job controller, i.e. from a Job: people and service accounts that may create pods there cannot
     place one on a Pathways node themselves.
-- ValidatingAdmissionPolicy `pathways-workload-templates`, on Jobs in the workload namespaces: only the
-  JobSet controller may create a Job whose pods tolerate the head or TPU taints, and no Job there may
-  run a privileged container, add capabilities, or use hostPath, hostPID or hostIPC. A Shared Pathways
+- ValidatingAdmissionPolicy `pathways-workload-templates`, on Jobs and StatefulSets in the workload
+  namespaces: only the JobSet controller may create a Job, and only the LeaderWorkerSet controller a
+  StatefulSet, whose pods tolerate the head or TPU taints, and none of them may run a privileged
+  container, add capabilities, or use hostPath, hostPID or hostIPC. A Shared Pathways
   Service's clients create their proxy Jobs there (pathwaysutils' pw-proxy.yaml: hostNetwork, rootless,
   every capability dropped), which pass; nothing more powerful does.
 - PriorityClasses for the stack's workloads.
@@ -53,8 +54,14 @@ GUARDED_TAINT_KEYS = (TPU_TAINT[0], HEAD_TAINT[0])
 # kube-controller-manager runs with --use-service-account-credentials (GKE, kubeadm), else as
 # system:kube-controller-manager. The JobSet chart's controller runs as <release>-controller in
 # jobset-system (charts/jobset/templates/controller/_helpers.tpl; the release is named jobset).
-POD_CREATORS = ("system:serviceaccount:kube-system:job-controller", "system:kube-controller-manager")
+# A serve workload's pods come from StatefulSets (LeaderWorkerSet makes one for its leaders and one per
+# group for the workers): the StatefulSet controller creates them, as its own service account. The LWS
+# chart's controller runs as <release>-controller-manager in lws-system (charts/lws/templates/rbac/
+# serviceaccount.yaml; the release is named lws, so its full name is lws).
+POD_CREATORS = ("system:serviceaccount:kube-system:job-controller", "system:serviceaccount:kube-system:statefulset-controller",
+                "system:kube-controller-manager")
 JOB_CREATORS = ("system:serviceaccount:jobset-system:jobset-controller",)
+STATEFULSET_CREATORS = ("system:serviceaccount:lws-system:lws-controller-manager",)
 
 
 def _quoted(values: Any) -> str:
@@ -117,7 +124,7 @@ def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...]
                          "taints do not stop it); let the scheduler place it")},
             {"expression": f"!{_namespace_is(workload)} || !({_tolerates_pathways(pod)} || {_host_network(pod)}) || {_created_by(POD_CREATORS)}",
              "message": (f"in {names}, pods on the Pathways nodes or the host network come from Pathways Jobs only; "
-                         "create a Job (or JobSet) instead of a bare pod")},
+                         "create a JobSet (or a serve workload's LeaderWorkerSet) instead of a bare pod")},
         ],
     )
 
@@ -130,13 +137,17 @@ def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, 
     powerful = ("c, has(c.securityContext) && ((has(c.securityContext.privileged) && c.securityContext.privileged) || "
                 "(has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && "
                 "size(c.securityContext.capabilities.add) > 0))")
+    by_controller = (f"(request.resource.resource == 'jobs' && {_created_by(JOB_CREATORS)}) || "
+                     f"(request.resource.resource == 'statefulsets' && {_created_by(STATEFULSET_CREATORS)})")
     return _policy(
         TEMPLATE_GUARD,
-        [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]}],
+        [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
+         {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["statefulsets"]}],
         [{"name": "in-pathways-namespaces", "expression": _namespace_is(workload)}],
         [
-            {"expression": f"!{_tolerates_pathways(pod)} || {_created_by(JOB_CREATORS)}",
-             "message": "only the JobSet controller creates Jobs for the Pathways head and TPU nodes; submit a JobSet"},
+            {"expression": f"!{_tolerates_pathways(pod)} || {by_controller}",
+             "message": ("only the JobSet controller (Jobs) and the LeaderWorkerSet controller (StatefulSets) create "
+                         "workloads for the Pathways head and TPU nodes; submit a JobSet or a LeaderWorkerSet")},
             {"expression": (f"!{pod}.containers.exists({powerful}) && "
                             f"!(has({pod}.initContainers) && {pod}.initContainers.exists({powerful}))"),
              "message": "no privileged container and no added capability in the Pathways namespaces"},
@@ -162,6 +173,7 @@ def node_guard_binding() -> dict[str, Any]:
 
 # Below system-cluster-critical (2e9) and GKE's own; higher wins a node and may preempt lower.
 PRIORITY_CLASSES = {
+    "serving": (2_000_000, "Pathways real-time serving: never preempted by training"),
     "training": (1_000_000, "Pathways production training"),
     "interactive": (500_000, "Pathways interactive endpoints"),
     "experiment": (100_000, "Pathways experiments: the first to give way"),

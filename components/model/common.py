@@ -29,6 +29,11 @@ MAX_RESTARTS_BOUND = 10_000
 RESOURCE_MANAGER_RESOURCES = ("8", "32Gi")
 PROXY_RESOURCES = ("16", "100Gi")
 DEFAULT_USER_RESOURCES = ("24", "100Gi")
+# A serve leader's own containers (Google runs them without requests; these keep the leader Guaranteed on
+# the TPU host it shares with a worker, whose request is the chips only): the JetStream engine is a JAX
+# client on the IFRT proxy (its weights load on the workers); the HTTP front end is a thin gRPC bridge.
+JETSTREAM_ENGINE_RESOURCES = ("8", "32Gi")
+JETSTREAM_HTTP_RESOURCES = ("1", "2Gi")
 
 # Upper bounds. From GKE ("Quotas and limits", Standard clusters): 15,000 nodes per cluster and
 # 1,000 nodes per node pool per zone. From this project: at most 1,000 TPU slice pools and 100

@@ -65,6 +65,8 @@ from .workload import (
     coordinator_address,
     derived_proxy_image,
     image_tag,
+    serve_leader_address,
+    serve_service_name,
     worker_resources,
 )
 from .workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
@@ -92,6 +94,9 @@ RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
 # MayStopSearch) in v0.15.0 (apis/kueue/v1beta2 first appears at that tag).
 MIN_JOBSET = "0.6.0"
 MIN_KUEUE = "0.15.0"
+# LeaderWorkerSet moved its subgroup annotation from leaderworkerset.gke.io/ to leaderworkerset.sigs.k8s.io/
+# in v0.6.0 (PLATFORM-FACTS §7); the stack writes the new keys.
+MIN_LWS = "0.6.0"
 
 
 def _chart_source(v: str) -> str:
@@ -136,11 +141,25 @@ class KubernetesConfig(_Model):
         "installs); the stack then only checks nothing of its own would clash."
     ))
     kueue: KueueConfig = Field(default_factory=KueueConfig)
+    # LWS v0.9.0: the release Kueue v0.19.2 builds against (its go.mod), newer than Google's pins (v0.4.0 in the
+    # Pathways inference guide, v0.6.1 in the GKE tutorial), which the stack does not need: the leaderworkerset.
+    # sigs.k8s.io annotations came in v0.6.0, and v0.9.0's webhook checks what the offline tools check.
+    lws_version: str = Field(default="0.9.0", description=(
+        "LeaderWorkerSet Helm chart version (controller and CRD), installed when a workload has mode: serve."
+    ))
+    lws_chart: str = Field(default="oci://registry.k8s.io/lws/charts/lws", description=(
+        "Where the LeaderWorkerSet chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
+    ))
 
-    @field_validator("jobset_chart")
+    @field_validator("jobset_chart", "lws_chart")
     @classmethod
     def _chart(cls, v: str) -> str:
         return _chart_source(v)
+
+    @field_validator("lws_version")
+    @classmethod
+    def _lws_version(cls, v: str) -> str:
+        return _chart_version(v, MIN_LWS, "the leaderworkerset.sigs.k8s.io annotations the stack writes")
 
     @field_validator("namespace")
     @classmethod
@@ -262,7 +281,16 @@ class StackConfig(_Model):
 
     @property
     def head_nodes(self) -> int:
-        return self.head_pool.node_count or max(1, len(self.active_workloads))
+        if self.head_pool.node_count is not None:
+            return self.head_pool.node_count
+        if self.active_workloads and not self.head_workloads:
+            return 0  # only serve workloads: their leaders run on their slices, an empty pool costs nothing
+        return max(1, len(self.head_workloads))
+
+    @property
+    def head_workloads(self) -> list[Workload]:
+        """The active workloads with a head pod on the head pool (every mode but serve)."""
+        return [w for w in self.active_workloads if w.on_head_pool]
 
     @property
     def cloud_nat(self) -> bool:
@@ -299,7 +327,11 @@ class StackConfig(_Model):
 def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
     problems = []
     coordinator = coordinator_address(w.name, w.subdomain)
-    if len(coordinator) > MAX_LABEL_VALUE:
+    if w.mode == "serve":
+        problems += _serve_checks(cfg, i, w)
+    elif w.serve is not None:
+        problems.append(Problem(config_key(("workloads", i, "serve")), "only for mode: serve; remove it or set mode: serve"))
+    if w.mode != "serve" and len(coordinator) > MAX_LABEL_VALUE:
         room = MAX_LABEL_VALUE - len(f"{w.name}-pathways-head-0-0.")  # what a subdomain may take
         hint = (
             f"use a name of at most 22 characters, or set workloads[{i}].subdomain to at most {room} characters"
@@ -356,6 +388,59 @@ def _workload_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
         )))
     if w.mode == "interactive" and (w.profiling or w.persistence):
         problems.append(Problem(config_key(("workloads", i, "mode")), "profiling and persistence configure the user container, which interactive workloads do not have"))
+    return problems
+
+
+# Keys a LeaderWorkerSet has no use for: they configure the JobSet path (its restart budget, elastic slices,
+# the colocated sidecar, the head's proxy and user container).
+JOBSET_ONLY_KEYS = ("slices", "max_restarts", "worker_restarts_per_host", "elastic", "colocated_python", "subdomain",
+                    "xla_flags", "hlo_dump", "profiling", "persistence", "ttl_seconds_after_finished",
+                    "data_loader_workers", "shm_size", "cpu", "memory")
+# LWS names its leader StatefulSet <name> and each group's workers <name>-<group>; a StatefulSet's pods carry
+# controller-revision-hash=<statefulset>-<10-character hash>, a label value of at most 63 characters.
+MAX_LWS_STATEFULSET_NAME = MAX_LABEL_VALUE - 11
+
+
+def _serve_checks(cfg: "StackConfig", i: int, w: Workload) -> list[Problem]:
+    if w.serve is None:
+        return [Problem(config_key(("workloads", i, "serve")), (
+            "required for mode: serve (at least serve.model and serve.weights, the gs:// checkpoint)"
+        ))]
+    problems = []
+    fields = type(w).model_fields
+    for name in JOBSET_ONLY_KEYS:
+        if name in w.model_fields_set:
+            hint = ("a serve workload takes serve.replicas slices (two each when serve.disaggregated)"
+                    if name == "slices" else "it configures the JobSet path, which a serve workload does not use")
+            problems.append(Problem(config_key(("workloads", i, fields[name].alias or name)), f"not for mode: serve; {hint}: remove it"))
+    sv = w.serve
+    group = cfg.workload_group(w)
+    wanted = sv.replicas * sv.slices_per_replica
+    if wanted > group.count:
+        each = "two slices (prefill and decode)" if sv.disaggregated else "one slice"
+        problems.append(Problem(config_key(("workloads", i, "serve", "replicas")), (
+            f"{sv.replicas} replica(s) of {each} need {wanted} slices, but group {group.name!r} has {group.count}; "
+            f"use at most {group.count // sv.slices_per_replica} replica(s) or raise that group's count"
+        )))
+    longest = f"{w.name}-{max(sv.replicas - 1, 0)}"
+    if len(longest) > MAX_LWS_STATEFULSET_NAME:
+        problems.append(Problem(config_key(("workloads", i, "name")), (
+            f"the LeaderWorkerSet's worker StatefulSet {longest!r} would be {len(longest)} characters, over the "
+            f"{MAX_LWS_STATEFULSET_NAME} a StatefulSet name may have (its pods' controller-revision-hash label adds 11); "
+            "use a shorter name"
+        )))
+    vm = machines.tpu_vm_shape(group.tpu.machine_type)
+    cpu, mem, parts = head_pod_demand(w)
+    if not machines.fits(vm, cpu, mem):
+        problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
+            f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) does not fit beside a worker on a "
+            f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable); "
+            "serve from a slice group with larger TPU VMs"
+        )))
+    if w.priority is not None and w.priority != "serving":
+        problems.append(Problem(config_key(("workloads", i, "priority")), (
+            f"{w.priority} would let training preempt a serving endpoint; a serve workload runs at serving (remove it)"
+        )))
     return problems
 
 
@@ -448,7 +533,7 @@ def _derived_name_checks(cfg: "StackConfig") -> list[Problem]:
 def _head_pool_checks(cfg: "StackConfig") -> list[Problem]:
     problems = []
     count = cfg.head_pool.node_count
-    active = len(cfg.active_workloads)
+    active = len(cfg.head_workloads)
     if count is not None and count < active:
         # One head pod per node (exclusive placement by hostname): the rest would stay Pending.
         problems.append(Problem(config_key(("headPool", "nodeCount")), (
@@ -460,7 +545,7 @@ def _head_pool_checks(cfg: "StackConfig") -> list[Problem]:
         machine = machines.shape(cfg.head_pool.machine_type)
     except machines.MachineError as e:
         return [*problems, Problem(key, str(e))]
-    for w in cfg.workloads or [None]:
+    for w in [w for w in cfg.workloads if w.on_head_pool] or [None]:
         cpu, mem, parts = head_pod_demand(w)
         if not machines.fits(machine, cpu, mem):
             who = f"workload {w.name!r}" if w else "a default batch workload"
@@ -714,6 +799,14 @@ def _cross_checks(cfg: StackConfig) -> list[Problem]:
             )))
         if w.state != "finished":
             subdomains.setdefault(sub, i)
+        if w.mode == "serve" and w.state != "finished":
+            # A serve workload's HTTP Service, beside the headless one LWS names after it.
+            http = (cfg.workload_namespace(w), serve_service_name(w.name))
+            if http in subdomains:
+                problems.append(Problem(config_key(("workloads", i, "name")), (
+                    f"its HTTP Service {http[1]!r} is workloads[{subdomains[http]}]'s headless Service too; rename one"
+                )))
+            subdomains.setdefault(http, i)
         if w.name in workload_names:
             problems.append(Problem(config_key(("workloads", i, "name")), f"{w.name!r} is already used by workloads[{workload_names[w.name]}]; workload names must be unique"))
         workload_names.setdefault(w.name, i)
@@ -841,14 +934,14 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             spec=w, name=w.name, mode=w.mode, state=w.state,
             namespace=cfg.workload_namespace(w),
             group=group,
-            slices=w.slices or group.count,
+            slices=w.serve.replicas * w.serve.slices_per_replica if w.serve else w.slices or group.count,
             server_image=server_image(cfg.pathways_version, w),
             proxy_image=proxy_image(cfg.pathways_version, w),
             restarts=w.restarts,
             worker_backoff_limit=worker_backoff_limit(group, w),
             priority=w.effective_priority,
             worker_job=SERVICE_WORKER_JOB if w.mode == "service" else WORKER_JOB,
-            coordinator=coordinator_address(w.name, w.subdomain),
+            coordinator=serve_leader_address(w.name, cfg.workload_namespace(w)) if w.mode == "serve" else coordinator_address(w.name, w.subdomain),
             local_queue=w.name if cfg.kubernetes.kueue.enabled else None,
             cluster_queue=cluster_queue_name(tuple(cfg.slices), group) if cfg.kubernetes.kueue.enabled else None,
             profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,

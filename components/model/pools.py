@@ -25,7 +25,7 @@ from .common import (
 
 class HeadPoolConfig(_Model):
     machine_type: str = Field(default="n2-standard-64", description="Machine type for Pathways head pods (RM + proxy + user program).")
-    node_count: Optional[int] = Field(default=None, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Nodes; default one per workload (one head pod per node).")
+    node_count: Optional[int] = Field(default=None, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Nodes; default one per workload with a head pod (one head pod per node; a serve workload has none).")
 
 
 class Capacity(str, Enum):

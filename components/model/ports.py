@@ -23,3 +23,11 @@ HEAD_NODE_PORTS = {
     PROXY_PORT: "the IFRT proxy", RM_PORT: "the resource manager", RM_EXTRA_PORT: "the resource manager",
     10248: "the kubelet", 10250: "the kubelet", 10255: "the kubelet", 10249: "kube-proxy", 10256: "kube-proxy",
 }
+
+# Real-time serving (PLATFORM-FACTS §7, Google's multihost inference shape): on the pod network, not the
+# host's, and on other ports than the JobSet path. The ClusterIP Service exposes only the HTTP front end.
+SERVE_PROXY_PORT = 38681
+SERVE_RM_PORT = 38677
+SERVE_WORKER_PORT = 38679
+SERVE_GRPC_PORT = 9000
+SERVE_HTTP_PORT = 8000

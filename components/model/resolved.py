@@ -68,6 +68,16 @@ class ResolvedWorkload:
     def hosts(self) -> int:
         return self.group.tpu.hosts
 
+    @property
+    def slices_per_replica(self) -> int:
+        """Slices one serving replica (a LeaderWorkerSet group) spans: one, or prefill + decode."""
+        return self.spec.serve.slices_per_replica if self.spec.serve else self.slices
+
+    @property
+    def lws_size(self) -> int:
+        """leaderWorkerTemplate.size: one worker per TPU host of the replica's slices, plus the leader."""
+        return self.hosts * self.slices_per_replica + 1
+
 
 @dataclass(frozen=True)
 class ResolvedStack:
@@ -109,6 +119,14 @@ class ResolvedStack:
     def workload_namespaces(self) -> list[str]:
         """Namespaces the stack's JobSets live in, the workload namespace first."""
         return list(dict.fromkeys([self.namespace, *(w.namespace for w in self.active_workloads)]))
+
+    @property
+    def serve_workloads(self) -> tuple[ResolvedWorkload, ...]:
+        return tuple(w for w in self.active_workloads if w.mode == "serve")
+
+    @property
+    def jobset_workloads(self) -> tuple[ResolvedWorkload, ...]:
+        return tuple(w for w in self.active_workloads if w.mode != "serve")
 
     @property
     def service_workload(self) -> Optional[ResolvedWorkload]:

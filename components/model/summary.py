@@ -25,6 +25,9 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
             images["proxy"] = w.proxy_image
         if w.spec.image:
             images["user"] = w.spec.image
+        if w.spec.serve:
+            images["jetstream"] = w.spec.serve.jetstream_image
+            images["http"] = w.spec.serve.http_image
         workloads.append({
             "name": w.name, "mode": w.mode, "state": w.state, "sliceGroup": w.group.name, "slices": w.slices,
             "chips": w.chips, "namespace": w.namespace, "images": images,

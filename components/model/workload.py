@@ -10,12 +10,15 @@ from typing import Any, Literal, Optional
 from pydantic import (
     Field,
     field_validator,
+    model_validator,
 )
 
 from . import machines, quantity
 from .common import (
     DEFAULT_USER_RESOURCES,
     INT32_MAX,
+    JETSTREAM_ENGINE_RESOURCES,
+    JETSTREAM_HTTP_RESOURCES,
     MAX_NODES_PER_POOL_ZONE,
     MAX_RESTARTS_BOUND,
     MAX_TPU_POOLS,
@@ -166,13 +169,125 @@ class SharedService(_Model):
         return _dns_label(v, 63)
 
 
+# Real-time serving (Google, "Perform multihost inference using Pathways"; GKE tutorial "Serve an LLM using
+# multi-host TPUs with JetStream and Pathways"): the JetStream MaxText engine and its HTTP front end beside
+# the IFRT proxy and the resource manager in a LeaderWorkerSet's leader, Pathways workers on one slice.
+# The images Google documents, pinned by tag (jetstream-pathways v0.2.0 carries the disaggregated server
+# the docs name, ExperimentalMaxtextDisaggregatedServer_8, removed from MaxText on 2025-05-14).
+JETSTREAM_IMAGE = "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0"
+JETSTREAM_HTTP_IMAGE = "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3"
+DISAGGREGATED_SERVER = "ExperimentalMaxtextDisaggregatedServer_8"
+# MaxText keys the stack sets itself (a user's extraArgs may not repeat them).
+SERVE_KEYS = frozenset({
+    "model_name", "load_parameters_path", "max_prefill_predict_length", "max_target_length", "per_device_batch_size",
+    "scan_layers", "weight_dtype", "enable_single_controller", "enable_model_warmup", "quantization",
+    "quantize_kvcache", "inference_server",
+})
+_MAXTEXT_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+PARALLELISM_AXES = ("data", "fsdp", "fsdp_transpose", "sequence", "tensor", "tensor_transpose", "tensor_sequence",
+                    "autoregressive", "expert", "pipeline")
+
+
+class ServeConfig(_Model):
+    replicas: int = Field(default=1, ge=1, le=100, description="Model replicas: one LeaderWorkerSet group each, on its own slice (two when disaggregated).")
+    model: str = Field(description="MaxText model_name, e.g. llama3.1-405b.")
+    weights: str = Field(description="gs:// path of the checkpoint (MaxText load_parameters_path); the nodes get read access to that bucket only.")
+    config_file: str = Field(default="MaxText/configs/base.yml", description="MaxText config file inside the JetStream image.")
+    per_device_batch_size: float = Field(default=1, gt=0, le=1024, description="MaxText per_device_batch_size.")
+    max_prefill_predict_length: int = Field(default=1024, ge=1, le=1_048_576, description="MaxText max_prefill_predict_length (prompt tokens).")
+    max_target_length: int = Field(default=2048, ge=2, le=1_048_576, description="MaxText max_target_length (prompt + generated tokens).")
+    parallelism: dict[str, int] = Field(default_factory=dict, max_length=len(PARALLELISM_AXES), description=(
+        "MaxText ici_<axis>_parallelism by axis, e.g. {tensor: 8}; axes: " + ", ".join(PARALLELISM_AXES) + "."
+    ))
+    quantization: Optional[Literal["int8", "int4", "fp8", "int8w", "int4w"]] = Field(default=None, description="MaxText quantization.")
+    quantize_kvcache: bool = Field(default=False, description="MaxText quantize_kvcache.")
+    weight_dtype: Literal["bfloat16", "float32"] = Field(default="bfloat16", description="MaxText weight_dtype.")
+    extra_args: list[str] = Field(default_factory=list, max_length=50, description="More MaxText key=value arguments.")
+    disaggregated: bool = Field(default=False, description=(
+        "Prefill and decode on separate slices (two slices a replica), as Google's disaggregated example does."
+    ))
+    jetstream_image: str = Field(default=JETSTREAM_IMAGE, description="JetStream MaxText engine image (pinned).")
+    http_image: str = Field(default=JETSTREAM_HTTP_IMAGE, description="JetStream HTTP front end image (pinned).")
+    internal_load_balancer: bool = Field(default=False, description=(
+        "Also expose port 8000 to the VPC through a GKE internal passthrough load balancer (never a public one)."
+    ))
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,99}", v):
+            raise ValueError(f"{v[:80]!r} is not a MaxText model name (e.g. llama3.1-405b)")
+        return v
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, v: str) -> str:
+        if not re.fullmatch(r"gs://[a-z0-9][a-z0-9._-]{1,61}[a-z0-9](/[^\s]{0,1000})?", v):
+            raise ValueError(f"{v[:80]!r} is not a gs://<bucket>/<path> checkpoint location")
+        return v
+
+    @field_validator("config_file")
+    @classmethod
+    def _config_file(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_./-]{1,300}\.ya?ml", v) or ".." in v.split("/"):
+            raise ValueError(f"{v[:80]!r} is not a MaxText config file path (e.g. MaxText/configs/base.yml)")
+        return v
+
+    @field_validator("parallelism")
+    @classmethod
+    def _parallelism(cls, v: dict[str, int]) -> dict[str, int]:
+        for axis, n in v.items():
+            if axis not in PARALLELISM_AXES:
+                raise ValueError(f"{axis[:40]!r} is not a MaxText parallelism axis; valid: {', '.join(PARALLELISM_AXES)}")
+            if not isinstance(n, int) or not 1 <= n <= 65536 and n != -1:
+                raise ValueError(f"{axis}: {n!r} is not a parallelism (a positive integer, or -1 for the rest)")
+        return v
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra(cls, v: list[str]) -> list[str]:
+        for arg in v:
+            key, sep, value = arg.partition("=")
+            if not sep or not _MAXTEXT_KEY.fullmatch(key) or len(value) > 1000 or not value.isprintable():
+                raise ValueError(f"{arg[:80]!r} is not a MaxText key=value argument")
+            if key in SERVE_KEYS or key.startswith("ici_"):
+                raise ValueError(f"{key} is set by the stack from its own keys (serve.*); set it there instead")
+        return v
+
+    @field_validator("jetstream_image", "http_image")
+    @classmethod
+    def _pinned(cls, v: str) -> str:
+        return check_pinned_image(v)
+
+    @model_validator(mode="after")
+    def _lengths(self) -> "ServeConfig":
+        if self.max_target_length <= self.max_prefill_predict_length:
+            raise ValueError(f"maxTargetLength {self.max_target_length} must exceed maxPrefillPredictLength "
+                             f"{self.max_prefill_predict_length} (it counts the prompt and the generated tokens)")
+        if self.disaggregated and image_tag(self.jetstream_image) != image_tag(JETSTREAM_IMAGE) and \
+                not any(a.startswith("inference_server=") for a in self.extra_args):
+            raise ValueError(f"disaggregated serving names {DISAGGREGATED_SERVER}, which only the {image_tag(JETSTREAM_IMAGE)} "
+                             "JetStream image has; with another image give its disaggregated server in extraArgs "
+                             "(inference_server=...)")
+        return self
+
+    @property
+    def weights_bucket(self) -> str:
+        return self.weights[len("gs://"):].split("/", 1)[0]
+
+    @property
+    def slices_per_replica(self) -> int:
+        return 2 if self.disaggregated else 1
+
+
 class Workload(_Model):
-    """One Pathways JobSet: batch (runs the user's program to completion) or interactive (headless)."""
+    """One Pathways workload: batch, interactive, a shared service (JobSets) or real-time serving (a LeaderWorkerSet)."""
 
     name: str = Field(description="JobSet name (DNS-1123 label).")
-    mode: Literal["batch", "interactive", "service"] = Field(default="batch", description=(
+    mode: Literal["batch", "interactive", "service", "serve"] = Field(default="batch", description=(
         "batch: user container on the head; interactive: RM + proxy only; service: a Shared Pathways Service "
-        "(RM-only head, long-lived workers; each client brings its own proxy)."
+        "(RM-only head, long-lived workers; each client brings its own proxy); serve: real-time inference with "
+        "JetStream on a LeaderWorkerSet (serve.*)."
     ))
     state: Literal["running", "suspended", "finished"] = Field(default="running", description=(
         "running; suspended (JobSet spec.suspend: pods stop, the JobSet stays; resuming restarts from the last "
@@ -194,8 +309,9 @@ class Workload(_Model):
     hlo_dump: bool = Field(default=False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
     colocated_python: Optional["ColocatedPython"] = Field(default=None, description="Colocated-Python sidecar on the workers.")
     elastic: Optional["Elastic"] = Field(default=None, description="Elastic slices: the job survives losing slices.")
-    priority: Optional[Literal["training", "interactive", "experiment"]] = Field(default=None, description=(
-        "PriorityClass pathways-<priority> of its pods; default training for batch, interactive for interactive."
+    priority: Optional[Literal["serving", "training", "interactive", "experiment"]] = Field(default=None, description=(
+        "PriorityClass pathways-<priority> of its pods; default serving for serve, training for batch, interactive "
+        "for interactive and service."
     ))
     max_restarts: Optional[int] = Field(default=None, ge=0, le=MAX_RESTARTS_BOUND, description=(
         "JobSet failurePolicy.maxRestarts: whole-JobSet restarts after a failure. Default 3 for batch (each resumes "
@@ -270,6 +386,7 @@ class Workload(_Model):
         return v
 
     service: Optional["SharedService"] = Field(default=None, description="Shared Pathways Service settings (mode: service).")
+    serve: Optional["ServeConfig"] = Field(default=None, description="Model serving settings (mode: serve).")
 
     @property
     def service_settings(self) -> SharedService:
@@ -279,24 +396,32 @@ class Workload(_Model):
     def restarts(self) -> int:
         if self.max_restarts is not None:
             return self.max_restarts
+        # A LeaderWorkerSet has no restart budget: it recreates a group whose pod restarts, for as long as it runs.
         return {"batch": DEFAULT_BATCH_MAX_RESTARTS, "interactive": DEFAULT_INTERACTIVE_MAX_RESTARTS,
-                "service": DEFAULT_SERVICE_MAX_RESTARTS}[self.mode]
+                "service": DEFAULT_SERVICE_MAX_RESTARTS, "serve": 0}[self.mode]
 
     @property
     def effective_priority(self) -> str:
-        return self.priority or ("training" if self.mode == "batch" else "interactive")
+        return self.priority or {"batch": "training", "serve": "serving"}.get(self.mode, "interactive")
+
+    @property
+    def on_head_pool(self) -> bool:
+        """Its head pod runs on the head pool (a serve workload's leader runs on its own slice)."""
+        return self.mode != "serve"
 
     @property
     def shm_bytes(self) -> Decimal:
         return quantity.parse(self.shm_size)
 
     def head_containers(self) -> list[tuple[str, str, str]]:
-        """(container, cpu, memory) of the head pod."""
+        """(container, cpu, memory) of the head pod (a serve workload's leader pod)."""
         out: list[tuple[str, str, str]] = [("resource manager", *RESOURCE_MANAGER_RESOURCES)]
         if self.mode != "service":  # a service's clients bring their own proxies
             out.append(("IFRT proxy", *PROXY_RESOURCES))
         if self.mode == "batch":
             out.append(("user container", self.cpu, self.memory))
+        if self.mode == "serve":
+            out += [("JetStream engine", *JETSTREAM_ENGINE_RESOURCES), ("JetStream HTTP", *JETSTREAM_HTTP_RESOURCES)]
         return out
 
 
@@ -361,6 +486,17 @@ MAX_LABEL_VALUE = 63
 def coordinator_label(jobset: str, replicated_job: str, job_index: int, pod_index: int, subdomain: Optional[str]) -> str:
     """The label JobSet puts on every pod: <jobset>-<replicatedJob>-<job>-<pod>.<subdomain (default: jobset)>."""
     return f"{jobset}-{replicated_job}-{job_index}-{pod_index}.{subdomain or jobset}"
+
+
+def serve_service_name(name: str) -> str:
+    """A serve workload's ClusterIP Service (the HTTP front end): <name>-http, beside the headless Service
+    LeaderWorkerSet names after the workload."""
+    return f"{name}-http"
+
+
+def serve_leader_address(name: str, namespace: str) -> str:
+    """The first replica's leader, as LWS_LEADER_ADDRESS names it (<lws>-<group>.<lws>.<namespace>)."""
+    return f"{name}-0.{name}.{namespace}"
 
 
 def coordinator_address(name: str, subdomain: Optional[str]) -> str:

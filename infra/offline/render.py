@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from components.labels import SLICE_GROUP_LABEL, SPOT_LABEL
-from components.manifests.admission import PoolFacts, Report, check_builtin, check_jobset, check_kueue
+from components.manifests.admission import PoolFacts, Report, check_builtin, check_jobset, check_kueue, check_lws
 from components.manifests.jobset import KIND
 from components.resource_types import NODE_POOL
 
@@ -70,7 +70,8 @@ def check_builtins(plan: Plan) -> dict[str, Report]:
     for obj in manifests(plan):
         if obj.get("kind") == KIND or _is_secret(obj):
             continue
-        check = check_kueue if str(obj.get("apiVersion", "")).startswith("kueue.x-k8s.io/") else check_builtin
+        api = str(obj.get("apiVersion", ""))
+        check = check_kueue if api.startswith("kueue.x-k8s.io/") else check_lws if api.startswith("leaderworkerset.x-k8s.io/") else check_builtin
         out[f"{obj['kind']}/{obj.get('metadata', {}).get('name')}"] = check(obj)
     return out
 

@@ -1,11 +1,12 @@
 """The upstream CRDs the offline admission checks read, from the Go modules of the controller versions the
 stack installs (tools/engines/jobset and kueue pin them; go.sum verifies what the module proxy serves):
 
-    python tools/engines/crds.py          # -> build/crds/{jobset,kueue}/*.yaml
+    python tools/engines/crds.py          # -> build/crds/{jobset,kueue,lws}/*.yaml
 
-JobSet v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml and Kueue v0.19.2
-config/components/crd/bases/kueue.x-k8s.io_*.yaml, byte for byte. A second run with the same pins
-copies nothing. Only `go mod download` of two modules is needed (no build): a fresh machine with Go
+JobSet v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml, Kueue v0.19.2
+config/components/crd/bases/kueue.x-k8s.io_*.yaml and LeaderWorkerSet v0.9.0
+config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml, byte for byte. A second run with the same
+pins copies nothing. Only `go mod download` of three modules is needed (no build): a fresh machine with Go
 gets them in seconds."""
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OUT = ROOT / "build" / "crds"
-SOURCES = {"jobset": ("jobset", "sigs.k8s.io/jobset"), "kueue": ("kueue", "sigs.k8s.io/kueue")}
+# name: (wrapper module, Go module, CRD directory in it, file pattern)
+SOURCES = {
+    "jobset": ("jobset", "sigs.k8s.io/jobset", "config/components/crd/bases", "*.yaml"),
+    "kueue": ("kueue", "sigs.k8s.io/kueue", "config/components/crd/bases", "*.yaml"),
+    "lws": ("lws", "sigs.k8s.io/lws", "config/crd/bases", "leaderworkerset.x-k8s.io_*.yaml"),
+}
 
 
 def module_dir(wrapper: str, module: str) -> Path:
@@ -34,7 +40,8 @@ def module_dir(wrapper: str, module: str) -> Path:
 
 def stamp() -> str:
     h = hashlib.sha256()
-    for wrapper, _ in SOURCES.values():
+    h.update(repr(sorted(SOURCES.items())).encode())
+    for wrapper, *_ in SOURCES.values():
         h.update((HERE / wrapper / "go.sum").read_bytes())
     return h.hexdigest()[:16]
 
@@ -46,13 +53,13 @@ def main() -> int:
         return 0
     if not shutil.which("go"):
         raise SystemExit("crds: the upstream CRDs come from the pinned Go modules; install Go (https://go.dev/dl/, 1.26) and retry")
-    print("==> fetching the JobSet and Kueue CRDs from their pinned Go modules (build/crds)", flush=True)
-    for name, (wrapper, module) in SOURCES.items():
-        src = module_dir(wrapper, module) / "config" / "components" / "crd" / "bases"
+    print("==> fetching the JobSet, Kueue and LeaderWorkerSet CRDs from their pinned Go modules (build/crds)", flush=True)
+    for name, (wrapper, module, directory, pattern) in SOURCES.items():
+        src = module_dir(wrapper, module) / directory
         dest = OUT / name
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        for crd in sorted(src.glob("*.yaml")):
+        for crd in sorted(src.glob(pattern)):
             shutil.copyfile(crd, dest / crd.name)
     marker.write_text(key)
     return 0

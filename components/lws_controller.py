@@ -1,0 +1,66 @@
+"""LeaderWorkerSetController: the LeaderWorkerSet controller, webhooks and CRD from the upstream Helm chart,
+on the system pool, for the stack's serve workloads.
+
+Installed as the JobSet chart is (components/jobset_controller.py): a helm.v4.Chart renders the chart with
+its CRD and Pulumi applies every object server-side, so a version bump upgrades the CRD in the same
+`pulumi up` (Helm itself never upgrades crds/). Server-side apply is also what the CRD's size needs: at
+about 1.3 MB it is far over the 256 kB last-applied annotation a client-side apply would write.
+The webhooks stay on: LWS's pod webhook injects LWS_LEADER_ADDRESS, which every serve container uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .labels import ROLE_LABEL
+from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, psa_labels
+
+NAMESPACE = "lws-system"
+# The chart's own values name image tag `main`, pulled Always (charts/lws/values.yaml); its release script
+# rewrites them for the published chart (hack/push-chart.sh). Set here, so a local chart directory (air-gapped)
+# runs the same pinned controller.
+IMAGE_REPOSITORY = "registry.k8s.io/lws/lws"
+
+
+@dataclass(frozen=True)
+class LeaderWorkerSetControllerArgs:
+    version: str
+    """Chart version (pinned); the registry tags it v<version>, which Helm finds from <version>."""
+    chart: str
+    """oci://registry.k8s.io/lws/charts/lws, or a local chart directory (air-gapped clusters)."""
+    system_role: str
+    """Value of the pathways/role label on the system pool, where the controller runs."""
+
+
+class LeaderWorkerSetController(pulumi.ComponentResource):
+    ready: pulumi.Resource
+    """Depend on this: the CRD is applied and the controller and its webhooks are ready."""
+
+    def __init__(self, name: str, args: LeaderWorkerSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:k8s:LeaderWorkerSetController", name, None, opts)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels(CONTROLLER_NAMESPACE_LEVEL)),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        chart = k8s.helm.v4.Chart(
+            name,
+            chart=args.chart,
+            version=args.version if args.chart.startswith("oci://") else None,
+            namespace=NAMESPACE,
+            skip_crds=False,  # the CRD is one of the chart's objects: applied and upgraded with it
+            values={
+                "image": {"manager": {"repository": IMAGE_REPOSITORY, "tag": f"v{args.version}", "pullPolicy": "IfNotPresent"}},
+                "nodeSelector": {ROLE_LABEL: args.system_role},
+                # ServiceMonitor and cert-manager objects need CRDs GKE does not install.
+                "enablePrometheus": False,
+                "enableCertManager": False,
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+        )
+        self.ready = chart
+        self.register_outputs({})

@@ -1,0 +1,261 @@
+"""Real-time serving manifests (pure Python): a LeaderWorkerSet and its HTTP Service per serve workload.
+
+Google's documented shape (PLATFORM-FACTS §7: "Perform multihost inference using Pathways", the GKE
+tutorial "Serve an LLM using multi-host TPUs with JetStream and Pathways"): each LWS group is one model
+replica on its own slice (two with disaggregated serving). The leader runs the IFRT proxy, the resource
+manager, the JetStream MaxText engine (`jax-tpu`) and its HTTP front end; the workers are Pathways
+workers, one per TPU host. The pods use the pod network and LWS's own addresses: its pod webhook puts
+LWS_LEADER_ADDRESS (<lws>-<group>.<lws>.<namespace>) first in every container's env.
+
+Where this project deliberately differs from Google's example (README, "Serving a model"):
+- images pinned: the Pathways server and proxy at the stack's jax-<version>, JetStream at its documented
+  tags; the scratch location is the stack's own bucket;
+- the leader's containers request CPU and memory (requests = limits, Guaranteed), the workers the TPU chips
+  only, so leader and worker share a TPU host without either being evicted first;
+- every container drops its capabilities except what the root worker needs (as on the JobSet path), with the
+  runtime's seccomp profile; no service account token is mounted;
+- the workload's PriorityClass (pathways-serving), its Kueue queue, and a nodeSelector on the slice group, so
+  a replica never lands on another workload's slices;
+- `startupPolicy: LeaderCreated` and `restartPolicy: RecreateGroupOnPodRestart` are written out, not left to
+  the CRD's defaults, so a diff shows them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..labels import SLICE_GROUP_LABEL, SPOT_LABEL
+from ..model.common import JETSTREAM_ENGINE_RESOURCES, JETSTREAM_HTTP_RESOURCES, PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
+from ..model.pools import Capacity
+from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
+from ..model.resolved import ResolvedStack, ResolvedWorkload
+from ..model.workload import DISAGGREGATED_SERVER, serve_service_name
+from .jobset import DROP_ALL, POD_SECURITY, ROOTLESS, TPU_RESOURCE, WORKER_SECURITY, WORKLOAD_LABEL
+from .kueue import queue_labels
+
+API_VERSION = "leaderworkerset.x-k8s.io/v1"
+KIND = "LeaderWorkerSet"
+EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+SUBGROUP_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+APP_LABEL = "app"
+LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
+# jetstream-http's /healthcheck asks the engine's gRPC HealthCheck (127.0.0.1:9000). Loading a 405B
+# model took 7-20 minutes in Google's runs: the startup probe waits at least 10 minutes before its first
+# try and then keeps trying every second (failureThreshold 10000, Google's values).
+HEALTH_PATH = "/healthcheck"
+STARTUP_DELAY_SECONDS = 600
+# The LWS webhook refuses to add or remove subGroupSize on an existing LeaderWorkerSet (ValidateUpdate,
+# v0.9.0 pkg/webhooks/leaderworkerset_webhook.go): turning disaggregated serving on or off replaces it.
+REPLACE_ON_CHANGES = ("spec.leaderWorkerTemplate.subGroupPolicy",)
+
+
+def _resources(cpu: str, memory: str) -> dict[str, Any]:
+    return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
+
+
+def _port(port: int, name: str) -> dict[str, Any]:
+    return {"containerPort": port, "name": name, "protocol": "TCP"}
+
+
+def _tpu_placement(w: ResolvedWorkload) -> dict[str, Any]:
+    tpu = w.group.tpu
+    tolerations = [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    if w.group.capacity is Capacity.SPOT:
+        tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
+    return {
+        "nodeSelector": {
+            "cloud.google.com/gke-tpu-accelerator": tpu.accelerator,
+            "cloud.google.com/gke-tpu-topology": tpu.topology,
+            SLICE_GROUP_LABEL: w.group.name,
+        },
+        "tolerations": tolerations,
+    }
+
+
+def _pod_common(w: ResolvedWorkload) -> dict[str, Any]:
+    return {
+        # Pathways never calls the Kubernetes API: no token in the pod to steal.
+        "automountServiceAccountToken": False,
+        "priorityClassName": f"pathways-{w.priority}",
+        "terminationGracePeriodSeconds": w.spec.termination_grace_period_seconds,
+        "securityContext": dict(POD_SECURITY),
+        **_tpu_placement(w),
+    }
+
+
+def engine_args(w: ResolvedWorkload) -> list[str]:
+    """The JetStream MaxText engine's arguments: a config file, then MaxText key=value settings."""
+    sv = w.spec.serve
+    assert sv is not None
+    args = [
+        sv.config_file,
+        f"model_name={sv.model}",
+        f"load_parameters_path={sv.weights}",
+        f"max_prefill_predict_length={sv.max_prefill_predict_length}",
+        f"max_target_length={sv.max_target_length}",
+        f"per_device_batch_size={sv.per_device_batch_size:g}",
+        "scan_layers=false",
+        f"weight_dtype={sv.weight_dtype}",
+        "enable_single_controller=true",
+        "enable_model_warmup=true",
+    ]
+    args += [f"ici_{axis}_parallelism={n}" for axis, n in sorted(sv.parallelism.items())]
+    if sv.quantization:
+        args.append(f"quantization={sv.quantization}")
+    if sv.quantize_kvcache:
+        args.append("quantize_kvcache=true")
+    if sv.disaggregated and not any(a.startswith("inference_server=") for a in sv.extra_args):
+        args.append(f"inference_server={DISAGGREGATED_SERVER}")
+    return [*args, *sv.extra_args]
+
+
+def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
+    sv = w.spec.serve
+    assert sv is not None
+    probe = {"httpGet": {"path": HEALTH_PATH, "port": SERVE_HTTP_PORT}}
+    containers = [
+        {
+            "name": "pathways-proxy",
+            "image": w.proxy_image,
+            "args": [
+                f"--resource_manager_address={LEADER_ADDRESS}:{SERVE_RM_PORT}",
+                f"--server_port={SERVE_PROXY_PORT}",
+                f"--gcs_scratch_location={stack.cache_location}",
+            ],
+            "ports": [_port(SERVE_PROXY_PORT, "proxy")],
+            "resources": _resources(*PROXY_RESOURCES),
+            "securityContext": ROOTLESS,
+        },
+        {
+            "name": "pathways-rm",
+            "image": w.server_image,
+            "env": [{"name": "HOST_ADDRESS", "value": LEADER_ADDRESS}, {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}],
+            "args": [
+                f"--server_port={SERVE_RM_PORT}",
+                f"--gcs_scratch_location={stack.cache_location}",
+                "--node_type=resource_manager",
+                f"--instance_count={w.slices_per_replica}",
+                f"--instance_type={w.group.tpu.instance_type}",
+            ],
+            "ports": [_port(SERVE_RM_PORT, "rm")],
+            "resources": _resources(*RESOURCE_MANAGER_RESOURCES),
+            "securityContext": DROP_ALL,
+        },
+        {
+            "name": "jax-tpu",
+            "image": sv.jetstream_image,
+            "args": engine_args(w),
+            "ports": [_port(SERVE_GRPC_PORT, "grpc")],
+            "startupProbe": {**probe, "periodSeconds": 1, "initialDelaySeconds": STARTUP_DELAY_SECONDS, "failureThreshold": 10000},
+            "livenessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
+            "readinessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
+            "resources": _resources(*JETSTREAM_ENGINE_RESOURCES),
+            "securityContext": DROP_ALL,
+        },
+        {
+            "name": "jetstream-http",
+            "image": sv.http_image,
+            "ports": [_port(SERVE_HTTP_PORT, "http")],
+            "resources": _resources(*JETSTREAM_HTTP_RESOURCES),
+            "securityContext": DROP_ALL,
+        },
+    ]
+    return {
+        "metadata": {"labels": {APP_LABEL: w.name, WORKLOAD_LABEL: w.name}},
+        "spec": {**_pod_common(w), "containers": containers},
+    }
+
+
+def worker_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
+    chips = str(w.group.tpu.chips_per_vm)
+    return {
+        "metadata": {"labels": {WORKLOAD_LABEL: w.name}},
+        "spec": {
+            **_pod_common(w),
+            "containers": [{
+                "name": "pathways-worker",
+                "image": w.server_image,
+                "args": [
+                    f"--server_port={SERVE_WORKER_PORT}",
+                    f"--resource_manager_address={LEADER_ADDRESS}:{SERVE_RM_PORT}",
+                    f"--gcs_scratch_location={stack.cache_location}",
+                ],
+                "ports": [_port(SERVE_WORKER_PORT, "worker")],
+                # The chips only, as on the JobSet path: the worker owns its TPU VM and shares it with the
+                # leader on one host of the replica.
+                "resources": {"requests": {TPU_RESOURCE: chips}, "limits": {TPU_RESOURCE: chips}},
+                "securityContext": WORKER_SECURITY,
+            }],
+        },
+    }
+
+
+def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
+    sv = w.spec.serve
+    assert sv is not None
+    template: dict[str, Any] = {
+        "size": w.lws_size,
+        "restartPolicy": "RecreateGroupOnPodRestart",
+        "leaderTemplate": leader_template(stack, w),
+        "workerTemplate": worker_template(stack, w),
+    }
+    annotations = {EXCLUSIVE_TOPOLOGY: NODEPOOL_LABEL}
+    if sv.disaggregated:
+        # Prefill and decode each own one slice (node pool): a subgroup per slice; the leader joins the first.
+        annotations = {SUBGROUP_EXCLUSIVE_TOPOLOGY: NODEPOOL_LABEL}
+        template["subGroupPolicy"] = {"subGroupSize": w.hosts}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": w.name,
+            "namespace": w.namespace,
+            "annotations": annotations,
+            "labels": {
+                WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
+                **(queue_labels(w) if w.local_queue else {}),
+            },
+        },
+        "spec": {
+            # Suspended: no replica runs (a LeaderWorkerSet has no suspend); the Kueue queue holds it too.
+            "replicas": 0 if w.state == "suspended" else sv.replicas,
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": template,
+        },
+    }
+
+
+def http_service(w: ResolvedWorkload) -> dict[str, Any]:
+    """The ClusterIP Service of the leaders' HTTP front ends; with serve.internalLoadBalancer, a GKE internal
+    passthrough load balancer instead (reachable from the VPC only; GKE docs, "LoadBalancer Service
+    parameters": networking.gke.io/load-balancer-type: Internal)."""
+    sv = w.spec.serve
+    assert sv is not None
+    metadata: dict[str, Any] = {"name": serve_service_name(w.name), "namespace": w.namespace,
+                                "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}}
+    spec: dict[str, Any] = {
+        "type": "ClusterIP",
+        "selector": {APP_LABEL: w.name},
+        "ports": [{"name": "http", "port": SERVE_HTTP_PORT, "targetPort": SERVE_HTTP_PORT, "protocol": "TCP"}],
+    }
+    if sv.internal_load_balancer:
+        metadata["annotations"] = {"networking.gke.io/load-balancer-type": "Internal"}
+        spec["type"] = "LoadBalancer"
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def serving_access(w: ResolvedWorkload) -> dict[str, str]:
+    """What a user runs to reach the endpoint (the outputs)."""
+    name, ns = serve_service_name(w.name), w.namespace
+    out = {
+        "service": f"{name}.{ns}.svc.cluster.local:{SERVE_HTTP_PORT}",
+        "portForward": f"kubectl -n {ns} port-forward svc/{name} {SERVE_HTTP_PORT}:{SERVE_HTTP_PORT}",
+        "generate": (f"curl -s -X POST http://127.0.0.1:{SERVE_HTTP_PORT}/generate -H 'Content-Type: application/json' "
+                     "-d '{\"prompt\": \"What are the top 5 programming languages\", \"max_tokens\": 200}'"),
+        "health": f"curl -s http://127.0.0.1:{SERVE_HTTP_PORT}{HEALTH_PATH}",
+    }
+    if w.spec.serve and w.spec.serve.internal_load_balancer:
+        out["internalAddress"] = (f"kubectl -n {ns} get svc {name} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}' "
+                                  f"(then http://<address>:{SERVE_HTTP_PORT}/generate from the VPC)")
+    return out

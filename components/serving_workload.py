@@ -1,0 +1,40 @@
+"""ServingWorkload: one serve workload's LeaderWorkerSet and the Service of its HTTP front ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .manifests.lws import API_VERSION, KIND, REPLACE_ON_CHANGES
+
+
+@dataclass(frozen=True)
+class ServingWorkloadArgs:
+    leader_worker_set: dict[str, Any]
+    """Built by components.manifests.lws (pure) from the resolved stack."""
+    service: dict[str, Any]
+    depends_on: tuple[pulumi.Resource, ...]
+    """The LWS controller (CRD and webhooks), the namespace, the PriorityClass, the slices, the queues."""
+
+
+class ServingWorkload(pulumi.ComponentResource):
+    def __init__(self, name: str, args: ServingWorkloadArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:k8s:ServingWorkload", name, None, opts)
+        lws = args.leader_worker_set
+        # A template change rolls the replicas one group at a time (LWS's rollingUpdate default, maxUnavailable 1):
+        # an update in place, not a replacement; only the subgroup policy cannot change in place.
+        self.leader_worker_set = k8s.apiextensions.CustomResource(
+            name, api_version=API_VERSION, kind=KIND, metadata=lws["metadata"], spec=lws["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on),
+                                        replace_on_changes=list(REPLACE_ON_CHANGES), delete_before_replace=True),
+        )
+        svc = args.service
+        self.service = k8s.core.v1.Service(
+            f"{name}-http", metadata=svc["metadata"], spec=svc["spec"],
+            # Pulumi's await for a LoadBalancer Service waits for its address; a ClusterIP one is ready at once.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.leader_worker_set]),
+        )
+        self.register_outputs({})
