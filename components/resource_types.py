@@ -10,3 +10,4 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES = (HELM_RELEASE, HELM_CHART)
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"

@@ -23,12 +23,12 @@ from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
 from components.model.ports import PATHWAYS_PORTS
 from components.model.resolved import ResolvedStack
+from components.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
 from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
 from components.node_pool_lanes import NodePoolLanes
 from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
-from components.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
 from components.serving_workload import ServingWorkload, ServingWorkloadArgs

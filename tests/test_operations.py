@@ -237,9 +237,13 @@ def test_alerts_cover_the_failures_and_use_documented_metrics(committed_stack):
     name, plan = committed_stack
     alerts = plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")
     names = sorted(a.input("displayName").split(": ", 1)[1] for a in alerts)
-    batch = [w for w in __import__("yaml").safe_load(open(f"stacks/Pulumi.{name}.yaml"))["config"]["pathways:workloads"]
-             if w.get("mode", "batch") == "batch" and w.get("state", "running") == "running"]
-    expected = ["TPU slice interrupted", "head pod not ready", "restart storm"] + (["TPU duty cycle low"] if batch else [])
+    workloads = __import__("yaml").safe_load(open(f"stacks/Pulumi.{name}.yaml"))["config"]["pathways:workloads"]
+    running = [w for w in workloads if w.get("state", "running") == "running"]
+    batch = [w for w in running if w.get("mode", "batch") == "batch"]
+    serve = [w for w in running if w.get("mode") == "serve"]
+    heads = [w for w in workloads if w.get("mode") != "serve"]
+    expected = (["TPU slice interrupted", "restart storm"] + (["head pod not ready"] if heads else [])
+                + (["TPU duty cycle low"] if batch else []) + (["serving endpoint not ready"] if serve else []))
     assert names == sorted(expected)
     for a in alerts:
         (cond,) = a.input("conditions")

@@ -18,14 +18,15 @@ def model(name: str):
     return resolve(load(raw_values(config), name, frozenset(secrets)))
 
 
-PRIORITY = {"training": 1_000_000, "interactive": 500_000, "experiment": 100_000}
+PRIORITY = {"serving": 2_000_000, "training": 1_000_000, "interactive": 500_000, "experiment": 100_000}
 
 
 def expected_admission(m) -> tuple[list, list]:
     """(admitted, waiting): per slice group, Kueue admits by priority while the group's slices last."""
     admitted, waiting = [], []
     free = {g.name: g.count for g in m.slices}
-    for w in sorted((w for w in m.active_workloads if w.state == "running"), key=lambda w: -PRIORITY[w.priority]):
+    # serve workloads (LeaderWorkerSets) have their own scenario: tests_e2e/test_serving.py
+    for w in sorted((w for w in m.jobset_workloads if w.state == "running"), key=lambda w: -PRIORITY[w.priority]):
         if w.slices <= free[w.group.name]:
             free[w.group.name] -= w.slices
             admitted.append(w)

@@ -108,6 +108,13 @@ def dashboard(stack: ResolvedStack) -> dict[str, Any]:
         tiles.append(_chart(f"{w.name} ({group}): TPU duty cycle %", f_duty, "ALIGN_MEAN", "REDUCE_MEAN", ["resource.label.\"pod_name\""], y))
         tiles.append(_chart(f"{w.name} ({group}): HBM used", f_hbm, "ALIGN_MEAN", "REDUCE_SUM", ["resource.label.\"pod_name\""], y, x=24))
         y += 16
+        if w.mode == "serve":
+            ready = f'sum(kube_pod_container_status_ready{{{_serving_engines(stack, w)}}})'
+            tiles.append(_promql_chart(f"{w.name}: replicas serving (JetStream engine ready)", ready, y))
+            tiles.append(_chart(f"{w.name}: leader restarts", _filter(stack, "kubernetes.io/container/restart_count") + " " + _by_workload(w)
+                                + f' resource.label."pod_name"=monitoring.regex.full_match("{w.name}-[0-9]+")',
+                                "ALIGN_DELTA", "REDUCE_SUM", ["resource.label.\"container_name\""], y, x=24))
+            y += 16
     head_pods = ' resource.label."pod_name"=monitoring.regex.full_match(".*-pathways-head-.*")'
     tiles.append(_chart("Head pods: CPU cores", _filter(stack, "kubernetes.io/container/cpu/core_usage_time") + head_pods,
                         "ALIGN_RATE", "REDUCE_SUM", ["resource.label.\"pod_name\""], y))
@@ -123,6 +130,21 @@ def dashboard(stack: ResolvedStack) -> dict[str, Any]:
     return {"displayName": f"Pathways {stack.cluster_name}", "mosaicLayout": {"columns": 48, "tiles": tiles}}
 
 
+# A serve workload's leaders are the pods of its leader StatefulSet, <name>-<group>; the JetStream engine
+# container (jax-tpu) is ready when the HTTP front end's /healthcheck answers (manifests/lws.py).
+SERVING_ENGINE = "jax-tpu"
+# Loading a model took 7-20 minutes in Google's runs (PLATFORM-FACTS §7): the endpoint alert waits longer.
+SERVING_NOT_READY_SECONDS = 1800
+
+
+def _serving_leaders(stack: ResolvedStack, w: ResolvedWorkload) -> str:
+    return f'cluster="{stack.cluster_name}", namespace="{w.namespace}", pod=~"{w.name}-[0-9]+"'
+
+
+def _serving_engines(stack: ResolvedStack, w: ResolvedWorkload) -> str:
+    return f'{_serving_leaders(stack, w)}, container="{SERVING_ENGINE}"'
+
+
 # The interruption count is a GAUGE of interruptions per sample: summing the samples of a period counts
 # the interruptions in it (ALIGN_SUM is valid on a GAUGE; ALIGN_DELTA is not).
 INTERRUPTION_ALIGNER = "ALIGN_SUM"
@@ -134,7 +156,8 @@ def _one_of(values: list[str]) -> str:
 
 # Each alert keeps its slot (the number in its resource name) whichever others the stack has, so that
 # adding or dropping one never renames, i.e. replaces, another.
-ALERT_SLOTS = {"TPU slice interrupted": 0, "restart storm": 1, "TPU duty cycle low": 2, "head pod not ready": 3}
+ALERT_SLOTS = {"TPU slice interrupted": 0, "restart storm": 1, "TPU duty cycle low": 2, "head pod not ready": 3,
+               "serving endpoint not ready": 4}
 
 
 def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
@@ -178,11 +201,25 @@ def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
     # Ready per container (kube_pod_container_status_ready), only while the pod runs: a finished batch
     # head is not ready either, and a queued one is Kueue's business.
     selector = f'cluster="{cluster}", namespace="{ns}", pod=~".*-pathways-head-.*"'
-    policies.append(policy("head pod not ready", {"displayName": "head pod not ready for 10 minutes", "conditionPrometheusQueryLanguage": {
-        "query": (f"min by (pod) (kube_pod_container_status_ready{{{selector}}}) == 0 "
-                  f'and on (pod) max by (pod) (kube_pod_status_phase{{{selector}, phase="Running"}}) == 1'),
-        "duration": "600s", "evaluationInterval": "60s",
-    }}, "A Pathways head pod (resource manager, IFRT proxy, the program) is running but not ready: the workload cannot make progress."))
+    if stack.jobset_workloads or not stack.serve_workloads:  # a serving-only stack has no head pods
+        policies.append(policy("head pod not ready", {"displayName": "head pod not ready for 10 minutes", "conditionPrometheusQueryLanguage": {
+            "query": (f"min by (pod) (kube_pod_container_status_ready{{{selector}}}) == 0 "
+                      f'and on (pod) max by (pod) (kube_pod_status_phase{{{selector}, phase="Running"}}) == 1'),
+            "duration": "600s", "evaluationInterval": "60s",
+        }}, "A Pathways head pod (resource manager, IFRT proxy, the program) is running but not ready: the workload cannot make progress."))
+    serving = [w for w in stack.active_workloads if w.mode == "serve" and w.state == "running"]
+    if serving:
+        # Per leader, only while it runs: a replica whose engine stopped answering its health check (the
+        # restart storm alert covers the restarts of every Pathways container, serve pods included).
+        queries = [f"(min by (pod) (kube_pod_container_status_ready{{{_serving_engines(stack, w)}}}) == 0 "
+                   f'and on (pod) max by (pod) (kube_pod_status_phase{{{_serving_leaders(stack, w)}, phase="Running"}}) == 1)'
+                   for w in serving]
+        policies.append(policy("serving endpoint not ready", {
+            "displayName": f"a serving leader's JetStream engine not ready for {SERVING_NOT_READY_SECONDS // 60} minutes",
+            "conditionPrometheusQueryLanguage": {"query": " or ".join(queries), "duration": f"{SERVING_NOT_READY_SECONDS}s",
+                                                 "evaluationInterval": "60s"},
+        }, "A model replica's health check (/healthcheck on port 8000, the JetStream engine's gRPC HealthCheck) fails: "
+           "that replica takes no requests. Look at the leader's jax-tpu and jetstream-http logs."))
     return {ALERT_SLOTS[p["displayName"].split(": ", 1)[1]]: p for p in policies}
 
 

@@ -9,7 +9,7 @@ google/services/container/resource_container_node_pool.go (schemaNodePool) and n
 compute/resource_compute_{firewall,router,router_nat,network,subnetwork,resource_policy}.go. Pulumi's
 GCP provider is that provider, bridged. For Kubernetes objects, the API's immutable fields (a name or
 namespace change is a new object; PriorityClass `value`, Secret `type` are immutable) plus the options
-the program sets (`replaceOnChanges` on JobSets).
+the program sets (`replaceOnChanges` on JobSets and LeaderWorkerSets).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:Secret": ("metadata.name", "metadata.namespace", "type"),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": ("metadata.name", "value", "preemptionPolicy"),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": ("metadata.name", "metadata.namespace"),
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": ("metadata.name", "metadata.namespace"),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": ("metadata.name",),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": ("metadata.name",),
     # The Kubernetes provider's cluster identity: a new one replaces every object it manages.
@@ -62,6 +63,9 @@ DISRUPTIVE_UPDATES: dict[str, tuple[str, ...]] = {
         "nodeConfig.imageType", "nodeConfig.gvnic", "nodeConfig.workloadMetadataConfig", "version",
     ),
     "gcp:container/cluster:Cluster": ("nodeLocations",),
+    # A LeaderWorkerSet rolls a template change through its replicas, recreating each group in turn
+    # (rollingUpdate maxUnavailable 1, the LWS webhook's default): the replica being replaced drops its requests.
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": ("spec.leaderWorkerTemplate", "spec.startupPolicy"),
 }
 
 # What a replacement or deletion destroys beyond the resource itself: the types whose loss a
@@ -71,6 +75,7 @@ STATEFUL_TYPES = (
     "gcp:container/nodePool:NodePool",
     "gcp:storage/bucket:Bucket",
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
     "kubernetes:core/v1:Namespace",
     "pulumi:providers:kubernetes",
 )

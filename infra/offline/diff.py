@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from components.labels import ROLE_LABEL, SLICE_GROUP_LABEL
-from components.resource_types import BUCKET, CLUSTER, JOBSET, NODE_POOL
+from components.resource_types import BUCKET, CLUSTER, JOBSET, LEADER_WORKER_SET, NODE_POOL
 
 from .change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
 from .engine import Plan, Registration
@@ -73,17 +73,33 @@ def _key(r: Registration) -> str:
 
 
 def _workloads_on(plan: Plan) -> dict[str, list[Registration]]:
-    """JobSets by the slice group their workers select."""
+    """JobSets and LeaderWorkerSets by the slice group their workers select."""
     out: dict[str, list[Registration]] = {}
     for js in plan.by_type(JOBSET):
         for rj in js.input("spec.replicatedJobs") or []:
             group = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector", {}).get(SLICE_GROUP_LABEL)
             if group:
                 out.setdefault(group, []).append(js)
+    for lws in plan.by_type(LEADER_WORKER_SET):
+        group = (lws.input("spec.leaderWorkerTemplate.workerTemplate.spec.nodeSelector") or {}).get(SLICE_GROUP_LABEL)
+        if group:
+            out.setdefault(group, []).append(lws)
     return out
 
 
+def _serving_effect(lws: Registration, verb: str) -> str:
+    name, replicas = lws.input("metadata.name"), lws.input("spec.replicas") or 0
+    if verb == "roll":
+        what = ("drops in-flight requests on each replica as it is recreated, one at a time"
+                + ("; with one replica the endpoint is down until it has loaded the model again" if replicas <= 1 else ""))
+    else:
+        what = "drops in-flight requests; the endpoint is down until new replicas have loaded the model"
+    return f"{name} (serve, {replicas} replica(s)): {what}"
+
+
 def _run_effect(js: Registration, verb: str) -> str:
+    if js.type == LEADER_WORKER_SET:
+        return _serving_effect(js, verb)
     name = js.input("metadata.name")
     batch = "successPolicy" in (js.input("spec") or {})
     restarts = js.input("spec.failurePolicy.maxRestarts") or 0
@@ -96,15 +112,18 @@ def _run_effect(js: Registration, verb: str) -> str:
 
 def _interrupts(r: Registration, before: Plan, after: Plan, verb: str) -> list[str]:
     plans = (before, after)
-    jobsets = {js.input("metadata.name"): js for p in plans for js in p.by_type(JOBSET)}
+    jobsets = {js.input("metadata.name"): js for p in plans for t in (JOBSET, LEADER_WORKER_SET) for js in p.by_type(t)}
     if r.type == JOBSET:
-        return [_run_effect(r, verb)]
+        return [_run_effect(r, "restart" if verb == "update" else verb)]
+    if r.type == LEADER_WORKER_SET:
+        # an in-place template change rolls the replicas; a replacement or deletion takes them all at once
+        return [_serving_effect(r, "roll" if verb == "update" else verb)]
     if r.type == CLUSTER:
         return ["every workload and slice of the stack"] + [_run_effect(js, "restart") for js in jobsets.values()]
     if r.type == NODE_POOL:
         labels = r.input("nodeConfig.labels") or {}
-        if labels.get(ROLE_LABEL) == "head":
-            return [_run_effect(js, "restart") for js in jobsets.values()]
+        if labels.get(ROLE_LABEL) == "head":  # serve leaders run on their slices, not here
+            return [_run_effect(js, "restart") for js in jobsets.values() if js.type == JOBSET]
         group = labels.get(SLICE_GROUP_LABEL)
         if group:
             hit = {js.input("metadata.name"): js for p in plans for js in _workloads_on(p).get(group, [])}
@@ -142,7 +161,7 @@ def diff(before: Plan, after: Plan) -> list[Change]:
         forced = forcing_paths(b.type, paths, b.options.get("replaceOnChanges") or [])
         c = Change(b.name, b.type, "replace" if forced else "update", paths, forced, [] if forced else disruptive_paths(b.type, paths))
         if c.destructive:
-            c.interrupts = _interrupts(b, before, after, "restart")
+            c.interrupts = _interrupts(b, before, after, "restart" if forced else "update")
         if forced and b.type == K8S_PROVIDER:
             replaced_providers.add(key)
         changes.append(c)
@@ -188,13 +207,17 @@ def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, all
         match = [a for a in allowed if fnmatch.fnmatchcase(c.name, a)]
         used |= set(match)
         if not match:
-            what = {"replace": "replaces it", "delete": "deletes it"}.get(c.action, "recreates its nodes")
+            what = {"replace": "replaces it", "delete": "deletes it"}.get(c.action, _recreates(c))
             verdict.refusals.append(
                 f"{c.name} ({c.kind}): this change {what} in a protected stack; if intended, add {c.name!r} to "
                 "pathways:allowDisruption in the same change"
             )
     verdict.unused_allowances = [a for a in allowed if a not in used]
     return verdict
+
+
+def _recreates(c: Change) -> str:
+    return "recreates its replicas" if c.type == LEADER_WORKER_SET else "recreates its nodes"
 
 
 def render_text(changes: list[Change], verdict: Verdict, title: str) -> str:
@@ -209,7 +232,7 @@ def render_text(changes: list[Change], verdict: Verdict, title: str) -> str:
         elif c.action == "update":
             detail = ", ".join(c.changed[:6]) + (" …" if len(c.changed) > 6 else "")
             if c.disruptive:
-                detail += f"  [recreates nodes: {', '.join(c.disruptive)}]"
+                detail += f"  [{'recreates replicas' if c.type == LEADER_WORKER_SET else 'recreates nodes'}: {', '.join(c.disruptive)}]"
         lines.append(f"  {marks[c.action]:>3} {c.action:<8} {c.name} ({c.kind})" + (f"  {detail}" if detail else ""))
         for i in c.interrupts:
             lines.append(f"          interrupts: {i}")

@@ -5,7 +5,7 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from .common import JOBSET, containers, pod_specs
+from .common import WORKLOAD_TYPES, containers, pod_specs
 
 FLAG = "--gcs_scratch_location="
 # Pathways attaches one lifecycle policy per cache location, at most 50 a bucket (PLATFORM-FACTS §1).
@@ -17,7 +17,7 @@ MAX_LOCATIONS_PER_BUCKET = 50
 def _validate(args: StackValidationArgs, report) -> None:
     limit = args.get_config().get("maxLocationsPerBucket", MAX_LOCATIONS_PER_BUCKET)
     locations: dict[str, set[str]] = defaultdict(set)
-    for js in (r for r in args.resources if r.resource_type == JOBSET):
+    for js in (r for r in args.resources if r.resource_type in WORKLOAD_TYPES):
         for _, pod in pod_specs(js.props):
             for c in containers(pod):
                 for arg in c.get("args") or []:

@@ -15,6 +15,7 @@ from components.resource_types import (  # noqa: F401 (re-exported for the rules
     CUSTOM_ROLE,
     HELM_TYPES,
     JOBSET,
+    LEADER_WORKER_SET,
     NODE_POOL,
     PROJECT_IAM_TYPES,
 )
@@ -60,9 +61,17 @@ def is_head_pool(props: Mapping[str, Any]) -> bool:
     return (get(props, "nodeConfig.labels") or {}).get(ROLE_LABEL) == HEAD_ROLE
 
 
-def pod_specs(jobset_props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    for rj in get(jobset_props, "spec.replicatedJobs") or []:
+WORKLOAD_TYPES = (JOBSET, LEADER_WORKER_SET)
+
+
+def pod_specs(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(part, pod spec) of a JobSet (its replicatedJobs) or a LeaderWorkerSet (its leader and worker templates)."""
+    for rj in get(props, "spec.replicatedJobs") or []:
         yield rj.get("name", ""), get(rj, "template.spec.template.spec") or {}
+    for role in ("leaderTemplate", "workerTemplate"):
+        spec = get(props, f"spec.leaderWorkerTemplate.{role}.spec")
+        if spec:
+            yield role, spec
 
 
 def containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -10,7 +10,7 @@ from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidation
 from components.labels import SLICE_GROUP_LABEL
 from components.model import tpu
 
-from .common import JOBSET, NODE_POOL, get, is_tpu_pool
+from .common import NODE_POOL, WORKLOAD_TYPES, get, is_tpu_pool
 
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
@@ -55,16 +55,16 @@ def _validate(args: StackValidationArgs, report) -> None:
                     report(f"ClusterQueue {get(q.props, 'metadata.name')}: flavor {flavor.get('name')} has a {TPU} quota of "
                            f"{quota}, but its pools hold {have} chips; derive quotas from the pools", q.urn)
     local = {(get(r.props, "metadata.namespace"), get(r.props, "metadata.name")) for r in resources if r.resource_type == LOCAL_QUEUE}
-    for js in (r for r in resources if r.resource_type == JOBSET):
+    for js in (r for r in resources if r.resource_type in WORKLOAD_TYPES):
         name = (get(js.props, "metadata.labels") or {}).get(QUEUE_LABEL)
         if (get(js.props, "metadata.namespace"), name) not in local:
-            report(f"JobSet {get(js.props, 'metadata.name')} is not queued (label {QUEUE_LABEL} naming a LocalQueue of its "
+            report(f"{js.resource_type.rsplit(':', 1)[-1]} {get(js.props, 'metadata.name')} is not queued (label {QUEUE_LABEL} naming a LocalQueue of its "
                    "namespace): it would bypass Kueue and can hold slices a queued JobSet waits for", js.urn)
 
 
 kueue_quota = StackValidationPolicy(
     name="pathways-kueue-quota",
-    description="Kueue TPU quotas never exceed the chips the pools hold; every JobSet of a Kueue stack carries a LocalQueue label.",
+    description="Kueue TPU quotas never exceed the chips the pools hold; every JobSet and LeaderWorkerSet of a Kueue stack carries a LocalQueue label.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
 )

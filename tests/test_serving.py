@@ -1,0 +1,287 @@
+"""Real-time serving (mode: serve) against Google's documented shape (PLATFORM-FACTS §7: "Perform multihost
+inference using Pathways" and the GKE tutorial "Serve an LLM using multi-host TPUs with JetStream and
+Pathways"), the LWS v0.9.0 webhook's rules, and this project's deliberate differences (README, "Serving a
+model")."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from components.manifests import admission
+from components.model.config import load
+from components.model.errors import ConfigError
+from infra.offline.diff import diff, guard
+from infra.offline.render import check_builtins, manifests
+from infra.offline.stackfile import flatten, stack_path
+from tests.conftest import config_with, plan_of, stack_plan
+
+VERSION = "jax-0.7.2"
+WEIGHTS = "gs://acme-models/llama3.1-8b/checkpoints/0/items"
+POOL = "gcp:container/nodePool:NodePool"
+BUCKET_IAM = "gcp:storage/bucketIAMMember:BucketIAMMember"
+PROJECT_IAM = "gcp:projects/iAMMember:IAMMember"
+CHART = "kubernetes:helm.sh/v4:Chart"
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+
+
+def serve_config(slices=None, **serve):
+    return config_with(slices=slices or [{"name": "main", "tpu": "v6e-16", "count": 2}], pathwaysVersion=VERSION, workloads=[
+        {"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS, **serve}},
+    ])
+
+
+def objects(plan, kind):
+    return [o for o in manifests(plan) if o["kind"] == kind]
+
+
+def the_lws(plan):
+    (lws,) = objects(plan, "LeaderWorkerSet")
+    return lws
+
+
+def containers(pod):
+    return {c["name"]: c for c in pod["spec"]["containers"]}
+
+
+PLAN = plan_of(serve_config(replicas=2))
+
+
+def test_leader_worker_set_has_googles_shape():
+    lws = the_lws(PLAN)
+    assert lws["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
+    assert lws["metadata"]["annotations"] == {"leaderworkerset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
+    spec = lws["spec"]
+    assert spec["replicas"] == 2 and spec["startupPolicy"] == "LeaderCreated"
+    t = spec["leaderWorkerTemplate"]
+    assert t["size"] == 4 + 1  # a v6e-16 slice has four TPU hosts, plus the leader
+    assert t["restartPolicy"] == "RecreateGroupOnPodRestart" and "subGroupPolicy" not in t
+    leader = t["leaderTemplate"]
+    assert leader["metadata"]["labels"]["app"] == "chat"
+    c = containers(leader)
+    assert list(c) == ["pathways-proxy", "pathways-rm", "jax-tpu", "jetstream-http"]
+    assert c["pathways-proxy"]["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:{VERSION}"
+    assert c["pathways-proxy"]["args"] == ["--resource_manager_address=$(LWS_LEADER_ADDRESS):38677", "--server_port=38681",
+                                           "--gcs_scratch_location=gs://test-proj-123-test-pathways/pathways-cache"]
+    assert c["pathways-rm"]["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:{VERSION}"
+    assert c["pathways-rm"]["env"] == [{"name": "HOST_ADDRESS", "value": "$(LWS_LEADER_ADDRESS)"}, {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}]
+    assert c["pathways-rm"]["args"] == ["--server_port=38677", "--gcs_scratch_location=gs://test-proj-123-test-pathways/pathways-cache",
+                                        "--node_type=resource_manager", "--instance_count=1", "--instance_type=tpuv6e:4x4"]
+    engine = c["jax-tpu"]
+    assert engine["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0"
+    assert [p["containerPort"] for p in engine["ports"]] == [9000]
+    assert engine["args"] == [
+        "MaxText/configs/base.yml", "model_name=llama3.1-8b", f"load_parameters_path={WEIGHTS}",
+        "max_prefill_predict_length=1024", "max_target_length=2048", "per_device_batch_size=1", "scan_layers=false",
+        "weight_dtype=bfloat16", "enable_single_controller=true", "enable_model_warmup=true",
+    ]
+    probe = {"httpGet": {"path": "/healthcheck", "port": 8000}}
+    assert engine["startupProbe"] == {**probe, "periodSeconds": 1, "initialDelaySeconds": 600, "failureThreshold": 10000}
+    assert engine["livenessProbe"] == engine["readinessProbe"] == {**probe, "periodSeconds": 60, "failureThreshold": 10}
+    http = c["jetstream-http"]
+    assert http["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3"
+    assert [p["containerPort"] for p in http["ports"]] == [8000]
+    # the leader runs on its slice's nodes but takes no chips; the pod network, not the host's
+    pod = leader["spec"]
+    assert pod["nodeSelector"]["pathways/slice-group"] == "main" and pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] == "4x4"
+    assert {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    assert "google.com/tpu" not in json.dumps(pod["containers"]) and "hostNetwork" not in pod
+    (worker,) = t["workerTemplate"]["spec"]["containers"]
+    assert worker["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:{VERSION}"
+    assert worker["args"] == ["--server_port=38679", "--resource_manager_address=$(LWS_LEADER_ADDRESS):38677",
+                              "--gcs_scratch_location=gs://test-proj-123-test-pathways/pathways-cache"]
+    assert worker["resources"] == {"requests": {"google.com/tpu": "4"}, "limits": {"google.com/tpu": "4"}}
+
+
+def test_deliberate_differences_from_googles_example():
+    t = the_lws(PLAN)["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod = t[role]["spec"]
+        assert pod["priorityClassName"] == "pathways-serving"
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+        for c in pod["containers"]:
+            assert c["securityContext"]["allowPrivilegeEscalation"] is False
+            assert c["securityContext"]["capabilities"]["drop"], c["name"]
+    for c in t["leaderTemplate"]["spec"]["containers"]:  # Guaranteed: requests = limits
+        assert c["resources"]["requests"] == c["resources"]["limits"], c["name"]
+
+
+def test_the_http_service_and_outputs():
+    (svc,) = objects(PLAN, "Service")
+    assert svc["metadata"]["name"] == "chat-http" and svc["spec"]["type"] == "ClusterIP"
+    assert svc["spec"]["selector"] == {"app": "chat"}
+    assert svc["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP"}]
+    assert "annotations" not in svc["metadata"]  # never a load balancer unless asked
+    out = PLAN.outputs["serving"]["chat"]
+    assert out["portForward"] == "kubectl -n pathways port-forward svc/chat-http 8000:8000"
+    assert out["generate"].startswith("curl -s -X POST http://127.0.0.1:8000/generate ") and '"max_tokens"' in out["generate"]
+    (ilb,) = objects(plan_of(serve_config(internalLoadBalancer=True)), "Service")
+    assert ilb["spec"]["type"] == "LoadBalancer"
+    assert ilb["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+
+
+def test_model_settings_become_maxtext_arguments():
+    plan = plan_of(serve_config(parallelism={"tensor": 8, "fsdp": 2}, quantization="int8", quantizeKvcache=True,
+                                perDeviceBatchSize=0.5, maxPrefillPredictLength=512, maxTargetLength=1024,
+                                configFile="MaxText/configs/inference.yml", extraArgs=["attention=dot_product"]))
+    args = containers(the_lws(plan)["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["jax-tpu"]["args"]
+    assert args[0] == "MaxText/configs/inference.yml"
+    for arg in ("per_device_batch_size=0.5", "max_prefill_predict_length=512", "max_target_length=1024", "ici_fsdp_parallelism=2",
+                "ici_tensor_parallelism=8", "quantization=int8", "quantize_kvcache=true"):
+        assert arg in args
+    assert args[-1] == "attention=dot_product"
+
+
+def test_disaggregated_serving_spans_two_slices():
+    lws = the_lws(plan_of(serve_config(disaggregated=True)))
+    assert lws["metadata"]["annotations"] == {"leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology": "cloud.google.com/gke-nodepool"}
+    t = lws["spec"]["leaderWorkerTemplate"]
+    assert t["size"] == 2 * 4 + 1 and t["subGroupPolicy"] == {"subGroupSize": 4}
+    c = containers(t["leaderTemplate"])
+    assert "--instance_count=2" in c["pathways-rm"]["args"]
+    assert "inference_server=ExperimentalMaxtextDisaggregatedServer_8" in c["jax-tpu"]["args"]
+    assert admission.check_lws(lws).violations == []
+
+
+def test_every_object_passes_the_crd_webhook_and_pod_schemas():
+    assert admission.check_lws(the_lws(PLAN)).violations == []
+    assert {k: [str(v) for v in r.violations] for k, r in check_builtins(PLAN).items() if r.violations} == {}
+
+
+@pytest.mark.parametrize("change,rule", [
+    (lambda o: o["spec"]["leaderWorkerTemplate"].update(size=0), "size must be equal or greater than 1"),
+    (lambda o: o["spec"]["leaderWorkerTemplate"].update(subGroupPolicy={"subGroupSize": 3}), "size or size - 1 must be divisible"),
+    (lambda o: o["spec"]["leaderWorkerTemplate"].update(subGroupPolicy={"subGroupSize": 3, "type": "LeaderExcluded"}), "size-1 must be divisible"),
+    (lambda o: o["metadata"]["annotations"].update({"leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology": "x"}), "without subGroupSize"),
+    (lambda o: o["metadata"]["annotations"].update({"leaderworkerset.gke.io/subgroup-exclusive-topology": "x"}), "not an annotation LWS v0.9.0 reads"),
+    (lambda o: o["metadata"].update(name="9chat"), "DNS-1035"),
+    (lambda o: o["spec"].update(replicas=-1), "replicas must be equal or greater than 0"),
+    (lambda o: o["spec"].update(surprise=1), "surprise"),
+    (lambda o: o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"].update(hostNetwork="yes"), "hostNetwork"),
+])
+def test_the_lws_webhook_rules_run_offline(change, rule):
+    lws = copy.deepcopy(the_lws(PLAN))
+    change(lws)
+    assert any(rule in str(v) for v in admission.check_lws(lws).violations), [str(v) for v in admission.check_lws(lws).violations]
+
+
+def _errors(config) -> list[str]:
+    flat, _ = flatten(config)
+    raw = {k.split(":", 1)[1]: (json.loads(v) if v[:1] in "[{" else v) for k, v in flat.items()}
+    with pytest.raises(ConfigError) as err:
+        load(raw, stack="test")
+    return str(err.value).splitlines()
+
+
+def _with_workload(**w):
+    return config_with(pathwaysVersion=VERSION, workloads=[{"name": "chat", "mode": "serve",
+                                                            "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}, **w}])
+
+
+@pytest.mark.parametrize("config,key,text", [
+    (config_with(pathwaysVersion=VERSION, workloads=[{"name": "chat", "mode": "serve"}]), "pathways:workloads[0].serve", "required for mode: serve"),
+    (config_with(pathwaysVersion=VERSION, workloads=[{"name": "t", "image": "x:1", "serve": {"model": "m", "weights": WEIGHTS}}]),
+     "pathways:workloads[0].serve", "only for mode: serve"),
+    (_with_workload(slices=1), "pathways:workloads[0].slices", "takes serve.replicas slices"),
+    (_with_workload(maxRestarts=3), "pathways:workloads[0].maxRestarts", "not for mode: serve"),
+    (_with_workload(priority="training"), "pathways:workloads[0].priority", "would let training preempt"),
+    (_with_workload(name="a" * 55), "pathways:workloads[0].name", "StatefulSet"),
+    (serve_config(replicas=3), "pathways:workloads[0].serve.replicas", "need 3 slices, but group 'main' has 2; use at most 2"),
+    (serve_config(replicas=2, disaggregated=True), "pathways:workloads[0].serve.replicas", "need 4 slices"),
+    (serve_config(weights="s3://bucket/x"), "pathways:workloads[0].serve.weights", "gs://<bucket>/<path>"),
+    (serve_config(maxPrefillPredictLength=2048, maxTargetLength=2048), "pathways:workloads[0].serve", "must exceed maxPrefillPredictLength"),
+    (serve_config(extraArgs=["model_name=other"]), "pathways:workloads[0].serve.extraArgs", "set by the stack"),
+    (serve_config(extraArgs=["ici_tensor_parallelism=4"]), "pathways:workloads[0].serve.extraArgs", "set by the stack"),
+    (serve_config(extraArgs=["no-equals"]), "pathways:workloads[0].serve.extraArgs", "not a MaxText key=value"),
+    (serve_config(parallelism={"warp": 2}), "pathways:workloads[0].serve.parallelism", "not a MaxText parallelism axis"),
+    (serve_config(jetstreamImage="us-docker.pkg.dev/x/jetstream:latest"), "pathways:workloads[0].serve.jetstreamImage", "latest"),
+    (serve_config(disaggregated=True, jetstreamImage="us-docker.pkg.dev/x/jetstream:v0.3.0",
+                  slices=[{"name": "main", "tpu": "v6e-16", "count": 2}]), "pathways:workloads[0].serve", "ExperimentalMaxtextDisaggregatedServer_8"),
+    (serve_config(replicas=0), "pathways:workloads[0].serve.replicas", "greater than or equal to 1"),
+    (config_with(kubernetes={"lwsVersion": "0.5.0"}), "pathways:kubernetes.lwsVersion", "older than 0.6.0"),
+])
+def test_bad_serve_configs_give_one_clear_error(config, key, text):
+    lines = _errors(config)
+    assert any(line.startswith(f"{key}: ") and text in line for line in lines), lines
+
+
+def test_the_leader_must_fit_beside_a_worker():
+    # a one-chip v5e host (ct5lp-hightpu-1t: 24 vCPU, 48 GB) cannot hold the leader's proxy, RM and engine
+    lines = _errors(serve_config(slices=[{"name": "main", "tpu": "v5e-1", "count": 1}]))
+    assert any(line.startswith("pathways:workloads[0].sliceGroup: ") and "does not fit beside a worker" in line for line in lines), lines
+
+
+def test_serving_pools_run_on_the_node_identity_with_read_on_the_weights_only():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, slices=[
+        {"name": "main", "tpu": "v6e-16", "count": 1}, {"name": "train", "tpu": "v6e-16", "count": 1}], workloads=[
+        {"name": "chat", "mode": "serve", "sliceGroup": "main", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}},
+        {"name": "fit", "sliceGroup": "train", "image": "x:1"}]))
+    modes = {p.input("name"): p.input("nodeConfig.workloadMetadataConfig.mode") for p in plan.by_type(POOL)}
+    # Google runs JetStream-on-Pathways pools without Workload Identity; every other pool keeps it
+    assert modes.pop("tpu-main-0") == "GCE_METADATA"
+    assert set(modes.values()) == {"GKE_METADATA"} and "tpu-train-0" in modes
+    reads = [r for r in plan.by_type(BUCKET_IAM) if r.input("bucket") == "acme-models"]
+    node_sa = plan.outputs["nodeServiceAccounts"]["pathways"]
+    assert [(r.input("role"), r.input("member")) for r in reads] == [("roles/storage.objectViewer", f"serviceAccount:{node_sa}")]
+    assert not [r for r in plan.by_type(PROJECT_IAM) if "storage" in r.input("role")]
+
+
+def test_the_lws_controller_is_installed_only_for_serving():
+    chart = PLAN.one(CHART, "lws")
+    assert chart.input("chart") == "oci://registry.k8s.io/lws/charts/lws" and chart.input("version") == "0.9.0"
+    assert chart.input("namespace") == "lws-system" and chart.input("skipCrds") is False
+    assert chart.input("values.image.manager") == {"repository": "registry.k8s.io/lws/lws", "tag": "v0.9.0", "pullPolicy": "IfNotPresent"}
+    assert chart.input("values.nodeSelector") == {"pathways/role": "system"}
+    ns = PLAN.one("kubernetes:core/v1:Namespace", "lws-namespace")
+    assert ns.input("metadata.labels")["pod-security.kubernetes.io/enforce"] == "restricted"
+    (lws,) = PLAN.by_type(LWS)
+    assert chart.urn in lws.dependencies  # CRD and webhooks first: the pod webhook injects LWS_LEADER_ADDRESS
+    assert not [r for r in stack_plan("dev").by_type(CHART) if r.name == "lws"]
+
+
+def test_kueue_queues_serving_above_training_and_holds_a_suspended_endpoint():
+    lws = the_lws(PLAN)
+    assert lws["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "chat"
+    assert lws["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "pathways-serving"
+    classes = {o["metadata"]["name"]: o["value"] for o in objects(PLAN, "PriorityClass")}
+    assert classes["pathways-serving"] > classes["pathways-training"]
+    config = serve_config()
+    config["pathways:workloads"][0]["state"] = "suspended"
+    plan = plan_of(config)
+    assert the_lws(plan)["spec"]["replicas"] == 0
+    (lq,) = objects(plan, "LocalQueue")
+    assert lq["spec"]["stopPolicy"] == "HoldAndDrain"
+
+
+def test_a_serving_only_stack_has_an_empty_head_pool():
+    assert PLAN.one(POOL, "head-pool").input("nodeCount") == 0
+    names = [a.input("displayName") for a in PLAN.by_type("gcp:monitoring/alertPolicy:AlertPolicy")]
+    assert not [n for n in names if "head pod" in n] and [n for n in names if n.endswith("serving endpoint not ready")]
+
+
+def _serving_config():
+    return yaml.safe_load(stack_path("serving").read_text())["config"]
+
+
+def test_the_change_review_says_what_serving_loses():
+    before = _serving_config()
+    after = copy.deepcopy(before)
+    after["pathways:workloads"][0]["serve"]["maxTargetLength"] = 4096
+    changes = {c.name: c for c in diff(plan_of(before, "serving"), plan_of(after, "serving"))}
+    c = changes["serve-llama"]
+    assert c.action == "update" and c.disruptive
+    assert c.interrupts == ["llama (serve, 2 replica(s)): drops in-flight requests on each replica as it is recreated, one at a time"]
+    # turning disaggregation on cannot happen in place (the LWS webhook refuses a new subGroupSize): replaced
+    after["pathways:slices"][0]["count"] = 4
+    after["pathways:workloads"][0]["serve"]["disaggregated"] = True
+    before_plan, after_plan = plan_of(before, "serving"), plan_of(after, "serving")
+    changes = {c.name: c for c in diff(before_plan, after_plan)}
+    assert changes["serve-llama"].action == "replace"
+    assert "drops in-flight requests; the endpoint is down" in changes["serve-llama"].interrupts[0]
+    # in a protected stack the replacement needs an allowance
+    verdict = guard(list(changes.values()), before_plan, after_plan, True, [])
+    assert any(r.startswith("serve-llama (LeaderWorkerSet)") for r in verdict.refusals)
