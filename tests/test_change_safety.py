@@ -201,3 +201,26 @@ def test_make_diff_target_exists():
     text = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     assert "diff:" in text and "--against $(REF)" in text
     assert subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True).returncode == 0
+
+
+def test_the_review_shows_old_and_new_values_the_capacity_delta_and_one_pattern_per_group(tmp_path, capsys):
+    from infra.offline.__main__ import main
+
+    after = tmp_path / "Pulumi.prod.yaml"
+    after.write_text(yaml.safe_dump({"config": edit(stack_config("prod"), "pathways:slices", _set_group("tpu", "v5p-256"))}))
+    assert main(["diff", "--config", str(after), "--before", str(stack_path("prod"))]) == 1
+    out = capsys.readouterr().out
+    # each changed field, old -> new, down into lists and keys with dots
+    assert "          placementPolicy.tpuTopology: 4x4x4 -> 4x4x8\n" in out and "          nodeCount: 16 -> 32\n" in out
+    assert "spec.replicatedJobs[1].template.spec.completions: 16 -> 32" in out
+    assert "spec.nodeLabels.cloud.google.com/gke-tpu-topology: 4x4x4 -> 4x4x8" in out
+    assert "nominalQuota: 256 -> 512" in out  # the TPU quota follows the pools
+    # chips and cost of the change: 4 slices of v5p-128 (64 chips) -> v5p-256 (128 chips)
+    assert "Capacity: 264 -> 520 TPU chips; estimated cost $1,115.65 -> $2,190.85/hour (+$1,075.20/hour, +$784,896/month)" in out
+    assert 'to allow each group\'s pools at once: pathways:allowDisruption: ["slices-train-*"]' in out
+    assert main(["diff", "--config", str(after), "--before", str(stack_path("prod")), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    pool = next(c for c in doc["changes"] if c["name"] == "slices-train-0")
+    assert pool["values"]["nodeCount"] == {"old": 16, "new": 32}
+    assert doc["capacity"] == {"before": {"chips": 264, "hourly": 1115.65}, "after": {"chips": 520, "hourly": 2190.85}}
+    assert doc["guard"]["suggestions"] == ["slices-train-*"]

@@ -39,6 +39,7 @@ from .stackfile import (
 
 if TYPE_CHECKING:
     from components.model.config import StackConfig
+    from .diff import Capacity
 
 EXIT_POLICY = 1
 EXIT_INVALID = 2
@@ -207,13 +208,16 @@ def _before_config(args: argparse.Namespace, after_path: Path) -> Optional[tuple
 def _diff_command(args: argparse.Namespace) -> int:
     from infra.program import InvalidStackConfig
 
-    from .diff import diff, guard, render_text
+    from components.model.config import load
+
+    from .diff import Capacity, capacity_text, diff, guard, render_text
 
     path = stack_path(args.stack) if args.stack else args.config
     stack = args.stack or stack_name_for(path)
     after_plan, model = _plan(args)
     before = _before_config(args, path)
     label = f"--against {args.against}" if args.against else f"--before {args.before}"
+    before_capacity = None
     if before is None:
         before_plan = Plan(stack=stack)
     else:
@@ -221,16 +225,30 @@ def _diff_command(args: argparse.Namespace) -> int:
             before_plan = run(before[0], stack, before[1])
         except InvalidStackConfig as e:
             raise StackFileError(f"{label}: that config is invalid: {str(e).splitlines()[0]}") from None
+        before_capacity = _capacity(load(raw_values(before[0]), stack, frozenset(before[1])))
+    after_capacity = _capacity(model)
     changes = diff(before_plan, after_plan)
     verdict = guard(changes, before_plan, after_plan, model.protected, list(model.allow_disruption))
     if args.json:
         print(json.dumps({"stack": stack, "against": args.against or str(args.before), "changes": [c.to_json() for c in changes],
+                          "capacity": {"before": before_capacity and before_capacity.__dict__, "after": after_capacity.__dict__},
                           "guard": {"protected": verdict.protected, "ok": verdict.ok, "refusals": verdict.refusals,
-                                    "unusedAllowances": verdict.unused_allowances}}, indent=2, sort_keys=True))
+                                    "unusedAllowances": verdict.unused_allowances, "suggestions": verdict.suggestions}},
+                         indent=2, sort_keys=True))
     else:
         title = f"Changes to stack {stack!r} against {args.against or args.before} (offline, providers' replacement rules; no cloud calls)"
-        sys.stdout.write(render_text(changes, verdict, title))
+        sys.stdout.write(render_text(changes, verdict, title, capacity_text(before_capacity, after_capacity)))
     return 0 if verdict.ok else EXIT_POLICY
+
+
+def _capacity(model: "StackConfig") -> "Capacity":
+    from components.model import cost
+    from components.model.config import resolve
+
+    from .diff import Capacity  # noqa: F811 (the runtime import of the TYPE_CHECKING name)
+
+    stack = resolve(model)
+    return Capacity(chips=sum(g.pools * g.tpu.chips for g in stack.slices), hourly=round(cost.estimate(stack).hourly, 2))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,10 +9,13 @@ needs an entry in pathways:allowDisruption, and a zone move is refused outright.
 from __future__ import annotations
 
 import fnmatch
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from components.labels import ROLE_LABEL, SLICE_GROUP_LABEL
+from components.model.cost import HOURS_PER_MONTH
 from components.resource_types import BUCKET, CLUSTER, JOBSET, LEADER_WORKER_SET, NODE_POOL
 
 from .change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
@@ -32,6 +35,8 @@ class Change:
     forced_by: list[str] = field(default_factory=list)
     disruptive: list[str] = field(default_factory=list)
     interrupts: list[str] = field(default_factory=list)
+    values: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """Changed input path -> (old, new)."""
 
     @property
     def kind(self) -> str:
@@ -43,7 +48,8 @@ class Change:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type, "action": self.action, "changed": self.changed,
-                "forcedBy": self.forced_by, "disruptive": self.disruptive, "interrupts": self.interrupts}
+                "forcedBy": self.forced_by, "disruptive": self.disruptive, "interrupts": self.interrupts,
+                "values": {p: {"old": old, "new": new} for p, (old, new) in self.values.items()}}
 
 
 @dataclass
@@ -51,6 +57,8 @@ class Verdict:
     protected: bool
     refusals: list[str] = field(default_factory=list)
     unused_allowances: list[str] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+    """allowDisruption patterns that would cover several refused resources at once."""
 
     @property
     def ok(self) -> bool:
@@ -65,6 +73,22 @@ def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
             out += changed_paths(before.get(key), after.get(key), f"{prefix}.{key}" if prefix else key)
         return out
     return [] if before == after else [prefix]
+
+
+def changed_values(before: Any, after: Any, prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Leaf path -> (old, new), into lists of equal length too (spec.replicatedJobs[1].replicas: 4 -> 8):
+    what a reviewer reads, where changed_paths gives what the replacement rules match."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: dict[str, tuple[Any, Any]] = {}
+        for key in sorted(set(before) | set(after)):
+            out.update(changed_values(before.get(key), after.get(key), f"{prefix}.{key}" if prefix else key))
+        return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        out = {}
+        for i, (b, a) in enumerate(zip(before, after)):
+            out.update(changed_values(b, a, f"{prefix}[{i}]"))
+        return out
+    return {} if before == after else {prefix: (before, after)}
 
 
 def _key(r: Registration) -> str:
@@ -159,7 +183,8 @@ def diff(before: Plan, after: Plan) -> list[Change]:
         if not paths:
             continue
         forced = forcing_paths(b.type, paths, b.options.get("replaceOnChanges") or [])
-        c = Change(b.name, b.type, "replace" if forced else "update", paths, forced, [] if forced else disruptive_paths(b.type, paths))
+        c = Change(b.name, b.type, "replace" if forced else "update", paths, forced, [] if forced else disruptive_paths(b.type, paths),
+                   values=changed_values(a.inputs, b.inputs))
         if c.destructive:
             c.interrupts = _interrupts(b, before, after, "restart" if forced else "update")
         if forced and b.type == K8S_PROVIDER:
@@ -213,14 +238,52 @@ def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, all
                 "pathways:allowDisruption in the same change"
             )
     verdict.unused_allowances = [a for a in allowed if a not in used]
+    verdict.suggestions = _wildcards([c.name for c in changes if c.type in STATEFUL_TYPES and c.destructive
+                                      and not any(fnmatch.fnmatchcase(c.name, a) for a in allowed)])
     return verdict
+
+
+def _wildcards(names: list[str]) -> list[str]:
+    """One pattern per family of numbered names (slices-train-0, slices-train-1, ... -> slices-train-*)
+    that has at least two refused members."""
+    families: dict[str, list[str]] = {}
+    for name in names:
+        m = re.fullmatch(r"(.+-)[0-9]+", name)
+        if m:
+            families.setdefault(m.group(1), []).append(name)
+    return [f"{prefix}*" for prefix, members in sorted(families.items()) if len(members) > 1]
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What a plan holds and costs, for the change's delta."""
+
+    chips: int
+    hourly: float
+
+
+def capacity_text(before: Optional[Capacity], after: Capacity) -> str:
+    if before is None:
+        return f"Capacity: {after.chips} TPU chips, about ${after.hourly:,.2f}/hour"
+    delta = after.hourly - before.hourly
+    sign = "+" if delta >= 0 else "-"
+    return (f"Capacity: {before.chips} -> {after.chips} TPU chips; estimated cost ${before.hourly:,.2f} -> ${after.hourly:,.2f}/hour "
+            f"({sign}${abs(delta):,.2f}/hour, {sign}${abs(delta) * HOURS_PER_MONTH:,.0f}/month)")
 
 
 def _recreates(c: Change) -> str:
     return "recreates its replicas" if c.type == LEADER_WORKER_SET else "recreates its nodes"
 
 
-def render_text(changes: list[Change], verdict: Verdict, title: str) -> str:
+MAX_VALUES_SHOWN = 8
+
+
+def render_text(changes: list[Change], verdict: Verdict, title: str, capacity: Optional[str] = None) -> str:
     marks = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
     lines = [title, ""]
     if not changes:
@@ -234,6 +297,11 @@ def render_text(changes: list[Change], verdict: Verdict, title: str) -> str:
             if c.disruptive:
                 detail += f"  [{'recreates replicas' if c.type == LEADER_WORKER_SET else 'recreates nodes'}: {', '.join(c.disruptive)}]"
         lines.append(f"  {marks[c.action]:>3} {c.action:<8} {c.name} ({c.kind})" + (f"  {detail}" if detail else ""))
+        shown = list(c.values.items())
+        for path, (old, new) in shown[:MAX_VALUES_SHOWN]:
+            lines.append(f"          {path}: {_shown(old)} -> {_shown(new)}")
+        if len(shown) > MAX_VALUES_SHOWN:
+            lines.append(f"          … {len(shown) - MAX_VALUES_SHOWN} more (--json has them all)")
         for i in c.interrupts:
             lines.append(f"          interrupts: {i}")
     counts = {a: sum(1 for c in changes if c.action == a) for a in ORDER}
@@ -241,10 +309,14 @@ def render_text(changes: list[Change], verdict: Verdict, title: str) -> str:
     interrupted = sorted({i.split(" (")[0] for c in changes for i in c.interrupts if " (" in i})
     if interrupted:
         lines.append(f"Interrupts running work: {', '.join(interrupted)}")
+    if capacity:
+        lines.append(capacity)
     if verdict.protected:
         lines.append("")
         lines.append("Guard (protected stack): " + ("passed" if verdict.ok else f"REFUSED ({len(verdict.refusals)})"))
         lines += [f"  {r}" for r in verdict.refusals]
+        if verdict.suggestions:
+            lines.append(f"  to allow each group's pools at once: pathways:allowDisruption: {json.dumps(verdict.suggestions)}")
         if verdict.unused_allowances:
             lines.append(f"  note: pathways:allowDisruption entries that match nothing here: {', '.join(verdict.unused_allowances)}")
     return "\n".join(lines) + "\n"
