@@ -142,6 +142,9 @@ def build(cfg: StackConfig) -> dict[str, object]:
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
         "clusterEndpoint": cluster.endpoint,
+        # kubectl access through the control plane's DNS endpoint (no bastion, no public IP needed)
+        "getCredentials": (f"gcloud container clusters get-credentials {cfg.cluster_name} --location {location} "
+                           f"--project {cfg.project} --dns-endpoint"),
         "kubeconfig": cluster.kubeconfig,
         "bucketUrl": bucket.url,
         "cacheLocation": bucket.cache_location,
@@ -220,7 +223,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         "kueue": {
             "localQueues": {w.name: f"{w.namespace}/{w.local_queue}" for w in stack.active_workloads},
             "clusterQueues": [name for name, _ in stack.queue_shards],
-            "quotas": kueue_manifest.quotas(stack),
+            "quotas": kueue_manifest.quota_quantities(stack),
         } if kube.kueue.enabled else None,
         "workloadNamespace": kube.namespace,
         "interactive": interactive,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from infra.offline.critical_path import critical_path
 from tests.conftest import plan_of
@@ -121,8 +122,28 @@ def test_plan_text_shows_the_chain(capsys):
     assert main(["plan", "--stack", "dev"]) == 0
     out = capsys.readouterr().out
     assert "Deploy time: expected ~16 min with 100 node-pool operations at once; worst case 225 min by create timeouts" in out
-    assert ("Deploy critical path (3 slow resources in sequence): "
-            "cluster (Cluster, <= 45m) -> slices-dev-0 (NodePool, <= 180m) -> workload-notebook (JobSet, <= 0m)") in out
+    # the chain the expected time comes from (10 + 4 + 2 = 16), each step typical and longest; the worst-case
+    # chain apart, since it is another one; a JobSet is created without waiting for its pods
+    assert ("Deploy critical path (4 resources in sequence): cluster (Cluster, ~10m, <= 45m) -> cluster-system (NodePool, ~4m, "
+            "<= 30m) -> jobset (Chart, ~2m, <= 10m) -> workload-notebook (JobSet, created at once)") in out
+    assert ("Worst-case chain (3 resources, by create timeouts): cluster (Cluster, ~10m, <= 45m) -> slices-dev-0 (NodePool, "
+            "~6m, <= 180m) -> workload-notebook (JobSet, created at once)") in out
+    assert "Warning:" not in out and out.rstrip().splitlines()[-1] == "Verdict: OK - the policy pack passes; 55 resources, deploy ~16 min expected"
+
+
+def test_a_deploy_longer_than_the_workflow_allows_is_said():
+    from infra.offline.critical_path import UP_JOB_TIMEOUT_MINUTES, CriticalPath
+
+    workflow = yaml.safe_load(open(".github/workflows/pulumi-stack.yml"))
+    assert workflow["jobs"]["up"]["timeout-minutes"] == UP_JOB_TIMEOUT_MINUTES == 360  # GitHub-hosted runners' limit
+    cluster = _reg(0, "gcp:container/cluster:Cluster")
+    pools = [_reg(i, POOL, nodeConfig={"machineType": "ct5p-hightpu-4t"}) for i in range(1, 4)]
+    for p in pools:
+        p.options["customTimeouts"] = {"create": "180m"}
+    path = CriticalPath(chain=(cluster, *pools), expected_chain=(cluster, *pools), pools=3, concurrency=1)
+    assert path.minutes > UP_JOB_TIMEOUT_MINUTES
+    assert path.workflow_warning is not None and "worst-case deploy time (580 min) exceeds the 360 min" in path.workflow_warning
+    assert "self-hosted runner" in path.describe().splitlines()[-1]
 
 
 def test_lane_rules():

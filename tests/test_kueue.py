@@ -142,7 +142,8 @@ def test_kueue_chart_install():
     assert chart.input("values.controllerManager.nodeSelector") == {"pathways/role": "system"}
     out = plan.outputs["kueue"]
     assert out["localQueues"] == {"notebook": "pathways/notebook"} and out["clusterQueues"] == ["pathways"]
-    assert out["quotas"]["tpu-dev"]["google.com/tpu"] == 4
+    assert out["quotas"]["tpu-dev"]["google.com/tpu"] == "4"
+    assert out["quotas"]["tpu-dev"]["memory"].endswith("Gi") and out["quotas"]["pathways-head"]["memory"] == "242Gi"  # units, as Kueue reads them
 
 
 def test_every_kueue_object_passes_the_upstream_crd_schema(committed_stack):

@@ -79,11 +79,17 @@ def test_your_prices_replace_the_list():
 
 
 def test_flex_start_chips_cost_only_while_scaled_up():
+    # staging's always-on notebook keeps one v6e-16 slice (16 chips) up; the batch run's second slice costs
+    # only while it runs
     cost = summary_of("staging")["cost"]
     assert [line["item"] for line in cost["lines"]] == [
-        "head VMs n2-standard-64", "system VMs (autoscaler minimum) e2-standard-4", "GKE cluster fee"]
-    assert cost["hourly"] == round(2 * N2_STANDARD_64 + E2_STANDARD_4 + FEE, 2)
-    assert cost["whenUsed"][0]["quantity"] == 32 and cost["whenUsed"][0]["hourly"] == round(32 * 2.70, 2)
+        "TPU v6e chips (flex-start, kept up by notebook)", "head VMs n2-standard-64", "system VMs (autoscaler minimum) e2-standard-4",
+        "GKE cluster fee"]
+    assert cost["hourly"] == round(16 * 2.70 + 2 * N2_STANDARD_64 + E2_STANDARD_4 + FEE, 2)
+    assert cost["whenUsed"][0]["quantity"] == 16 and cost["whenUsed"][0]["hourly"] == round(16 * 2.70, 2)
+    # with no always-on workload, no TPU chip is counted while idle
+    idle = summary_of("staging", workloads=[{"name": "fit", "image": "x:1"}])["cost"]
+    assert not [line for line in idle["lines"] if "TPU" in line["item"]] and idle["whenUsed"][0]["quantity"] == 32
 
 
 def test_prod_reservation_counts_every_reserved_chip():
@@ -198,7 +204,7 @@ def test_flex_start_slices_are_listed_apart_with_the_price_source():
     lines = summary_text(summary_of("staging"))
     lines = lines[: lines.index("Notices:") - 1] if "Notices:" in lines else lines
     assert lines[-2:] == [
-        "  only while scaled up: TPU v6e chips (flex-start): 32 chips, $86.40/h (upper bound (on-demand list))",
+        "  only while scaled up: TPU v6e chips (flex-start): 16 chips, $43.20/h (upper bound (on-demand list))",
         "  prices: 2025 list prices, not re-checked from this offline machine; override with pathways:prices. Estimate from "
         "list prices; not a quote. Network, storage, logging and egress are not included.",
     ]

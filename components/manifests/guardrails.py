@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..labels import HEAD_TAINT, TPU_TAINT
+from ..model.common import PRIORITY_CLASSES
 
 PSA = "pod-security.kubernetes.io"
 
@@ -171,13 +172,6 @@ def node_guard_binding() -> dict[str, Any]:
     return guard_binding(NODE_GUARD)
 
 
-# Below system-cluster-critical (2e9) and GKE's own; higher wins a node and may preempt lower.
-PRIORITY_CLASSES = {
-    "serving": (2_000_000, "Pathways real-time serving: never preempted by training"),
-    "training": (1_000_000, "Pathways production training"),
-    "interactive": (500_000, "Pathways interactive endpoints"),
-    "experiment": (100_000, "Pathways experiments: the first to give way"),
-}
 
 
 def priority_classes() -> list[dict[str, Any]]:

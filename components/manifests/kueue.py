@@ -99,6 +99,11 @@ def _quantity(resource: str, amount: int) -> str:
     return f"{amount}Gi" if resource == "memory" else str(amount)
 
 
+def quota_quantities(stack: ResolvedStack) -> dict[str, dict[str, str]]:
+    """The quotas as Kubernetes quantities, as the ClusterQueues write them (memory in Gi): the stack output."""
+    return {flavor: {r: _quantity(r, n) for r, n in amounts.items()} for flavor, amounts in quotas(stack).items()}
+
+
 COHORT = QUEUE
 
 

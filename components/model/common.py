@@ -29,6 +29,14 @@ MAX_RESTARTS_BOUND = 10_000
 RESOURCE_MANAGER_RESOURCES = ("8", "32Gi")
 PROXY_RESOURCES = ("16", "100Gi")
 DEFAULT_USER_RESOURCES = ("24", "100Gi")
+# The stack's PriorityClasses (and Kueue WorkloadPriorityClasses), pathways-<key>: below system-cluster-critical
+# (2e9) and GKE's own; higher wins a node and may preempt lower, and Kueue admits higher first.
+PRIORITY_CLASSES = {
+    "serving": (2_000_000, "Pathways real-time serving: never preempted by training"),
+    "training": (1_000_000, "Pathways production training"),
+    "interactive": (500_000, "Pathways interactive endpoints"),
+    "experiment": (100_000, "Pathways experiments: the first to give way"),
+}
 # A serve leader's own containers (Google runs them without requests; these keep the leader Guaranteed on
 # the TPU host it shares with a worker, whose request is the chips only): the JetStream engine is a JAX
 # client on the IFRT proxy (its weights load on the workers); the HTTP front end is a thin gRPC bridge.

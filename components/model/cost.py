@@ -74,14 +74,29 @@ def estimate(stack: ResolvedStack) -> CostEstimate:
     lines: list[CostLine] = []
     when_used: list[CostLine] = []
     chips: dict[tuple[str, Capacity], int] = {}
+    held: dict[str, int] = {}  # flex-start chips that always-on workloads keep up, by family
+    holders: dict[str, list[str]] = {}
     for g in stack.slices:
         key = (g.tpu.family, g.capacity)
         chips[key] = chips.get(key, 0) + g.pools * g.tpu.chips
+        if g.capacity is Capacity.FLEX_START:
+            # Interactive, service and serve workloads run until they are stopped: their slices stay up.
+            always_on = [w for w in stack.active_workloads if w.group is g and w.state == "running" and w.mode != "batch"]
+            slices = min(g.count, sum(w.slices for w in always_on))
+            if slices:
+                held[g.tpu.family] = held.get(g.tpu.family, 0) + slices * g.tpu.chips
+                holders.setdefault(g.tpu.family, []).extend(w.name for w in always_on)
     for (fam, capacity), n in chips.items():
         price, basis = tpu_chip_price(fam, capacity, prices)
-        line = CostLine(f"TPU {fam} chips ({capacity.value})", n, "chip", price, basis)
-        # Flex-start pools sit at zero nodes until a workload scales them up.
-        (when_used if capacity is Capacity.FLEX_START else lines).append(line)
+        if capacity is Capacity.FLEX_START:
+            # Flex-start pools sit at zero nodes until a workload scales them up.
+            kept = held.get(fam, 0)
+            if kept:
+                lines.append(CostLine(f"TPU {fam} chips (flex-start, kept up by {', '.join(holders[fam])})", kept, "chip", price, basis))
+            if n - kept:
+                when_used.append(CostLine(f"TPU {fam} chips ({capacity.value})", n - kept, "chip", price, basis))
+            continue
+        lines.append(CostLine(f"TPU {fam} chips ({capacity.value})", n, "chip", price, basis))
     vms = [("head VMs", stack.head_machine_type, stack.head_nodes),
            ("system VMs (autoscaler minimum)", stack.system_machine_type, stack.system_min_nodes)]
     if stack.proxy_nodes and stack.proxy_machine_type:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import cost, rollout
+from .common import PRIORITY_CLASSES
 from .resolved import ResolvedStack
 
 
@@ -63,6 +64,30 @@ def notices(stack: ResolvedStack) -> list[str]:
     if not stack.monitoring.notification_channels:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
+    out += oversubscribed(stack)
+    return out
+
+
+def oversubscribed(stack: ResolvedStack) -> list[str]:
+    """Slice groups whose running workloads want more slices than they have: Kueue admits by priority (then in
+    order) and holds the rest, which a reader of the stack file might not expect."""
+    out = []
+    for g in stack.slices:
+        running = [w for w in stack.active_workloads if w.group is g and w.state == "running"]
+        wanted = sum(w.slices for w in running)
+        if wanted <= g.count:
+            continue
+        free, held = g.count, []
+        for w in sorted(running, key=lambda w: -PRIORITY_CLASSES[w.priority][0]):  # stable: stack-file order within a priority
+            if w.slices <= free:
+                free -= w.slices
+            else:
+                held.append(f"{w.name} ({w.priority})")
+        wants = ", ".join(f"{w.name} {w.slices}" for w in running)
+        out.append(f"slice group {g.name}: running workloads want {wanted} slices ({wants}) and it has {g.count}; Kueue admits "
+                   f"by priority and holds {', '.join(held)} until slices free up" if stack.kueue else
+                   f"slice group {g.name}: running workloads want {wanted} slices ({wants}) and it has {g.count}; without Kueue "
+                   "the scheduler places pods as they come and workloads can each hold part of a slice set")
     return out
 
 

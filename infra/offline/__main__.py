@@ -160,8 +160,22 @@ def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") ->
                "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        sys.stdout.write(render_text(plan, summary_text(summary), [path.describe(), _violations_text(violations)], verbose=args.verbose))
+        sys.stdout.write(render_text(plan, summary_text(summary), [path.describe(), _violations_text(violations)], verbose=args.verbose,
+                                     verdict=_verdict(plan, violations, path)))
     return EXIT_POLICY if any(v.enforcement == "mandatory" for v in violations) else 0
+
+
+def _verdict(plan: Plan, violations: list[PolicyViolation], path) -> str:
+    """One line: would `pulumi up` go ahead, and what to know before it does."""
+    mandatory = sum(1 for v in violations if v.enforcement == "mandatory")
+    advisory = len(violations) - mandatory
+    if mandatory:
+        head = f"Verdict: REFUSED - {mandatory} mandatory policy violation(s) (listed above); `pulumi up` with the pack would stop"
+    else:
+        head = "Verdict: OK - the policy pack passes" + (f" with {advisory} advisory finding(s)" if advisory else "")
+    custom = sum(1 for r in plan.resources if r.custom)
+    tail = f"; {custom} resources, deploy ~{path.expected:g} min expected"
+    return head + tail + ("; see the deploy-time warning" if path.workflow_warning else "")
 
 
 def _render_command(args: argparse.Namespace, plan: Plan) -> int:

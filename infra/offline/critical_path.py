@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Optional
 
 from components.model.rollout import LEGACY_GKE_QUOTA, waves
 from components.model.tpu import is_tpu_machine
@@ -22,6 +23,9 @@ from components.resource_types import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET,
 from .engine import Plan, Registration, duration_seconds
 
 SLOW_TYPES = (CLUSTER, NODE_POOL, HELM_RELEASE, HELM_CHART, JOBSET)
+# The deploy workflow's `up` job: GitHub-hosted runners stop a job after 6 hours (GitHub Actions "Usage
+# limits"), and .github/workflows/pulumi-stack.yml sets that (a test keeps the two equal).
+UP_JOB_TIMEOUT_MINUTES = 360
 
 # Provider defaults where the plan sets no create timeout (pulumi-gcp: cluster 40m, node pool 30m).
 DEFAULT_CREATE_MINUTES = {CLUSTER: 40, NODE_POOL: 30}
@@ -92,22 +96,49 @@ class CriticalPath:
         extra_waves = waves(self.pools, LEGACY_GKE_QUOTA) - waves(self.pools, self.concurrency)
         return self.expected + max(0, extra_waves) * max(lane, default=0.0)
 
+    @property
+    def workflow_warning(self) -> Optional[str]:
+        """Said when the deploy workflow's `up` job could stop before `pulumi up` ends."""
+        if self.minutes <= UP_JOB_TIMEOUT_MINUTES:
+            return None
+        which = "expected" if self.expected > UP_JOB_TIMEOUT_MINUTES else "worst-case"
+        minutes = self.expected if which == "expected" else self.minutes
+        return (f"Warning: the {which} deploy time ({minutes:g} min) exceeds the {UP_JOB_TIMEOUT_MINUTES} min the deploy workflow's "
+                "up job may run on GitHub-hosted runners (.github/workflows/pulumi-stack.yml); run it on a self-hosted runner "
+                "with a longer timeout-minutes, or roll the slice groups out over several changes (docs/deploying.md)")
+
     def describe(self) -> str:
         if not self.chain:
             return "Deploy critical path: no slow resources"
-        steps = [f"{r.name} ({r.type.split(':')[-1]}, <= {worst_case_minutes(r):g}m)" for r in self.chain]
-        if len(steps) > 8:  # a long lane of pools: its ends say enough
-            steps = [*steps[:4], f"... {len(steps) - 6} more in the same lane ...", *steps[-2:]]
+        # The chain the expected time comes from, each step with its typical and its longest create time; the
+        # worst-case chain too when it differs. A JobSet is created without waiting for its pods.
+        def step(r: Registration) -> str:
+            kind = r.type.split(":")[-1]
+            if r.type == JOBSET:
+                return f"{r.name} ({kind}, created at once)"
+            return f"{r.name} ({kind}, ~{expected_minutes(r):g}m, <= {worst_case_minutes(r):g}m)"
+
+        def chain_text(chain: tuple[Registration, ...]) -> str:
+            steps = [step(r) for r in chain]
+            if len(steps) > 8:  # a long lane of pools: its ends say enough
+                steps = [*steps[:4], f"... {len(steps) - 6} more in the same lane ...", *steps[-2:]]
+            return " -> ".join(steps)
+        expected_chain = self.expected_chain or self.chain
         legacy = ""
         if self.concurrency > LEGACY_GKE_QUOTA and self.expected_at_legacy_quota > self.expected:
             legacy = (f"; ~{self.expected_at_legacy_quota:g} min where GKE still allows only {LEGACY_GKE_QUOTA} node-pool "
                       f"operations at once (set cluster.nodePoolConcurrency: {LEGACY_GKE_QUOTA} there)")
-        return (
+        lines = [
             f"Deploy time: expected ~{self.expected:g} min with {self.concurrency} node-pool operations at once{legacy}; "
             f"worst case {self.minutes:g} min by create timeouts (typical create times are assumptions: "
-            f"infra/offline/critical_path.py)\n"
-            f"Deploy critical path ({self.length} slow resources in sequence): {' -> '.join(steps)}"
-        )
+            f"infra/offline/critical_path.py)",
+            f"Deploy critical path ({len(expected_chain)} resources in sequence): {chain_text(expected_chain)}",
+        ]
+        if [r.urn for r in self.chain] != [r.urn for r in expected_chain]:
+            lines.append(f"Worst-case chain ({self.length} resources, by create timeouts): {chain_text(self.chain)}")
+        if self.workflow_warning:
+            lines.append(self.workflow_warning)
+        return "\n".join(lines)
 
     def to_json(self) -> dict:
         return {"expectedMinutes": self.expected, "worstCaseMinutes": self.minutes,

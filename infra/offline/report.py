@@ -124,7 +124,8 @@ def tree_lines(plan: Plan, verbose: bool = False) -> list[str]:
     return lines
 
 
-def render_text(plan: Plan, summary: Sequence[str] = (), extra_sections: Sequence[str] = (), verbose: bool = False) -> str:
+def render_text(plan: Plan, summary: Sequence[str] = (), extra_sections: Sequence[str] = (), verbose: bool = False,
+                verdict: str = "") -> str:
     """Summary first (what the stack holds, costs, and the outputs to paste), then the checks, then the tree."""
     lines = [f"Plan for stack {plan.stack!r} (offline, mock runtime: no cloud calls)", ""]
     lines += list(summary)
@@ -142,4 +143,6 @@ def render_text(plan: Plan, summary: Sequence[str] = (), extra_sections: Sequenc
     lines += [f"  {n:4d}  {t}" for t, n in sorted(counts.items())]
     protected = sum(1 for r in plan.resources if r.options.get("protect"))
     lines.append(f"  protected: {protected}")
+    if verdict:
+        lines += ["", verdict]  # last, where a reader (and a CI log) ends
     return "\n".join(lines) + "\n"
