@@ -39,6 +39,7 @@ from .stackfile import (
 
 if TYPE_CHECKING:
     from components.model.config import StackConfig
+
     from .diff import Capacity
 
 EXIT_POLICY = 1
@@ -220,11 +221,10 @@ def _before_config(args: argparse.Namespace, after_path: Path) -> Optional[tuple
 
 
 def _diff_command(args: argparse.Namespace) -> int:
+    from components.model.config import load
     from infra.program import InvalidStackConfig
 
-    from components.model.config import load
-
-    from .diff import Capacity, capacity_text, diff, guard, render_text
+    from .diff import capacity_text, diff, guard, render_text
 
     path = stack_path(args.stack) if args.stack else args.config
     stack = args.stack or stack_name_for(path)
@@ -259,7 +259,7 @@ def _capacity(model: "StackConfig") -> "Capacity":
     from components.model import cost
     from components.model.config import resolve
 
-    from .diff import Capacity  # noqa: F811 (the runtime import of the TYPE_CHECKING name)
+    from .diff import Capacity
 
     stack = resolve(model)
     return Capacity(chips=sum(g.pools * g.tpu.chips for g in stack.slices), hourly=round(cost.estimate(stack).hourly, 2))

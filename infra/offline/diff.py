@@ -85,7 +85,7 @@ def changed_values(before: Any, after: Any, prefix: str = "") -> dict[str, tuple
         return out
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         out = {}
-        for i, (b, a) in enumerate(zip(before, after)):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
             out.update(changed_values(b, a, f"{prefix}[{i}]"))
         return out
     return {} if before == after else {prefix: (before, after)}
