@@ -37,6 +37,8 @@ class HeadPoolArgs:
     """Email of the Pathways node SA (it holds the bucket grant: head pods are hostNetwork)."""
     lanes: NodePoolLanes
     """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
+    scale_to_zero: bool = False
+    """Autoscale between 0 and node_count nodes instead of keeping node_count up."""
 
 
 class HeadPool(pulumi.ComponentResource):
@@ -52,7 +54,11 @@ class HeadPool(pulumi.ComponentResource):
             location=args.location,
             name="pathways-head",
             node_locations=pool_locations(args.regional, args.zone),
-            node_count=args.node_count,
+            node_count=None if args.scale_to_zero else args.node_count,
+            initial_node_count=0 if args.scale_to_zero else None,
+            # The pool lives in one zone: per-zone limits are the pool's limits.
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(min_node_count=0, max_node_count=args.node_count)
+            if args.scale_to_zero else None,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=node_config(
                 args.machine_type, args.service_account, {ROLE_LABEL: HEAD_ROLE}, taints=(HEAD_TAINT,)
@@ -60,6 +66,8 @@ class HeadPool(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, custom_timeouts=pulumi.CustomTimeouts(create="30m", update="30m", delete="30m"),
                 depends_on=args.lanes.after(),
+                # The autoscaler owns the node count of a pool that scales to zero.
+                ignore_changes=["nodeCount", "initialNodeCount"] if args.scale_to_zero else [],
             ),
         )
         args.lanes.add(pool)

@@ -92,6 +92,8 @@ class TpuSliceGroupArgs:
     """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
     auto_upgrade: bool = True
     """Whether GKE upgrades the pools' nodes (recreating the slice)."""
+    scale_to_zero: bool = False
+    """Autoscale from 0 to the whole slice (flex-start pools always do)."""
     workload_metadata: str = "GKE_METADATA"
     """GCE_METADATA where serve workloads run: Google's JetStream-on-Pathways tutorial runs those pools without
     Workload Identity, its pods acting as the node service account (PLATFORM-FACTS §7)."""
@@ -124,6 +126,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
 
     def _pool(self, name: str, args: TpuSliceGroupArgs, index: int, policy_name: Optional[pulumi.Output[str]]) -> gcp.container.NodePool:
         tpu, flex = args.tpu, args.capacity is Capacity.FLEX_START
+        autoscaled = flex or args.scale_to_zero
         extra: dict = {}
         if args.capacity is Capacity.SPOT:
             extra["spot"] = True
@@ -148,10 +151,10 @@ class TpuSliceGroup(pulumi.ComponentResource):
             location=args.location,
             name=pool_name(args.group, index),
             node_locations=pool_locations(args.regional, args.zone),
-            # Flex-start pools start empty and the autoscaler brings the whole slice up on demand.
-            node_count=None if flex else tpu.hosts,
-            initial_node_count=0 if flex else None,
-            autoscaling=gcp.container.NodePoolAutoscalingArgs(**flex_start_autoscaling(tpu)) if flex else None,
+            # Flex-start and scale-to-zero pools start empty and the autoscaler brings the whole slice up on demand.
+            node_count=None if autoscaled else tpu.hosts,
+            initial_node_count=0 if autoscaled else None,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(**flex_start_autoscaling(tpu)) if autoscaled else None,
             management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=args.auto_upgrade),
             # A slice upgrades as a whole; no surge node (a spare VM cannot join a slice): one at a time,
             # as Cluster Toolkit's gke-node-pool does for TPU pools (max_surge 0, max_unavailable 1).
@@ -164,7 +167,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 # Quota and reservations never fit two copies of a slice: delete, then create.
                 delete_before_replace=True,
                 custom_timeouts=TPU_POOL_TIMEOUTS,
-                ignore_changes=["nodeCount", "initialNodeCount"] if flex else [],
+                ignore_changes=["nodeCount", "initialNodeCount"] if autoscaled else [],
                 depends_on=args.lanes.after(),
             ),
         )

@@ -92,13 +92,15 @@ def build(cfg: StackConfig) -> dict[str, object]:
     head = HeadPool("head-pool", HeadPoolArgs(
         project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
         machine_type=cfg.head_pool.machine_type, node_count=cfg.head_nodes, service_account=pathways_sa.email, lanes=lanes,
+        scale_to_zero=cfg.head_pool.scale_to_zero and cfg.head_nodes > 0,
     ))
     groups = {
         g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
             cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.pools, capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
-            lanes=lanes, workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
+            lanes=lanes, scale_to_zero=g.scale_to_zero,
+            workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
         ))
         for g in cfg.slices
     }

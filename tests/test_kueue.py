@@ -37,6 +37,8 @@ def expected_quotas(plan) -> dict[str, dict[str, str]]:
     head = next(r for r in plan.by_type("gcp:container/nodePool:NodePool") if r.input("name") == "pathways-head")
     shape = machines.shape(head.input("nodeConfig.machineType"))
     n = head.input("nodeCount")
+    if n is None:  # a head pool that scales to zero: its quota is what it can scale up to
+        n = head.input("autoscaling.maxNodeCount")
     out["pathways-head"] = {"cpu": str(int(shape.allocatable_cpu) * n), "memory": f"{int(shape.allocatable_memory_gib) * n}Gi", "google.com/tpu": "0"}
     for group, g in plan.outputs["sliceGroups"].items():
         hosts = g["slices"] * g["hosts"]  # spares are not quota

@@ -67,7 +67,13 @@ def test_cost_of_the_dev_stack_is_an_upper_bound_for_spot():
     assert cost["monthly"] == round((4 * 2.70 + N2_STANDARD_64 + E2_STANDARD_4 + FEE) * 730, 2) == 10323.51
     assert cost["qualifier"] == "at most"
     tpu = cost["lines"][0]
-    assert tpu["item"] == "TPU v6e chips (spot)" and tpu["basis"] == "upper bound (on-demand list)"
+    assert tpu["item"] == "TPU v6e chips (spot, kept up by notebook)" and tpu["basis"] == "upper bound (on-demand list)"
+    # both pools scale to zero: with the notebook suspended, the system node and the cluster fee remain
+    assert cost["idleHourly"] == round(E2_STANDARD_4 + FEE, 2) == 0.23
+    suspended = summary_of("dev", workloads=[{"name": "notebook", "mode": "interactive", "state": "suspended"}])["cost"]
+    assert suspended["hourly"] == suspended["idleHourly"] == 0.23
+    assert [(line["item"], line["quantity"]) for line in suspended["whenUsed"]] == [
+        ("TPU v6e chips (spot)", 4), ("head VMs n2-standard-64 (scale to zero)", 1)]
     assert any("cloud.google.com/tpu/pricing" in src for src in cost["sources"])
 
 

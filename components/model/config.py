@@ -956,7 +956,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         artifacts_bucket=cfg.artifacts_bucket_name, artifacts_prefix=cfg.bucket.artifacts_prefix,
         bucket_name=cfg.bucket_name, bucket=cfg.bucket,
         kueue=cfg.kubernetes.kueue.enabled,
-        head_machine_type=cfg.head_pool.machine_type, head_nodes=cfg.head_nodes,
+        head_machine_type=cfg.head_pool.machine_type, head_nodes=cfg.head_nodes, head_scale_to_zero=cfg.head_pool.scale_to_zero,
         system_machine_type=cfg.cluster.system_pool.machine_type,
         system_min_nodes=cfg.cluster.system_pool.min_nodes, system_max_nodes=cfg.cluster.system_pool.max_nodes,
         proxy_machine_type=service.service_settings.proxy_machine_type if service else None,

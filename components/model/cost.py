@@ -17,6 +17,7 @@ class CostLine:
     unit: str  # "chip" | "VM" | "cluster"
     unit_price: Optional[float]  # per unit-hour; None: no price known
     basis: str  # "list" | "your price" | "upper bound (on-demand list)" | "no price"
+    scales: bool = False  # an autoscaled pool kept up by running workloads: gone when they stop
 
     @property
     def hourly(self) -> Optional[float]:
@@ -42,6 +43,11 @@ class CostEstimate:
         return self.hourly * HOURS_PER_MONTH
 
     @property
+    def idle_hourly(self) -> float:
+        """With no workload running: what never scales down (pools without autoscaling, the system floor, the fee)."""
+        return sum(line.hourly or 0.0 for line in self.lines if not line.scales)
+
+    @property
     def complete(self) -> bool:
         return all(line.unit_price is not None for line in self.lines)
 
@@ -59,6 +65,7 @@ class CostEstimate:
     def to_json(self) -> dict:
         return {
             "currency": CURRENCY, "hourly": round(self.hourly, 2), "monthly": round(self.monthly, 2),
+            "idleHourly": round(self.idle_hourly, 2), "idleMonthly": round(self.idle_hourly * HOURS_PER_MONTH, 2),
             "hoursPerMonth": HOURS_PER_MONTH, "qualifier": self.qualifier,
             "lines": [line.to_json() for line in self.lines],
             "whenUsed": [line.to_json() for line in self.on_demand_when_used],
@@ -73,32 +80,45 @@ def estimate(stack: ResolvedStack) -> CostEstimate:
     prices = stack.prices
     lines: list[CostLine] = []
     when_used: list[CostLine] = []
-    chips: dict[tuple[str, Capacity], int] = {}
-    held: dict[str, int] = {}  # flex-start chips that always-on workloads keep up, by family
-    holders: dict[str, list[str]] = {}
+    chips: dict[tuple[str, Capacity, bool], int] = {}
+    held: dict[tuple[str, Capacity], int] = {}  # chips of autoscaled pools that always-on workloads keep up
+    holders: dict[tuple[str, Capacity], list[str]] = {}
     for g in stack.slices:
-        key = (g.tpu.family, g.capacity)
+        key = (g.tpu.family, g.capacity, g.autoscaled)
         chips[key] = chips.get(key, 0) + g.pools * g.tpu.chips
-        if g.capacity is Capacity.FLEX_START:
+        if g.autoscaled:
             # Interactive, service and serve workloads run until they are stopped: their slices stay up.
             always_on = [w for w in stack.active_workloads if w.group is g and w.state == "running" and w.mode != "batch"]
             slices = min(g.count, sum(w.slices for w in always_on))
             if slices:
-                held[g.tpu.family] = held.get(g.tpu.family, 0) + slices * g.tpu.chips
-                holders.setdefault(g.tpu.family, []).extend(w.name for w in always_on)
-    for (fam, capacity), n in chips.items():
+                held[(g.tpu.family, g.capacity)] = held.get((g.tpu.family, g.capacity), 0) + slices * g.tpu.chips
+                holders.setdefault((g.tpu.family, g.capacity), []).extend(w.name for w in always_on)
+    for (fam, capacity, autoscaled), n in chips.items():
         price, basis = tpu_chip_price(fam, capacity, prices)
-        if capacity is Capacity.FLEX_START:
-            # Flex-start pools sit at zero nodes until a workload scales them up.
-            kept = held.get(fam, 0)
+        if autoscaled:
+            # Flex-start and scale-to-zero pools sit at zero nodes until a workload scales them up.
+            kept = held.get((fam, capacity), 0)
             if kept:
-                lines.append(CostLine(f"TPU {fam} chips (flex-start, kept up by {', '.join(holders[fam])})", kept, "chip", price, basis))
+                who = ", ".join(holders[(fam, capacity)])
+                lines.append(CostLine(f"TPU {fam} chips ({capacity.value}, kept up by {who})", kept, "chip", price, basis, scales=True))
             if n - kept:
                 when_used.append(CostLine(f"TPU {fam} chips ({capacity.value})", n - kept, "chip", price, basis))
             continue
         lines.append(CostLine(f"TPU {fam} chips ({capacity.value})", n, "chip", price, basis))
-    vms = [("head VMs", stack.head_machine_type, stack.head_nodes),
-           ("system VMs (autoscaler minimum)", stack.system_machine_type, stack.system_min_nodes)]
+    head_price, head_basis = vm_price(stack.head_machine_type, prices)
+    if stack.head_scale_to_zero:
+        # One head VM per head pod; the always-on workloads' heads stay up, a batch run's only while it runs.
+        always_on = [w for w in stack.active_workloads if w.state == "running" and w.mode not in ("batch", "serve")]
+        kept = min(stack.head_nodes, len(always_on))
+        if kept:
+            lines.append(CostLine(f"head VMs {stack.head_machine_type} (scale to zero, kept up by "
+                                  f"{', '.join(w.name for w in always_on)})", kept, "VM", head_price, head_basis, scales=True))
+        if stack.head_nodes - kept:
+            when_used.append(CostLine(f"head VMs {stack.head_machine_type} (scale to zero)", stack.head_nodes - kept, "VM",
+                                      head_price, head_basis))
+    else:
+        lines.append(CostLine(f"head VMs {stack.head_machine_type}", stack.head_nodes, "VM", head_price, head_basis))
+    vms = [("system VMs (autoscaler minimum)", stack.system_machine_type, stack.system_min_nodes)]
     if stack.proxy_nodes and stack.proxy_machine_type:
         vms.append(("proxy VMs", stack.proxy_machine_type, stack.proxy_nodes))
     for label, machine, n in vms:

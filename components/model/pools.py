@@ -26,6 +26,10 @@ from .common import (
 class HeadPoolConfig(_Model):
     machine_type: str = Field(default="n2-standard-64", description="Machine type for Pathways head pods (RM + proxy + user program).")
     node_count: Optional[int] = Field(default=None, ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Nodes; default one per workload with a head pod (one head pod per node; a serve workload has none).")
+    scale_to_zero: bool = Field(default=False, description=(
+        "Autoscale the pool between 0 and its node count: no head VM runs while no workload does (a head pod then "
+        "waits a few minutes for its node)."
+    ))
 
 
 class Capacity(str, Enum):
@@ -68,6 +72,10 @@ class SliceGroup(_Model):
     ))
     spot: bool = Field(default=False, description="Spot capacity.")
     flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
+    scale_to_zero: bool = Field(default=False, description=(
+        "Autoscale each pool between 0 and the whole slice: no TPU VM runs while no workload uses it (a workload "
+        "waits for its slices to come up, as on flex-start). Not with a reservation, which is paid for either way."
+    ))
     reservation: Optional[str] = Field(default=None, description=(
         "A specific reservation to consume: its name, or projects/<project>/reservations/<name> for a shared one."
     ))
@@ -101,7 +109,15 @@ class SliceGroup(_Model):
                 f"conflicting capacity options {' and '.join(chosen)}; set at most one of spot, flexStart, "
                 "reservation (none means on-demand)"
             )
+        if self.scale_to_zero and self.reservation:
+            raise ValueError("scaleToZero with a reservation saves nothing (reserved capacity is paid for either way); "
+                             "remove scaleToZero, or use on-demand or spot capacity")
         return self
+
+    @property
+    def autoscaled(self) -> bool:
+        """Its pools sit at 0 nodes until a workload asks for them (flex-start always, others on request)."""
+        return self.flex_start or self.scale_to_zero
 
     @property
     def pools(self) -> int:

@@ -99,6 +99,8 @@ class ResolvedStack:
     kueue: bool
     head_machine_type: str
     head_nodes: int
+    head_scale_to_zero: bool
+    """The head pool autoscales from 0: head VMs run only while head pods do."""
     system_machine_type: str
     system_min_nodes: int
     system_max_nodes: int

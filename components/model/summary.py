@@ -134,9 +134,11 @@ def summary_text(s: dict[str, Any]) -> list[str]:
              f"{line['quantity']} x ?", _money(line["hourly"]) + "/h" if line["hourly"] is not None else "?", line["basis"]]
             for line in c["lines"]]
     lines += _table(rows)
+    if c["idleHourly"] != c["hourly"]:
+        lines.append(f"  idle (no workload running, scaled to zero): {_money(c['idleHourly'])}/hour, {_money(c['idleMonthly'])}/month")
     for line in c["whenUsed"]:
         price = f"{_money(line['hourly'])}/h" if line["hourly"] is not None else "no price"
-        lines.append(f"  only while scaled up: {line['item']}: {line['quantity']} chips, {price} ({line['basis']})")
+        lines.append(f"  only while scaled up: {line['item']}: {line['quantity']} {line['unit']}s, {price} ({line['basis']})")
     lines.append(f"  prices: {c['pricesAsOf']}; override with pathways:prices. {c['note']}")
     if s["notices"]:
         lines += ["", "Notices:"] + [f"  - {n}" for n in s["notices"]]
