@@ -44,7 +44,7 @@ def read_stack_config() -> StackConfig:
     for name in GCP_KEYS:
         value = runtime_config.get_config(f"gcp:{name}")
         if value is not None:
-            raw[name] = value
+            raw[name] = _decode(value)
     return load(raw, stack=pulumi.get_stack(), secret_keys=secret_config_keys(keys))
 
 

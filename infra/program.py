@@ -33,6 +33,7 @@ from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
 from components.serving_workload import ServingWorkload, ServingWorkloadArgs
 from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAccess, SharedServiceAccessArgs
+from components.stack_labels import label_kubernetes_objects
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from infra.config import read_stack_config
 
@@ -49,6 +50,7 @@ class InvalidStackConfig(pulumi.RunError):
 
 def build(cfg: StackConfig) -> dict[str, object]:
     """Create every resource of the stack; return the stack outputs."""
+    label_kubernetes_objects(cfg.default_labels)  # GCP resources: the provider's own gcp:defaultLabels
     if cfg.cluster.existing is not None:
         return existing_cluster(cfg)
     stack = resolve(cfg)  # every derived value, once; the builders below render it

@@ -14,7 +14,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 PROJECT_NAMESPACE = "pathways"
-GCP_KEYS = ("project", "region", "zone")
+GCP_KEYS = ("project", "region", "zone", "defaultLabels")
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _PATHWAYS_VERSION = re.compile(r"^jax-[0-9]+\.[0-9]+(\.[0-9]+)?$")

@@ -85,6 +85,10 @@ def _chart_version(v: str, minimum: str, why: str) -> str:
     return v
 
 
+# Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
+MAX_STACK_LABELS = 60
+RESERVED_LABEL_KEYS = frozenset({"pathways-stack", "pathways-protected", "goog-gke-node"})
+
 # Namespaces Kubernetes, GKE and the controllers own.
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", "jobset-system", "kueue-system", "lws-system"})
 RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
@@ -184,6 +188,25 @@ class StackConfig(_Model):
     project: ProjectId = Field(description="gcp:project")
     region: Region = Field(description="gcp:region")
     zone: Zone = Field(description="gcp:zone; every node of the stack lives here.")
+    default_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_STACK_LABELS, description=(
+        "gcp:defaultLabels: the GCP provider puts them on every GCP resource that takes labels; the stack puts the same "
+        "labels on every Kubernetes object it creates (cost attribution, ownership)."
+    ))
+
+    @field_validator("default_labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            # GCP: keys start with a lowercase letter, keys and values up to 63 of [a-z0-9_-] ("Labels overview");
+            # Kubernetes (where the same labels go): a value also starts and ends with a letter or digit.
+            if not isinstance(key, str) or not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key):
+                raise ValueError(f"{str(key)[:70]!r} is not a label key (a lowercase letter, then up to 62 of a-z, 0-9, _ and -)")
+            if not isinstance(value, str) or not re.fullmatch(r"([a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?)?", value):
+                raise ValueError(f"{key}: {str(value)[:70]!r} is not a label value valid on GCP and Kubernetes alike (up to 63 of "
+                                 "a-z, 0-9, _ and -, starting and ending with a letter or digit)")
+            if key in RESERVED_LABEL_KEYS:
+                raise ValueError(f"{key} is the stack's own label; choose another key")
+        return v
     protected: bool = Field(default=False, description="protect + deletion protection on cluster and bucket.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
@@ -963,6 +986,6 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         proxy_nodes=cfg.proxy_nodes,
         node_pools=cfg.node_pools, node_pool_concurrency=cfg.cluster.node_pool_concurrency,
         slices=tuple(cfg.slices), workloads=tuple(workloads),
-        monitoring=cfg.monitoring, prices=cfg.prices,
+        monitoring=cfg.monitoring, prices=cfg.prices, labels=dict(cfg.default_labels),
     )
 

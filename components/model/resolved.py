@@ -112,6 +112,8 @@ class ResolvedStack:
     workloads: tuple[ResolvedWorkload, ...]
     monitoring: MonitoringConfig
     prices: PricesConfig
+    labels: dict[str, str]
+    """gcp:defaultLabels: on every GCP resource (the provider) and Kubernetes object (the program)."""
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:

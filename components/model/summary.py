@@ -45,6 +45,7 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
                                                     f"(deleted after {stack.bucket.artifacts_ttl_days} days)"},
         ],
         "workloads": workloads,
+        "labels": dict(stack.labels),
         "totals": {
             "slices": sum(g.count for g in stack.slices), "spares": sum(g.spares for g in stack.slices),
             "tpuVms": sum(g["vms"] for g in groups), "tpuChips": sum(g["chips"] for g in groups),
@@ -117,6 +118,9 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         rows.append(["proxy", s["proxyPool"]["machineType"], str(s["proxyPool"]["nodes"])])
     lines += _table(rows)
     lines += ["", "Buckets:"] + [f"  {b['name']}: {b['holds']}" for b in s["buckets"]]
+    if s["labels"]:
+        lines += ["", "Labels (gcp:defaultLabels: every GCP resource that takes labels, every Kubernetes object the stack creates):",
+                  "  " + ", ".join(f"{k}={v}" for k, v in sorted(s["labels"].items()))]
     lines += ["", "Workloads:"]
     if s["workloads"]:
         rows = [["name", "mode", "state", "group", "slices", "chips", "namespace"]]

@@ -1,0 +1,241 @@
+"""What the CI identities may do, derived from the resource types the stack creates (Pulumi-free).
+
+Two service accounts run each stack in CI (docs/ci.md): *preview* (`pulumi preview` in the
+`<stack>-preview` environment) and *deploy* (`pulumi up` in the `<stack>` environment). ``TABLE`` maps
+every Pulumi type token the main program can register to the predefined roles that create, update and
+delete it (deploy), the roles that read it back as a refresh does (preview), and the APIs it needs.
+``deploy_roles(types)`` / ``preview_roles(types)`` give the least set for one stack's types, and an
+unknown type is an error: a new resource type must come with its roles, or the first `pulumi up` 403s.
+
+Roles are Google's predefined roles, the narrowest that hold the permissions named in each entry's
+source (Google Cloud's IAM roles and permissions reference, cloud.google.com/iam/docs/roles-permissions/
+<service>). Both identities also read the Pulumi state (the state bucket) and, where the stack file
+encrypts secrets with Cloud KMS (`secretsprovider: gcpkms://...`), use its key: those grants are bound
+on the bucket and on the key, never project-wide. The bootstrap project (bootstrap/) applies all this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Literal, Optional
+
+Identity = Literal["deploy", "preview"]
+REFERENCE = "https://cloud.google.com/iam/docs/roles-permissions/"
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one resource type needs."""
+
+    deploy: tuple[str, ...]
+    """Predefined roles that create, update and delete it (and read it back after a change)."""
+    preview: tuple[str, ...]
+    """Predefined roles that read it (what `pulumi preview --refresh` reads)."""
+    apis: tuple[str, ...]
+    """Services the project must have enabled."""
+    source: str
+    """The permissions that decide the roles, and Google's reference page that lists them."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    title: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class Grant:
+    role: str
+    scope: Literal["project", "state bucket", "secrets key"]
+    condition: Optional[Condition] = None
+
+
+def _src(service: str, *permissions: str) -> str:
+    return f"{', '.join(permissions)} ({REFERENCE}{service})"
+
+
+COMPUTE, CONTAINER, IAM, STORAGE, MONITORING = (f"{s}.googleapis.com" for s in ("compute", "container", "iam", "storage", "monitoring"))
+RESOURCE_MANAGER, LOGGING, DNS = "cloudresourcemanager.googleapis.com", "logging.googleapis.com", "dns.googleapis.com"
+
+# The roles the stack grants its node service accounts (components/node_identity.py NODE_ROLES; a test keeps
+# them equal): the only project roles the deploy identity may grant, by an IAM condition on
+# resourcemanager.projectIamAdmin (Google: "Delegate the management of role grants with conditions").
+NODE_ROLES = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/autoscaling.metricsWriter",
+    "roles/artifactregistry.reader",
+)
+NODE_ROLES_ONLY = Condition(
+    title="node-sa-roles-only",
+    expression="api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly([{}])".format(
+        ", ".join(f"'{r}'" for r in NODE_ROLES)),
+)
+CONDITIONS = {"roles/resourcemanager.projectIamAdmin": NODE_ROLES_ONLY}
+
+_NETWORK = (("roles/compute.networkAdmin",), ("roles/compute.networkViewer",), (COMPUTE,))
+# Cluster and node pools: the cluster API only (clusterAdmin); creating nodes that run as the stack's node
+# service accounts needs iam.serviceAccounts.actAs on them (serviceAccountUser).
+_GKE = (("roles/container.clusterAdmin", "roles/iam.serviceAccountUser"), ("roles/container.clusterViewer",))
+# Kubernetes objects go through the cluster's API, authorized by IAM (container.* permissions). Namespaced
+# objects, priority classes and custom resources (container.thirdPartyObjects.*) need container.developer;
+# RBAC objects (roles.escalate/bind), admission policies and the Helm charts (ClusterRoles, CRDs, webhooks)
+# container.admin. Reading them: container.viewer (which cannot read Secrets' data).
+_K8S_OBJECT = (("roles/container.developer",), ("roles/container.viewer",), (CONTAINER,),
+               _src("container", "container.namespaces.create", "container.thirdPartyObjects.create", "container.namespaces.get"))
+_K8S_ADMIN = (("roles/container.admin",), ("roles/container.viewer",), (CONTAINER,),
+              _src("container", "container.clusterRoles.create", "container.clusterRoles.escalate", "container.roles.bind",
+                   "container.customResourceDefinitions.create", "container.validatingWebhookConfigurations.create"))
+_NOTHING = ((), (), (), "no cloud API: the engine's providers, or computed locally")
+
+TABLE: dict[str, Access] = {
+    # --- Google Cloud -----------------------------------------------------------------------------
+    "gcp:compute/network:Network": Access(*_NETWORK, _src("compute", "compute.networks.create", "compute.networks.get")),
+    "gcp:compute/subnetwork:Subnetwork": Access(*_NETWORK, _src("compute", "compute.subnetworks.create", "compute.subnetworks.get")),
+    "gcp:compute/router:Router": Access(*_NETWORK, _src("compute", "compute.routers.create", "compute.routers.get")),
+    "gcp:compute/routerNat:RouterNat": Access(*_NETWORK, _src("compute", "compute.routers.update", "compute.routers.get")),
+    "gcp:compute/firewall:Firewall": Access(
+        ("roles/compute.securityAdmin",), ("roles/compute.networkViewer",), (COMPUTE,),
+        _src("compute", "compute.firewalls.create", "compute.networks.updatePolicy", "compute.firewalls.get")),
+    # tpu7x multi-host slices: a workload policy. compute.storageAdmin is the narrowest predefined role with
+    # compute.resourcePolicies.create (160 permissions; compute.instanceAdmin.v1 has 531); compute.viewer reads it.
+    "gcp:compute/resourcePolicy:ResourcePolicy": Access(
+        ("roles/compute.storageAdmin",), ("roles/compute.viewer",), (COMPUTE,),
+        _src("compute", "compute.resourcePolicies.create", "compute.resourcePolicies.get")),
+    "gcp:container/cluster:Cluster": Access(
+        *_GKE, (CONTAINER, COMPUTE, LOGGING, MONITORING, DNS),  # GKE logging, managed Prometheus, Cloud DNS
+        _src("container", "container.clusters.create", "iam.serviceAccounts.actAs", "container.clusters.get")),
+    "gcp:container/nodePool:NodePool": Access(
+        *_GKE, (CONTAINER,), _src("container", "container.clusters.update", "iam.serviceAccounts.actAs", "container.clusters.get")),
+    "gcp:monitoring/alertPolicy:AlertPolicy": Access(
+        ("roles/monitoring.alertPolicyEditor",), ("roles/monitoring.alertPolicyViewer",), (MONITORING,),
+        _src("monitoring", "monitoring.alertPolicies.create", "monitoring.alertPolicies.get")),
+    "gcp:monitoring/dashboard:Dashboard": Access(
+        ("roles/monitoring.dashboardEditor",), ("roles/monitoring.dashboardViewer",), (MONITORING,),
+        _src("monitoring", "monitoring.dashboards.create", "monitoring.dashboards.get")),
+    "gcp:projects/iAMCustomRole:IAMCustomRole": Access(
+        ("roles/iam.roleAdmin",), ("roles/iam.roleViewer",), (IAM,), _src("iam", "iam.roles.create", "iam.roles.get")),
+    # The node service accounts' project roles: projectIamAdmin, limited by NODE_ROLES_ONLY to NODE_ROLES.
+    # iam.roleViewer (6 permissions) holds resourcemanager.projects.getIamPolicy.
+    "gcp:projects/iAMMember:IAMMember": Access(
+        ("roles/resourcemanager.projectIamAdmin",), ("roles/iam.roleViewer",), (RESOURCE_MANAGER,),
+        _src("resourcemanager", "resourcemanager.projects.setIamPolicy", "resourcemanager.projects.getIamPolicy")),
+    "gcp:serviceaccount/account:Account": Access(
+        ("roles/iam.serviceAccountAdmin",), ("roles/iam.serviceAccountViewer",), (IAM,),
+        _src("iam", "iam.serviceAccounts.create", "iam.serviceAccounts.get")),
+    # storage.editor can create buckets but neither update them nor read or set their IAM policy: storage.admin
+    # is the narrowest predefined role with storage.buckets.update and setIamPolicy.
+    "gcp:storage/bucket:Bucket": Access(
+        ("roles/storage.admin",), ("roles/storage.bucketViewer",), (STORAGE,),
+        _src("storage", "storage.buckets.create", "storage.buckets.update", "storage.buckets.get")),
+    # Reading a bucket's IAM policy: no storage viewer role has storage.buckets.getIamPolicy; securityReviewer
+    # (read-only, every getIamPolicy) does.
+    "gcp:storage/bucketIAMMember:BucketIAMMember": Access(
+        ("roles/storage.admin",), ("roles/iam.securityReviewer",), (STORAGE,),
+        _src("storage", "storage.buckets.setIamPolicy", "storage.buckets.getIamPolicy")),
+    # --- Kubernetes, through the cluster ---------------------------------------------------------
+    "kubernetes:core/v1:Namespace": Access(*_K8S_OBJECT),
+    "kubernetes:core/v1:NamespacePatch": Access(*_K8S_OBJECT),
+    "kubernetes:core/v1:Secret": Access(*_K8S_OBJECT),
+    "kubernetes:core/v1:Service": Access(*_K8S_OBJECT),
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": Access(*_K8S_OBJECT),
+    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": Access(*_K8S_OBJECT),
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": Access(*_K8S_OBJECT),
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": Access(*_K8S_OBJECT),
+    "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": Access(*_K8S_OBJECT),
+    "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": Access(*_K8S_OBJECT),
+    "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": Access(*_K8S_OBJECT),
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": Access(*_K8S_ADMIN),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Access(*_K8S_ADMIN),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": Access(*_K8S_ADMIN),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": Access(*_K8S_ADMIN),
+    # A remote component: the provider registers the chart's objects (CRDs, ClusterRoles, webhooks, Deployments).
+    "kubernetes:helm.sh/v4:Chart": Access(*_K8S_ADMIN),
+    # --- no cloud permissions --------------------------------------------------------------------
+    "pulumi:providers:kubernetes": Access(*_NOTHING),
+    "pulumi:providers:gcp": Access(*_NOTHING),
+    "pulumi:providers:random": Access(*_NOTHING),
+    "random:index/randomPassword:RandomPassword": Access(*_NOTHING),
+}
+
+# The project's own component resources (pathways:gcp:*, pathways:k8s:*) register nothing in the cloud.
+COMPONENT_PREFIX = "pathways:"
+
+# The Pulumi state (a DIY backend in a bucket): deploy writes checkpoints, history and locks; preview only
+# reads (pulumi/pulumi pkg/backend/diy: a preview takes no lock and persists no snapshot).
+STATE_ROLES: dict[Identity, str] = {"deploy": "roles/storage.objectUser", "preview": "roles/storage.objectViewer"}
+# The stack's Cloud KMS key (staging, prod): deploy encrypts new secrets, preview only decrypts.
+KMS_ROLES: dict[Identity, str] = {"deploy": "roles/cloudkms.cryptoKeyEncrypterDecrypter", "preview": "roles/cloudkms.cryptoKeyDecrypter"}
+
+# Predefined roles that hold every permission of others (compared permission by permission in Google's
+# role reference): a project grant of the first makes a grant of the second redundant.
+IMPLIES: dict[str, frozenset[str]] = {
+    "roles/container.admin": frozenset({"roles/container.developer", "roles/container.clusterAdmin", "roles/container.viewer",
+                                        "roles/container.clusterViewer"}),
+    "roles/container.developer": frozenset({"roles/container.clusterViewer"}),
+    "roles/container.clusterAdmin": frozenset({"roles/container.clusterViewer"}),
+    "roles/container.viewer": frozenset({"roles/container.clusterViewer"}),
+    "roles/storage.admin": frozenset({"roles/storage.bucketViewer"}),
+    "roles/iam.roleAdmin": frozenset({"roles/iam.roleViewer"}),
+    "roles/compute.networkAdmin": frozenset({"roles/compute.networkViewer"}),
+    "roles/monitoring.alertPolicyEditor": frozenset({"roles/monitoring.alertPolicyViewer"}),
+    "roles/monitoring.dashboardEditor": frozenset({"roles/monitoring.dashboardViewer"}),
+}
+
+# The APIs CI itself needs besides what the resources need: Workload Identity Federation (iam, sts,
+# iamcredentials), the state bucket (storage), project IAM (cloudresourcemanager). Cloud KMS where used.
+CI_APIS = ("iam.googleapis.com", "iamcredentials.googleapis.com", "sts.googleapis.com", STORAGE, RESOURCE_MANAGER)
+KMS_API = "cloudkms.googleapis.com"
+
+
+class UnknownResourceType(ValueError):
+    """A resource type with no entry in TABLE: its roles are unknown, so the identities cannot be derived."""
+
+    def __init__(self, types: Iterable[str]):
+        self.types = sorted(types)
+        super().__init__(
+            f"no IAM roles known for {', '.join(self.types)}: add each type to components/model/identities.py TABLE "
+            "with the predefined roles that create and read it")
+
+
+def _entries(types: Iterable[str]) -> list[Access]:
+    types = set(types)
+    unknown = {t for t in types if t not in TABLE and not t.startswith(COMPONENT_PREFIX)}
+    if unknown:
+        raise UnknownResourceType(unknown)
+    return [TABLE[t] for t in sorted(types) if t in TABLE]
+
+
+def project_roles(identity: Identity, types: Iterable[str]) -> list[str]:
+    """The project-level roles one identity needs for these types, without those another of them implies."""
+    roles = {r for a in _entries(types) for r in (a.deploy if identity == "deploy" else a.preview)}
+    implied = {i for r in roles for i in IMPLIES.get(r, ())}
+    return sorted(roles - implied)
+
+
+def grants(identity: Identity, types: Iterable[str], *, kms_key: bool = False) -> list[Grant]:
+    """Everything one identity is granted: project roles (with their conditions), the state bucket and, when
+    the stack encrypts its secrets with Cloud KMS, its key."""
+    out = [Grant(r, "project", CONDITIONS.get(r) if identity == "deploy" else None) for r in project_roles(identity, types)]
+    out.append(Grant(STATE_ROLES[identity], "state bucket"))
+    if kms_key:
+        out.append(Grant(KMS_ROLES[identity], "secrets key"))
+    return out
+
+
+def deploy_roles(types: Iterable[str], *, kms_key: bool = False) -> list[str]:
+    """Sorted roles of the deploy identity (project, state bucket and, with kms_key, the secrets key)."""
+    return sorted({g.role for g in grants("deploy", types, kms_key=kms_key)})
+
+
+def preview_roles(types: Iterable[str], *, kms_key: bool = False) -> list[str]:
+    """Sorted roles of the preview identity (read-only everywhere)."""
+    return sorted({g.role for g in grants("preview", types, kms_key=kms_key)})
+
+
+def required_apis(types: Iterable[str], *, kms_key: bool = False) -> list[str]:
+    """The services a project must have enabled for these types and for CI."""
+    apis = {api for a in _entries(types) for api in a.apis} | set(CI_APIS) | ({KMS_API} if kms_key else set())
+    return sorted(apis)
