@@ -4,6 +4,8 @@ run (plan, diff, render, policies, critical path). Tests may import tools."""
 
 from __future__ import annotations
 
+import pytest
+
 import ast
 import re
 import subprocess
@@ -90,3 +92,32 @@ def test_the_tools_run_from_the_repository_root_with_their_options():
         run = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         assert f"python -m {module}" in run.stdout and all(o in run.stdout for o in options), (module, run.stdout)
+
+
+def test_developer_tools_refuse_an_out_path_they_could_be_tricked_by(tmp_path):
+    from tools import output
+    from tools.bench import main as bench_main
+    from tools.mutation.harness import main as mutation_main
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    link = tmp_path / "bench.json"
+    link.symlink_to(target)
+    directory = tmp_path / "results"
+    directory.mkdir()
+    (directory / "file").write_text("keep me too")
+    linked_dir = tmp_path / "via-link"
+    linked_dir.symlink_to(directory)
+    for bad in (link, directory, linked_dir / "out.json"):
+        with pytest.raises(output.OutputError):
+            output.checked(bad)
+        for tool in (bench_main, mutation_main):
+            with pytest.raises(SystemExit) as exit_:  # argparse's usage error, before any run starts
+                tool(["--out", str(bad)])
+            assert exit_.value.code == 2
+    assert target.read_text() == "keep me" and (directory / "file").read_text() == "keep me too"
+    # a plain path is written whole, replacing an earlier result
+    plain = tmp_path / "new" / "result.json"
+    output.write_text(plain, "1")
+    output.write_text(plain, "2")
+    assert plain.read_text() == "2" and [p.name for p in plain.parent.iterdir()] == ["result.json"]

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import yaml
 
+from tools import output
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 SIZES = (1, 8, 64, 256)
@@ -147,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-largest", action="store_true", help="skip the largest configuration the bounds allow")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "bench.json")
     args = parser.parse_args(argv)
+    try:
+        output.checked(args.out)  # before minutes of runs, not after
+    except output.OutputError as e:
+        parser.error(str(e))
     rows = []
     cases = [(slices, stack_config(slices)) for slices in sorted(args.sizes)]
     if not args.no_largest:
@@ -200,10 +206,8 @@ def main(argv: list[str] | None = None) -> int:
           and max(hostile.values()) <= MAX_HOSTILE_S)
     print(f"targets: largest within {MAX_RATIO}x of smallest ({worst['ratio_to_smallest']}x), peak RSS <= {MAX_RSS_MB} MB, "
           f"hostile files refused within {MAX_HOSTILE_S} s ({max(hostile.values()):.2f} s): {'met' if ok else 'NOT met'}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rows": rows,
-                                    "reference": reference, "hostile_s": hostile,
-                                    "targets_met": ok}, indent=2))
+    output.write_text(args.out, json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rows": rows,
+                                            "reference": reference, "hostile_s": hostile, "targets_met": ok}, indent=2))
     print(f"wrote {args.out}")
     return 0
 

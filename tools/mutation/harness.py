@@ -51,6 +51,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from tools import output
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 TARGETS = ("components/model", "components/manifests", "infra/offline/critical_path.py", "policies/rules")
@@ -564,6 +566,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--list", action="store_true", help="only count the mutants per file")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
+    try:  # the results and the progress file beside them, before any mutant runs
+        output.checked(args.out)
+        output.checked(args.out.with_suffix(".jsonl"))
+    except output.OutputError as e:
+        parser.error(str(e))
     files = target_files(args.module or list(TARGETS))
     if not files:
         parser.error("no Python files under --module")
@@ -703,8 +710,7 @@ def report(results: list[dict], out: Path, meta: dict) -> int:
         print(f"{m:52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%  {c['equivalent']}")
     killed, scored = _score(per_file)
     print(f"{'all':52s} {killed:6d} {scored:6d} {(100 * killed / scored if scored else 100):5.1f}%")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({**meta, "perModule": per_module, "perFile": per_file, "results": results}, indent=2))
+    output.write_text(out, json.dumps({**meta, "perModule": per_module, "perFile": per_file, "results": results}, indent=2))
     survivors = [f"{r['path']}:{r['line']} {r['operator']}" + (" (no test runs it)" if r["status"] == "uncovered" else "")
                  for r in results if r["status"] in ("survived", "uncovered")]
     gone = [_key(r) for r in results if r["status"] == "gone"]
