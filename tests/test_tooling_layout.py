@@ -4,13 +4,13 @@ run (plan, diff, render, policies, critical path). Tests may import tools."""
 
 from __future__ import annotations
 
-import pytest
-
 import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("components", "infra", "policies")
