@@ -109,7 +109,12 @@ def _head_tpu(js):
     head(js)["containers"][0]["resources"]["limits"]["google.com/tpu"] = "4"
 
 
+def _head_restart_always(js):
+    head(js)["restartPolicy"] = "Always"
+
+
 RULES = [
+    ("restart-policy", _head_restart_always, "'Always': a Job's pods restart Never or OnFailure"),
     ("jobset-schema", _unknown_field, "spec.startupPolicy.order: unknown field 'order'"),
     ("jobset-schema", _bad_enum, "'Sequential' is not one of ['AnyOrder', 'InOrder']"),
     ("job-schema", _job_schema, "'completion' was unexpected"),
@@ -136,6 +141,8 @@ RULES = [
 def test_good_manifests_pass():
     for js in GOOD.values():
         assert admission.check_jobset(js, POOLS).violations == []
+        # a head pod never restarts in place (its Job's one completion is the run); a worker restarts on its host
+        assert [rj["template"]["spec"]["template"]["spec"]["restartPolicy"] for rj in js["spec"]["replicatedJobs"]] == ["Never", "OnFailure"]
 
 
 @pytest.mark.parametrize("rule,breaker,message", RULES, ids=[f"{r[0]}-{r[1].__name__}" for r in RULES])

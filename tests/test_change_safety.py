@@ -224,3 +224,62 @@ def test_the_review_shows_old_and_new_values_the_capacity_delta_and_one_pattern_
     assert pool["values"]["nodeCount"] == {"old": 16, "new": 32}
     assert doc["capacity"] == {"before": {"chips": 264, "hourly": 1115.65}, "after": {"chips": 520, "hourly": 2190.85}}
     assert doc["guard"]["suggestions"] == ["slices-train-*"]
+
+
+def test_a_zone_move_replaces_what_the_zone_holds_and_renders():
+    from infra.offline.diff import render_text
+
+    after = {**stack_config("staging"), "gcp:zone": "us-east5-c"}
+    changes, verdict = run_diff("staging", after)
+    replaced = sorted(n for n, c in changes.items() if c.action == "replace")
+    # the cluster, its pools and provider, and what that provider manages; never the buckets, IAM or accounts
+    assert "cluster" in replaced and "gke" in replaced and "slices-v6e-0" in replaced
+    assert not [n for n in replaced if n.startswith(("scratch", "pathways-nodes", "system-nodes", "pathways-ports"))], replaced
+    assert all(changes[n].type.startswith(("gcp:container/", "kubernetes:", "pulumi:providers:kubernetes", "gcp:compute/resourcePolicy"))
+               for n in replaced), replaced
+    assert len(replaced) == len([c for c in changes.values() if c.action == "replace"]) == 26
+    assert changes["cluster"].interrupts[0] == "every workload and slice of the stack"
+    text = render_text(list(changes.values()), verdict, "t")
+    assert "  -/+ replace  cluster (Cluster)  forced by " in text
+
+
+def test_a_regional_clusters_zone_move_recreates_its_nodes():
+    # prod's cluster is regional: moving the zone changes its nodeLocations, which GKE applies in place by
+    # recreating the nodes (change_rules.DISRUPTIVE_UPDATES)
+    after = {**stack_config("prod"), "gcp:zone": "us-east5-b"}
+    changes, _ = run_diff("prod", after)
+    cluster = changes["cluster"]
+    assert cluster.action == "update" and cluster.disruptive == ["nodeLocations"]
+    assert "every workload and slice of the stack" in cluster.interrupts
+
+
+def test_the_text_review_marks_each_action():
+    from infra.offline.diff import Change, Verdict, render_text
+
+    changes = [
+        Change("old-pool", POOL, "delete", interrupts=["pretrain (batch, maxRestarts 3): stops the run"]),
+        Change("queue", "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "update",
+               changed=[f"spec.f{i}" for i in range(7)], values={"spec.f0": (1, 2)}),
+        Change("new-pool", POOL, "create"),
+    ]
+    text = render_text(changes, Verdict(False), "t")
+    assert "    - delete   old-pool (NodePool)\n          interrupts: pretrain (batch, maxRestarts 3): stops the run" in text
+    assert "    ~ update   queue (ClusterQueue)  spec.f0, spec.f1, spec.f2, spec.f3, spec.f4, spec.f5 …\n          spec.f0: 1 -> 2" in text
+    assert "    + create   new-pool (NodePool)" in text
+    assert "Summary: 0 to replace, 1 to delete, 1 to update, 1 to create" in text
+
+
+def test_renaming_the_workload_namespace_names_what_it_interrupts():
+    after = edit(stack_config("staging"), "pathways:kubernetes", lambda k: {**(k or {}), "namespace": "pathways-v2"})
+    changes, _ = run_diff("staging", after)
+    ns = changes["workloads"]
+    assert ns.action == "replace"
+    assert sorted(i.split(" (")[0] for i in ns.interrupts) == ["notebook", "train-smoke"]
+
+
+def test_force_new_fields_the_provider_replaces_on():
+    # terraform-provider-google (change_rules's sources): a custom role's project, a firewall's name and a
+    # resource policy's name are ForceNew
+    assert forcing_paths("gcp:projects/iAMCustomRole:IAMCustomRole", ["project", "permissions"]) == ["project"]
+    assert forcing_paths("gcp:compute/firewall:Firewall", ["name", "sourceRanges"]) == ["name"]
+    assert forcing_paths("gcp:compute/resourcePolicy:ResourcePolicy", ["name"]) == ["name"]

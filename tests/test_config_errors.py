@@ -106,6 +106,16 @@ INVALID = [
      "pathways:cluster.name", "the node service account ID 'a-sys' derived from it"),
     ("reserved env", dict(workloads=[{**WORKLOAD, "env": {"JAX_PLATFORMS": "cpu"}}], pathwaysVersion="jax-0.7.2"),
      "pathways:workloads[0].env", "JAX_PLATFORMS is set by the stack"),
+    # the stack sets these from dataLoaderWorkers and persistence: a user's copy would duplicate or bypass them
+    ("reserved env: data loader workers", dict(workloads=[{**WORKLOAD, "env": {"DATA_LOADER_WORKERS": "64"}}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].env", "DATA_LOADER_WORKERS is set by the stack"),
+    ("reserved env: persistence", dict(workloads=[{**WORKLOAD, "env": {"ENABLE_PATHWAYS_PERSISTENCE": "1"}}], pathwaysVersion="jax-0.7.2"),
+     "pathways:workloads[0].env", "ENABLE_PATHWAYS_PERSISTENCE is set by the stack"),
+    # a suspended workload before it does not end the check: the running one after it is still judged
+    ("no restarts beside a spare, after a suspended workload",
+     dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "spares": 1}], pathwaysVersion="jax-0.7.2",
+          workloads=[{**WORKLOAD, "name": "a", "state": "suspended"}, {**WORKLOAD, "name": "b", "maxRestarts": 0}]),
+     "pathways:workloads[1].maxRestarts", "a failure ends the run instead of restarting it onto a spare"),
     ("bad quantity", dict(workloads=[{**WORKLOAD, "memory": "lots"}], pathwaysVersion="jax-0.7.2"),
      "pathways:workloads[0].memory", "'lots' is not a Kubernetes quantity"),
 ]

@@ -80,6 +80,25 @@ def test_oversized_file(tmp_path, capsys):
     assert "over the 1048576 a stack file may have" in one_error(capsys, path)
 
 
+def test_a_file_that_grows_after_it_was_measured_is_still_bounded(tmp_path, capsys, monkeypatch):
+    # the size seen by fstat can be stale (the file grows while it is read): what is read is bounded too
+    import os
+
+    from infra.offline import stackfile
+
+    path = tmp_path / "Pulumi.growing.yaml"
+    path.write_text("config:\n" + "#" * MAX_STACK_FILE_BYTES)
+    real_fstat = os.fstat
+
+    def stale_fstat(fd):
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 10,
+                               st.st_atime, st.st_mtime, st.st_ctime))
+
+    monkeypatch.setattr(stackfile.os, "fstat", stale_fstat)
+    assert f"over the {MAX_STACK_FILE_BYTES} bytes a stack file may have" in one_error(capsys, path)
+
+
 @pytest.mark.parametrize("text,message", [
     ("", "empty; a stack file is a mapping with a 'config:' mapping"),
     ("gcp:project: p\npathways:slices: []\n", "no 'config:' mapping (Pulumi stack-config format); put gcp:project, pathways:slices under 'config:'"),

@@ -364,10 +364,15 @@ def test_dev_dashboard_tiles_and_namespace_filters():
     assert [(t["xPos"], t["yPos"], t["width"], t["height"]) for t in dash["mosaicLayout"]["tiles"]] == [
         (0, 0, 24, 16), (24, 0, 24, 16), (0, 16, 24, 16), (24, 16, 24, 16), (0, 32, 24, 16), (24, 32, 24, 16), (0, 48, 48, 16)]
     # container metrics are scoped to the Pathways namespace; node metrics have no namespace label
-    for f in _filters(dash):
-        if 'resource.type="k8s_container"' in f:
+    filters = _filters(dash)
+    assert filters
+    for f in filters:
+        # every filter names the resource type its metric is published on (a filter without one is refused)
+        (metric,) = re.findall(r'metric\.type="([^"]+)"', f)
+        assert f'resource.type="{monitoring.METRIC_TYPES[metric]}"' in f, f
+        if monitoring.METRIC_TYPES[metric] == "k8s_container":
             assert 'resource.label."namespace_name"="pathways"' in f, f
-        elif 'resource.type="k8s_node"' in f:
+        else:
             assert "namespace_name" not in f, f
 
 

@@ -238,3 +238,15 @@ def test_plan_says_when_alerts_notify_no_one():
     assert any(n.startswith("alerts notify no one: pathways:monitoring.notificationChannels is empty") for n in notices(resolve(load(raw_values(flat), "t"))))
     flat, _ = flatten(config_with(monitoring={"notificationChannels": ["projects/test-proj-123/notificationChannels/1"]}))
     assert not [n for n in notices(resolve(load(raw_values(flat), "t"))) if n.startswith("alerts notify")]
+
+
+def test_an_n2d_head_is_priced_and_the_sources_are_named():
+    s = summary_of("dev", headPool={"machineType": "n2d-standard-64"})
+    head = next(line for line in s["cost"]["lines"] + s["cost"]["whenUsed"] if line["item"].startswith("head VMs"))
+    # Compute Engine's list: n2d $0.027502 per vCPU-hour and $0.003686 per GiB-hour (64 vCPU, 256 GiB)
+    assert head["basis"] == "list" and head["unitPricePerHour"] == round(64 * 0.027502 + 256 * 0.003686, 4)
+    assert s["cost"]["sources"] == [
+        "https://cloud.google.com/tpu/pricing (on-demand, per chip-hour, us-central1/us-east5 list)",
+        "https://cloud.google.com/compute/vm-instance-pricing (on-demand per vCPU-hour and GiB-hour, us-central1)",
+        "https://cloud.google.com/kubernetes-engine/pricing (cluster management fee, Standard)",
+    ]

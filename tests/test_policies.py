@@ -492,3 +492,12 @@ def test_a_stack_on_an_existing_cluster_passes_the_pack():
     cfg = config_with(cluster={"existing": {"kubeconfig": "kubeconfig"}}, bucket={"name": "team-cache"}, pathwaysVersion=VERSION,
                       kubernetes={"installControllers": False}, workloads=[{"name": "train", "image": "example.com/t:1"}])
     assert violations(plan_of(cfg)) == []
+
+
+def test_the_pack_describes_each_policy_for_the_reviewer():
+    # `pulumi preview` prints these beside each violation; the pack's README table mirrors them
+    from policies.rules import ALL_POLICIES
+
+    descriptions = {p.name: p.description for p in ALL_POLICIES}
+    assert descriptions["pathways-tpu-pool-delete-before-replace"] == "TPU node pools use delete_before_replace."
+    assert all(d and d.endswith(".") for d in descriptions.values()), descriptions

@@ -128,3 +128,7 @@ def test_the_policy_pack_config_is_checked_against_its_schema(cluster, pulumi_st
     bad.write_text(json.dumps({"pathways-cluster-hardening": {"protectedStacks": "prod"}}))
     result = pulumi_stack.cli("preview", "--policy-pack", str(POLICIES), "--policy-pack-config", str(bad))
     assert result.returncode != 0 and "protectedStacks" in result.output, result.output[-3000:]
+    # the cache-location limit is an integer (policies/rules/cache_location.py)
+    bad.write_text(json.dumps({"pathways-one-cache-location": {"maxLocationsPerBucket": "fifty"}}))
+    result = pulumi_stack.cli("preview", "--policy-pack", str(POLICIES), "--policy-pack-config", str(bad))
+    assert result.returncode != 0 and "maxLocationsPerBucket" in result.output, result.output[-3000:]

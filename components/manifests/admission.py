@@ -192,6 +192,10 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
                         quantity.parse(amount)
                     except ValueError as e:
                         report.add("quantity", f"{cpath}.resources.{section}.{res}", str(e))
+        # A Job's pods may only be Never or OnFailure (the API server's Job validation; the Pod schema allows Always).
+        if pod.get("restartPolicy") not in ("Never", "OnFailure"):
+            report.add("restart-policy", f"{ppath}.restartPolicy",
+                       f"{pod.get('restartPolicy')!r}: a Job's pods restart Never or OnFailure")
         vol_names = [v.get("name") for v in pod.get("volumes", [])]
         for _, _, mount_owner in containers:
             for m in mount_owner.get("volumeMounts", []):
