@@ -32,7 +32,10 @@ class ClusterGuardrails(pulumi.ComponentResource):
                 f"{name}-{pc['metadata']['name']}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=pc["metadata"]["name"]),
                 value=pc["value"], global_default=pc["globalDefault"], preemption_policy=pc["preemptionPolicy"],
-                description=pc["description"], opts=child,
+                description=pc["description"],
+                # The API server refuses a change of value or preemptionPolicy (immutable), and pulumi-kubernetes
+                # would try it in place: replace instead.
+                opts=pulumi.ResourceOptions(parent=self, replace_on_changes=["value", "preemptionPolicy"], delete_before_replace=True),
             )
             for pc in guardrails.priority_classes()
         }

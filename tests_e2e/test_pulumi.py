@@ -99,6 +99,61 @@ def test_up_then_nothing_to_change_then_destroy(cluster, pulumi_stack):
     assert again.returncode == 0, again.output[-3000:]
 
 
+REPLACING = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
+
+
+def real_actions(preview_json: str) -> dict[str, str]:
+    """Resource name -> create / update / replace / delete, as the engine and the provider's own Diff decided."""
+    out: dict[str, str] = {}
+    for step in json.loads(preview_json).get("steps", []):
+        _, _, qualified, name = step["urn"].split("::", 3)
+        kind = qualified.rsplit("$", 1)[-1]
+        op = step["op"]
+        if kind.startswith(("pulumi:pulumi:Stack", "pulumi:providers:")) or op in ("same", "read", "refresh"):
+            continue
+        out[name] = "replace" if op in REPLACING else op
+    return out
+
+
+# One edit at a time to a running stack's config (Kubernetes layer): what the real provider does to each object
+# is what `diff` says (infra/offline/change_rules.py and the program's replaceOnChanges).
+ORACLE_EDITS = [
+    ("namespace rename", lambda c: c["pathways:kubernetes"].update(namespace="pathways-b")),
+    ("image bump", lambda c: c["pathways:workloads"][0].update(image="example.com/trainer:2")),
+    ("suspend", lambda c: c["pathways:workloads"][1].update(state="suspended")),
+    ("maxRestarts", lambda c: c["pathways:workloads"][0].update(maxRestarts=5)),
+    ("cache prefix", lambda c: c["pathways:bucket"].update(cachePrefix="cache-v2")),
+    ("priority", lambda c: c["pathways:workloads"][1].update(priority="experiment")),
+    ("restart storm threshold", lambda c: c.update({"pathways:monitoring": {"restartStorm": 7}})),
+]
+
+
+def test_the_providers_own_diff_agrees_with_the_offline_review(cluster, pulumi_stack):
+    import copy
+
+    from infra.offline.diff import diff
+
+    base = existing(cluster, [TRAIN, NOTEBOOK])
+    pulumi_stack.set_config(base)
+    up = pulumi_stack.cli("up", "--yes")
+    assert up.returncode == 0, up.output[-3000:]
+    compared = 0
+    try:
+        for name, edit in ORACLE_EDITS:
+            after = copy.deepcopy(base)
+            edit(after)
+            pulumi_stack.set_config(after)
+            preview = pulumi_stack.cli("preview", "--json")
+            assert preview.returncode == 0, (name, preview.output[-3000:])
+            real = real_actions(preview.stdout)
+            offline = {c.name: c.action for c in diff(plan_of(base, "e2e"), plan_of(after, "e2e"))}
+            assert real == offline, (name, {k: (real.get(k), offline.get(k)) for k in set(real) | set(offline) if real.get(k) != offline.get(k)})
+            compared += len(real)
+    finally:
+        pulumi_stack.set_config(base)
+    assert compared >= 10
+
+
 def test_the_workflows_saved_plan_is_applied_as_previewed(cluster, pulumi_stack, tmp_path):
     # pull-request/deploy workflows: `pulumi preview --save-plan`, then `pulumi up --plan` of exactly that plan
     pulumi_stack.set_config(existing(cluster, [TRAIN, NOTEBOOK]))

@@ -185,9 +185,9 @@ class KubernetesConfig(_Model):
 class StackConfig(_Model):
     stack: str = Field(description="Stack name (set by the loader, not a config key).")
     secret_keys: frozenset[str] = Field(default=frozenset(), description="Config keys given as secrets (set by the loader, not a config key).")
-    project: ProjectId = Field(description="gcp:project")
-    region: Region = Field(description="gcp:region")
-    zone: Zone = Field(description="gcp:zone; every node of the stack lives here.")
+    project: ProjectId = Field(description="Google Cloud project ID the stack's resources are created in.")
+    region: Region = Field(description="Region of the subnet, the control plane (when cluster.regional) and the buckets.")
+    zone: Zone = Field(description="The one zone every node of the stack lives in; must be in gcp:region.")
     default_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_STACK_LABELS, description=(
         "gcp:defaultLabels: the GCP provider puts them on every GCP resource that takes labels; the stack puts the same "
         "labels on every Kubernetes object it creates (cost attribution, ownership)."
@@ -207,13 +207,15 @@ class StackConfig(_Model):
             if key in RESERVED_LABEL_KEYS:
                 raise ValueError(f"{key} is the stack's own label; choose another key")
         return v
-    protected: bool = Field(default=False, description="protect + deletion protection on cluster and bucket.")
+    protected: bool = Field(default=False, description=(
+        "Pulumi protect on the cluster and both buckets, GKE deletion protection forced on, and the pathways-protected "
+        "label the policy pack reads; offline diff then refuses disruptive changes not listed in allowDisruption."))
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     head_pool: HeadPoolConfig = Field(default_factory=HeadPoolConfig)
     slices: list[SliceGroup] = Field(min_length=1, max_length=100, description="Slice groups.")
     bucket: BucketConfig = Field(default_factory=BucketConfig)
-    pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX.")
+    pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX; required when workloads are set.")
     kubernetes: "KubernetesConfig" = Field(default_factory=lambda: KubernetesConfig())
     workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)

@@ -283,26 +283,33 @@ class ServeConfig(_Model):
 class Workload(_Model):
     """One Pathways workload: batch, interactive, a shared service (JobSets) or real-time serving (a LeaderWorkerSet)."""
 
-    name: str = Field(description="JobSet name (DNS-1123 label).")
+    name: str = Field(description=(
+        "Workload name (DNS-1123 label), unique in the stack: the JobSet's or LeaderWorkerSet's; at most 22 characters "
+        "for a JobSet with the default subdomain (the coordinator label must stay within 63)."))
     mode: Literal["batch", "interactive", "service", "serve"] = Field(default="batch", description=(
         "batch: user container on the head; interactive: RM + proxy only; service: a Shared Pathways Service "
         "(RM-only head, long-lived workers; each client brings its own proxy); serve: real-time inference with "
         "JetStream on a LeaderWorkerSet (serve.*)."
     ))
     state: Literal["running", "suspended", "finished"] = Field(default="running", description=(
-        "running; suspended (JobSet spec.suspend: pods stop, the JobSet stays; resuming restarts from the last "
+        "running; suspended (its Kueue LocalQueue is held, stopPolicy HoldAndDrain: pods stop, the JobSet stays; "
+        "without Kueue, JobSet spec.suspend; a serve workload scales to 0 replicas; resuming restarts from the last "
         "checkpoint); finished (batch only: the stack stops managing the run, so nothing re-runs it)."
     ))
     slice_group: Optional[str] = Field(default=None, description="Slice group it runs on; default: the only group.")
-    slices: Optional[int] = Field(default=None, ge=1, le=MAX_TPU_POOLS, description="Slices used; default: all slices of the group.")
+    slices: Optional[int] = Field(default=None, ge=1, le=MAX_TPU_POOLS, description=(
+        "Slices used; default: all slices of the group (then a change of the group's count replaces the workload: "
+        "pin it to keep the run going)."))
     image: Optional[str] = Field(default=None, description="User program image (batch only).")
     command: list[str] = Field(default_factory=list, description="User program command (batch only).")
     args: list[str] = Field(default_factory=list, description="User program args (batch only).")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra env for the user container.")
+    env: dict[str, str] = Field(default_factory=dict, description=(
+        "Extra env for the user container (batch only; names the stack sets are reserved); secret values go to a "
+        "Kubernetes Secret <workload>-env."))
     cpu: str = Field(default=DEFAULT_USER_RESOURCES[0], description="User container CPU (request = limit).")
     memory: str = Field(default=DEFAULT_USER_RESOURCES[1], description="User container memory (request = limit).")
     data_loader_workers: int = Field(default=4, ge=0, le=1024, description="Data-loader worker count, passed as DATA_LOADER_WORKERS (never os.cpu_count()).")
-    shm_size: str = Field(default="16Gi", description="Size of the memory-backed /dev/shm.")
+    shm_size: str = Field(default="16Gi", description="Size of the memory-backed /dev/shm; counts against memory.")
     persistence: bool = Field(default=False, description="ENABLE_PATHWAYS_PERSISTENCE=1 (Orbax through pathwaysutils).")
     profiling: Optional["Profiling"] = Field(default=None, description="Profiler server and trace upload.")
     xla_flags: list[str] = Field(default_factory=list, description="XLA flags for the IFRT proxy (each --xla_*).")
@@ -315,16 +322,18 @@ class Workload(_Model):
     ))
     max_restarts: Optional[int] = Field(default=None, ge=0, le=MAX_RESTARTS_BOUND, description=(
         "JobSet failurePolicy.maxRestarts: whole-JobSet restarts after a failure. Default 3 for batch (each resumes "
-        "from the last checkpoint), 20 for interactive (the endpoint keeps coming back)."
+        "from the last checkpoint), 20 for interactive (the endpoint keeps coming back), 30 for service."
     ))
     worker_restarts_per_host: Optional[int] = Field(default=None, ge=1, le=UNLIMITED_RESTARTS_PER_HOST, description=(
         "Worker restarts allowed per TPU host (worker Job backoffLimit = hosts x this). Default: 4 for batch "
-        "(a crash loop ends the run), unlimited for interactive (the endpoint keeps serving)."
+        "(a crash loop ends the run), unlimited otherwise (the endpoint keeps serving)."
     ))
     termination_grace_period_seconds: int = Field(default=30, ge=0, le=86400, description="Pod termination grace period (at most a day).")
     # Off by default: a JobSet deleted by its TTL is gone from the cluster but not from the stack, so
     # the next `pulumi up --refresh` would create it again and re-run the job.
-    ttl_seconds_after_finished: Optional[int] = Field(default=None, ge=0, le=INT32_MAX, description="Delete a finished batch JobSet after this long.")
+    ttl_seconds_after_finished: Optional[int] = Field(default=None, ge=0, le=INT32_MAX, description=(
+        "Delete a finished batch JobSet after this long. Off by default: pulumi up --refresh would re-create, i.e. "
+        "re-run, a JobSet its TTL deleted."))
     server_image: Optional[str] = Field(default=None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
     proxy_image: Optional[str] = Field(default=None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
     subdomain: Optional[str] = Field(default=None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")

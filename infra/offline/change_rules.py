@@ -43,13 +43,14 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "role", "member", "condition"),
     # pulumi-random: every input of RandomPassword forces a new value.
     "random:index/randomPassword:RandomPassword": ("",),
-    "kubernetes:core/v1:Namespace": ("metadata.name",),
-    "kubernetes:core/v1:Secret": ("metadata.name", "metadata.namespace", "type"),
-    "kubernetes:scheduling.k8s.io/v1:PriorityClass": ("metadata.name", "value", "preemptionPolicy"),
-    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": ("metadata.name", "metadata.namespace"),
-    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": ("metadata.name", "metadata.namespace"),
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": ("metadata.name",),
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": ("metadata.name",),
+    # pulumi-kubernetes v4.25.0 (provider/pkg/provider/diff.go, forceNewProperties): every object is replaced
+    # when its metadata.name or metadata.namespace changes (KUBERNETES_IDENTITY below); a Secret also on its
+    # type and data (unless the provider's enableSecretMutable, which the stack leaves off); a RoleBinding on
+    # its roleRef. A PriorityClass's value is immutable in the API but not in that table: the program asks
+    # for its replacement (replaceOnChanges), which the rule below mirrors.
+    "kubernetes:core/v1:Secret": ("type", "stringData", "data"),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
     # The Kubernetes provider's cluster identity: a new one replaces every object it manages.
     "pulumi:providers:kubernetes": ("clusterIdentifier",),
 }
@@ -85,9 +86,14 @@ def _covers(rule: str, path: str) -> bool:
     return rule == "" or path == rule or path.startswith(rule + ".")
 
 
+KUBERNETES_IDENTITY = ("metadata.name", "metadata.namespace")
+
+
 def forcing_paths(type_: str, changed: list[str], replace_on_changes: Sequence[str] = ()) -> list[str]:
-    """The changed input paths that force a replacement of a resource of this type."""
-    rules = (*FORCE_NEW.get(type_, ()), *replace_on_changes)
+    """The changed input paths that force a replacement of a resource of this type (with the program's
+    replaceOnChanges, which the engine applies to any provider)."""
+    identity = KUBERNETES_IDENTITY if type_.startswith("kubernetes:") and not type_.startswith("kubernetes:helm.sh/") else ()
+    rules = (*FORCE_NEW.get(type_, ()), *identity, *replace_on_changes)
     return [p for p in changed if any(_covers(r, p) for r in rules)]
 
 
