@@ -9,9 +9,9 @@ unknown type is an error: a new resource type must come with its roles, or the f
 
 Roles are Google's predefined roles, the narrowest that hold the permissions named in each entry's
 source (Google Cloud's IAM roles and permissions reference, cloud.google.com/iam/docs/roles-permissions/
-<service>). Both identities also read the Pulumi state (the state bucket) and, where the stack file
-encrypts secrets with Cloud KMS (`secretsprovider: gcpkms://...`), use its key: those grants are bound
-on the bucket and on the key, never project-wide. The bootstrap project (bootstrap/) applies all this.
+<service>). Both identities also use the Pulumi state bucket (deploy writes, preview reads) and, where the
+stack file encrypts secrets with Cloud KMS (`secretsprovider: gcpkms://...`), its key (deploy encrypts,
+preview decrypts): those grants are bound on the bucket and on the key, never project-wide. The bootstrap project (bootstrap/) applies all this.
 """
 
 from __future__ import annotations
@@ -83,11 +83,19 @@ _GKE = (("roles/container.clusterAdmin", "roles/iam.serviceAccountUser"), ("role
 # objects, priority classes and custom resources (container.thirdPartyObjects.*) need container.developer;
 # RBAC objects (roles.escalate/bind), admission policies and the Helm charts (ClusterRoles, CRDs, webhooks)
 # container.admin. Reading them: container.viewer (which cannot read Secrets' data).
-_K8S_OBJECT = (("roles/container.developer",), ("roles/container.viewer",), (CONTAINER,),
-               _src("container", "container.namespaces.create", "container.thirdPartyObjects.create", "container.namespaces.get"))
-_K8S_ADMIN = (("roles/container.admin",), ("roles/container.viewer",), (CONTAINER,),
-              _src("container", "container.clusterRoles.create", "container.clusterRoles.escalate", "container.roles.bind",
-                   "container.customResourceDefinitions.create", "container.validatingWebhookConfigurations.create"))
+
+
+def _k8s(deploy: str, *permissions: str) -> Access:
+    return Access((deploy,), ("roles/container.viewer",), (CONTAINER,), _src("container", *permissions))
+
+
+def _k8s_object(permission: str) -> Access:
+    return _k8s("roles/container.developer", permission)
+
+
+# Admission objects have no container.* permission of their own; container.admin is the role for cluster-wide
+# admission configuration (it alone holds container.validatingWebhookConfigurations.create).
+_ADMISSION = ("roles/container.admin", "container.validatingWebhookConfigurations.create")
 _NOTHING = ((), (), (), "no cloud API: the engine's providers, or computed locally")
 
 TABLE: dict[str, Access] = {
@@ -136,23 +144,24 @@ TABLE: dict[str, Access] = {
         ("roles/storage.admin",), ("roles/iam.securityReviewer",), (STORAGE,),
         _src("storage", "storage.buckets.setIamPolicy", "storage.buckets.getIamPolicy")),
     # --- Kubernetes, through the cluster ---------------------------------------------------------
-    "kubernetes:core/v1:Namespace": Access(*_K8S_OBJECT),
-    "kubernetes:core/v1:NamespacePatch": Access(*_K8S_OBJECT),
-    "kubernetes:core/v1:Secret": Access(*_K8S_OBJECT),
-    "kubernetes:core/v1:Service": Access(*_K8S_OBJECT),
-    "kubernetes:scheduling.k8s.io/v1:PriorityClass": Access(*_K8S_OBJECT),
-    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": Access(*_K8S_OBJECT),
-    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": Access(*_K8S_OBJECT),
-    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": Access(*_K8S_OBJECT),
-    "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": Access(*_K8S_OBJECT),
-    "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": Access(*_K8S_OBJECT),
-    "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": Access(*_K8S_OBJECT),
-    "kubernetes:rbac.authorization.k8s.io/v1:Role": Access(*_K8S_ADMIN),
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Access(*_K8S_ADMIN),
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": Access(*_K8S_ADMIN),
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": Access(*_K8S_ADMIN),
+    "kubernetes:core/v1:Namespace": _k8s_object("container.namespaces.create"),
+    "kubernetes:core/v1:NamespacePatch": _k8s_object("container.namespaces.update"),
+    "kubernetes:core/v1:Secret": _k8s_object("container.secrets.create"),
+    "kubernetes:core/v1:Service": _k8s_object("container.services.create"),
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": _k8s_object("container.priorityClasses.create"),
+    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": _k8s("roles/container.admin", "container.roles.create", "container.roles.escalate"),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": _k8s("roles/container.admin", "container.roleBindings.create", "container.roles.bind"),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": _k8s(*_ADMISSION),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": _k8s(*_ADMISSION),
     # A remote component: the provider registers the chart's objects (CRDs, ClusterRoles, webhooks, Deployments).
-    "kubernetes:helm.sh/v4:Chart": Access(*_K8S_ADMIN),
+    "kubernetes:helm.sh/v4:Chart": _k8s("roles/container.admin", "container.customResourceDefinitions.create", "container.clusterRoles.create",
+                                          "container.clusterRoleBindings.create", "container.validatingWebhookConfigurations.create"),
     # --- no cloud permissions --------------------------------------------------------------------
     "pulumi:providers:kubernetes": Access(*_NOTHING),
     "pulumi:providers:gcp": Access(*_NOTHING),

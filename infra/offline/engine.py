@@ -224,8 +224,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
-def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = ()) -> Plan:
+def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), program_dir: Path = PROGRAM_DIR) -> Plan:
     """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
+    `program_dir`: another program directory to run the same way (the bootstrap project, bootstrap/).
 
     Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
     """
@@ -243,7 +244,7 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = ()) -
     settings.SETTINGS.outputs.clear()  # pyright: ignore[reportAttributeAccessIssue]
 
     def program() -> None:
-        runpy.run_path(str(PROGRAM_DIR), run_name="__main__")
+        runpy.run_path(str(program_dir), run_name="__main__")
 
     try:
         _sync_await(run_in_stack(program))

@@ -1,0 +1,147 @@
+"""What the bootstrap needs to know about a main stack (stacks/Pulumi.<stack>.yaml), read without Pulumi:
+its validated config, the Cloud KMS key its secrets provider names, and the resource types it creates.
+
+``resource_types`` follows infra/program.py's choices (existing cluster or not, existing network, Cloud NAT,
+tpu7x workload policies, controllers, Kueue, secrets, serving, shared service); tests/test_bootstrap.py
+keeps it equal to the offline plan's types, so the identities' roles are those of the plan.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from components.model.config import GCP_KEYS, PROJECT_NAMESPACE, StackConfig, load, resolve
+from components.model.errors import ConfigError
+from components.model.tpu import Placement
+
+ROOT = Path(__file__).resolve().parents[1]
+STACKS_DIR = ROOT / "stacks"
+
+# gcpkms://projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k> (Pulumi's Cloud KMS secrets provider)
+GCPKMS = re.compile(r"gcpkms://projects/([a-z][a-z0-9-]{4,28}[a-z0-9])/locations/([a-z0-9-]+)/keyRings/([A-Za-z0-9_-]{1,63})"
+                    r"/cryptoKeys/([A-Za-z0-9_-]{1,63})")
+
+
+class MainStackError(ValueError):
+    """A main stack the bootstrap cannot set up; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class KmsKey:
+    project: str
+    location: str
+    key_ring: str
+    name: str
+
+
+@dataclass(frozen=True)
+class MainStack:
+    name: str
+    config: StackConfig
+    kms_key: Optional[KmsKey]
+    """The key of `secretsprovider: gcpkms://...`; None for a passphrase."""
+    types: frozenset[str]
+
+
+def stack_names() -> list[str]:
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+
+
+def _stand_in_secrets(value: Any) -> tuple[Any, bool]:
+    """`secure:` leaves (ciphertext) -> a marker, as the offline tools do; and whether there was one."""
+    if isinstance(value, dict) and set(value) == {"secure"}:
+        return "[secret]", True
+    if isinstance(value, dict):
+        pairs = {k: _stand_in_secrets(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(s for _, s in pairs.values())
+    if isinstance(value, list):
+        items = [_stand_in_secrets(v) for v in value]
+        return [v for v, _ in items], any(s for _, s in items)
+    return value, False
+
+
+def kms_key(provider: Any, path: str) -> Optional[KmsKey]:
+    if provider in (None, "", "passphrase", "default"):
+        return None
+    m = GCPKMS.fullmatch(str(provider))
+    if not m:
+        raise MainStackError(f"{path}: secretsprovider {str(provider)[:120]!r} is neither a passphrase nor "
+                             "gcpkms://projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>")
+    return KmsKey(*m.groups())
+
+
+def load_main_stack(name: str) -> MainStack:
+    path = STACKS_DIR / f"Pulumi.{name}.yaml"
+    shown = f"stacks/Pulumi.{name}.yaml"
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name) or not path.is_file():
+        raise MainStackError(f"no stack file {shown} (stacks: {', '.join(stack_names()) or 'none'})")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise MainStackError(f"{shown}: not a stack file: {' '.join(str(e).split())[:200]}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise MainStackError(f"{shown}: no 'config:' mapping (Pulumi stack-config format)")
+    raw: dict[str, Any] = {}
+    secret_keys: set[str] = set()
+    for key, value in doc["config"].items():
+        namespace, _, short = str(key).rpartition(":")
+        namespace = namespace or PROJECT_NAMESPACE  # unqualified keys belong to the project
+        if namespace == PROJECT_NAMESPACE or (namespace == "gcp" and short in GCP_KEYS):
+            raw[short], secret = _stand_in_secrets(value)
+            if secret:
+                secret_keys.add(f"{namespace}:{short}")
+    try:
+        cfg = load(raw, stack=name, secret_keys=frozenset(secret_keys))
+    except ConfigError as e:
+        raise MainStackError(f"{shown} is not a valid stack ({e.problems[0]}); `make plan STACK={name}` lists every problem") from None
+    return MainStack(name=name, config=cfg, kms_key=kms_key(doc.get("secretsprovider"), shown), types=resource_types(cfg))
+
+
+def resource_types(cfg: StackConfig) -> frozenset[str]:
+    """The Pulumi types the main program registers for this config (its own pathways:* components aside)."""
+    stack = resolve(cfg)
+    kube = cfg.kubernetes
+    types = {
+        "pulumi:providers:kubernetes", "kubernetes:core/v1:Namespace", "kubernetes:scheduling.k8s.io/v1:PriorityClass",
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+    }
+    if kube.install_controllers:
+        types.add("kubernetes:helm.sh/v4:Chart")
+    if kube.kueue.enabled:
+        types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass")}
+        if stack.active_workloads:
+            types.add("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+    service = cfg.service_workload
+    if service is not None:
+        types |= {"kubernetes:core/v1:NamespacePatch", "kubernetes:rbac.authorization.k8s.io/v1:Role"}
+        if service.service_settings.clients:
+            types.add("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
+    if stack.serve_workloads:
+        types |= {"kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "kubernetes:core/v1:Service"}
+    if stack.jobset_workloads:
+        types.add("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    if any(w.profiling_secret or w.env_secret for w in stack.jobset_workloads):
+        types.add("kubernetes:core/v1:Secret")
+    if any(w.profiling_secret for w in stack.jobset_workloads):
+        types.add("random:index/randomPassword:RandomPassword")
+    if cfg.cluster.existing is not None:
+        return frozenset(types)
+    types |= {
+        "gcp:compute/firewall:Firewall", "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool",
+        "gcp:serviceaccount/account:Account", "gcp:projects/iAMMember:IAMMember", "gcp:projects/iAMCustomRole:IAMCustomRole",
+        "gcp:storage/bucket:Bucket", "gcp:storage/bucketIAMMember:BucketIAMMember",
+        "gcp:monitoring/dashboard:Dashboard", "gcp:monitoring/alertPolicy:AlertPolicy",
+    }
+    if cfg.network.existing_network is None:
+        types |= {"gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"}
+    if cfg.cloud_nat:
+        types |= {"gcp:compute/router:Router", "gcp:compute/routerNat:RouterNat"}
+    if any(g.tpu.placement is Placement.WORKLOAD_POLICY for g in cfg.slices):
+        types.add("gcp:compute/resourcePolicy:ResourcePolicy")
+    return frozenset(types)

@@ -1,0 +1,247 @@
+"""The bootstrap program: what the main stacks of one Google Cloud project assume exists before their first
+`pulumi up` (bootstrap/README.md). Per project: the APIs, the Pulumi state bucket, the GitHub Workload
+Identity pool and provider; per main stack: its preview and deploy service accounts with the roles
+components/model/identities.py derives from the stack's resource types, usable only from the stack's GitHub
+environments, and the Cloud KMS key its stack file encrypts secrets with.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+from pulumi.runtime import config as runtime_config
+
+from components.model import identities
+from components.model.bucket import check_bucket_name
+from components.model.errors import ConfigError, Problem
+
+from .main_stack import KmsKey, MainStack, MainStackError, load_main_stack
+
+NAMESPACE = "pathways-bootstrap"
+KEYS = ("repository", "projectNumber", "stacks", "stateBucket", "stateBucketLocation")
+POOL, PROVIDER = "github", "github"
+GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
+STATE_SOFT_DELETE_DAYS = 30
+STATE_NONCURRENT_DAYS = 30  # older checkpoints than this are deleted (versioning keeps every `pulumi up`)
+KEY_ROTATION = "7776000s"  # 90 days; Pulumi decrypts with any version of the key
+
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    project: str
+    project_number: str
+    """Workload Identity principals name the project by number (gcloud projects describe <id>)."""
+    repository: str
+    stacks: tuple[MainStack, ...]
+    state_bucket: str
+    state_location: str
+
+
+class InvalidBootstrapConfig(pulumi.RunError):
+    """Bad bootstrap config: Pulumi prints the message (one line per problem) with no traceback."""
+
+    def __init__(self, error: ConfigError):
+        self.problems = error.problems
+        super().__init__(str(error))
+
+
+def _key(name: str) -> str:
+    return f"{NAMESPACE}:{name}"
+
+
+def read_config(values: Mapping[str, str]) -> BootstrapConfig:
+    """Flat config ({"ns:key": text}) -> BootstrapConfig, or ConfigError with one line per problem."""
+    problems: list[Problem] = []
+    ours = {k.partition(":")[2]: v for k, v in values.items() if k.partition(":")[0] == NAMESPACE}
+    for name in sorted(set(ours) - set(KEYS)):
+        problems.append(Problem(_key(name), f"unknown key; the bootstrap reads {', '.join(_key(k) for k in KEYS)}"))
+    project = values.get("gcp:project") or ""
+    if not project:
+        problems.append(Problem("gcp:project", "missing: the project to bootstrap (pulumi config set gcp:project <project id>)"))
+    repository = ours.get("repository", "")
+    if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}", repository):
+        problems.append(Problem(_key("repository"), f"{repository[:120]!r} is not a GitHub repository; give OWNER/NAME "
+                                "(the repository whose workflows run the stacks)"))
+    number = ours.get("projectNumber", "")
+    if not re.fullmatch(r"[1-9][0-9]{5,19}", number):
+        problems.append(Problem(_key("projectNumber"), f"{number[:40]!r} is not a project number; give the number of gcp:project "
+                                "(gcloud projects describe <project id> --format='value(projectNumber)')"))
+    stacks = _stacks(ours.get("stacks"), project, problems)
+    bucket = ours.get("stateBucket", f"{project}-pulumi-state")
+    try:
+        if project or "stateBucket" in ours:
+            check_bucket_name(bucket)
+    except ValueError as e:
+        problems.append(Problem(_key("stateBucket"), str(e)))
+    location = ours.get("stateBucketLocation") or (stacks[0].config.region if stacks else "")
+    if stacks and not re.fullmatch(r"[A-Za-z0-9-]{2,40}", location):
+        problems.append(Problem(_key("stateBucketLocation"), f"{location[:60]!r} is not a Cloud Storage location (e.g. us-east5, US)"))
+    if problems:
+        raise ConfigError(problems)
+    return BootstrapConfig(project=project, project_number=number, repository=repository, stacks=tuple(stacks), state_bucket=bucket, state_location=location)
+
+
+def _stacks(text: Optional[str], project: str, problems: list[Problem]) -> list[MainStack]:
+    key = _key("stacks")
+    try:
+        names = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        names = text
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        problems.append(Problem(key, "give the main stacks this project runs as a list of names, e.g. [prod] "
+                                "(their files are stacks/Pulumi.<name>.yaml)"))
+        return []
+    out: list[MainStack] = []
+    for i, name in enumerate(names):
+        where = f"{key}[{i}]"
+        if names.index(name) != i:
+            problems.append(Problem(where, f"{name!r} is listed twice"))
+            continue
+        account = f"pulumi-{name}-preview"  # the longer of the two service account IDs
+        if not re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", account):
+            problems.append(Problem(where, f"{name!r}: its service account ID {account!r} must be 6-30 lowercase letters, "
+                                    "digits or '-': use a shorter stack name of lowercase letters, digits and '-'"))
+            continue
+        try:
+            stack = load_main_stack(name)
+        except MainStackError as e:
+            problems.append(Problem(where, str(e)))
+            continue
+        if project and stack.config.project != project:
+            problems.append(Problem(where, f"stack {name!r} deploys to project {stack.config.project!r}, not {project!r}: "
+                                    "list it in that project's bootstrap stack"))
+            continue
+        if project and stack.kms_key is not None and stack.kms_key.project != project:
+            problems.append(Problem(where, f"stack {name!r} encrypts its secrets with a key of project {stack.kms_key.project!r}, "
+                                    f"not {project!r}: point its secretsprovider at this project's key"))
+            continue
+        out.append(stack)
+    return out
+
+
+def flat_config() -> dict[str, str]:
+    """Every config key the runtime holds (the CLI passes them in PULUMI_CONFIG, mocks with set_all_config)."""
+    explicit: Any = getattr(runtime_config, "CONFIG", None)
+    keys = set(explicit.get() if explicit is not None else ()) | set(runtime_config.get_config_env())
+    return {k: v for k in sorted(keys) if (v := runtime_config.get_config(k)) is not None}
+
+
+def required_apis(cfg: BootstrapConfig) -> list[str]:
+    return sorted({api for s in cfg.stacks for api in identities.required_apis(s.types, kms_key=s.kms_key is not None)})
+
+
+def github_subject(repository: str, environment: str) -> str:
+    """The `sub` GitHub puts in the OIDC token of a job that runs in an environment."""
+    return f"repo:{repository}:environment:{environment}"
+
+
+def environment(stack: str, identity: identities.Identity) -> str:
+    """The GitHub environment each identity serves (.github/workflows/pulumi-stack.yml)."""
+    return stack if identity == "deploy" else f"{stack}-preview"
+
+
+def build(cfg: BootstrapConfig) -> dict[str, Any]:
+    project = cfg.project
+    apis = {api: gcp.projects.Service(
+        f"api-{api.removesuffix('.googleapis.com')}", project=project, service=api,
+        disable_on_destroy=False,  # running stacks depend on them: destroying the bootstrap never disables an API
+    ) for api in required_apis(cfg)}
+
+    def after(*names: str, protect: bool = False) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(depends_on=[apis[n] for n in names], protect=protect)
+
+    state = gcp.storage.Bucket(
+        "state", project=project, name=cfg.state_bucket, location=cfg.state_location,
+        uniform_bucket_level_access=True, public_access_prevention="enforced",
+        versioning=gcp.storage.BucketVersioningArgs(enabled=True),
+        soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(retention_duration_seconds=STATE_SOFT_DELETE_DAYS * 86400),
+        lifecycle_rules=[gcp.storage.BucketLifecycleRuleArgs(
+            action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+            condition=gcp.storage.BucketLifecycleRuleConditionArgs(days_since_noncurrent_time=STATE_NONCURRENT_DAYS, with_state="ARCHIVED"),
+        )],
+        force_destroy=False, labels={"pathways": "pulumi-state"},
+        opts=after("storage.googleapis.com", protect=True),
+    )
+    backend = pulumi.Output.concat("gs://", state.name)
+
+    pool = gcp.iam.WorkloadIdentityPool(
+        "github", project=project, workload_identity_pool_id=POOL, display_name="GitHub Actions",
+        description=f"Workflows of {cfg.repository}", opts=after("iam.googleapis.com", "sts.googleapis.com"),
+    )
+    provider = gcp.iam.WorkloadIdentityPoolProvider(
+        "github", project=project, workload_identity_pool_id=pool.workload_identity_pool_id,
+        workload_identity_pool_provider_id=PROVIDER, display_name="GitHub OIDC",
+        attribute_mapping={"google.subject": "assertion.sub", "attribute.repository": "assertion.repository",
+                           "attribute.environment": "assertion.environment"},
+        # Tokens of any other repository are refused before any service account is looked at.
+        attribute_condition=f"assertion.repository == '{cfg.repository}'",
+        oidc=gcp.iam.WorkloadIdentityPoolProviderOidcArgs(issuer_uri=GITHUB_ISSUER),
+    )
+    pool_path = f"projects/{cfg.project_number}/locations/global/workloadIdentityPools/{POOL}"
+
+    keys: dict[KmsKey, gcp.kms.CryptoKey] = {}
+    rings: dict[tuple[str, str], gcp.kms.KeyRing] = {}
+    for s in cfg.stacks:
+        k = s.kms_key
+        if k is None or k in keys:
+            continue
+        if (k.location, k.key_ring) not in rings:
+            # Key rings and keys cannot be deleted in Cloud KMS; protect keeps `pulumi destroy` from forgetting them.
+            rings[(k.location, k.key_ring)] = gcp.kms.KeyRing(
+                f"keyring-{k.location}-{k.key_ring}", project=project, location=k.location, name=k.key_ring,
+                opts=after("cloudkms.googleapis.com", protect=True))
+        keys[k] = gcp.kms.CryptoKey(
+            f"key-{k.name}", name=k.name, key_ring=rings[(k.location, k.key_ring)].id, rotation_period=KEY_ROTATION,
+            opts=pulumi.ResourceOptions(protect=True))
+
+    environments: dict[str, Any] = {}
+    roles: dict[str, Any] = {}
+    for s in cfg.stacks:
+        roles[s.name] = {}
+        for identity in ("preview", "deploy"):
+            env = environment(s.name, identity)
+            account = gcp.serviceaccount.Account(
+                f"{s.name}-{identity}", project=project, account_id=f"pulumi-{s.name}-{identity}",
+                display_name=f"Pulumi {identity} of stack {s.name} (GitHub environment {env})",
+                opts=after("iam.googleapis.com"))
+            # Only jobs that run in the environment (and so passed its rules) get this identity's tokens.
+            gcp.serviceaccount.IAMMember(
+                f"{s.name}-{identity}-github", service_account_id=account.name, role="roles/iam.workloadIdentityUser",
+                member=f"principal://iam.googleapis.com/{pool_path}/subject/{github_subject(cfg.repository, env)}",
+                opts=pulumi.ResourceOptions(depends_on=[provider]))
+            grants = identities.grants(identity, s.types, kms_key=s.kms_key is not None)
+            for g in grants:
+                name = f"{s.name}-{identity}-{g.role.removeprefix('roles/')}"
+                if g.scope == "project":
+                    gcp.projects.IAMMember(
+                        name, project=project, role=g.role, member=account.member,
+                        condition=gcp.projects.IAMMemberConditionArgs(title=g.condition.title, expression=g.condition.expression)
+                        if g.condition else None,
+                        opts=after("cloudresourcemanager.googleapis.com"))
+                elif g.scope == "state bucket":
+                    gcp.storage.BucketIAMMember(name, bucket=state.name, role=g.role, member=account.member)
+                else:
+                    assert s.kms_key is not None
+                    gcp.kms.CryptoKeyIAMMember(name, crypto_key_id=keys[s.kms_key].id, role=g.role, member=account.member)
+            roles[s.name][identity] = sorted({g.role for g in grants})
+            # What to put in the GitHub environment's variables (docs/ci.md, "CI identities").
+            environments[env] = {
+                "GCP_WORKLOAD_IDENTITY_PROVIDER": f"{pool_path}/providers/{PROVIDER}",
+                "GCP_SERVICE_ACCOUNT": account.email,
+                "PULUMI_BACKEND_URL": backend,
+            }
+    return {"apis": list(apis), "stateBackend": backend, "environments": environments, "roles": roles}
+
+
+def main() -> None:
+    try:
+        cfg = read_config(flat_config())
+    except ConfigError as e:
+        raise InvalidBootstrapConfig(e) from None
+    for name, value in build(cfg).items():
+        pulumi.export(name, value)

@@ -1,0 +1,38 @@
+"""The identity/role tables of bootstrap/README.md, rendered from components/model/identities.py and the
+committed stacks: `python -m bootstrap.roles_table` prints them; tests/test_bootstrap.py keeps the README equal."""
+
+from __future__ import annotations
+
+from components.model import identities
+
+from .main_stack import load_main_stack
+
+CI_STACKS = ("dev", "staging", "prod")
+
+
+def _roles(roles: list[str]) -> str:
+    return "<br>".join(f"`{r}`" for r in roles) or "-"
+
+
+def stacks_table(stacks: tuple[str, ...] = CI_STACKS) -> str:
+    lines = ["| stack | identity | project roles | on the state bucket | on the stack's KMS key |", "|---|---|---|---|---|"]
+    for name in stacks:
+        stack = load_main_stack(name)
+        for identity in ("deploy", "preview"):
+            grants = identities.grants(identity, stack.types, kms_key=stack.kms_key is not None)
+            by_scope = {scope: [g.role + (" (condition: node roles only)" if g.condition else "") for g in grants if g.scope == scope]
+                        for scope in ("project", "state bucket", "secrets key")}
+            lines.append(f"| {name} | {identity} | {_roles(by_scope['project'])} | {_roles(by_scope['state bucket'])} "
+                         f"| {_roles(by_scope['secrets key'])} |")
+    return "\n".join(lines)
+
+
+def types_table() -> str:
+    lines = ["| resource type | deploy | preview | decided by |", "|---|---|---|---|"]
+    for t, a in sorted(identities.TABLE.items()):
+        lines.append(f"| `{t}` | {_roles(list(a.deploy))} | {_roles(list(a.preview))} | {a.source} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(stacks_table(), types_table(), sep="\n\n")

@@ -1,0 +1,285 @@
+"""The bootstrap project (bootstrap/), planned offline by the same engine as the main stack: per project the
+APIs, the state bucket, the GitHub Workload Identity pool; per main stack its preview and deploy identities
+with exactly the roles components/model/identities.py derives from that stack's plan, usable only from the
+stack's GitHub environments, and the Cloud KMS key its stack file names."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bootstrap import main_stack, roles_table
+from bootstrap import program as bootstrap
+from components.model import identities
+from components.model.config import load
+from infra.offline import engine, stackfile
+from tests.conftest import STACKS, config_with, stack_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOTSTRAP = ROOT / "bootstrap"
+BOOTSTRAP_STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in BOOTSTRAP.glob("Pulumi.*.yaml"))
+CI_STACKS = ["dev", "staging", "prod"]  # the stacks the workflows deploy
+SA = "gcp:serviceaccount/account:Account"
+PROJECT_MEMBER, BUCKET_MEMBER, KEY_MEMBER = ("gcp:projects/iAMMember:IAMMember", "gcp:storage/bucketIAMMember:BucketIAMMember",
+                                             "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
+SA_MEMBER = "gcp:serviceaccount/iAMMember:IAMMember"
+
+
+def bootstrap_config(stack: str) -> dict[str, str]:
+    config, _ = stackfile.load_config(BOOTSTRAP / f"Pulumi.{stack}.yaml")
+    return config
+
+
+@functools.lru_cache(maxsize=None)
+def bootstrap_plan(stack: str) -> engine.Plan:
+    return engine.run(bootstrap_config(stack), stack, program_dir=BOOTSTRAP)
+
+
+def main_stacks(stack: str) -> list[str]:
+    return json.loads(bootstrap_config(stack)["pathways-bootstrap:stacks"])
+
+
+def uses_kms(main: str) -> bool:
+    doc = yaml.safe_load(stackfile.stack_path(main).read_text())
+    return str(doc.get("secretsprovider", "")).startswith("gcpkms://")
+
+
+def roles_of(plan: engine.Plan, email: str) -> dict[str, set[str]]:
+    member = f"serviceAccount:{email}"
+    return {t: {r.input("role") for r in plan.by_type(t) if r.input("member") == member} for t in (PROJECT_MEMBER, BUCKET_MEMBER, KEY_MEMBER)}
+
+
+def email(plan: engine.Plan, main: str, identity: str) -> str:
+    project = plan.one(SA, f"{main}-{identity}").input("project")
+    return f"pulumi-{main}-{identity}@{project}.iam.gserviceaccount.com"
+
+
+def test_every_ci_stack_has_a_bootstrap_stack_for_its_project():
+    covered = {m: s for s in BOOTSTRAP_STACKS for m in main_stacks(s)}
+    assert set(CI_STACKS) <= covered.keys()
+    for main, stack in covered.items():
+        assert bootstrap_config(stack)["gcp:project"] == stack_plan(main).one("gcp:container/cluster:Cluster").input("project")
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_the_apis_the_stacks_need_are_enabled_and_stay_enabled(stack):
+    plan = bootstrap_plan(stack)
+    services = {r.input("service"): r for r in plan.by_type("gcp:projects/service:Service")}
+    expected = set()
+    for main in main_stacks(stack):
+        expected |= set(identities.required_apis({r.type for r in stack_plan(main).resources}, kms_key=uses_kms(main)))
+    assert set(services) == expected
+    assert {"container.googleapis.com", "compute.googleapis.com", "monitoring.googleapis.com", "iam.googleapis.com",
+            "iamcredentials.googleapis.com", "sts.googleapis.com", "storage.googleapis.com"} <= set(services)
+    assert ("cloudkms.googleapis.com" in services) == any(uses_kms(m) for m in main_stacks(stack))
+    assert all(r.input("disableOnDestroy") is False for r in services.values())  # destroying the bootstrap never breaks a stack
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_the_state_bucket(stack):
+    plan = bootstrap_plan(stack)
+    bucket = plan.one("gcp:storage/bucket:Bucket", "state")
+    project = bootstrap_config(stack)["gcp:project"]
+    assert bucket.input("name") == f"{project}-pulumi-state"
+    assert bucket.input("uniformBucketLevelAccess") is True and bucket.input("publicAccessPrevention") == "enforced"
+    assert bucket.input("versioning.enabled") is True and bucket.input("forceDestroy") is False
+    assert bucket.input("softDeletePolicy.retentionDurationSeconds") == 30 * 86400
+    assert bucket.input("lifecycleRules.0.condition.withState") == "ARCHIVED"  # only old checkpoints expire
+    assert bucket.options["protect"] is True
+    region = yaml.safe_load(stackfile.stack_path(main_stacks(stack)[0]).read_text())["config"]["gcp:region"]
+    assert bucket.input("location") == region  # by default where the (first) stack runs
+    assert plan.outputs["stateBackend"] == f"gs://{project}-pulumi-state"
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_only_the_repositorys_workflows_get_tokens(stack):
+    plan = bootstrap_plan(stack)
+    repo = bootstrap_config(stack)["pathways-bootstrap:repository"]
+    provider = plan.one("gcp:iam/workloadIdentityPoolProvider:WorkloadIdentityPoolProvider")
+    assert provider.input("attributeCondition") == f"assertion.repository == '{repo}'"
+    assert provider.input("oidc.issuerUri") == "https://token.actions.githubusercontent.com"
+    assert provider.input("attributeMapping")["google.subject"] == "assertion.sub"
+    assert plan.one("gcp:iam/workloadIdentityPool:WorkloadIdentityPool").input("workloadIdentityPoolId") == "github"
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_each_identity_is_usable_only_from_its_environment(stack):
+    plan = bootstrap_plan(stack)
+    cfg = bootstrap_config(stack)
+    pool = f"projects/{cfg['pathways-bootstrap:projectNumber']}/locations/global/workloadIdentityPools/github"
+    for main in main_stacks(stack):
+        for identity, env in (("deploy", main), ("preview", f"{main}-preview")):
+            (binding,) = [r for r in plan.by_type(SA_MEMBER) if r.name == f"{main}-{identity}-github"]
+            assert binding.input("role") == "roles/iam.workloadIdentityUser"
+            # one subject: jobs of this repository running in this GitHub environment (its reviewers and branch rules)
+            assert binding.input("member") == f"principal://iam.googleapis.com/{pool}/subject/repo:{cfg['pathways-bootstrap:repository']}:environment:{env}"
+            account = plan.one(SA, f"{main}-{identity}")
+            assert binding.input("serviceAccountId") == f"projects/{account.input('project')}/serviceAccounts/{email(plan, main, identity)}"
+            assert plan.outputs["environments"][env] == {
+                "GCP_WORKLOAD_IDENTITY_PROVIDER": f"{pool}/providers/github",
+                "GCP_SERVICE_ACCOUNT": email(plan, main, identity),
+                "PULUMI_BACKEND_URL": plan.outputs["stateBackend"],
+            }
+    assert all(r.input("member").startswith("principal://") for r in plan.by_type(SA_MEMBER))  # never a principalSet
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
+    plan = bootstrap_plan(stack)
+    for main in main_stacks(stack):
+        types = {r.type for r in stack_plan(main).resources}
+        kms = uses_kms(main)
+        wanted: list[tuple[identities.Identity, list[str]]] = [("deploy", identities.deploy_roles(types, kms_key=kms)),
+                                                               ("preview", identities.preview_roles(types, kms_key=kms))]
+        for identity, expected in wanted:
+            got = roles_of(plan, email(plan, main, identity))
+            assert sorted(set().union(*got.values())) == expected
+            assert sorted(got[PROJECT_MEMBER]) == identities.project_roles(identity, types)  # project-wide: the table's
+            assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]}  # on the state bucket only
+            assert got[KEY_MEMBER] == ({identities.KMS_ROLES[identity]} if kms else set())  # on the stack's key only
+            assert plan.outputs["roles"][main][identity] == expected
+        assert {"roles/monitoring.alertPolicyEditor", "roles/monitoring.dashboardEditor"} <= roles_of(plan, email(plan, main, "deploy"))[PROJECT_MEMBER]
+        # the deploy identity grants project roles to the node service accounts, and only those
+        (admin,) = [r for r in plan.by_type(PROJECT_MEMBER)
+                    if r.input("role") == "roles/resourcemanager.projectIamAdmin" and r.input("member") == f"serviceAccount:{email(plan, main, 'deploy')}"]
+        assert admin.input("condition.expression") == identities.NODE_ROLES_ONLY.expression
+        assert all(r.input("condition") is None for r in plan.by_type(PROJECT_MEMBER) if r is not admin)
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_a_kms_key_only_where_the_stack_file_uses_gcpkms(stack):
+    plan = bootstrap_plan(stack)
+    wanted = {}
+    for main in main_stacks(stack):
+        doc = yaml.safe_load(stackfile.stack_path(main).read_text())
+        m = re.fullmatch(r"gcpkms://projects/[^/]+/locations/([^/]+)/keyRings/([^/]+)/cryptoKeys/([^/]+)", str(doc.get("secretsprovider", "")))
+        if m:
+            wanted[m.group(3)] = (m.group(1), m.group(2))
+    keys = plan.by_type("gcp:kms/cryptoKey:CryptoKey")
+    assert {k.input("name") for k in keys} == set(wanted)
+    rings = plan.by_type("gcp:kms/keyRing:KeyRing")
+    assert {(r.input("location"), r.input("name")) for r in rings} == set(wanted.values())
+    assert all(r.options["protect"] for r in [*keys, *rings])  # Cloud KMS never deletes them; nor may `pulumi destroy` forget them
+    assert all(k.input("rotationPeriod") == "7776000s" for k in keys)
+
+
+def test_dev_uses_a_passphrase_and_staging_and_prod_their_own_key():
+    assert [uses_kms(s) for s in CI_STACKS] == [False, True, True]
+    (prod,) = [s for s in BOOTSTRAP_STACKS if main_stacks(s) == ["prod"]]
+    assert [k.input("name") for k in bootstrap_plan(prod).by_type("gcp:kms/cryptoKey:CryptoKey")] == ["pulumi-prod"]
+
+
+# --- the main stack's types, read from its stack file ---------------------------------------------
+
+CLIENTS = [{"kind": "User", "name": "ada@example.com"}]
+FEATURES = {
+    "base": config_with(),
+    "tpu7x workload policy": config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}]),
+    "existing network": config_with(network={"existingNetwork": "shared-vpc", "existingSubnetwork": "shared-subnet"}),
+    "shared service": config_with(pathwaysVersion="jax-0.7.2", workloads=[
+        {"name": "sps", "mode": "service", "service": {"maxClients": 3, "clients": CLIENTS}}]),
+    "shared service, no clients yet": config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "sps", "mode": "service"}]),
+    "profiling": config_with(pathwaysVersion="jax-0.7.2", workloads=[
+        {"name": "job", "mode": "batch", "image": "example.com/t:1", "profiling": {"port": 9100}}]),
+    "no kueue, no controllers": config_with(pathwaysVersion="jax-0.7.2", kubernetes={"kueue": {"enabled": False}, "installControllers": False},
+                                            workloads=[{"name": "nb", "mode": "interactive"}]),
+    "existing cluster": config_with(cluster={"existing": {"kubeconfig": "build/kubeconfig"}}, bucket={"name": "b-cache"}),
+}
+
+
+def _predicted_and_planned(config: dict, secrets: tuple[str, ...] = ()) -> tuple[set[str], set[str]]:
+    flat, found = stackfile.flatten(config)
+    secrets = secrets or found
+    cfg = load(stackfile.raw_values(flat), "test", frozenset(secrets))
+    plan = engine.run(flat, "test", secrets)
+    return set(main_stack.resource_types(cfg)), {r.type for r in plan.resources if not r.type.startswith(identities.COMPONENT_PREFIX)}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_bootstrap_reads_each_committed_stacks_types_as_the_plan_has_them(stack):
+    main = main_stack.load_main_stack(stack)
+    assert set(main.types) == {r.type for r in stack_plan(stack).resources if not r.type.startswith(identities.COMPONENT_PREFIX)}
+    assert (main.kms_key is not None) == uses_kms(stack)
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURES))
+def test_the_bootstrap_predicts_the_types_of_every_feature(feature):
+    predicted, planned = _predicted_and_planned(FEATURES[feature])
+    assert predicted == planned
+
+
+def test_a_secret_env_value_in_the_stack_file_is_a_kubernetes_secret(tmp_path, monkeypatch):
+    monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path)
+    cfg = config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "train", "image": "example.com/t:1",
+                                                                "env": {"TOKEN": {"secure": "v1:abc"}, "RUN": "r1"}}])
+    (tmp_path / "Pulumi.s.yaml").write_text(yaml.safe_dump({"config": cfg}))
+    types = main_stack.load_main_stack("s").types
+    assert "kubernetes:core/v1:Secret" in types
+    flat, secrets = stackfile.load_config(tmp_path / "Pulumi.s.yaml")
+    assert set(types) == {r.type for r in engine.run(flat, "s", secrets).resources if not r.type.startswith(identities.COMPONENT_PREFIX)}
+
+
+# --- bad config: one line, naming the key ------------------------------------------------------
+
+GOOD = {"gcp:project": "pathways-prod-123", "pathways-bootstrap:repository": "example-org/pathways-gke",
+        "pathways-bootstrap:projectNumber": "123456789012", "pathways-bootstrap:stacks": '["prod"]'}
+
+
+@pytest.mark.parametrize("change, key, says", [
+    ({"pathways-bootstrap:repository": None}, "pathways-bootstrap:repository", "OWNER/NAME"),
+    ({"pathways-bootstrap:repository": "https://github.com/example-org/x"}, "pathways-bootstrap:repository", "OWNER/NAME"),
+    ({"pathways-bootstrap:projectNumber": "pathways-prod-123"}, "pathways-bootstrap:projectNumber", "gcloud projects describe"),
+    ({"pathways-bootstrap:stacks": None}, "pathways-bootstrap:stacks", "list of names"),
+    ({"pathways-bootstrap:stacks": "prod"}, "pathways-bootstrap:stacks", "list of names"),
+    ({"pathways-bootstrap:stacks": '["qa"]'}, "pathways-bootstrap:stacks[0]", "no stack file stacks/Pulumi.qa.yaml"),
+    ({"pathways-bootstrap:stacks": '["dev"]'}, "pathways-bootstrap:stacks[0]", "deploys to project 'pathways-dev-123'"),
+    ({"pathways-bootstrap:stacks": '["prod", "prod"]'}, "pathways-bootstrap:stacks[1]", "listed twice"),
+    ({"pathways-bootstrap:stateBucket": "Pulumi_State"}, "pathways-bootstrap:stateBucket", "not a valid bucket name"),
+    ({"pathways-bootstrap:stateBuckt": "x"}, "pathways-bootstrap:stateBuckt", "unknown key"),
+    ({"gcp:project": None}, "gcp:project", "missing"),
+])
+def test_bad_config_fails_with_one_line_naming_the_key(change, key, says):
+    config = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    with pytest.raises(bootstrap.InvalidBootstrapConfig) as e:
+        engine.run(config, "bad", program_dir=BOOTSTRAP)
+    lines = str(e.value).splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{key}: ") and says in lines[0], lines
+
+
+def test_a_long_stack_name_is_refused_before_google_refuses_its_service_account(tmp_path, monkeypatch):
+    monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path)
+    with pytest.raises(Exception) as e:
+        bootstrap.read_config({**GOOD, "pathways-bootstrap:stacks": '["a-very-long-stack-name-here"]'})
+    assert str(e.value).startswith("pathways-bootstrap:stacks[0]: 'a-very-long-stack-name-here': its service account ID")
+
+
+def test_a_stack_whose_key_lives_in_another_project_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path)
+    doc = yaml.safe_load(stackfile.stack_path("prod").read_text())
+    doc["secretsprovider"] = doc["secretsprovider"].replace("projects/pathways-prod-123", "projects/other-project-1")
+    (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(Exception) as e:
+        bootstrap.read_config(GOOD)
+    assert str(e.value) == ("pathways-bootstrap:stacks[0]: stack 'prod' encrypts its secrets with a key of project 'other-project-1', "
+                            "not 'pathways-prod-123': point its secretsprovider at this project's key")
+
+
+# --- bootstrap/README.md -----------------------------------------------------------------------
+
+
+def test_the_readme_shows_the_role_tables_the_code_derives():
+    readme = (BOOTSTRAP / "README.md").read_text()
+    assert roles_table.stacks_table() in readme
+    assert roles_table.types_table() in readme
+
+
+def test_the_readme_commands_name_a_bootstrap_stack_and_every_config_key():
+    readme = (BOOTSTRAP / "README.md").read_text()
+    (stack,) = re.findall(r"pulumi -C bootstrap stack select (\S+) --create", readme)
+    assert stack in BOOTSTRAP_STACKS and "pulumi -C bootstrap up" in readme
+    assert all(f"`pathways-bootstrap:{k}`" in readme for k in bootstrap.KEYS)
