@@ -124,7 +124,8 @@ def test_invokes_that_would_call_gcp_get_deterministic_stand_ins():
     from infra.offline.engine import PROJECT_NUMBER, StandInMocks
 
     mocks = StandInMocks("p-123456")
-    project, _ = mocks.call(MockCallArgs("gcp:organizations/getProject:getProject", {}, ""))
+    project, failures = mocks.call(MockCallArgs("gcp:organizations/getProject:getProject", {}, ""))
+    assert failures == []
     assert project["number"] == PROJECT_NUMBER and project["projectId"] == "p-123456"
     client, _ = mocks.call(MockCallArgs("gcp:organizations/getClientConfig:getClientConfig", {}, ""))
     assert client["project"] == "p-123456"
@@ -153,3 +154,15 @@ def test_plan_json_is_identical_across_processes_and_hash_seeds():
         assert proc.returncode == 0, proc.stderr
         outs.append(proc.stdout)
     assert outs[0] == outs[1]
+
+
+def test_the_offline_engine_answers_the_invokes_it_stands_in_for(tmp_path):
+    # a program that looks its project up (gcp.organizations.get_project) plans offline too
+    from infra.offline.engine import PROJECT_NUMBER, run
+
+    program = tmp_path / "__main__.py"
+    program.write_text("import pulumi, pulumi_gcp as gcp\n"
+                       "p = gcp.organizations.get_project()\n"
+                       "pulumi.export('number', p.number)\n")
+    plan = run({"gcp:project": "test-proj-123"}, "invoke", program_dir=tmp_path)
+    assert plan.outputs["number"] == PROJECT_NUMBER

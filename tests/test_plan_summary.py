@@ -250,3 +250,13 @@ def test_an_n2d_head_is_priced_and_the_sources_are_named():
         "https://cloud.google.com/compute/vm-instance-pricing (on-demand per vCPU-hour and GiB-hour, us-central1)",
         "https://cloud.google.com/kubernetes-engine/pricing (cluster management fee, Standard)",
     ]
+
+
+def test_on_a_cluster_made_elsewhere_the_plan_prices_nothing_and_says_whose_the_nodes_are():
+    s = summary_of("dev", cluster={"existing": {"kubeconfig": "/tmp/kubeconfig"}}, bucket={"name": "team-bucket"},
+                   kubernetes={"installControllers": False}, headPool={}, slices=[{"name": "dev", "tpu": "v6e-4"}])
+    assert s["cost"]["lines"] == [] and s["cost"]["whenUsed"] == [] and s["cost"]["hourly"] == 0
+    assert [b["name"] for b in s["buckets"]] == ["team-bucket"]  # no artifacts bucket is created there
+    assert s["notices"][0].startswith("a cluster made elsewhere (cluster.existing)")
+    assert not [n for n in s["notices"] if n.startswith("alerts notify no one")]  # no alert is created there
+    assert "Estimated cost: none. A cluster made elsewhere" in "\n".join(summary_text(s))

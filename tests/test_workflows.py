@@ -142,3 +142,15 @@ def test_make_test_gets_its_crds_without_shared_reference_data():
     for path in [*WORKFLOWS, ROOT / "Makefile", *(ROOT / "tests").glob("*.py")]:
         if path.name != "test_workflows.py":
             assert "../shared" not in path.read_text(), path
+
+
+def test_the_offline_plan_and_diff_cover_every_stack_file():
+    # the loops run over stacks/Pulumi.*.yaml, so a new stack file (the serving example) is planned and diffed too
+    wf = load("pull-request.yml")
+    steps = {st.get("name", ""): st.get("run", "") for st in wf["jobs"]["test"]["steps"]}
+    loop = next(run for name, run in steps.items() if name.startswith("Offline plan"))
+    script = loop.replace(".venv/bin/python -m infra.offline plan --stack", "echo")
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT, check=True).stdout.split()
+    from infra.offline.stackfile import stack_names
+
+    assert sorted(out) == sorted(stack_names()) and "serving" in out

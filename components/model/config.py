@@ -989,5 +989,6 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         node_pools=cfg.node_pools, node_pool_concurrency=cfg.cluster.node_pool_concurrency,
         slices=tuple(cfg.slices), workloads=tuple(workloads),
         monitoring=cfg.monitoring, prices=cfg.prices, labels=dict(cfg.default_labels),
+        existing_cluster=cfg.cluster.existing is not None,
     )
 

@@ -33,6 +33,7 @@ class CostLine:
 class CostEstimate:
     lines: tuple[CostLine, ...]
     on_demand_when_used: tuple[CostLine, ...] = field(default=())  # flex-start slices: billed only while up
+    existing: bool = False  # on a cluster made elsewhere the stack creates nothing that is billed
 
     @property
     def hourly(self) -> float:
@@ -70,13 +71,17 @@ class CostEstimate:
             "lines": [line.to_json() for line in self.lines],
             "whenUsed": [line.to_json() for line in self.on_demand_when_used],
             "sources": list(PRICE_SOURCES), "pricesAsOf": PRICES_AS_OF,
-            "note": "Estimate from list prices; not a quote. Network, storage, logging and egress are not included.",
+            "note": ("A cluster made elsewhere (cluster.existing): the stack creates no billed resource; its nodes are the "
+                     "cluster owner's." if self.existing else
+                     "Estimate from list prices; not a quote. Network, storage, logging and egress are not included."),
         }
 
 
 def estimate(stack: ResolvedStack) -> CostEstimate:
     """The hourly cost of what the stack keeps running: slices (flex-start ones only while used),
     the head, proxy and system VMs at their floor, and the cluster fee."""
+    if stack.existing_cluster:
+        return CostEstimate((), (), existing=True)  # the nodes and the cluster are someone else's to pay for
     prices = stack.prices
     lines: list[CostLine] = []
     when_used: list[CostLine] = []

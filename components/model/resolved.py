@@ -114,6 +114,8 @@ class ResolvedStack:
     prices: PricesConfig
     labels: dict[str, str]
     """gcp:defaultLabels: on every GCP resource (the provider) and Kubernetes object (the program)."""
+    existing_cluster: bool = False
+    """cluster.existing: the stack makes only the Kubernetes layer; nodes, buckets and alerts are someone else's."""
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:

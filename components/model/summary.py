@@ -40,6 +40,8 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
         "systemPool": {"machineType": stack.system_machine_type, "minNodes": stack.system_min_nodes, "maxNodes": stack.system_max_nodes},
         "proxyPool": {"machineType": stack.proxy_machine_type, "nodes": stack.proxy_nodes} if stack.proxy_machine_type else None,
         "buckets": [
+            {"name": stack.bucket_name, "holds": f"compilation cache {stack.cache_location} (made elsewhere)"},
+        ] if stack.existing_cluster else [
             {"name": stack.bucket_name, "holds": f"compilation cache {stack.cache_location}"},
             {"name": stack.artifacts_bucket, "holds": f"profiles and HLO dumps {stack.artifacts_location} "
                                                     f"(deleted after {stack.bucket.artifacts_ttl_days} days)"},
@@ -62,7 +64,10 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
 def notices(stack: ResolvedStack) -> list[str]:
     """What a reviewer should know that is not an error: the stack deploys, but something will surprise."""
     out = []
-    if not stack.monitoring.notification_channels:
+    if stack.existing_cluster:
+        out.append("a cluster made elsewhere (cluster.existing): the stack deploys only its Kubernetes layer; the node pools, "
+                   "buckets, IAM and alerts listed for the slice groups are the cluster owner's to provide")
+    elif not stack.monitoring.notification_channels:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
     out += oversubscribed(stack)
@@ -131,9 +136,17 @@ def summary_text(s: dict[str, Any]) -> list[str]:
             lines += [f"  {w['name']} images:"] + [f"    {k}: {v}" for k, v in w["images"].items()]
     else:
         lines.append("  (none)")
-    c = s["cost"]
-    lines += ["", f"Estimated cost of what the stack keeps running: {c['qualifier']} {_money(c['hourly'])}/hour, "
-                  f"{_money(c['monthly'])}/month ({c['hoursPerMonth']} h) - an estimate from list prices, not a quote:"]
+    lines += _cost_lines(s["cost"])
+    if s["notices"]:
+        lines += ["", "Notices:"] + [f"  - {n}" for n in s["notices"]]
+    return lines
+
+
+def _cost_lines(c: dict[str, Any]) -> list[str]:
+    if not c["lines"] and not c["whenUsed"]:
+        return ["", f"Estimated cost: none. {c['note']}"]
+    lines = ["", f"Estimated cost of what the stack keeps running: {c['qualifier']} {_money(c['hourly'])}/hour, "
+                 f"{_money(c['monthly'])}/month ({c['hoursPerMonth']} h) - an estimate from list prices, not a quote:"]
     rows = [[line["item"], f"{line['quantity']} x {_money(line['unitPricePerHour'])}" if line["unitPricePerHour"] is not None else
              f"{line['quantity']} x ?", _money(line["hourly"]) + "/h" if line["hourly"] is not None else "?", line["basis"]]
             for line in c["lines"]]
@@ -144,6 +157,4 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         price = f"{_money(line['hourly'])}/h" if line["hourly"] is not None else "no price"
         lines.append(f"  only while scaled up: {line['item']}: {line['quantity']} {line['unit']}s, {price} ({line['basis']})")
     lines.append(f"  prices: {c['pricesAsOf']}; override with pathways:prices. {c['note']}")
-    if s["notices"]:
-        lines += ["", "Notices:"] + [f"  - {n}" for n in s["notices"]]
     return lines

@@ -173,11 +173,12 @@ class StandInMocks(pulumi_mocks.Mocks):
         return resource_id, {**inputs, **extra}
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+        # No failures is [], not None: the SDK's mock monitor iterates a tuple's failures.
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId") or self.project
-            return {"projectId": project, "number": PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, None
+            return {"projectId": project, "number": PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, []
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
-            return {"project": self.project, "accessToken": "offline", "id": "offline"}, None
+            return {"project": self.project, "accessToken": "offline", "id": "offline"}, []
         raise NotImplementedError(f"the offline engine has no stand-in for invoke {args.token}")
 
 

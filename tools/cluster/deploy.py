@@ -80,16 +80,17 @@ def deploy(cluster: LocalCluster, plan: Plan, region: str, zone: str) -> list[di
 
 def reset(cluster: LocalCluster) -> None:
     """Remove what deploy() made, workloads first (their pods go with them), so the next stack starts clean."""
+    t0 = time.monotonic()
     cluster.kubectl("delete", "jobsets.jobset.x-k8s.io,leaderworkersets.leaderworkerset.x-k8s.io", "--all", "-A",
-                    "--wait=true", "--timeout=120s", check=False)
-    cluster.kubectl("delete", "jobs.batch", "--all", "-A", "--wait=true", "--timeout=60s", check=False)
+                    "--wait=true", "--timeout=300s", check=False, timeout=330)
+    cluster.kubectl("delete", "jobs.batch", "--all", "-A", "--wait=true", "--timeout=300s", check=False, timeout=330)
     for ns in cluster.get("namespaces")["items"]:
         name = ns["metadata"]["name"]
         if name not in KEPT_NAMESPACES:
-            cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+            cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=300s", check=False, timeout=330)
     cluster.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", check=False)
     cluster.wait_for("pods gone", lambda: not [p for p in cluster.get("pods", "-A")["items"]
-                                               if p["metadata"]["namespace"] not in ("kube-system",)], timeout=120)
+                                               if p["metadata"]["namespace"] not in ("kube-system",)], timeout=600, interval=2)
     cluster.kubectl("delete", "localqueues.kueue.x-k8s.io,workloads.kueue.x-k8s.io", "--all", "-A", "--wait=true", check=False)
     cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io,resourceflavors.kueue.x-k8s.io,workloadpriorityclasses.kueue.x-k8s.io,"
                     "cohorts.kueue.x-k8s.io", "--all", "--wait=true", check=False)
@@ -97,4 +98,7 @@ def reset(cluster: LocalCluster) -> None:
         ours = [o["metadata"]["name"] for o in cluster.get(kind)["items"] if o["metadata"]["name"].startswith("pathways-")]
         if ours:
             cluster.kubectl("delete", kind, *ours, "--wait=true", check=False)
-    cluster.kubectl("delete", "nodes", "--all", "--wait=true", check=False)
+    # Many nodes (the 256-slice scenario has 1,024): ask for all deletions at once, then wait for them to go.
+    cluster.kubectl("delete", "nodes", "--all", "--wait=false", check=False, timeout=600)
+    cluster.wait_for("nodes gone", lambda: not cluster.get("nodes")["items"], timeout=600, interval=2)
+    log(f"reset in {time.monotonic() - t0:.0f} s")
