@@ -1,11 +1,5 @@
-"""JobSetController: the JobSet controller, webhook and CRD from the upstream Helm chart, on the system pool.
-
-Installed with Pulumi's helm.v4.Chart, not helm.v3.Release: Helm (and so a Release) installs a chart's
-crds/ only when absent and never upgrades them (Helm docs, "Custom Resource Definitions: limitations";
-PLATFORM-FACTS §6), so bumping kubernetes.jobsetVersion would run a new controller on an old CRD. A v4
-Chart renders the chart (`helm template`, CRDs included) and Pulumi applies every object, the CRD too,
-server-side: a version bump updates the CRD in the same `pulumi up`, and `pulumi preview` shows it.
-"""
+"""JobSetController: the JobSet controller, webhook and CRD from the upstream Helm chart, on the system pool
+(components/controller_chart.py: a version bump upgrades the CRD too)."""
 
 from __future__ import annotations
 
@@ -13,10 +7,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from .controller_chart import install_chart
 from .labels import ROLE_LABEL
-from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, psa_labels
+from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL
 
 NAMESPACE = "jobset-system"
 
@@ -38,25 +32,12 @@ class JobSetController(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: JobSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:JobSetController", name, None, opts)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels(CONTROLLER_NAMESPACE_LEVEL)),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        chart = k8s.helm.v4.Chart(
-            name,
-            chart=args.chart,
-            # A local chart directory is the version it holds; a registry is asked for the pinned one.
-            version=args.version if args.chart.startswith("oci://") else None,
-            namespace=NAMESPACE,
-            skip_crds=False,  # the CRD is one of the chart's objects: applied and upgraded with it
-            values={
-                "controller": {"nodeSelector": {ROLE_LABEL: args.system_role}},
-                # The chart's default renders a ServiceMonitor (monitoring.coreos.com), a CRD GKE does not
-                # install: the apply would fail (charts/jobset/templates/prometheus/service_monitor.yaml).
-                "prometheus": {"enable": False},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
-        )
+        chart = install_chart(self, name, namespace=NAMESPACE, pod_security=CONTROLLER_NAMESPACE_LEVEL, chart=args.chart,
+                              version=args.version, values={
+                                  "controller": {"nodeSelector": {ROLE_LABEL: args.system_role}},
+                                  # The chart's default renders a ServiceMonitor (monitoring.coreos.com), a CRD GKE does
+                                  # not install: the apply would fail (charts/jobset/templates/prometheus/service_monitor.yaml).
+                                  "prometheus": {"enable": False},
+                              })
         self.ready = chart
         self.register_outputs({})

@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
 from pulumi_kubernetes import _utilities as k8s_utilities
 
+from .controller_chart import install_chart
 from .labels import ROLE_LABEL
-from .manifests.guardrails import psa_labels
 
 NAMESPACE = "kueue-system"
 
@@ -46,23 +45,11 @@ class Kueue(pulumi.ComponentResource):
         super().__init__("pathways:k8s:Kueue", name, None, opts)
         installed: list[pulumi.Resource] = []
         if args.chart is not None:
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-namespace",
-                # baseline enforced (the chart's pod settings are not pinned here); warn and audit at restricted
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels("baseline")),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            installed.append(k8s.helm.v4.Chart(
-                name,
-                chart=args.chart,
-                # A local chart directory is the version it holds; a registry is asked for the pinned one.
-                version=args.version if args.chart.startswith("oci://") else None,
-                namespace=NAMESPACE,
-                skip_crds=False,  # CRDs applied (and upgraded) with the chart, as for JobSet
-                # The chart's default manager config enables the JobSet integration (jobset.x-k8s.io/jobset).
-                values={"controllerManager": {"nodeSelector": {ROLE_LABEL: args.system_role}}},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
-            ))
+            # baseline enforced (the chart's pod settings are not pinned here); warn and audit at restricted.
+            # The chart's default manager config enables the JobSet and LeaderWorkerSet integrations.
+            installed.append(install_chart(self, name, namespace=NAMESPACE, pod_security="baseline", chart=args.chart,
+                                           version=args.version,
+                                           values={"controllerManager": {"nodeSelector": {ROLE_LABEL: args.system_role}}}))
         objects = [
             KubernetesObject(
                 "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,

@@ -1,10 +1,9 @@
 """LeaderWorkerSetController: the LeaderWorkerSet controller, webhooks and CRD from the upstream Helm chart,
 on the system pool, for the stack's serve workloads.
 
-Installed as the JobSet chart is (components/jobset_controller.py): a helm.v4.Chart renders the chart with
-its CRD and Pulumi applies every object server-side, so a version bump upgrades the CRD in the same
-`pulumi up` (Helm itself never upgrades crds/). Server-side apply is also what the CRD's size needs: at
-about 1.3 MB it is far over the 256 kB last-applied annotation a client-side apply would write.
+Installed as the JobSet chart is (components/controller_chart.py): a version bump upgrades the CRD in the same
+`pulumi up`, and the objects are applied server-side, which is also what the CRD's size needs: at about
+1.3 MB it is far over the 256 kB last-applied annotation a client-side apply would write.
 The webhooks stay on: LWS's pod webhook injects LWS_LEADER_ADDRESS, which every serve container uses.
 """
 
@@ -14,10 +13,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from .controller_chart import install_chart
 from .labels import ROLE_LABEL
-from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, psa_labels
+from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL
 
 NAMESPACE = "lws-system"
 # The chart's own values name image tag `main`, pulled Always (charts/lws/values.yaml); its release script
@@ -42,25 +41,14 @@ class LeaderWorkerSetController(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: LeaderWorkerSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:LeaderWorkerSetController", name, None, opts)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=psa_labels(CONTROLLER_NAMESPACE_LEVEL)),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        chart = k8s.helm.v4.Chart(
-            name,
-            chart=args.chart,
-            version=args.version if args.chart.startswith("oci://") else None,
-            namespace=NAMESPACE,
-            skip_crds=False,  # the CRD is one of the chart's objects: applied and upgraded with it
-            values={
-                "image": {"manager": {"repository": IMAGE_REPOSITORY, "tag": f"v{args.version}", "pullPolicy": "IfNotPresent"}},
-                "nodeSelector": {ROLE_LABEL: args.system_role},
-                # ServiceMonitor and cert-manager objects need CRDs GKE does not install.
-                "enablePrometheus": False,
-                "enableCertManager": False,
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
-        )
+        chart = install_chart(self, name, namespace=NAMESPACE, pod_security=CONTROLLER_NAMESPACE_LEVEL, chart=args.chart,
+                              version=args.version, values={
+                                  "image": {"manager": {"repository": IMAGE_REPOSITORY, "tag": f"v{args.version}",
+                                                        "pullPolicy": "IfNotPresent"}},
+                                  "nodeSelector": {ROLE_LABEL: args.system_role},
+                                  # ServiceMonitor and cert-manager objects need CRDs GKE does not install.
+                                  "enablePrometheus": False,
+                                  "enableCertManager": False,
+                              })
         self.ready = chart
         self.register_outputs({})

@@ -10,14 +10,8 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
-NODE_ROLES = (
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-    "roles/monitoring.viewer",
-    "roles/stackdriver.resourceMetadata.writer",
-    "roles/autoscaling.metricsWriter",
-    "roles/artifactregistry.reader",
-)
+from .model.identities import NODE_ROLES
+
 
 
 @dataclass(frozen=True)

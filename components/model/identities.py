@@ -57,8 +57,8 @@ def _src(service: str, *permissions: str) -> str:
 COMPUTE, CONTAINER, IAM, STORAGE, MONITORING = (f"{s}.googleapis.com" for s in ("compute", "container", "iam", "storage", "monitoring"))
 RESOURCE_MANAGER, LOGGING, DNS = "cloudresourcemanager.googleapis.com", "logging.googleapis.com", "dns.googleapis.com"
 
-# The roles the stack grants its node service accounts (components/node_identity.py NODE_ROLES; a test keeps
-# them equal): the only project roles the deploy identity may grant, by an IAM condition on
+# The roles the stack grants its node service accounts (components/node_identity.py): to log, report metrics
+# and pull images, nothing more; the only project roles the deploy identity may grant, by an IAM condition on
 # resourcemanager.projectIamAdmin (Google: "Delegate the management of role grants with conditions").
 NODE_ROLES = (
     "roles/logging.logWriter",
