@@ -13,7 +13,6 @@ import pulumi_gcp as gcp
 from .model.identities import NODE_ROLES
 
 
-
 @dataclass(frozen=True)
 class NodeServiceAccountArgs:
     project: str
