@@ -283,3 +283,15 @@ def test_force_new_fields_the_provider_replaces_on():
     assert forcing_paths("gcp:projects/iAMCustomRole:IAMCustomRole", ["project", "permissions"]) == ["project"]
     assert forcing_paths("gcp:compute/firewall:Firewall", ["name", "sourceRanges"]) == ["name"]
     assert forcing_paths("gcp:compute/resourcePolicy:ResourcePolicy", ["name"]) == ["name"]
+
+
+def test_a_replacement_the_real_preview_cannot_show_is_said():
+    # JobSet v0.12.0's CRD: failurePolicy, network, startupPolicy and successPolicy are immutable by CEL, which the
+    # API server applies to pulumi-kubernetes' dry run of the new JobSet (tests_e2e/test_pulumi.py shows the failure)
+    changes, _ = run_diff("prod", edited("maxRestarts", "prod", "pathways:workloads", _set_workload("maxRestarts", 5, "pretrain")))
+    note = changes["workload-pretrain"].notes[0]
+    assert note.startswith("the real `pulumi preview` fails on this replacement (spec.failurePolicy: 'Value is immutable')")
+    assert "remove the workload (a batch run: state finished), then add it back" in note
+    # an image bump is the webhook's to refuse, which the real preview takes in its stride: no note
+    changes, _ = run_diff("prod", edited("image", "prod", "pathways:workloads", _set_workload("image", "example.com/t:2", "pretrain")))
+    assert changes["workload-pretrain"].action == "replace" and changes["workload-pretrain"].notes == []

@@ -67,7 +67,7 @@ def test_ordinary_pods_elsewhere_are_admitted(cluster, dev, alice):
 
 
 @pytest.mark.parametrize("name,spec,message", [
-    ("onto-tpus", {"tolerations": TPU_TOLERATION}, "only the JobSet controller creates Jobs for the Pathways head and TPU nodes"),
+    ("onto-tpus", {"tolerations": TPU_TOLERATION}, "only the JobSet controller (Jobs) and the LeaderWorkerSet controller (StatefulSets) create workloads"),
     ("privileged", {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "securityContext": {"privileged": True}}]},
      "no privileged container and no added capability"),
     ("host-path", {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, "no hostPID, hostIPC or hostPath volume"),

@@ -116,15 +116,16 @@ def real_actions(preview_json: str) -> dict[str, str]:
 
 
 # One edit at a time to a running stack's config (Kubernetes layer): what the real provider does to each object
-# is what `diff` says (infra/offline/change_rules.py and the program's replaceOnChanges).
+# is what `diff` says (infra/offline/change_rules.py and the program's replaceOnChanges). A change of a field the
+# JobSet CRD makes immutable by CEL is the next test's.
 ORACLE_EDITS = [
     ("namespace rename", lambda c: c["pathways:kubernetes"].update(namespace="pathways-b")),
     ("image bump", lambda c: c["pathways:workloads"][0].update(image="example.com/trainer:2")),
     ("suspend", lambda c: c["pathways:workloads"][1].update(state="suspended")),
-    ("maxRestarts", lambda c: c["pathways:workloads"][0].update(maxRestarts=5)),
     ("cache prefix", lambda c: c["pathways:bucket"].update(cachePrefix="cache-v2")),
     ("priority", lambda c: c["pathways:workloads"][1].update(priority="experiment")),
-    ("restart storm threshold", lambda c: c.update({"pathways:monitoring": {"restartStorm": 7}})),
+    ("worker restarts per host", lambda c: c["pathways:workloads"][0].update(workerRestartsPerHost=8)),
+    ("remove a workload", lambda c: c["pathways:workloads"].pop(1)),
 ]
 
 
@@ -144,7 +145,8 @@ def test_the_providers_own_diff_agrees_with_the_offline_review(cluster, pulumi_s
             edit(after)
             pulumi_stack.set_config(after)
             preview = pulumi_stack.cli("preview", "--json")
-            assert preview.returncode == 0, (name, preview.output[-3000:])
+            diagnostics = [d.get("message", "") for d in json.loads(preview.stdout or "{}").get("diagnostics", [])]
+            assert preview.returncode == 0, (name, diagnostics, preview.stderr[-2000:])
             real = real_actions(preview.stdout)
             offline = {c.name: c.action for c in diff(plan_of(base, "e2e"), plan_of(after, "e2e"))}
             assert real == offline, (name, {k: (real.get(k), offline.get(k)) for k in set(real) | set(offline) if real.get(k) != offline.get(k)})
@@ -152,6 +154,30 @@ def test_the_providers_own_diff_agrees_with_the_offline_review(cluster, pulumi_s
     finally:
         pulumi_stack.set_config(base)
     assert compared >= 10
+
+
+def test_a_jobset_field_immutable_by_cel_fails_the_real_preview_as_diff_warns(cluster, pulumi_stack):
+    # pulumi-kubernetes previews a replacement's create as a server-side dry run against the live JobSet, and the
+    # JobSet CRD's CEL rule refuses a new failurePolicy there: the preview fails, as `diff`'s note says
+    import copy
+
+    from infra.offline.diff import diff
+
+    base = existing(cluster, [TRAIN, NOTEBOOK])
+    pulumi_stack.set_config(base)
+    up = pulumi_stack.cli("up", "--yes")
+    assert up.returncode == 0, up.output[-3000:]
+    after = copy.deepcopy(base)
+    after["pathways:workloads"][0]["maxRestarts"] = 5
+    pulumi_stack.set_config(after)
+    try:
+        preview = pulumi_stack.cli("preview", "--json")
+    finally:
+        pulumi_stack.set_config(base)
+    diagnostics = " ".join(d.get("message", "") for d in json.loads(preview.stdout or "{}").get("diagnostics", []))
+    assert preview.returncode != 0 and "Value is immutable" in diagnostics, diagnostics[-2000:]
+    (change,) = [c for c in diff(plan_of(base, "e2e"), plan_of(after, "e2e")) if c.name == "workload-train"]
+    assert change.action == "replace" and change.notes and "the real `pulumi preview` fails" in change.notes[0]
 
 
 def test_the_workflows_saved_plan_is_applied_as_previewed(cluster, pulumi_stack, tmp_path):

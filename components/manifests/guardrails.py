@@ -15,8 +15,8 @@ node service account, which can write the scratch bucket. So:
     scheduler and the kubelet checks only NoExecute taints, so a NoSchedule taint does not keep it off a
     TPU node (PLATFORM-FACTS §6); only a kubelet creates pods bound to a node (mirror pods);
   * in the workload namespaces, a pod that tolerates those taints or uses hostNetwork must be created by
-    the Job controller, i.e. from a Job: people and service accounts that may create pods there cannot
-    place one on a Pathways node themselves.
+    the Job controller (from a Job) or the StatefulSet controller (from a LeaderWorkerSet's StatefulSet):
+    people and service accounts that may create pods there cannot place one on a Pathways node themselves.
 - ValidatingAdmissionPolicy `pathways-workload-templates`, on Jobs and StatefulSets in the workload
   namespaces: only the JobSet controller may create a Job, and only the LeaderWorkerSet controller a
   StatefulSet, whose pods tolerate the head or TPU taints, and none of them may run a privileged

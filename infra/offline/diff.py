@@ -22,6 +22,9 @@ from .change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
 from .engine import Plan, Registration
 
 ORDER = {"replace": 0, "delete": 1, "update": 2, "create": 3}
+# JobSet v0.12.0's CRD makes these immutable by CEL (x-kubernetes-validations self == oldSelf, "Value is
+# immutable"), which the API server checks on a dry run too; replicatedJobs is the webhook's, which it does not.
+JOBSET_CEL_IMMUTABLE = ("spec.failurePolicy", "spec.network", "spec.startupPolicy", "spec.successPolicy")
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 
@@ -35,6 +38,7 @@ class Change:
     forced_by: list[str] = field(default_factory=list)
     disruptive: list[str] = field(default_factory=list)
     interrupts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     values: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """Changed input path -> (old, new)."""
 
@@ -48,7 +52,7 @@ class Change:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type, "action": self.action, "changed": self.changed,
-                "forcedBy": self.forced_by, "disruptive": self.disruptive, "interrupts": self.interrupts,
+                "forcedBy": self.forced_by, "disruptive": self.disruptive, "interrupts": self.interrupts, "notes": self.notes,
                 "values": {p: {"old": old, "new": new} for p, (old, new) in self.values.items()}}
 
 
@@ -187,6 +191,13 @@ def diff(before: Plan, after: Plan) -> list[Change]:
                    values=changed_values(a.inputs, b.inputs))
         if c.destructive:
             c.interrupts = _interrupts(b, before, after, "restart" if forced else "update")
+        cel_immutable = sorted({r for p in forced for r in JOBSET_CEL_IMMUTABLE if b.type == JOBSET and (p == r or p.startswith(r + "."))})
+        if cel_immutable:
+            c.notes.append(
+                f"the real `pulumi preview` fails on this replacement ({', '.join(cel_immutable)}: 'Value is immutable'): "
+                "pulumi-kubernetes previews the new JobSet as a server-side dry run against the live one, which the JobSet "
+                "CRD's CEL rule refuses. Make it two changes: remove the workload (a batch run: state finished), then add "
+                "it back with the new value")
         if forced and b.type == K8S_PROVIDER:
             replaced_providers.add(key)
         changes.append(c)
@@ -302,6 +313,8 @@ def render_text(changes: list[Change], verdict: Verdict, title: str, capacity: O
             lines.append(f"          {path}: {_shown(old)} -> {_shown(new)}")
         if len(shown) > MAX_VALUES_SHOWN:
             lines.append(f"          … {len(shown) - MAX_VALUES_SHOWN} more (--json has them all)")
+        for n in c.notes:
+            lines.append(f"          note: {n}")
         for i in c.interrupts:
             lines.append(f"          interrupts: {i}")
     counts = {a: sum(1 for c in changes if c.action == a) for a in ORDER}
