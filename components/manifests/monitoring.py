@@ -96,6 +96,12 @@ def _by_workload(w: ResolvedWorkload) -> str:
     return f'metadata.user_labels."{WORKLOAD_LABEL}"="{w.name}"'
 
 
+def runs_head_pods(stack: ResolvedStack) -> bool:
+    """Pathways head pods (and JobSets) exist unless every workload serves: a serving replica's leader runs on
+    its slice (manifests/lws.py), so a serving-only stack gets no head tiles, JobSet tile or head alert."""
+    return bool(stack.jobset_workloads or not stack.serve_workloads)
+
+
 def dashboard(stack: ResolvedStack) -> dict[str, Any]:
     """One Cloud Monitoring dashboard per stack (mosaicLayout, 48 columns)."""
     tiles: list[dict[str, Any]] = []
@@ -115,15 +121,18 @@ def dashboard(stack: ResolvedStack) -> dict[str, Any]:
                                 + f' resource.label."pod_name"=monitoring.regex.full_match("{w.name}-[0-9]+")',
                                 "ALIGN_DELTA", "REDUCE_SUM", ["resource.label.\"container_name\""], y, x=24))
             y += 16
-    head_pods = ' resource.label."pod_name"=monitoring.regex.full_match(".*-pathways-head-.*")'
-    tiles.append(_chart("Head pods: CPU cores", _filter(stack, "kubernetes.io/container/cpu/core_usage_time") + head_pods,
-                        "ALIGN_RATE", "REDUCE_SUM", ["resource.label.\"pod_name\""], y))
-    tiles.append(_chart("Head pods: memory used", _filter(stack, "kubernetes.io/container/memory/used_bytes") + head_pods,
-                        "ALIGN_MEAN", "REDUCE_SUM", ["resource.label.\"pod_name\""], y, x=24))
-    y += 16
+    if runs_head_pods(stack):
+        head_pods = ' resource.label."pod_name"=monitoring.regex.full_match(".*-pathways-head-.*")'
+        tiles.append(_chart("Head pods: CPU cores", _filter(stack, "kubernetes.io/container/cpu/core_usage_time") + head_pods,
+                            "ALIGN_RATE", "REDUCE_SUM", ["resource.label.\"pod_name\""], y))
+        tiles.append(_chart("Head pods: memory used", _filter(stack, "kubernetes.io/container/memory/used_bytes") + head_pods,
+                            "ALIGN_MEAN", "REDUCE_SUM", ["resource.label.\"pod_name\""], y, x=24))
+        y += 16
     tiles.append(_chart("Pod restarts (Pathways namespace)", _filter(stack, "kubernetes.io/container/restart_count"),
-                        "ALIGN_DELTA", "REDUCE_SUM", ["metadata.user_labels.\"pathways/workload\""], y))
-    tiles.append(_promql_chart("JobSet restarts", f'kube_jobset_restarts{{cluster="{stack.cluster_name}", namespace="{stack.namespace}"}}', y, x=24))
+                        "ALIGN_DELTA", "REDUCE_SUM", ["metadata.user_labels.\"pathways/workload\""], y,
+                        width=24 if runs_head_pods(stack) else 48))
+    if runs_head_pods(stack):
+        tiles.append(_promql_chart("JobSet restarts", f'kube_jobset_restarts{{cluster="{stack.cluster_name}", namespace="{stack.namespace}"}}', y, x=24))
     y += 16
     tiles.append(_chart("Node interruptions (spot, flex-start, maintenance)", _filter(stack, "kubernetes.io/node/interruption_count"),
                         INTERRUPTION_ALIGNER, "REDUCE_SUM", ["metric.label.\"interruption_type\"", "metric.label.\"interruption_reason\""], y, width=48))
@@ -201,7 +210,7 @@ def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
     # Ready per container (kube_pod_container_status_ready), only while the pod runs: a finished batch
     # head is not ready either, and a queued one is Kueue's business.
     selector = f'cluster="{cluster}", namespace="{ns}", pod=~".*-pathways-head-.*"'
-    if stack.jobset_workloads or not stack.serve_workloads:  # a serving-only stack has no head pods
+    if runs_head_pods(stack):
         policies.append(policy("head pod not ready", {"displayName": "head pod not ready for 10 minutes", "conditionPrometheusQueryLanguage": {
             "query": (f"min by (pod) (kube_pod_container_status_ready{{{selector}}}) == 0 "
                       f'and on (pod) max by (pod) (kube_pod_status_phase{{{selector}, phase="Running"}}) == 1'),
