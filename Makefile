@@ -8,7 +8,7 @@ STACK  ?= dev
 
 REF    ?= origin/main
 
-.PHONY: plan diff render test bench mutation lock clean toolchain e2e crds help
+.PHONY: plan diff render test bench bench-real mutation lock clean toolchain e2e crds help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -62,6 +62,10 @@ e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) -m tools.bench
 
+# The real `pulumi preview` (Kubernetes layer, local control plane): time, memory, where the time goes.
+bench-real: toolchain $(VENV)/.installed
+	$(PY) -m tools.bench_real
+
 # Mutation testing (not part of `make test`): 2,176 mutants of model, manifests, critical_path and policies/rules
 # today (python -m tools.mutation --list); the last full run, of 1,653, took 49 min on 2 cores. MODULE=components/model
 # SAMPLE=<mutants per file, 0 = all> RERUN=build/mutation.json (its survivors, against the whole suite);
@@ -92,6 +96,7 @@ help:
 	  'make toolchain               build the real engines from their pinned Go modules (cached)' \
 	  'make e2e                     the real-engine tier: the stacks on a local control plane, the real Pulumi CLI' \
 	  'make bench                   plan time, memory and deploy-time estimates as the stack grows' \
+	  'make bench-real              the real pulumi preview: time and memory beside the offline plan (needs Go)' \
 	  'make mutation [MODULE=] [SAMPLE=] [RERUN=]  mutation testing (not in make test; a full run takes about an hour)' \
 	  'make lock                    re-resolve requirements.lock after editing requirements.txt' \
 	  'make clean                   remove .venv, build and the pytest cache' \

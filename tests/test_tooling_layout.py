@@ -88,7 +88,8 @@ def test_the_import_check_sees_every_form(tmp_path):
 def test_the_tools_run_from_the_repository_root_with_their_options():
     for module, options in {"tools.mutation": ("--module", "--sample", "--seed", "--first", "--rerun", "--combine", "--out", "--jobs",
                                                "--timeout", "--list"),
-                            "tools.bench": ("--repeat", "--sizes", "--no-largest", "--out")}.items():
+                            "tools.bench": ("--repeat", "--sizes", "--no-largest", "--out"),
+                            "tools.bench_real": ("--repeat", "--out")}.items():
         run = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         assert f"python -m {module}" in run.stdout and all(o in run.stdout for o in options), (module, run.stdout)
