@@ -1,0 +1,90 @@
+"""Run a command where nothing can leave this machine: a Linux network namespace with loopback and one
+tap device that has no carrier, carrying the default route (kube-apiserver wants a default route to pick
+its advertise address). A connection to anywhere but this machine goes nowhere and times out.
+
+    python -m tools.cluster.offline -- python -m pytest tests_e2e
+
+`make e2e` runs the real-engine tier this way, so the whole tier — the control plane, the controllers, the
+Pulumi CLI and its provider, the policy pack, Google's pathwaysutils client — is proven to need nothing
+off the machine (issue #24: prove it). Go's module proxy is switched off in there (GOPROXY=off): the
+engines are built before. Where a network namespace cannot be made (no `unshare`, no permission), the
+command runs as is and a line says the proof was not made; with PATHWAYS_E2E_REQUIRE_OFFLINE=1 (what
+.ci/run sets) that is an error instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+MARKER = "PATHWAYS_OFFLINE_NETNS"  # set inside the namespace, for the tier's own check (tests_e2e/test_offline.py)
+REQUIRE = "PATHWAYS_E2E_REQUIRE_OFFLINE"
+DEVICE, ADDRESS = "offline0", "10.254.254.1/24"
+# A public address to prove the point on: Google's DNS, port 53 (any address off the machine would do).
+PROBE = ("8.8.8.8", 53)
+
+
+def say(msg: str) -> None:
+    print(f"[offline] {msg}", file=sys.stderr, flush=True)
+
+
+def reaches_off_machine(timeout: float = 2.0) -> bool:
+    try:
+        with socket.create_connection(PROBE, timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _inside(cmd: list[str]) -> int:
+    for args in (["link", "set", "lo", "up"], ["tuntap", "add", DEVICE, "mode", "tap"], ["addr", "add", ADDRESS, "dev", DEVICE],
+                 ["link", "set", DEVICE, "up"], ["route", "add", "default", "dev", DEVICE]):
+        proc = subprocess.run(["ip", *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            say(f"ip {' '.join(args)} failed: {proc.stderr.strip()}")
+            return 1
+    if reaches_off_machine():
+        say(f"a connection to {PROBE[0]}:{PROBE[1]} got through inside the namespace; refusing to go on")
+        return 1
+    say(f"no route off this machine (network namespace: loopback and {DEVICE}, no carrier; "
+        f"{PROBE[0]}:{PROBE[1]} unreachable); GOPROXY=off")
+    os.execvpe(cmd[0], cmd, {**os.environ, MARKER: "1", "GOPROXY": "off"})
+
+
+def _unshare_args() -> list[str] | None:
+    """How to enter a new network namespace here, or None."""
+    if not shutil.which("unshare") or not shutil.which("ip"):
+        return None
+    for args in (["unshare", "-n"], ["unshare", "-rn"]):  # as root; else as root of a new user namespace
+        if subprocess.run([*args, "true"], capture_output=True).returncode == 0:
+            return args
+    return None
+
+
+def main(argv: list[str]) -> int:
+    inside = argv[:1] == ["--inside"]
+    if inside:
+        argv = argv[1:]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        say("usage: python -m tools.cluster.offline -- COMMAND [ARGS...]")
+        return 2
+    if inside:
+        return _inside(argv)
+    unshare = _unshare_args()
+    if unshare is None:
+        if os.environ.get(REQUIRE) == "1":
+            say(f"cannot make a network namespace here (unshare -n / -rn and ip needed), and {REQUIRE}=1")
+            return 1
+        say("NOT proven offline: no network namespace could be made here (unshare -n / -rn and ip needed); running as is")
+        os.execvp(argv[0], argv)
+        return 1  # execvp does not return
+    return subprocess.run([*unshare, sys.executable, "-m", "tools.cluster.offline", "--inside", "--", *argv]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
