@@ -295,3 +295,21 @@ def test_a_replacement_the_real_preview_cannot_show_is_said():
     # an image bump is the webhook's to refuse, which the real preview takes in its stride: no note
     changes, _ = run_diff("prod", edited("image", "prod", "pathways:workloads", _set_workload("image", "example.com/t:2", "pretrain")))
     assert changes["workload-pretrain"].action == "replace" and changes["workload-pretrain"].notes == []
+
+
+def test_a_cel_field_the_new_jobset_drops_is_not_said_to_fail():
+    # CEL transition rules do not run on a field the new object lacks: batch -> interactive drops successPolicy,
+    # the webhook's "field is immutable" then lets the provider preview under a generated name (tests_e2e)
+    from tests.conftest import config_with, plan_of
+
+    batch = {"name": "w", "slices": 1, "maxRestarts": 5, "image": "example.com/t:1"}
+    interactive = {"name": "w", "slices": 1, "maxRestarts": 5, "mode": "interactive"}
+
+    def jobset_change(a, b):
+        (change,) = [c for c in diff(*(plan_of({**config_with(workloads=[w]), "pathways:pathwaysVersion": "jax-0.7.2"}) for w in (a, b)))
+                     if c.type.endswith(":JobSet")]
+        return change
+
+    dropped, added = jobset_change(batch, interactive), jobset_change(interactive, batch)
+    assert "spec.successPolicy" in dropped.forced_by and dropped.notes == []
+    assert "spec.successPolicy" in added.forced_by and "(spec.successPolicy: 'Value is immutable')" in added.notes[0]

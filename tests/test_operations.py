@@ -220,6 +220,9 @@ def test_dashboard_passes_the_structure_and_uses_documented_metrics(committed_st
     tiles = dash["mosaicLayout"]["tiles"]
     for t in tiles:
         assert t["xPos"] + t["width"] <= 48
+    # no two tiles overlap on the grid (the Monitoring console would stack them)
+    cells = [(x, y) for t in tiles for x in range(t["xPos"], t["xPos"] + t["width"]) for y in range(t["yPos"], t["yPos"] + t["height"])]
+    assert len(cells) == len(set(cells))
     used = {m for f in _filters(dash) for m in _metric_types(f)}
     assert used <= set(monitoring.METRIC_TYPES)
     assert {"kubernetes.io/container/accelerator/duty_cycle", "kubernetes.io/container/accelerator/memory_used",

@@ -180,6 +180,32 @@ def test_a_jobset_field_immutable_by_cel_fails_the_real_preview_as_diff_warns(cl
     assert change.action == "replace" and change.notes and "the real `pulumi preview` fails" in change.notes[0]
 
 
+def test_a_cel_field_the_new_jobset_drops_previews_as_a_replacement(cluster, pulumi_stack):
+    # batch -> interactive drops successPolicy: CEL's transition rule does not run on an absent field, the
+    # webhook's "field is immutable" makes the provider preview the create under a generated name, so the
+    # real preview passes and shows the replacement, and `diff` adds no note
+    import copy
+
+    from infra.offline.diff import diff
+
+    base = existing(cluster, [TRAIN, NOTEBOOK])
+    pulumi_stack.set_config(base)
+    up = pulumi_stack.cli("up", "--yes")
+    assert up.returncode == 0, up.output[-3000:]
+    after = copy.deepcopy(base)
+    after["pathways:workloads"][0] = {"name": "train", "mode": "interactive", "slices": 1}
+    pulumi_stack.set_config(after)
+    try:
+        preview = pulumi_stack.cli("preview", "--json")
+    finally:
+        pulumi_stack.set_config(base)
+    diagnostics = [d.get("message", "") for d in json.loads(preview.stdout or "{}").get("diagnostics", [])]
+    assert preview.returncode == 0, diagnostics
+    assert real_actions(preview.stdout).get("workload-train") == "replace"
+    (change,) = [c for c in diff(plan_of(base, "e2e"), plan_of(after, "e2e")) if c.name == "workload-train" and c.type.endswith(":JobSet")]
+    assert change.action == "replace" and "spec.successPolicy" in change.forced_by and change.notes == []
+
+
 def test_the_workflows_saved_plan_is_applied_as_previewed(cluster, pulumi_stack, tmp_path):
     # pull-request/deploy workflows: `pulumi preview --save-plan`, then `pulumi up --plan` of exactly that plan
     pulumi_stack.set_config(existing(cluster, [TRAIN, NOTEBOOK]))

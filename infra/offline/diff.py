@@ -23,7 +23,11 @@ from .engine import Plan, Registration
 
 ORDER = {"replace": 0, "delete": 1, "update": 2, "create": 3}
 # JobSet v0.12.0's CRD makes these immutable by CEL (x-kubernetes-validations self == oldSelf, "Value is
-# immutable"), which the API server checks on a dry run too; replicatedJobs is the webhook's, which it does not.
+# immutable"; also volumeClaimPolicies and replicatedJobs[].dependsOn, which the program never sets). A
+# replacement's preview is pulumi-kubernetes' server-side dry-run create against the live object
+# (await.Creation): it retries under a generated name only when the refusal says "field is immutable" (the
+# webhook's message, e.g. for replicatedJobs), not CEL's "Value is immutable", so the preview fails. CEL
+# transition rules do not run when the new object lacks the field, so only a field the new JobSet sets counts.
 JOBSET_CEL_IMMUTABLE = ("spec.failurePolicy", "spec.network", "spec.startupPolicy", "spec.successPolicy")
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -167,6 +171,13 @@ def _interrupts(r: Registration, before: Plan, after: Plan, verb: str) -> list[s
     return []
 
 
+def _value_at(inputs: dict[str, Any], dotted: str) -> Any:
+    value: Any = inputs
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
 def diff(before: Plan, after: Plan) -> list[Change]:
     old = {_key(r): r for r in before.resources}
     new = {_key(r): r for r in after.resources}
@@ -191,7 +202,8 @@ def diff(before: Plan, after: Plan) -> list[Change]:
                    values=changed_values(a.inputs, b.inputs))
         if c.destructive:
             c.interrupts = _interrupts(b, before, after, "restart" if forced else "update")
-        cel_immutable = sorted({r for p in forced for r in JOBSET_CEL_IMMUTABLE if b.type == JOBSET and (p == r or p.startswith(r + "."))})
+        cel_immutable = sorted({r for p in forced for r in JOBSET_CEL_IMMUTABLE
+                                if b.type == JOBSET and (p == r or p.startswith(r + ".")) and _value_at(b.inputs, r) is not None})
         if cel_immutable:
             c.notes.append(
                 f"the real `pulumi preview` fails on this replacement ({', '.join(cel_immutable)}: 'Value is immutable'): "

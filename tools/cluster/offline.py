@@ -1,6 +1,8 @@
-"""Run a command where nothing can leave this machine: a Linux network namespace with loopback and one
-tap device that has no carrier, carrying the default route (kube-apiserver wants a default route to pick
-its advertise address). A connection to anywhere but this machine goes nowhere and times out.
+"""Run a command with no network route off this machine: a Linux network namespace with loopback and one
+end of a veth pair whose other end is down (no carrier), carrying the default route (kube-apiserver wants
+a default route to pick its advertise address). An IP connection to anywhere but this machine goes nowhere
+and times out. What it does not cover: Unix sockets of daemons on the host (there is no mount namespace),
+and a privileged process that deliberately enters another namespace.
 
     python -m tools.cluster.offline -- python -m pytest tests_e2e
 
@@ -21,8 +23,9 @@ import subprocess
 import sys
 
 MARKER = "PATHWAYS_OFFLINE_NETNS"  # set inside the namespace, for the tier's own check (tests_e2e/test_offline.py)
+OUTER = "PATHWAYS_OUTER_NETNS"  # the network namespace the wrapper was started in, to compare with
 REQUIRE = "PATHWAYS_E2E_REQUIRE_OFFLINE"
-DEVICE, ADDRESS = "offline0", "10.254.254.1/24"
+DEVICE, PEER, ADDRESS = "offline0", "offline1", "10.254.254.1/24"
 # A public address to prove the point on: Google's DNS, port 53 (any address off the machine would do).
 PROBE = ("8.8.8.8", 53)
 
@@ -39,9 +42,17 @@ def reaches_off_machine(timeout: float = 2.0) -> bool:
         return False
 
 
+def interfaces() -> set[str]:
+    return {name for _, name in socket.if_nameindex()}
+
+
 def _inside(cmd: list[str]) -> int:
-    for args in (["link", "set", "lo", "up"], ["tuntap", "add", DEVICE, "mode", "tap"], ["addr", "add", ADDRESS, "dev", DEVICE],
-                 ["link", "set", DEVICE, "up"], ["route", "add", "default", "dev", DEVICE]):
+    # a fresh network namespace has loopback only: never rewire a namespace that has more (the host's)
+    if interfaces() != {"lo"}:
+        say(f"--inside runs only in a new network namespace; this one has {sorted(interfaces())}")
+        return 1
+    for args in (["link", "set", "lo", "up"], ["link", "add", DEVICE, "type", "veth", "peer", "name", PEER],
+                 ["addr", "add", ADDRESS, "dev", DEVICE], ["link", "set", DEVICE, "up"], ["route", "add", "default", "dev", DEVICE]):
         proc = subprocess.run(["ip", *args], capture_output=True, text=True)
         if proc.returncode != 0:
             say(f"ip {' '.join(args)} failed: {proc.stderr.strip()}")
@@ -52,14 +63,15 @@ def _inside(cmd: list[str]) -> int:
     say(f"no route off this machine (network namespace: loopback and {DEVICE}, no carrier; "
         f"{PROBE[0]}:{PROBE[1]} unreachable); GOPROXY=off")
     os.execvpe(cmd[0], cmd, {**os.environ, MARKER: "1", "GOPROXY": "off"})
+    return 1  # execvpe does not return
 
 
 def _unshare_args() -> list[str] | None:
-    """How to enter a new network namespace here, or None."""
+    """How to enter a new network namespace and make a veth pair in it here, or None."""
     if not shutil.which("unshare") or not shutil.which("ip"):
         return None
     for args in (["unshare", "-n"], ["unshare", "-rn"]):  # as root; else as root of a new user namespace
-        if subprocess.run([*args, "true"], capture_output=True).returncode == 0:
+        if subprocess.run([*args, "ip", "link", "add", DEVICE, "type", "veth", "peer", "name", PEER], capture_output=True).returncode == 0:
             return args
     return None
 
@@ -83,7 +95,11 @@ def main(argv: list[str]) -> int:
         say("NOT proven offline: no network namespace could be made here (unshare -n / -rn and ip needed); running as is")
         os.execvp(argv[0], argv)
         return 1  # execvp does not return
-    return subprocess.run([*unshare, sys.executable, "-m", "tools.cluster.offline", "--inside", "--", *argv]).returncode
+    # exec, not a child: signals (Ctrl-C, a CI timeout) reach the command as if it ran directly
+    cmd = [*unshare, sys.executable, "-m", "tools.cluster.offline", "--inside", "--", *argv]
+    os.environ[OUTER] = os.readlink("/proc/self/ns/net")
+    os.execvp(cmd[0], cmd)
+    return 1  # execvp does not return
 
 
 if __name__ == "__main__":
