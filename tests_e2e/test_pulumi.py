@@ -193,7 +193,8 @@ def test_a_cel_field_the_new_jobset_drops_previews_as_a_replacement(cluster, pul
     up = pulumi_stack.cli("up", "--yes")
     assert up.returncode == 0, up.output[-3000:]
     after = copy.deepcopy(base)
-    after["pathways:workloads"][0] = {"name": "train", "mode": "interactive", "slices": 1}
+    # maxRestarts 3, batch's default: failurePolicy stays, only successPolicy goes
+    after["pathways:workloads"][0] = {"name": "train", "mode": "interactive", "slices": 1, "maxRestarts": 3}
     pulumi_stack.set_config(after)
     try:
         preview = pulumi_stack.cli("preview", "--json")
