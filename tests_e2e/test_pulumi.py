@@ -156,54 +156,43 @@ def test_the_providers_own_diff_agrees_with_the_offline_review(cluster, pulumi_s
     assert compared >= 10
 
 
-def test_a_jobset_field_immutable_by_cel_fails_the_real_preview_as_diff_warns(cluster, pulumi_stack):
-    # pulumi-kubernetes previews a replacement's create as a server-side dry run against the live JobSet, and the
-    # JobSet CRD's CEL rule refuses a new failurePolicy there: the preview fails, as `diff`'s note says
-    import copy
-
+def preview_of_train_edit(cluster, pulumi_stack, train: dict):
+    """Up the two-workload stack, preview it with workload `train` replaced by `train`, put the config back:
+    (the real preview, its diagnostics, `diff`'s change of the train JobSet)."""
     from infra.offline.diff import diff
 
     base = existing(cluster, [TRAIN, NOTEBOOK])
     pulumi_stack.set_config(base)
     up = pulumi_stack.cli("up", "--yes")
     assert up.returncode == 0, up.output[-3000:]
-    after = copy.deepcopy(base)
-    after["pathways:workloads"][0]["maxRestarts"] = 5
+    after = {**base, "pathways:workloads": [train, NOTEBOOK]}
     pulumi_stack.set_config(after)
     try:
         preview = pulumi_stack.cli("preview", "--json")
     finally:
         pulumi_stack.set_config(base)
     diagnostics = " ".join(d.get("message", "") for d in json.loads(preview.stdout or "{}").get("diagnostics", []))
+    (change,) = [c for c in diff(plan_of(base, "e2e"), plan_of(after, "e2e")) if c.name == "workload-train" and c.type.endswith(":JobSet")]
+    return preview, diagnostics, change
+
+
+def test_a_jobset_field_immutable_by_cel_fails_the_real_preview_as_diff_warns(cluster, pulumi_stack):
+    # pulumi-kubernetes previews a replacement's create as a server-side dry run against the live JobSet, and the
+    # JobSet CRD's CEL rule refuses a new failurePolicy there: the preview fails, as `diff`'s note says
+    preview, diagnostics, change = preview_of_train_edit(cluster, pulumi_stack, {**TRAIN, "maxRestarts": 5})
     assert preview.returncode != 0 and "Value is immutable" in diagnostics, diagnostics[-2000:]
-    (change,) = [c for c in diff(plan_of(base, "e2e"), plan_of(after, "e2e")) if c.name == "workload-train"]
     assert change.action == "replace" and change.notes and "the real `pulumi preview` fails" in change.notes[0]
 
 
 def test_a_cel_field_the_new_jobset_drops_previews_as_a_replacement(cluster, pulumi_stack):
     # batch -> interactive drops successPolicy: CEL's transition rule does not run on an absent field, the
     # webhook's "field is immutable" makes the provider preview the create under a generated name, so the
-    # real preview passes and shows the replacement, and `diff` adds no note
-    import copy
-
-    from infra.offline.diff import diff
-
-    base = existing(cluster, [TRAIN, NOTEBOOK])
-    pulumi_stack.set_config(base)
-    up = pulumi_stack.cli("up", "--yes")
-    assert up.returncode == 0, up.output[-3000:]
-    after = copy.deepcopy(base)
-    # maxRestarts 3, batch's default: failurePolicy stays, only successPolicy goes
-    after["pathways:workloads"][0] = {"name": "train", "mode": "interactive", "slices": 1, "maxRestarts": 3}
-    pulumi_stack.set_config(after)
-    try:
-        preview = pulumi_stack.cli("preview", "--json")
-    finally:
-        pulumi_stack.set_config(base)
-    diagnostics = [d.get("message", "") for d in json.loads(preview.stdout or "{}").get("diagnostics", [])]
-    assert preview.returncode == 0, diagnostics
+    # real preview passes and shows the replacement, and `diff` adds no note. maxRestarts 3, batch's default:
+    # failurePolicy stays
+    interactive = {"name": "train", "mode": "interactive", "slices": 1, "maxRestarts": 3}
+    preview, diagnostics, change = preview_of_train_edit(cluster, pulumi_stack, interactive)
+    assert preview.returncode == 0, diagnostics[-2000:]
     assert real_actions(preview.stdout).get("workload-train") == "replace"
-    (change,) = [c for c in diff(plan_of(base, "e2e"), plan_of(after, "e2e")) if c.name == "workload-train" and c.type.endswith(":JobSet")]
     assert change.action == "replace" and "spec.successPolicy" in change.forced_by and change.notes == []
 
 
