@@ -100,17 +100,23 @@ def _unknown_fields(value: Any, schema: dict[str, Any], path: str) -> Iterator[t
             yield from _unknown_fields(item, schema["items"], f"{path}[{i}]")
 
 
+def _crd_schema_errors(obj: dict[str, Any], validator: Any, schema: dict[str, Any], rule: str, report: Report) -> None:
+    """A CRD's OpenAPI schema as the API server applies it: each violation, values of the wrong JSON type
+    counted (later layers cannot read them), and fields the schema does not know (strict field validation)."""
+    for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.path)):
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
+        report.add(rule, path.lstrip("."), err.message)
+        report.type_errors += err.validator == "type"
+    for path, message in _unknown_fields(obj, schema, ""):
+        report.add(rule, path.lstrip("."), message)
+
+
 def check_schema(obj: dict[str, Any], report: Report) -> None:
     schema = _jobset_schema()
     if schema is None:
         report.notices.append(f"JobSet CRD schema not found at {JOBSET_SCHEMA}; schema check skipped (run `make crds`)")
         return
-    for err in sorted(_jobset_validator().iter_errors(obj), key=lambda e: list(e.path)):
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
-        report.add("jobset-schema", path.lstrip("."), err.message)
-        report.type_errors += err.validator == "type"
-    for path, message in _unknown_fields(obj, schema, ""):
-        report.add("jobset-schema", path.lstrip("."), message)
+    _crd_schema_errors(obj, _jobset_validator(), schema, "jobset-schema", report)
 
 
 def check_job_templates(obj: dict[str, Any], report: Report) -> None:
@@ -289,11 +295,7 @@ def check_kueue(obj: dict[str, Any]) -> Report:
         report.notices.append(f"Kueue {kind} {version} schema not found under {KUEUE_REFERENCE}; schema check skipped (run `make crds`)")
     else:
         validator, schema = found
-        for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.path)):
-            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
-            report.add("kueue-schema", path.lstrip("."), err.message)
-        for path, message in _unknown_fields(obj, schema, ""):
-            report.add("kueue-schema", path.lstrip("."), message)
+        _crd_schema_errors(obj, validator, schema, "kueue-schema", report)
     name = (obj.get("metadata") or {}).get("name", "")
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name) or len(name) > 253:
         report.add("name", "metadata.name", f"{name!r} is not a DNS subdomain")
@@ -347,12 +349,7 @@ def check_lws(obj: dict[str, Any]) -> Report:
         report.notices.append(f"LeaderWorkerSet schema not found at {LWS_SCHEMA}; schema check skipped (run `make crds`)")
     else:
         validator, schema = found
-        for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.path)):
-            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path) or "."
-            report.add("lws-schema", path.lstrip("."), err.message)
-            report.type_errors += err.validator == "type"
-        for path, message in _unknown_fields(obj, schema, ""):
-            report.add("lws-schema", path.lstrip("."), message)
+        _crd_schema_errors(obj, validator, schema, "lws-schema", report)
     if report.type_errors:
         return report
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}

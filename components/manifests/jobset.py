@@ -63,7 +63,7 @@ def user_env(w: ResolvedWorkload) -> list[dict[str, Any]]:
     return [{"name": k, "value": v} for k, v in sorted(w.spec.env.items())]
 
 
-def _resources(cpu: str, memory: str, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def guaranteed_resources(cpu: str, memory: str, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     # requests = limits: Guaranteed QoS, so the head pod is the last thing evicted on its node.
     amounts = {"cpu": cpu, "memory": memory, **(extra or {})}
     return {"requests": dict(amounts), "limits": dict(amounts)}
@@ -123,7 +123,7 @@ def resource_manager(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any
             _label_env("HOST_ADDRESS", COORDINATOR_LABEL), {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}, *JOBSET_IDENTITY_ENV,
         ],
         "ports": _ports(RM_PORT, RM_EXTRA_PORT),
-        "resources": _resources(*RESOURCE_MANAGER_RESOURCES),
+        "resources": guaranteed_resources(*RESOURCE_MANAGER_RESOURCES),
         "securityContext": DROP_ALL,
     }
 
@@ -149,7 +149,7 @@ def proxy(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
         "args": args,
         "env": [_label_env("PATHWAYS_HEAD", COORDINATOR_LABEL)],
         "ports": _ports(PROXY_PORT),
-        "resources": _resources(*PROXY_RESOURCES),
+        "resources": guaranteed_resources(*PROXY_RESOURCES),
         "securityContext": ROOTLESS,
     }
 
@@ -185,7 +185,7 @@ def user_container(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]
         container["args"] = list(w.args)
     container.update({
         "env": env,
-        "resources": _resources(w.cpu, w.memory),
+        "resources": guaranteed_resources(w.cpu, w.memory),
         "volumeMounts": [SHM_MOUNT],
         "securityContext": DROP_ALL,
     })
@@ -333,16 +333,22 @@ def jobset(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {
-            "name": w.name,
-            "namespace": w.namespace,
-            "labels": {
-                WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
-                # Queued by Kueue: admitted all-or-nothing when its slices are free (manifests/kueue.py).
-                **(queue_labels(w) if w.local_queue else {}),
-            },
-        },
+        "metadata": workload_metadata(w),
         "spec": spec,
+    }
+
+
+def workload_metadata(w: ResolvedWorkload, annotations: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    """A workload object's metadata (JobSet or LeaderWorkerSet): its name, namespace and labels."""
+    return {
+        "name": w.name,
+        "namespace": w.namespace,
+        **({"annotations": annotations} if annotations else {}),
+        "labels": {
+            WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
+            # Queued by Kueue: admitted all-or-nothing when its slices are free (manifests/kueue.py).
+            **(queue_labels(w) if w.local_queue else {}),
+        },
     }
 
 

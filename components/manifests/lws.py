@@ -30,8 +30,7 @@ from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
 from ..model.resolved import ResolvedStack, ResolvedWorkload
 from ..model.workload import DISAGGREGATED_SERVER, serve_service_name
-from .jobset import DROP_ALL, POD_SECURITY, ROOTLESS, TPU_RESOURCE, WORKER_SECURITY, WORKLOAD_LABEL
-from .kueue import queue_labels
+from .jobset import DROP_ALL, POD_SECURITY, ROOTLESS, TPU_RESOURCE, WORKER_SECURITY, WORKLOAD_LABEL, guaranteed_resources, workload_metadata
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
@@ -48,10 +47,6 @@ STARTUP_DELAY_SECONDS = 600
 # The LWS webhook refuses to add or remove subGroupSize on an existing LeaderWorkerSet (ValidateUpdate,
 # v0.9.0 pkg/webhooks/leaderworkerset_webhook.go): turning disaggregated serving on or off replaces it.
 REPLACE_ON_CHANGES = ("spec.leaderWorkerTemplate.subGroupPolicy",)
-
-
-def _resources(cpu: str, memory: str) -> dict[str, Any]:
-    return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
 
 
 def _port(port: int, name: str) -> dict[str, Any]:
@@ -124,7 +119,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
                 f"--gcs_scratch_location={stack.cache_location}",
             ],
             "ports": [_port(SERVE_PROXY_PORT, "proxy")],
-            "resources": _resources(*PROXY_RESOURCES),
+            "resources": guaranteed_resources(*PROXY_RESOURCES),
             "securityContext": ROOTLESS,
         },
         {
@@ -139,7 +134,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
                 f"--instance_type={w.group.tpu.instance_type}",
             ],
             "ports": [_port(SERVE_RM_PORT, "rm")],
-            "resources": _resources(*RESOURCE_MANAGER_RESOURCES),
+            "resources": guaranteed_resources(*RESOURCE_MANAGER_RESOURCES),
             "securityContext": DROP_ALL,
         },
         {
@@ -150,14 +145,14 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
             "startupProbe": {**probe, "periodSeconds": 1, "initialDelaySeconds": STARTUP_DELAY_SECONDS, "failureThreshold": 10000},
             "livenessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
             "readinessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
-            "resources": _resources(*JETSTREAM_ENGINE_RESOURCES),
+            "resources": guaranteed_resources(*JETSTREAM_ENGINE_RESOURCES),
             "securityContext": DROP_ALL,
         },
         {
             "name": "jetstream-http",
             "image": sv.http_image,
             "ports": [_port(SERVE_HTTP_PORT, "http")],
-            "resources": _resources(*JETSTREAM_HTTP_RESOURCES),
+            "resources": guaranteed_resources(*JETSTREAM_HTTP_RESOURCES),
             "securityContext": DROP_ALL,
         },
     ]
@@ -208,15 +203,7 @@ def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, An
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {
-            "name": w.name,
-            "namespace": w.namespace,
-            "annotations": annotations,
-            "labels": {
-                WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
-                **(queue_labels(w) if w.local_queue else {}),
-            },
-        },
+        "metadata": workload_metadata(w, annotations),
         "spec": {
             # Suspended: no replica runs (a LeaderWorkerSet has no suspend); the Kueue queue holds it too.
             "replicas": 0 if w.state == "suspended" else sv.replicas,
