@@ -313,3 +313,20 @@ def test_a_cel_field_the_new_jobset_drops_is_not_said_to_fail():
     dropped, added = jobset_change(batch, interactive), jobset_change(interactive, batch)
     assert "spec.successPolicy" in dropped.forced_by and dropped.notes == []
     assert "spec.successPolicy" in added.forced_by and "(spec.successPolicy: 'Value is immutable')" in added.notes[0]
+
+
+def test_the_cel_immutable_jobset_fields_are_the_pinned_crds():
+    # Source: the JobSet v0.12.0 CRD (`make crds`, tools/engines/jobset/go.mod): every spec field whose CEL rule
+    # is `self == oldSelf`, less volumeClaimPolicies, which no stack's JobSet sets
+    from components.manifests.admission import _jobset_schema
+    from infra.offline.diff import JOBSET_CEL_IMMUTABLE
+    from tests.conftest import STACKS, stack_plan
+
+    schema = _jobset_schema()
+    assert schema is not None, "make crds"
+    immutable = {f"spec.{name}" for name, prop in schema["properties"]["spec"]["properties"].items()
+                 if any(r.get("rule") == "self == oldSelf" for r in prop.get("x-kubernetes-validations") or [])}
+    assert set(JOBSET_CEL_IMMUTABLE) == immutable - {"spec.volumeClaimPolicies"}
+    for stack in STACKS:
+        for jobset in stack_plan(stack).by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"):
+            assert "volumeClaimPolicies" not in jobset.input("spec")
