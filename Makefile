@@ -72,7 +72,7 @@ bench-real: toolchain $(VENV)/.installed
 # results to build/mutation.json. Run before a release.
 MODULE ?=
 SAMPLE ?= 0
-mutation: $(VENV)/.installed
+mutation: $(VENV)/.installed $(CRDS)
 	$(PY) -m tools.mutation $(if $(MODULE),--module $(MODULE)) $(if $(FIRST),--first $(FIRST)) \
 		$(if $(RERUN),--rerun $(RERUN) --out build/mutation-rerun.json) --sample $(SAMPLE)
 

@@ -275,8 +275,6 @@ class WarmRunner:
     def __init__(self, workdir: Path):
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("COVERAGE_PROCESS_CONFIG", None)
-        if (workdir.parent / "shared").exists():
-            env["CI"] = "true"  # the reference data is there: CI-only checks (the JobSet schema's presence) run too
         self.process = subprocess.Popen([sys.executable, "-m", "tools.mutation.runner"], cwd=workdir, env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._answer()  # ready
@@ -608,9 +606,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             work = Path(tmp) / f"copy{j}" / "project"
             shutil.copytree(copies[0] if copies else PROJECT_ROOT, work, symlinks=True,
                             ignore=shutil.ignore_patterns(".venv", "build", "__pycache__", ".pytest_cache", "node_modules"))
-            shared = PROJECT_ROOT.parent / "shared"
-            if shared.exists():
-                os.symlink(shared, work.parent / "shared")  # ../shared, as the schema tests expect
+            # the upstream CRDs `make crds` fetched (build/ is not copied): the schema tests read them there
+            (work / "build").mkdir()
+            os.symlink(PROJECT_ROOT / "build" / "crds", work / "build" / "crds")
             copies.append(work)
         pristine = Path(tmp) / "pristine"
         rels = [f.relative_to(PROJECT_ROOT).as_posix() for f in files]
