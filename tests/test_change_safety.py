@@ -330,3 +330,88 @@ def test_the_cel_immutable_jobset_fields_are_the_pinned_crds():
     for stack in STACKS:
         for jobset in stack_plan(stack).by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"):
             assert "volumeClaimPolicies" not in jobset.input("spec")
+
+
+def test_a_zone_move_says_that_every_kubernetes_object_is_re_created():
+    # the provider's new cluster identity (pulumi-kubernetes: clusterIdentifier) re-creates what it manages
+    from infra.offline.diff import render_text
+
+    changes, verdict = run_diff("staging", {**stack_config("staging"), "gcp:zone": "us-east5-c"})
+    text = render_text(list(changes.values()), verdict, "t")
+    assert (
+        "  -/+ replace  gke (kubernetes)  forced by clusterIdentifier\n"
+        "          clusterIdentifier: pathways-staging-123/us-east5-b/pathways-staging -> pathways-staging-123/us-east5-c/pathways-staging\n"
+        "          kubeconfig: [secret] -> [secret]\n"
+        "          note: a secret value changed (kubeconfig); its values are not shown\n"
+        "          interrupts: every Kubernetes object is re-created\n"
+        "          interrupts: notebook (interactive, maxRestarts 20): drops every notebook session\n"
+        "          interrupts: train-smoke (batch, maxRestarts 3): restarts from its last checkpoint, or from step 0 without one\n"
+    ) in text
+    assert "  -/+ replace  workloads (Namespace)  forced by its provider's clusterIdentifier\n" in text
+
+
+def _image_change(old: str, new: str) -> str:
+    from infra.offline.diff import Change, Verdict, render_text
+
+    path = "spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"
+    return render_text([Change("workload-pretrain", JOBSET, "replace", forced_by=["spec.replicatedJobs"], values={path: (old, new)})],
+                       Verdict(False), "t").split(f"{path}: ", 1)[1].split("\n", 1)[0]
+
+
+def test_a_changed_value_is_shown_up_to_60_characters_and_a_long_one_where_it_changed():
+    assert _image_change("a" * 60, "b" * 60) == f"{'a' * 60} -> {'b' * 60}"  # 60 characters: whole
+    assert _image_change("x" * 59 + "a", "x" * 59 + "b") == f"{'x' * 59}a -> {'x' * 59}b"
+    assert _image_change("a" * 61, "b" * 61) == f"{'a' * 59}… -> {'b' * 59}…"  # 61: cut to 60
+    # a long image whose tag changes: both sides end at the tag, still 60 characters
+    image = "us-docker.pkg.dev/pathways-prod-123/train/trainer-with-a-long-name:2026-11-2"
+    old, new = _image_change(image + "7", image + "8").split(" -> ")
+    assert old == "…pathways-prod-123/train/trainer-with-a-long-name:2026-11-27" and new == old[:-1] + "8"
+    # a change in the middle of a long value: shown around it, never two equal texts
+    middle = [_image_change("x" * 30 + a + "x" * 70, "x" * 30 + b + "x" * 70).split(" -> ") for a, b in [("A", "B")]][0]
+    assert middle[0] != middle[1] and "A" in middle[0] and "B" in middle[1] and all(len(m) == 60 for m in middle)
+    grown = _image_change("x" * 100, "x" * 100 + "y").split(" -> ")
+    assert grown[0] != grown[1] and grown[1].endswith("y")
+
+
+def _secret_env_config(run: str) -> dict:
+    from tests.conftest import config_with
+
+    return config_with(pathwaysVersion="jax-0.7.2", workloads=[
+        {"name": "train", "image": "example.com/t:1", "env": {"TOKEN": {"secure": "v1:abc"}, "RUN": run}}])
+
+
+def test_a_plain_env_value_that_goes_into_the_workloads_secret_shows_its_change_but_not_its_value():
+    # pathways:workloads is secret once any env value under it is (`config set --secret --path`): every env value
+    # then goes into the workload's Kubernetes Secret, and a change of a plain one replaces that Secret
+    # (pulumi-kubernetes forceNewProperties: a Secret's stringData)
+    from infra.offline.diff import Verdict, render_text
+    from tests.conftest import plan_of
+
+    changes = diff(plan_of(_secret_env_config("r1")), plan_of(_secret_env_config("r2-value")))
+    assert [(c.name, c.action, c.forced_by) for c in changes] == [("workload-train-env", "replace", ["stringData"])]
+    text = render_text(changes, Verdict(False), "t")
+    assert "  -/+ replace  workload-train-env (Secret)  forced by stringData\n          stringData: [secret] -> [secret]\n" in text
+    assert "note: read as env by train when its containers start: running pods keep the old values until they restart" in text
+    assert "r1" not in text and "r2-value" not in text
+    assert diff(plan_of(_secret_env_config("r1")), plan_of(_secret_env_config("r1"))) == []
+
+
+def test_a_new_cluster_name_replaces_the_node_service_accounts():
+    # terraform-provider-google resource_google_service_account.go: account_id is ForceNew; the accounts are named
+    # after the cluster, so they (and every grant to them) are re-created
+    after = edit(stack_config("staging"), "pathways:cluster", lambda k: {**(k or {}), "name": "pathways-staging-2"})
+    changes, _ = run_diff("staging", after)
+    accounts = {n: (c.action, c.forced_by) for n, c in changes.items() if c.kind == "Account"}
+    assert accounts == {"pathways-nodes": ("replace", ["accountId"]), "system-nodes": ("replace", ["accountId"])}
+
+
+def test_a_new_project_replaces_every_resource_in_it_the_pools_and_nat_by_their_project():
+    # terraform-provider-google: `project` is ForceNew on every resource change_rules lists (node pool, router NAT, …)
+    cfg = stack_config("staging")
+    changes, _ = run_diff("staging", {**cfg, "gcp:project": "pathways-staging-456"})
+    moved = {c.name: c for c in changes.values() if "project" in c.changed and c.type in FORCE_NEW}
+    assert {c.kind for c in moved.values()} >= {"NodePool", "RouterNat", "Account", "Bucket", "Cluster", "Subnetwork"}
+    assert all(c.action == "replace" and "project" in c.forced_by for c in moved.values()), \
+        {n: (c.action, c.forced_by) for n, c in moved.items()}
+    assert changes["network-nat"].forced_by == ["project"] and changes["pathways-nodes"].forced_by == ["project"]
+    assert "project" in changes["slices-v6e-0"].forced_by

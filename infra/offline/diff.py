@@ -19,7 +19,7 @@ from components.model.cost import HOURS_PER_MONTH
 from components.resource_types import BUCKET, CLUSTER, JOBSET, LEADER_WORKER_SET, NODE_POOL
 
 from .change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
-from .engine import Plan, Registration
+from .engine import SECRET, Plan, Registration
 
 ORDER = {"replace": 0, "delete": 1, "update": 2, "create": 3}
 # JobSet v0.12.0's CRD makes these immutable by CEL (x-kubernetes-validations self == oldSelf, "Value is
@@ -99,6 +99,13 @@ def changed_values(before: Any, after: Any, prefix: str = "") -> dict[str, tuple
     return {} if before == after else {prefix: (before, after)}
 
 
+def changed_secrets(before: Registration, after: Registration) -> list[str]:
+    """Input paths of secrets whose values differ while both plans show the same mask: a plain env value of a
+    workload whose env goes into its Kubernetes Secret (the whole key is secret once any value under it is)."""
+    a, b = before.secret_digests, after.secret_digests  # a path in both is masked in both (a secret turned plain is a changed input)
+    return sorted(p for p in set(a) & set(b) if a[p] != b[p])
+
+
 def _key(r: Registration) -> str:
     # URNs carry the parent type chain, which is the same for both plans of one program.
     return r.urn
@@ -171,6 +178,27 @@ def _interrupts(r: Registration, before: Plan, after: Plan, verb: str) -> list[s
     return []
 
 
+def _secret_readers(secret: Registration, before: Plan, after: Plan) -> list[str]:
+    """The workloads whose containers take env from this Secret (secretKeyRef), by name."""
+    name, ns = secret.input("metadata.name"), secret.input("metadata.namespace")
+    out = set()
+    for p in (before, after):
+        for t in (JOBSET, LEADER_WORKER_SET):
+            for w in p.by_type(t):
+                if w.input("metadata.namespace") == ns and any(ref.get("name") == name for ref in _secret_refs(w.inputs)):
+                    out.add(w.input("metadata.name"))
+    return sorted(out)
+
+
+def _secret_refs(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        own = [value["secretKeyRef"]] if isinstance(value.get("secretKeyRef"), dict) else []
+        return own + [r for v in value.values() for r in _secret_refs(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in _secret_refs(v)]
+    return []
+
+
 def _value_at(inputs: dict[str, Any], dotted: str) -> Any:
     value: Any = inputs
     for part in dotted.split("."):
@@ -194,12 +222,19 @@ def diff(before: Plan, after: Plan) -> list[Change]:
             c.interrupts = _interrupts(a, before, after, "stop")
             changes.append(c)
             continue
-        paths = changed_paths(a.inputs, b.inputs)
+        secret = changed_secrets(a, b)
+        paths = sorted(changed_paths(a.inputs, b.inputs) + secret)
         if not paths:
             continue
         forced = forcing_paths(b.type, paths, b.options.get("replaceOnChanges") or [])
         c = Change(b.name, b.type, "replace" if forced else "update", paths, forced, [] if forced else disruptive_paths(b.type, paths),
-                   values=changed_values(a.inputs, b.inputs))
+                   values={**changed_values(a.inputs, b.inputs), **{p: (SECRET, SECRET) for p in secret}})
+        if secret:
+            c.notes.append(f"a secret value changed ({', '.join(secret)}); its values are not shown")
+            readers = _secret_readers(b, before, after)
+            if readers:
+                c.notes.append(f"read as env by {', '.join(readers)} when its containers start: running pods keep the old "
+                               "values until they restart")
         if c.destructive:
             c.interrupts = _interrupts(b, before, after, "restart" if forced else "update")
         cel_immutable = sorted({r for p in forced for r in JOBSET_CEL_IMMUTABLE
@@ -277,9 +312,33 @@ def _wildcards(names: list[str]) -> list[str]:
     return [f"{prefix}*" for prefix, members in sorted(families.items()) if len(members) > 1]
 
 
-def _shown(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+VALUE_LIMIT = 60
+"""Characters a changed value is shown with (old and new each); --json has them whole."""
+_CONTEXT = 20  # characters kept before the first difference when a value is cut
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _shown(old: Any, new: Any, limit: int = VALUE_LIMIT) -> tuple[str, str]:
+    """Old and new value, each cut to `limit` characters around their first difference, so that two long
+    values that differ (an image tag at the end of a long path) never print the same."""
+    a, b = _text(old), _text(new)
+    first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+    def cut(text: str) -> str:
+        if len(text) <= limit:
+            return text
+        # one start for both sides, at most _CONTEXT characters before the first difference (so they part inside
+        # what is shown) and no later than the longer value needs to show its end
+        start = max(0, min(first - _CONTEXT, max(len(a), len(b)) - (limit - 1)))
+        head = "…" if start else ""
+        body = text[start:]
+        room = limit - len(head)
+        return head + (body if len(body) <= room else body[: room - 1] + "…")
+
+    return cut(a), cut(b)
 
 
 @dataclass(frozen=True)
@@ -322,7 +381,8 @@ def render_text(changes: list[Change], verdict: Verdict, title: str, capacity: O
         lines.append(f"  {marks[c.action]:>3} {c.action:<8} {c.name} ({c.kind})" + (f"  {detail}" if detail else ""))
         shown = list(c.values.items())
         for path, (old, new) in shown[:MAX_VALUES_SHOWN]:
-            lines.append(f"          {path}: {_shown(old)} -> {_shown(new)}")
+            shown_old, shown_new = _shown(old, new)
+            lines.append(f"          {path}: {shown_old} -> {shown_new}")
         if len(shown) > MAX_VALUES_SHOWN:
             lines.append(f"          … {len(shown) - MAX_VALUES_SHOWN} more (--json has them all)")
         for n in c.notes:

@@ -7,8 +7,12 @@ would reach Google Cloud get deterministic stand-ins: the same config always giv
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import re
 import runpy
+import secrets
 import threading
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -64,6 +68,9 @@ class Registration:
     inputs: dict[str, Any]
     dependencies: tuple[str, ...]
     options: dict[str, Any]
+    secret_digests: dict[str, str] = field(default_factory=dict)
+    """Input path of each masked secret -> a keyed digest of its value (SECRET_DIGEST_KEY): two plans of one
+    process can tell a changed secret from an unchanged one without holding or printing it. Never written out."""
 
     def input(self, path: str, default: Any = None) -> Any:
         """Dotted lookup into the (camelCased) inputs: input('nodeConfig.machineType')."""
@@ -113,14 +120,26 @@ class Plan:
         return {"resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
 
 
-def _plain(value: Any) -> Any:
-    """Deserialized RPC values -> JSON-able data, secrets masked."""
+# The key of Registration.secret_digests: random per process and never stored, so a digest compares two plans
+# made here and says nothing about the value anywhere else (no dictionary attack on a short secret).
+SECRET_DIGEST_KEY = secrets.token_bytes(32)
+
+
+def _secret_digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hmac.new(SECRET_DIGEST_KEY, text.encode(), hashlib.sha256).hexdigest()
+
+
+def _plain(value: Any, digests: Optional[dict[str, str]] = None, path: str = "") -> Any:
+    """Deserialized RPC values -> JSON-able data, secrets masked (each one's digest into `digests`, by input path)."""
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            if digests is not None:
+                digests[path] = _secret_digest(_plain(value.get("value")))
             return SECRET
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v, digests, f"{path}.{k}" if path else k) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, digests, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, pulumi.Resource):
         return "<resource>"
     if isinstance(value, float) and value.is_integer():
@@ -204,7 +223,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             "provider": request.provider.rsplit("::", 1)[0] if request.provider else "",
             "retainOnDelete": bool(request.retainOnDelete),
         }
-        inputs = _plain(rpc.deserialize_properties(request.object))
+        digests: dict[str, str] = {}
+        inputs = _plain(rpc.deserialize_properties(request.object), digests)
         reg = Registration(
             urn=response.urn,
             type=request.type,
@@ -214,6 +234,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             inputs=inputs,
             dependencies=tuple(sorted(set(request.dependencies))),
             options=options,
+            secret_digests=digests,
         )
         with self._lock:
             self.registrations[response.urn] = reg
