@@ -260,3 +260,13 @@ def test_on_a_cluster_made_elsewhere_the_plan_prices_nothing_and_says_whose_the_
     assert s["notices"][0].startswith("a cluster made elsewhere (cluster.existing)")
     assert not [n for n in s["notices"] if n.startswith("alerts notify no one")]  # no alert is created there
     assert "Estimated cost: none. A cluster made elsewhere" in "\n".join(summary_text(s))
+
+
+def test_what_runs_only_while_scaled_up_is_counted_in_its_own_unit():
+    # dev with its notebook suspended: the spot slice and the head VM both scale to zero
+    suspended = summary_text(summary_of("dev", workloads=[{"name": "notebook", "mode": "interactive", "state": "suspended"}]))
+    assert "  only while scaled up: TPU v6e chips (spot): 4 chips, $10.80/h (upper bound (on-demand list))" in suspended
+    assert "  only while scaled up: head VMs n2-standard-64 (scale to zero): 1 VM, $3.11/h (list)" in suspended
+    two_heads = summary_text(summary_of("dev", workloads=[{"name": "notebook", "mode": "interactive", "state": "suspended"}],
+                                        headPool={"scaleToZero": True, "nodeCount": 2}))
+    assert "  only while scaled up: head VMs n2-standard-64 (scale to zero): 2 VMs, $6.22/h (list)" in two_heads

@@ -142,6 +142,11 @@ def summary_text(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _count(n: int, unit: str) -> str:
+    """1 VM, 2 VMs, 16 chips."""
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+
+
 def _cost_lines(c: dict[str, Any]) -> list[str]:
     if not c["lines"] and not c["whenUsed"]:
         return ["", f"Estimated cost: none. {c['note']}"]
@@ -155,6 +160,6 @@ def _cost_lines(c: dict[str, Any]) -> list[str]:
         lines.append(f"  idle (no workload running, scaled to zero): {_money(c['idleHourly'])}/hour, {_money(c['idleMonthly'])}/month")
     for line in c["whenUsed"]:
         price = f"{_money(line['hourly'])}/h" if line["hourly"] is not None else "no price"
-        lines.append(f"  only while scaled up: {line['item']}: {line['quantity']} {line['unit']}s, {price} ({line['basis']})")
+        lines.append(f"  only while scaled up: {line['item']}: {_count(line['quantity'], line['unit'])}, {price} ({line['basis']})")
     lines.append(f"  prices: {c['pricesAsOf']}; override with pathways:prices. {c['note']}")
     return lines
