@@ -438,3 +438,44 @@ def test_render_never_deletes_a_file_it_did_not_write(tmp_path, capsys):
     assert main(["render", "--stack", "dev", "--out", str(out)]) == 0
     assert (out / "notes.yaml").read_text() == "my own notes\n"
     assert "kept notes.yaml: listed in .pathways-render.json but not a file render wrote" in capsys.readouterr().out
+
+
+def test_the_nesting_bound_is_counted_from_the_parse_events_alone_after_any_sibling(tmp_path, capsys, monkeypatch):
+    # The cheap check (stackfile._check_events) refuses deep nesting before a node is built; it must count the
+    # depth back down after each closed collection, or a deep value after a nested sibling would reach the slow path.
+    from infra.offline import stackfile
+
+    def built(*_):
+        raise AssertionError("the file's nodes were built: the events check let it through")
+
+    monkeypatch.setattr(stackfile, "_expanded", built)
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text("config:\n  a: [[[1]], {b: [2]}]\n  c: " + "[" * 31 + "]" * 31 + "\n")
+    assert one_error(capsys, path) == f"{path}: nested too deeply to be a stack file"
+    # 30 brackets after the same siblings are levels 3..32: within the bound, so the file's nodes are built
+    path.write_text("config:\n  a: [[[1]], {b: [2]}]\n  c: " + "[" * 30 + "]" * 30 + "\n")
+    with pytest.raises(AssertionError, match="nodes were built"):
+        offline_main(["plan", "--config", str(path)])
+
+
+def test_aliases_nest_up_to_the_bound_and_not_one_level_more(tmp_path, capsys):
+    # levels 1 and 2 are the document's and config's mappings; an alias nests its anchor's levels where it stands
+    path = tmp_path / "Pulumi.x.yaml"
+
+    def nested(outer: int) -> str:
+        return "config:\n  a: &a " + "[" * 15 + "]" * 15 + "\n  b: " + "[" * outer + "*a" + "]" * outer + "\n"
+
+    path.write_text(nested(15))  # 2 + 15 + 15 = 32
+    code, _, err = run_cli(capsys, "plan", "--config", str(path))
+    assert code == 2 and "nested too deeply" not in err and "gcp:project: required but not set" in err
+    path.write_text(nested(16))  # 33
+    assert one_error(capsys, path) == f"{path}: nested too deeply to be a stack file"
+
+
+def test_a_gcp_provider_key_the_stack_does_not_read_passes_through(tmp_path, capsys):
+    # keys of the gcp: namespace belong to the Google provider (pulumi-gcp's provider config, e.g.
+    # gcp:userProjectOverride): the stack reads only its own four and lets the rest reach the provider
+    path = write_stack_file(tmp_path, {**config_with(pathwaysVersion=VERSION), "gcp:userProjectOverride": True,
+                                       "gcp:billingProject": "pathways-billing-123"})
+    code, out, err = run_cli(capsys, "plan", "--config", str(path))
+    assert code == 0 and err == "", err
