@@ -93,6 +93,24 @@ def test_text_plan_shows_tree_and_summary(capsys):
     assert "privateClusterConfig.enablePrivateNodes: true" in capsys.readouterr().out
 
 
+def test_the_verbose_plan_shows_every_key_input_and_no_unset_one(capsys):
+    assert offline_main(["plan", "--stack", "prod", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    # names as GCP shows them, beside the Pulumi resource names, and the zone every node lives in
+    assert ("  + gcp:compute/subnetwork:Subnetwork  network-subnet\n      name: pathways-prod\n      region: us-east5\n"
+            "      ipCidrRange: 10.0.0.0/20\n      privateIpGoogleAccess: true\n") in out
+    assert ("  + gcp:container/nodePool:NodePool  slices-train-0  [delete-before-replace; timeouts:create=180m,update=120m,delete=90m]\n"
+            "      name: tpu-train-0\n      nodeLocations: [\"us-east5-a\"]\n      nodeCount: 16\n") in out
+    assert "      name: pathways-prod\n      location: us-east5\n      nodeLocations: [\"us-east5-a\"]\n" in out  # the regional cluster
+    # the buckets: their names and the artifacts bucket's lifecycle rules (the TTL)
+    assert "  + gcp:storage/bucket:Bucket  scratch-artifacts  [protect]\n      name: pathways-prod-123-prod-pathways-artifacts\n" in out
+    assert '      lifecycleRules: [{"action":{"type":"Delete"},"condition":{"age":14,"matchesPrefixes":["artifacts/"]}},' in out
+    # the JobSet's shape: 4 slices of 16 hosts, one pod each
+    assert "      replicatedJobs: pathways-head x1, worker x4 (16 pods each)\n" in out
+    # an input the stack leaves unset is left out, never printed as null
+    assert not [line for line in out.splitlines() if line.endswith(": null")]
+
+
 def test_config_file_outside_stacks_dir(tmp_path, capsys):
     path = tmp_path / "candidate.yaml"
     path.write_text(stack_path("staging").read_text())
@@ -110,6 +128,30 @@ def test_render_writes_one_file_per_kubernetes_object(committed_stack, tmp_path,
     docs = [yaml.safe_load(f.read_text()) for f in files]
     assert sorted(d["kind"] for d in docs) == sorted(r.inputs["kind"] for r in k8s)
     assert all(list(d)[:3] == ["apiVersion", "kind", "metadata"] for d in docs)
+
+
+def test_rendered_yaml_reads_like_a_hand_written_manifest(tmp_path):
+    # apiVersion, kind, metadata, name, namespace, spec first, the rest alphabetical, at every level and in every
+    # list item: each container, env entry, port and replicatedJob starts with its name
+    assert offline_main(["render", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    first = ("apiVersion", "kind", "metadata", "name", "namespace", "spec")
+
+    def check(node, path):
+        if isinstance(node, dict):
+            keys = list(node)
+            assert keys == sorted(keys, key=lambda k: (first.index(k) if k in first else len(first), k)), (path, keys)
+            for k, v in node.items():
+                check(v, f"{path}.{k}")
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                check(item, f"{path}[{i}]")
+
+    for f in tmp_path.glob("*.yaml"):
+        check(yaml.safe_load(f.read_text()), f.name)
+    text = (tmp_path / "jobset-pathways-notebook.yaml").read_text()
+    assert "\n  replicatedJobs:\n  - name: pathways-head\n" in text
+    assert "\n            containers:\n            - name: pathways-rm\n              args:\n" in text
+    assert "\n              env:\n              - name: " in text
 
 
 def test_every_committed_stack_plans(committed_stack):
