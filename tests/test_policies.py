@@ -501,3 +501,25 @@ def test_the_pack_describes_each_policy_for_the_reviewer():
     descriptions = {p.name: p.description for p in ALL_POLICIES}
     assert descriptions["pathways-tpu-pool-delete-before-replace"] == "TPU node pools use delete_before_replace."
     assert all(d and d.endswith(".") for d in descriptions.values()), descriptions
+
+
+@pytest.mark.parametrize("content,says", [
+    # an enforcement level the policy engine does not have is refused, never ignored (pulumi_policy.EnforcementLevel)
+    (json.dumps({"pathways-single-zone": "warn"}), "pathways-single-zone.enforcementLevel: 'warn'; valid: advisory, mandatory, disabled"),
+    (json.dumps({"pathways-single-zone": {"enforcementLevel": "warn"}}),
+     "pathways-single-zone.enforcementLevel: 'warn'; valid: advisory, mandatory, disabled"),
+    (json.dumps({"pathways-single-zone": 3}),
+     "pathways-single-zone: 3; valid: an enforcement level (advisory, mandatory, disabled), or an object with enforcementLevel and "
+     "the policy's settings"),
+    ('{"pathways-single-zone": ', "{path}: not valid JSON (Expecting value at line 1, column 26); a policy config is a JSON object "
+                                  'keyed by policy name, e.g. {{"pathways-single-zone": "advisory"}}'),
+    ("[]", '{path}: a JSON list; a policy config is a JSON object keyed by policy name, e.g. {{"pathways-single-zone": "advisory"}}'),
+    (b"\xff\xfe", "{path}: not UTF-8 text (byte 0xff at offset 0); a policy config is a JSON object keyed by policy name, e.g. "
+                  '{{"pathways-single-zone": "advisory"}}'),
+])
+def test_a_bad_policy_config_is_a_one_line_error(tmp_path, capsys, content, says):
+    path = tmp_path / "policy-config.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert offline_cli.main(["plan", "--stack", "dev", "--policy-config", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [f"error: {says.format(path=path)}"] and "Traceback" not in out + err

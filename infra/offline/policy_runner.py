@@ -81,12 +81,25 @@ def load_policy_config(path: Optional[Path]) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise PolicyConfigError(f"{path}: cannot read policy config: {e}") from None
+        doc = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise PolicyConfigError(f"{path}: cannot read policy config: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise PolicyConfigError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); {_FORMAT}") from None
+    except json.JSONDecodeError as e:
+        raise PolicyConfigError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); {_FORMAT}") from None
     if not isinstance(doc, dict):
-        raise PolicyConfigError(f"{path}: expected a JSON object keyed by policy name")
+        raise PolicyConfigError(f"{path}: a JSON {type(doc).__name__}; {_FORMAT}")
     return doc
+
+
+_FORMAT = 'a policy config is a JSON object keyed by policy name, e.g. {"pathways-single-zone": "advisory"}'
+_LEVELS = "advisory, mandatory, disabled"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _level_and_config(policy: Policy, config: dict[str, Any]) -> tuple[EnforcementLevel, dict[str, Any]]:
@@ -97,12 +110,15 @@ def _level_and_config(policy: Policy, config: dict[str, Any]) -> tuple[Enforceme
     level = policy.enforcement_level or EnforcementLevel.MANDATORY
     if isinstance(entry, str):
         entry = {"enforcementLevel": entry}
+    if not isinstance(entry, dict):
+        raise PolicyConfigError(f"{policy.name}: {_shown(entry)}; valid: an enforcement level ({_LEVELS}), or an object "
+                                "with enforcementLevel and the policy's settings")
     for k, v in entry.items():
         if k == "enforcementLevel":
             try:
                 level = EnforcementLevel(v)
             except ValueError:
-                raise PolicyConfigError(f"{policy.name}.enforcementLevel: {v!r}; valid: advisory, mandatory, disabled") from None
+                raise PolicyConfigError(f"{policy.name}.enforcementLevel: {_shown(v)}; valid: {_LEVELS}") from None
         else:
             props[k] = v
     return level, props
