@@ -119,6 +119,9 @@ def test_the_http_service_and_outputs():
     out = PLAN.outputs["serving"]["chat"]
     assert out["portForward"] == "kubectl -n pathways port-forward svc/chat-http 8000:8000"
     assert out["generate"].startswith("curl -s -X POST http://127.0.0.1:8000/generate ") and '"max_tokens"' in out["generate"]
+    # the health check through the port-forward: jetstream-http's /healthcheck, which asks the engine (lws.py HEALTH_PATH)
+    assert out["health"] == "curl -s http://127.0.0.1:8000/healthcheck"
+    assert set(out) == {"service", "portForward", "generate", "health"}
     (ilb,) = objects(plan_of(serve_config(internalLoadBalancer=True)), "Service")
     assert ilb["spec"]["type"] == "LoadBalancer"
     assert ilb["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
