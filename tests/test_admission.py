@@ -298,3 +298,78 @@ def test_kueue_schema_errors_name_the_field():
     flavor = _flavor(nodeLabels={"a": "b"}, tolerations=7)
     assert [str(v) for v in admission.check_kueue(flavor).violations] == [
         "[kueue-schema] spec.tolerations: 7 is not of type 'array'"]
+
+
+# RBAC bindings as the API server validates them (kubernetes/kubernetes pkg/apis/rbac/validation/validation.go,
+# after the defaults of pkg/apis/rbac/v1/defaults.go; admission.check_role_binding names the commits read)
+def _binding(kind="RoleBinding", role_kind="Role", subjects=None, **role_ref):
+    obj = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": "sps-client"},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": "sps-client", **role_ref},
+           "subjects": subjects if subjects is not None else [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "g@example.com"}]}
+    if kind == "RoleBinding":
+        obj["metadata"]["namespace"] = "default"
+    return obj
+
+
+def _rbac(obj):
+    return [str(v) for v in admission.check_builtin(obj).violations]
+
+
+def test_rbac_subjects_that_the_api_server_accepts():
+    assert _rbac(_binding()) == []
+    assert _rbac(_binding(subjects=[
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "ada@example.com"},
+        {"kind": "User", "name": "bob@example.com"},  # an empty apiGroup defaults to rbac.authorization.k8s.io
+        {"kind": "ServiceAccount", "name": "runner"},  # in a RoleBinding, the binding's namespace
+        {"apiGroup": "", "kind": "ServiceAccount", "name": "runner", "namespace": "other"},
+    ])) == []
+    assert _rbac(_binding("ClusterRoleBinding", "ClusterRole", subjects=[{"kind": "ServiceAccount", "name": "r", "namespace": "ns"}])) == []
+    assert _rbac(_binding(apiGroup="")) == []  # a roleRef's empty apiGroup is defaulted too
+
+
+@pytest.mark.parametrize("obj,says", [
+    (_binding(subjects=[{"apiGroup": "", "kind": "Group", "name": "g@example.com"}]), []),  # defaulted: accepted
+    (_binding(subjects=[{"apiGroup": "rbac.authorization.k8s.io/v1", "kind": "Group", "name": "g@example.com"}]),
+     ["[rbac] subjects[0].apiGroup: 'rbac.authorization.k8s.io/v1' is not supported for a Group; valid: 'rbac.authorization.k8s.io'"]),
+    (_binding(subjects=[{"apiGroup": "iam.gke.io", "kind": "User", "name": "ada@example.com"}]),
+     ["[rbac] subjects[0].apiGroup: 'iam.gke.io' is not supported for a User; valid: 'rbac.authorization.k8s.io'"]),
+    (_binding(subjects=[{"apiGroup": "rbac.authorization.k8s.io", "kind": "ServiceAccount", "name": "runner"}]),
+     ["[rbac] subjects[0].apiGroup: 'rbac.authorization.k8s.io' is not supported for a ServiceAccount; valid: '' (or none)"]),
+    (_binding(subjects=[{"kind": "ServiceAccount", "name": "Runner_1"}]),
+     ["[rbac] subjects[0].name: 'Runner_1' is not a service account name (a DNS-1123 subdomain)"]),
+    (_binding("ClusterRoleBinding", "ClusterRole", subjects=[{"kind": "ServiceAccount", "name": "runner"}]),
+     ["[rbac] subjects[0].namespace: is required for a ServiceAccount in a ClusterRoleBinding"]),
+    (_binding(subjects=[{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": ""}]), ["[rbac] subjects[0].name: is required"]),
+    (_binding(subjects=[{"apiGroup": "rbac.authorization.k8s.io", "kind": "Team", "name": "t"}]),
+     ["[rbac] subjects[0].kind: 'Team' is not supported; valid: ServiceAccount, User, Group"]),
+    (_binding(apiGroup="rbac.authorization.k8s.io/v1"),
+     ["[rbac] roleRef.apiGroup: 'rbac.authorization.k8s.io/v1' is not supported; valid: 'rbac.authorization.k8s.io'"]),
+    (_binding(role_kind="Roles"), ["[rbac] roleRef.kind: 'Roles' is not supported; valid: Role, ClusterRole"]),
+    (_binding("ClusterRoleBinding", "Role"), ["[rbac] roleRef.kind: 'Role' is not supported; valid: ClusterRole"]),
+    (_binding(name="a/b"), ["[rbac] roleRef.name: 'a/b' may not contain '/'"]),
+    (_binding(name=""), ["[rbac] roleRef.name: is required"]),
+], ids=lambda v: "" if isinstance(v, list) else None)
+def test_rbac_bindings_the_api_server_refuses(obj, says):
+    assert _rbac(obj) == says
+
+
+def test_the_service_role_binding_with_a_wrong_subject_group_fails_render(monkeypatch, tmp_path, capsys):
+    # what made every test and offline check pass while the API server would refuse the binding
+    from components.manifests import service_access
+    from tests.conftest import config_with, write_stack_file
+
+    real = service_access.role_binding
+
+    def wrong(w):
+        obj = real(w)
+        obj["subjects"] = [{**s, "apiGroup": ""} if s["kind"] == "Group" else {**s, "apiGroup": "rbac"} for s in obj["subjects"]]
+        return obj
+
+    monkeypatch.setattr(service_access, "role_binding", wrong)
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.7.2", workloads=[
+        {"name": "sps", "mode": "service", "service": {"clients": [{"kind": "Group", "name": "g@example.com"},
+                                                                   {"kind": "User", "name": "ada@example.com"}]}}]))
+    assert offline_main(["render", "--config", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "RoleBinding/sps-client: [rbac] subjects[1].apiGroup: 'rbac' is not supported for a User; valid: 'rbac.authorization.k8s.io'" in err
+    assert "subjects[0]" not in err  # a Group's empty apiGroup is defaulted

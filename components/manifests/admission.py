@@ -254,9 +254,69 @@ def check_builtin(obj: dict[str, Any]) -> Report:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
     except kubernetes_validate.ValidationError as e:
         report.add("schema", ".".join(str(p) for p in e.path) or ".", e.message)
+        return report
     except kubernetes_validate.SchemaNotFoundError as e:
         report.add("schema", ".", f"no schema for {obj.get('apiVersion')} {obj.get('kind')} in Kubernetes {KUBERNETES_VERSION}: {e}")
+        return report
+    if obj.get("apiVersion") == f"{RBAC_GROUP}/v1" and obj.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
+        check_role_binding(obj, report)
     return report
+
+
+# --- RBAC bindings: what the API server's validation refuses that no schema says -------------------
+# Source: kubernetes/kubernetes pkg/apis/rbac/validation/validation.go (ValidateRoleBinding,
+# ValidateClusterRoleBinding, validateRoleBindingSubject; read at 036ae50761389440bd949a548e24d9e622492bb8), after
+# the defaults of pkg/apis/rbac/v1/defaults.go (SetDefaults_RoleBinding, SetDefaults_ClusterRoleBinding,
+# SetDefaults_Subject; read at 7c30c06e721d89056db323a3857a6b89990adf03): an empty apiGroup becomes
+# rbac.authorization.k8s.io for a roleRef, a User or a Group, and stays "" for a ServiceAccount.
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+SUBJECT_KINDS = ("ServiceAccount", "User", "Group")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _path_segment_problem(name: str) -> Optional[str]:
+    """apimachinery path.IsValidPathSegmentName, the names of roles and bindings (minimalNameRequirements)."""
+    if name in (".", ".."):
+        return f"may not be {name!r}"
+    bad = [c for c in ("/", "%") if c in name]
+    return f"may not contain {' or '.join(repr(c) for c in bad)}" if bad else None
+
+
+def check_role_binding(obj: dict[str, Any], report: Report) -> None:
+    """A RoleBinding or ClusterRoleBinding as the API server validates it: its roleRef (apiGroup
+    rbac.authorization.k8s.io; kind Role or ClusterRole, a ClusterRoleBinding's ClusterRole only; a name) and each
+    subject (a name; kind ServiceAccount, User or Group; a ServiceAccount with apiGroup "", a DNS-subdomain name and,
+    in a ClusterRoleBinding, a namespace; a User or Group with apiGroup rbac.authorization.k8s.io)."""
+    cluster = obj.get("kind") == "ClusterRoleBinding"
+    ref = obj.get("roleRef") or {}
+    group = ref.get("apiGroup") or RBAC_GROUP
+    if group != RBAC_GROUP:
+        report.add("rbac", "roleRef.apiGroup", f"{group!r} is not supported; valid: {RBAC_GROUP!r}")
+    kinds = ("ClusterRole",) if cluster else ("Role", "ClusterRole")
+    if ref.get("kind") not in kinds:
+        report.add("rbac", "roleRef.kind", f"{ref.get('kind')!r} is not supported; valid: {', '.join(kinds)}")
+    name = ref.get("name") or ""
+    problem = "is required" if not name else _path_segment_problem(name)
+    if problem:
+        report.add("rbac", "roleRef.name", f"{name!r} {problem}" if name else problem)
+    for i, subject in enumerate(obj.get("subjects") or []):
+        path, kind, name = f"subjects[{i}]", subject.get("kind"), subject.get("name") or ""
+        if not name:
+            report.add("rbac", f"{path}.name", "is required")
+        if kind == "ServiceAccount":
+            if name and (len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name)):
+                report.add("rbac", f"{path}.name", f"{name!r} is not a service account name (a DNS-1123 subdomain)")
+            if subject.get("apiGroup"):
+                report.add("rbac", f"{path}.apiGroup", f"{subject['apiGroup']!r} is not supported for a ServiceAccount; valid: '' (or none)")
+            if cluster and not subject.get("namespace"):
+                report.add("rbac", f"{path}.namespace", "is required for a ServiceAccount in a ClusterRoleBinding")
+        elif kind in ("User", "Group"):
+            group = subject.get("apiGroup") or RBAC_GROUP
+            if group != RBAC_GROUP:
+                report.add("rbac", f"{path}.apiGroup", f"{group!r} is not supported for a {kind}; valid: {RBAC_GROUP!r}")
+        else:
+            report.add("rbac", f"{path}.kind", f"{kind!r} is not supported; valid: {', '.join(SUBJECT_KINDS)}")
 
 
 # --- Kueue objects: against the upstream CRDs (Kueue's Go module at the installed version) ---------
