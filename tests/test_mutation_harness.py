@@ -99,7 +99,63 @@ class C:
         "int:40->41@1": True, "int:3->4@4": True, "int:7->8@9": True,  # a constant, a default value, a class attribute
         "return:None@5": False, "compare0:Gt->GtE@5": False, "int:5->6@5": False,  # a function's body
         "return:None@12": False, "int:2->3@12": False, "compare0:Gt->GtE@12": False, "int:9->10@12": False,  # and a lambda's
+        "list:drop@12": False,
     }
+
+
+STRINGS_AND_COLLECTIONS = '''"""Module docstring."""
+UNITS = {"chip": 1, **EXTRA}
+KINDS = ["User", "Group"]
+PAIR = ("a", 2)
+SEEN = {"x"}
+a, b = PAIR
+
+
+def f(x: dict[str, int]) -> str:
+    """Docstring."""
+    return f"{x:>5} VMs {x.split(':')}" + x[1, 2]
+'''
+
+
+def test_string_constants_change_and_collection_elements_drop(tmp_path):
+    # the classes the issue #33 sample's survivors came from: a unit "VM", a key "health", a rule's "project" entry
+    path = tmp_path / "m.py"
+    path.write_text(STRINGS_AND_COLLECTIONS)
+    made = {}
+    for m in mutation.mutants(path, tmp_path):
+        changed = [line for line in mutation.mutated_source(path, m).splitlines() if line not in ast.unparse(ast.parse(STRINGS_AND_COLLECTIONS)).splitlines()]
+        made.setdefault(f"{m.operator}@{m.line}", []).append(changed)
+    assert made["str:changed@2"] == [["UNITS = {'XXchipXX': 1, **EXTRA}"]]
+    assert made["dict:drop@2"] == [["UNITS = {**EXTRA}"], ["UNITS = {'chip': 1}"]]  # each entry, `**other` too
+    assert made["str:changed@3"] == [["KINDS = ['XXUserXX', 'Group']"], ["KINDS = ['User', 'XXGroupXX']"]]
+    assert made["list:drop@3"] == [["KINDS = ['Group']"], ["KINDS = ['User']"]]
+    assert made["tuple:drop@4"] == [["PAIR = (2,)"], ["PAIR = ('a',)"]]
+    assert made["set:drop@5"] == [["SEEN = {*()}"]]  # the empty set display
+    # an f-string's {expressions} are code; never its text or format spec, a docstring, an annotation, a subscript's
+    # index or an assignment's target
+    assert made["str:changed@11"] == [["    return f\"{x:>5} VMs {x.split('XX:XX')}\" + x[1, 2]"]]
+    assert sorted(made) == ["dict:drop@2", "int:1->2@11", "int:1->2@2", "int:2->3@11", "int:2->3@4", "list:drop@3",
+                            "return:None@11", "set:drop@5", "str:changed@11", "str:changed@2", "str:changed@3", "str:changed@4",
+                            "str:changed@5", "tuple:drop@4"]
+    # a dropped element is named by its own line, so an entry of a long table has its own anchor
+    table = tmp_path / "t.py"
+    table.write_text('RULES = {\n    "a": ("project", "name"),\n    "b": ("name",),\n}\n')
+    drops = [(m.operator, m.line, m.offset, m.code) for m in mutation.mutants(table, tmp_path) if m.operator.endswith(":drop")]
+    assert drops == [("dict:drop", 2, 0, '"a": ("project", "name"),'), ("dict:drop", 3, 0, '"b": ("name",),'),
+                     ("tuple:drop", 2, 6, '"a": ("project", "name"),'), ("tuple:drop", 2, 17, '"a": ("project", "name"),'),
+                     ("tuple:drop", 3, 6, '"b": ("name",),')]
+
+
+def test_the_mutant_list_counts_each_operator_class(capsys):
+    path = ROOT / "components/model/quantity.py"
+    assert mutation.main(["--list", "--module", "components/model/quantity.py"]) == 0
+    per_file, total = capsys.readouterr().out.splitlines()
+    found = mutation.mutants(path)
+    assert per_file == f"{len(found):5d}  components/model/quantity.py"
+    # the _SUFFIX table: 16 entries and 16 string keys (one of them ""), and the regexes' and messages' strings
+    classes = dict(reversed(part.split(" ", 1)) for part in total.split("in all: ", 1)[1].split(", "))
+    assert int(classes["dict:drop"]) == 16 and int(classes["str:changed"]) >= 16
+    assert sum(int(n) for n in classes.values()) == len(found) and total.startswith(f"{len(found):5d}  in all: ")
 
 
 def test_select_tests_runs_only_what_covers_the_line_and_killers_first():

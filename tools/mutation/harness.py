@@ -4,7 +4,9 @@ whether the suite notices. A mutant the suite lets through is behaviour no test 
     python -m tools.mutation [--module PATH ...] [--sample N] [--jobs J] [--rerun JSON]
 
 Operators: flipped comparisons (< <=, > >=, == !=, in / not in, is / is not), `and` <-> `or`, integer
-constants +1, `not x` -> `x`, a returned value -> None, a call statement or `raise` deleted.
+constants +1, string constants changed ("x" -> "XXxXX"; not docstrings, not the text of f-strings), one
+element dropped from a list, tuple or set display, one entry dropped from a dict display, `not x` -> `x`,
+a returned value -> None, a call statement or `raise` deleted.
 
 First the whole suite runs once under coverage (coverage_contexts.py), with a context per test (per
 file where module-scoped fixtures make the file one unit, and in the Python subprocesses tests start);
@@ -89,16 +91,39 @@ def anchor(path: str, scope: str, offset: int, operator: str, code: str) -> str:
     return f"{path}:{scope or '<module>'}:{offset}:{operator}  {code}"
 
 
+def _collections(node: ast.AST) -> tuple[str, list[ast.expr]]:
+    """('list' | 'tuple' | 'set' | 'dict', the nodes that stand for its elements) of a collection display whose
+    elements a mutant may drop: a dict's entry by its key (by its value for `**other`); nothing for a target
+    (`a, b = ...`) or a subscript's index (`dict[str, int]`, `x[i, j]`)."""
+    if isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
+        return type(node).__name__.lower(), list(node.elts)
+    if isinstance(node, ast.Set):
+        return "set", list(node.elts)
+    if isinstance(node, ast.Dict):
+        return "dict", [k if k is not None else v for k, v in zip(node.keys, node.values, strict=True)]
+    return "", []
+
+
 def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
-    """(node, operator) for every mutation the tree allows, in a stable order."""
-    annotations: set[int] = set()
+    """(node, operator) for every mutation the tree allows, in a stable order. A dropped element's site is
+    the element itself (a dict entry's, its key), so that it is named by its own line."""
+    skipped: set[int] = set()  # annotations, the text of f-strings, docstrings, subscript indexes
     for node in ast.walk(tree):
         for ann in (getattr(node, "annotation", None), getattr(node, "returns", None)):
             if ann is not None:
-                annotations.update(id(n) for n in ast.walk(ann))
+                skipped.update(id(n) for n in ast.walk(ann))
+        if isinstance(node, ast.JoinedStr):  # its literal text (a format spec is one too); its {expressions} are code
+            skipped.update(id(v) for v in node.values if isinstance(v, ast.Constant))
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            skipped.add(id(node.value))  # a docstring (or any bare string statement): no behaviour
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):
+            skipped.add(id(node.slice))
     for node in ast.walk(tree):
-        if id(node) in annotations:
+        if id(node) in skipped:
             continue
+        kind, elements = _collections(node)
+        for element in elements:
+            yield element, f"{kind}:drop"
         if isinstance(node, ast.Compare):
             for i, op in enumerate(node.ops):
                 if type(op) in _FLIP:
@@ -107,6 +132,8 @@ def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
             yield node, "boolop:" + ("and->or" if isinstance(node.op, ast.And) else "or->and")
         elif isinstance(node, ast.Constant) and type(node.value) is int:
             yield node, f"int:{node.value}->{node.value + 1}"
+        elif isinstance(node, ast.Constant) and type(node.value) is str:
+            yield node, "str:changed"
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             yield node, "not:removed"
         elif isinstance(node, ast.Return) and node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
@@ -140,6 +167,13 @@ def _scopes(tree: ast.AST) -> dict[int, str]:
     return scopes
 
 
+def operator_class(operator: str) -> str:
+    """'compare0:Lt->LtE' -> 'compare', 'int:5->6' -> 'int', 'str:changed' -> 'str:changed', 'dict:drop' -> 'dict:drop'."""
+    head, _, tail = operator.partition(":")
+    head = head.rstrip("0123456789")
+    return f"{head}:{tail}" if head in ("str", "list", "tuple", "set", "dict", "return", "statement", "raise", "not", "boolop") else head
+
+
 def mutants(path: Path, root: Path = PROJECT_ROOT) -> list[Mutant]:
     full = path.resolve()
     rel = full.relative_to(root.resolve()).as_posix() if full.is_relative_to(root.resolve()) else full.as_posix()
@@ -161,9 +195,17 @@ class _Apply(ast.NodeTransformer):
         self.target, self.operator = target, operator
 
     def visit(self, node: ast.AST):  # type: ignore[override]
+        op = self.operator
+        if op.endswith(":drop") and any(e is self.target for e in _collections(node)[1]):
+            if isinstance(node, ast.Dict):
+                keep = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if self.target not in (k, v)]
+                node.keys, node.values = [k for k, _ in keep], [v for _, v in keep]
+            else:
+                assert isinstance(node, (ast.List, ast.Tuple, ast.Set))
+                node.elts = [e for e in node.elts if e is not self.target]
+            return node
         if node is not self.target:
             return self.generic_visit(node)
-        op = self.operator
         if op.startswith("compare"):
             i = int(op[len("compare"):].split(":")[0])
             assert isinstance(node, ast.Compare)
@@ -177,6 +219,9 @@ class _Apply(ast.NodeTransformer):
             assert isinstance(node, ast.Constant) and type(node.value) is int
             value: int = node.value
             return ast.copy_location(ast.Constant(value + 1), node)
+        if op == "str:changed":
+            assert isinstance(node, ast.Constant) and type(node.value) is str
+            return ast.copy_location(ast.Constant(f"XX{node.value}XX"), node)
         if op == "not:removed":
             assert isinstance(node, ast.UnaryOp)
             return node.operand
@@ -561,7 +606,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--combine", type=Path, nargs="+", metavar="JSON",
                         help="only merge result files (e.g. of runs per module) into --out, and print their scores; "
                              "a later file's results for a source file replace the earlier files' for it")
-    parser.add_argument("--list", action="store_true", help="only count the mutants per file")
+    parser.add_argument("--list", action="store_true", help="only count the mutants per file, then per operator in all")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "build" / "mutation.json")
     args = parser.parse_args(argv)
     try:  # the results and the progress file beside them, before any mutant runs
@@ -588,8 +633,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         equivalent = equivalent_anchors(entries, (_anchor(r) for r in combined))
         return report(merge(combined, [], equivalent), args.out, {"combined": [str(f) for f in args.combine]})
     if args.list:
+        classes: Counter[str] = Counter()
         for f in files:
-            print(f"{len(mutants(f)):5d}  {f.relative_to(PROJECT_ROOT)}")
+            found = mutants(f)
+            classes.update(operator_class(m.operator) for m in found)
+            print(f"{len(found):5d}  {f.relative_to(PROJECT_ROOT)}")
+        print(f"{sum(classes.values()):5d}  in all: " + ", ".join(f"{n} {c}" for c, n in sorted(classes.items())))
         return 0
     rng = random.Random(args.seed)
     rerun = None
