@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,9 +78,21 @@ def test_builders_render_resolved_values_and_never_read_the_stack_config():
         assert "components.model.config" not in imports(path) | _relative_imports(path), path
 
 
+def _model_imports(path: Path) -> set[str]:
+    """The components/model modules a model module imports, by stem, `from . import x` included."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("components.model."):
+            out.add(node.module.split(".")[2])
+        elif isinstance(node, ast.ImportFrom) and node.module == "components.model":
+            out |= {a.name for a in node.names}
+    return out
+
+
 def test_no_import_circle_in_the_model():
-    graph = {p.stem: {m.rsplit(".", 1)[-1] for m in _relative_imports(p) | imports(p) if m.startswith("components.model.")}
-             for p in files("components", "model")}
+    graph = {p.stem: _model_imports(p) for p in files("components", "model")}
     for start in graph:
         seen, todo = set(), list(graph[start])
         while todo:
@@ -88,3 +101,28 @@ def test_no_import_circle_in_the_model():
             if node not in seen:
                 seen.add(node)
                 todo += graph.get(node, ())
+
+
+def test_feature_rules_sit_between_the_schema_and_the_loader():
+    # schema (stack.py and its sections) <- <feature>_checks.py <- checks.py (the ordered list) <- config.py (load)
+    model = {p.stem: p for p in files("components", "model")}
+    rules = {stem for stem in model if stem.endswith("_checks")}
+    assert {"cluster_checks", "pools_checks", "workload_checks", "serving_checks", "service_checks"} <= rules
+    for stem, path in model.items():
+        found = _model_imports(path)
+        if stem == "config":
+            assert not found & rules, f"{path}: the loader runs the rules through checks.py, in its order"
+        elif stem == "checks":
+            assert "config" not in found, path
+        elif stem in rules:
+            assert not found & (rules | {"checks", "config"}), f"{path}: a feature's rules use the schema, not another feature's rules"
+            # Rules are plain Python over the model: the standard library only (no Pulumi, no provider SDK).
+            assert {m.split(".")[0] for m in imports(path)} <= set(sys.stdlib_module_names) | {"__future__"}, path
+        else:
+            assert not found & (rules | {"checks", "config"}), f"{path}: the schema never reads the rules or the loader"
+
+
+def test_the_import_walk_sees_every_form(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("from . import a, b\nfrom .c import x\nfrom components.model.d import y\nfrom components.model import e\n")
+    assert _model_imports(path) == {"a", "b", "c", "d", "e"}

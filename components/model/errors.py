@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from .common import GCP_KEYS, PROJECT_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -20,3 +23,14 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def config_key(loc: tuple[Any, ...]) -> str:
+    """('slices', 0, 'tpu') -> pathways:slices[0].tpu; ('zone',) -> gcp:zone."""
+    if not loc:
+        return f"{PROJECT_NAMESPACE}:"
+    head, *rest = loc
+    out = f"gcp:{head}" if head in GCP_KEYS else f"{PROJECT_NAMESPACE}:{head}"
+    for part in rest:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out

@@ -1,0 +1,98 @@
+"""Every rule that spans keys, in the order load() reports its problems (Pulumi-free).
+
+A rule is a function of a stack that passed the schema (``stack.StackConfig``) returning its problems, [] when it
+holds (``stack.StackRule``); a workload rule also takes the workload and its index (``stack.WorkloadRule``). Each
+feature keeps its rules beside its model, in its own ``<feature>_checks`` module, each rule with a comment naming
+the document or code it comes from:
+
+    cluster_checks    location, existing cluster, maintenance, GKE version, control-plane endpoint, network
+    pools_checks      sizes and capacity, slice groups and their sharing, the head pool
+    workload_checks   names and Services, slice-group references, the JobSet head, sidecar, images, modes
+    serving_checks    mode: serve (LeaderWorkerSet)
+    service_checks    mode: service (Shared Pathways Service)
+    names_checks      names derived from the stack and project
+
+A new feature (a fleet, a capacity ladder, failure rules, a serving engine) writes ``<feature>_checks.py`` with its
+rules and a tuple of them, ``RULES`` (or ``WORKLOAD_RULES``), and registers it here with one line at the end of
+STACK_RULES (or PLACED_WORKLOAD_RULES): ``*fleet_checks.RULES,``. The order below is the order users see
+problems in (tests/test_config_rules.py pins it, and that every rule is listed once); a rule never depends on
+another having run.
+"""
+
+from __future__ import annotations
+
+from . import cluster_checks, names_checks, pools_checks, service_checks, serving_checks, workload_checks
+from .errors import Problem
+from .stack import StackConfig, StackRule, WorkloadRule
+from .workload import Workload
+
+# Rules of each workload, whatever its slice group; slice_group, the last, reports a sliceGroup that names none.
+EVERY_WORKLOAD_RULES: tuple[WorkloadRule, ...] = (
+    workload_checks.unique_services,        # one headless or HTTP Service a name in a namespace
+    workload_checks.unique_names,
+    workload_checks.slice_group,            # sliceGroup names a group (required when there are several)
+)
+
+# Rules of each workload whose sliceGroup names a group: they read the group.
+PLACED_WORKLOAD_RULES: tuple[WorkloadRule, ...] = (
+    pools_checks.workload_slices,           # within the group's count (spares are not for workloads)
+    serving_checks.serve,                   # mode: serve and its serve: settings
+    workload_checks.coordinator_label,      # the JobSet coordinator label within 63 characters
+    workload_checks.user_container,         # data loaders and /dev/shm within the user container's limits
+    workload_checks.elastic,                # maxMissingSlices within the workload's slices
+    workload_checks.sidecar_room,           # the colocated-Python sidecar leaves the worker half its VM
+    workload_checks.same_release_images,    # proxy and server of one Pathways release
+    workload_checks.sidecar_jax,            # the sidecar built for pathwaysVersion's JAX
+    service_checks.service,                 # mode: service and its service: settings
+    workload_checks.finished_state,         # finished is for batch runs
+    workload_checks.interactive_keys,       # no profiling or persistence without a user container
+    workload_checks.batch_image,            # a batch workload's image is required
+    workload_checks.user_container_keys,    # no env, image, command or args without a user container
+)
+
+
+def _placed(cfg: StackConfig, w: Workload) -> bool:
+    """Whether the workload's sliceGroup names a group (workload_checks.slice_group reports it when not)."""
+    if w.slice_group is None:
+        return len(cfg.slices) == 1
+    return any(g.name == w.slice_group for g in cfg.slices)
+
+
+def each_workload(cfg: StackConfig) -> list[Problem]:
+    """The workload rules above, workload by workload (a workload's problems together, in list order)."""
+    problems: list[Problem] = []
+    for i, w in enumerate(cfg.workloads):
+        for rule in EVERY_WORKLOAD_RULES:
+            problems += rule(cfg, i, w)
+        if _placed(cfg, w):
+            for rule in PLACED_WORKLOAD_RULES:
+                problems += rule(cfg, i, w)
+    return problems
+
+
+STACK_RULES: tuple[StackRule, ...] = (
+    pools_checks.capacity,                  # TPU pools, nodes per cluster, node-pool lanes
+    cluster_checks.existing_cluster,        # keys that mean nothing on a cluster the stack does not create
+    cluster_checks.maintenance,             # exclusions GKE refuses (ended, or outlasting the minor's support)
+    cluster_checks.zone_in_region,
+    pools_checks.unique_group_names,
+    each_workload,                          # EVERY_WORKLOAD_RULES, then PLACED_WORKLOAD_RULES, per workload
+    pools_checks.sharing,                   # spares need restarts; without Kueue, shared groups must fit
+    workload_checks.pathways_version,       # required when workloads are set
+    pools_checks.head_pool,                 # one head pod per node, each fits its machine type
+    names_checks.derived_names,             # derived cluster, bucket and service account names GCP accepts
+    cluster_checks.gke_floor,               # minMasterVersion meets the TPU families' minimum
+    names_checks.distinct_buckets,          # the artifacts bucket is not the scratch bucket
+    cluster_checks.control_plane_endpoint,  # authorized networks GKE accepts for the endpoint
+    cluster_checks.subnetwork_region,       # an existing subnetwork in gcp:region
+    cluster_checks.private_nodes,           # a public node needs a public endpoint
+    cluster_checks.deletion_protection,     # protected: true keeps deletion protection on
+)
+
+
+def cross_checks(cfg: StackConfig) -> list[Problem]:
+    """Every rule's problems, in STACK_RULES order."""
+    problems: list[Problem] = []
+    for rule in STACK_RULES:
+        problems += rule(cfg)
+    return problems

@@ -1,0 +1,119 @@
+"""Rules of the node pools (their schema: ``pools``): sizes and capacity, slice groups shared by workloads,
+the head pool. Each with its source; registered, in the order load() reports them, in ``checks``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import machines, rollout
+from .common import MAX_NODES_PER_CLUSTER, MAX_TPU_POOLS
+from .errors import Problem, config_key
+from .stack import StackConfig
+from .workload import Workload, head_pod_demand
+
+
+def capacity(cfg: StackConfig) -> list[Problem]:
+    """What GKE (and this project's planning time) can hold: common.py's bounds, rollout.py's lanes."""
+    problems = []
+    pools = sum(g.pools for g in cfg.slices)
+    if pools > MAX_TPU_POOLS:
+        problems.append(Problem(config_key(("slices",)), (
+            f"{pools} TPU slices in all, one node pool each; at most {MAX_TPU_POOLS} per stack: lower the counts or split the stack"
+        )))
+    nodes = cfg.cluster.system_pool.max_nodes + cfg.head_nodes + cfg.proxy_nodes + sum(g.pools * g.tpu.hosts for g in cfg.slices)
+    if nodes > MAX_NODES_PER_CLUSTER:
+        problems.append(Problem(config_key(("slices",)), (
+            f"{nodes} nodes in all (TPU hosts, head and system pools), over GKE's {MAX_NODES_PER_CLUSTER} per "
+            "Standard cluster; lower the counts or split the stack"
+        )))
+    all_pools = cfg.node_pools
+    lane = rollout.waves(all_pools, cfg.cluster.node_pool_concurrency)
+    if lane > rollout.MAX_LANE_LENGTH:
+        problems.append(Problem(config_key(("cluster", "nodePoolConcurrency")), (
+            f"{cfg.cluster.node_pool_concurrency} puts {lane} of the stack's {all_pools} node pools in one lane; at most "
+            f"{rollout.MAX_LANE_LENGTH} (Pulumi checks depends_on chains recursively): set it to at least "
+            f"{math.ceil(all_pools / rollout.MAX_LANE_LENGTH)}"
+        )))
+    return problems
+
+
+def _first_group_index(cfg: StackConfig, name: str) -> int:
+    """The index of the first slice group of that name (the one a workload's sliceGroup names)."""
+    return next(j for j, g in enumerate(cfg.slices) if g.name == name)
+
+
+def unique_group_names(cfg: StackConfig) -> list[Problem]:
+    """A slice group's name names its node pools and queues: one group a name."""
+    problems = []
+    for i, g in enumerate(cfg.slices):
+        first = _first_group_index(cfg, g.name)
+        if first < i:
+            problems.append(Problem(config_key(("slices", i, "name")), f"{g.name!r} is already used by slices[{first}]; slice group names must be unique"))
+    return problems
+
+
+def workload_slices(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """A workload takes at most its group's slices; the group's spares stand by for restarts."""
+    group = cfg.workload_group(w)
+    if w.slices is None or w.slices <= group.count:
+        return []
+    return [Problem(config_key(("workloads", i, "slices")), (
+        f"{w.slices} exceeds the {group.count} slice(s) of group {group.name!r} (spares are not for workloads); use "
+        f"1..{group.count} or raise slices[{_first_group_index(cfg, group.name)}].count"
+    ))]
+
+
+def sharing(cfg: StackConfig) -> list[Problem]:
+    """Workloads sharing a slice group; spares only help a workload that may restart."""
+    problems = []
+    names = {g.name for g in cfg.slices}
+    for i, w in enumerate(cfg.workloads):
+        if w.state != "running" or (w.slice_group or cfg.slices[0].name) not in names:
+            continue
+        group = cfg.workload_group(w)
+        if group.spares and w.restarts == 0:
+            problems.append(Problem(config_key(("workloads", i, "maxRestarts")), (
+                f"0 with slice group {group.name!r} keeping {group.spares} spare slice(s): a failure ends the run instead "
+                "of restarting it onto a spare; set maxRestarts to 1 or more"
+            )))
+    if cfg.kubernetes.kueue.enabled:
+        return problems  # Kueue admits each JobSet all-or-nothing when its slices are free
+    for g in cfg.slices:
+        users = [w for w in cfg.workloads if w.state == "running" and (w.slice_group or cfg.slices[0].name) == g.name]
+        wanted = sum(cfg.workload_slices(w) for w in users)
+        if len(users) > 1 and wanted > g.count:
+            problems.append(Problem(config_key(("kubernetes", "kueue", "enabled")), (
+                f"false, but workloads {', '.join(w.name for w in users)} want {wanted} slices of group {g.name!r}, which "
+                f"has {g.count}: without Kueue each could take part of the slices and both wait forever; enable Kueue "
+                "or lower their slices"
+            )))
+    return problems
+
+
+def head_pool(cfg: StackConfig) -> list[Problem]:
+    """One head pod per node (exclusive placement by hostname), and each head pod fits its node (machines.py)."""
+    problems = []
+    count = cfg.head_pool.node_count
+    active = len(cfg.head_workloads)
+    if count is not None and count < active:
+        # One head pod per node (exclusive placement by hostname): the rest would stay Pending.
+        problems.append(Problem(config_key(("headPool", "nodeCount")), (
+            f"{count} node(s) cannot hold the head pods of {active} workloads (one head pod per node); "
+            f"use at least {active}, or remove it (default: one node per workload)"
+        )))
+    key = config_key(("headPool", "machineType"))
+    try:
+        machine = machines.shape(cfg.head_pool.machine_type)
+    except machines.MachineError as e:
+        return [*problems, Problem(key, str(e))]
+    for w in [w for w in cfg.workloads if w.on_head_pool] or [None]:
+        cpu, mem, parts = head_pod_demand(w)
+        if not machines.fits(machine, cpu, mem):
+            who = f"workload {w.name!r}" if w else "a default batch workload"
+            problems.append(Problem(key, (
+                f"{machine.name} ({machine.allocatable_cpu:.2f} vCPU, {machine.allocatable_memory_gib:.1f} GiB allocatable) "
+                f"cannot hold the head pod of {who} ({cpu:g} vCPU, {mem:.1f} GiB: {parts}); "
+                f"use {machines.smallest_fitting(cpu, mem)} or larger"
+            )))
+    return problems

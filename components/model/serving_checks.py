@@ -1,0 +1,68 @@
+"""Rules of a serve workload (mode: serve, a LeaderWorkerSet; its schema: ``workload.ServeConfig``), each with
+its source. Registered, in the order load() reports them, in ``checks``.
+"""
+
+from __future__ import annotations
+
+from . import machines
+from .errors import Problem, config_key
+from .stack import StackConfig
+from .workload import MAX_LABEL_VALUE, Workload, head_pod_demand
+
+# Keys a LeaderWorkerSet has no use for: they configure the JobSet path (its restart budget, elastic slices,
+# the colocated sidecar, the head's proxy and user container).
+JOBSET_ONLY_KEYS = ("slices", "max_restarts", "worker_restarts_per_host", "elastic", "colocated_python", "subdomain",
+                    "xla_flags", "hlo_dump", "profiling", "persistence", "ttl_seconds_after_finished",
+                    "data_loader_workers", "shm_size", "cpu", "memory")
+# LWS names its leader StatefulSet <name> and each group's workers <name>-<group>; a StatefulSet's pods carry
+# controller-revision-hash=<statefulset>-<10-character hash>, a label value of at most 63 characters.
+MAX_LWS_STATEFULSET_NAME = MAX_LABEL_VALUE - 11
+
+
+def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """serve: is for mode: serve only, and a serve workload's LeaderWorkerSet must fit its slice group."""
+    if w.mode != "serve":
+        if w.serve is not None:
+            return [Problem(config_key(("workloads", i, "serve")), "only for mode: serve; remove it or set mode: serve")]
+        return []
+    if w.serve is None:
+        return [Problem(config_key(("workloads", i, "serve")), (
+            "required for mode: serve (at least serve.model and serve.weights, the gs:// checkpoint)"
+        ))]
+    problems = []
+    fields = type(w).model_fields
+    for name in JOBSET_ONLY_KEYS:
+        if name in w.model_fields_set:
+            hint = ("a serve workload takes serve.replicas slices (two each when serve.disaggregated)"
+                    if name == "slices" else "it configures the JobSet path, which a serve workload does not use")
+            problems.append(Problem(config_key(("workloads", i, fields[name].alias or name)), f"not for mode: serve; {hint}: remove it"))
+    sv = w.serve
+    group = cfg.workload_group(w)
+    wanted = sv.replicas * sv.slices_per_replica
+    if wanted > group.count:
+        each = "two slices (prefill and decode)" if sv.disaggregated else "one slice"
+        problems.append(Problem(config_key(("workloads", i, "serve", "replicas")), (
+            f"{sv.replicas} replica(s) of {each} need {wanted} slices, but group {group.name!r} has {group.count}; "
+            f"use at most {group.count // sv.slices_per_replica} replica(s) or raise that group's count"
+        )))
+    longest = f"{w.name}-{max(sv.replicas - 1, 0)}"
+    if len(longest) > MAX_LWS_STATEFULSET_NAME:
+        problems.append(Problem(config_key(("workloads", i, "name")), (
+            f"the LeaderWorkerSet's worker StatefulSet {longest!r} would be {len(longest)} characters, over the "
+            f"{MAX_LWS_STATEFULSET_NAME} a StatefulSet name may have (its pods' controller-revision-hash label adds 11); "
+            "use a shorter name"
+        )))
+    # The leader runs on a TPU host beside a worker (common.py, JETSTREAM_ENGINE_RESOURCES); machines.py: its allocatable.
+    vm = machines.tpu_vm_shape(group.tpu.machine_type)
+    cpu, mem, parts = head_pod_demand(w)
+    if not machines.fits(vm, cpu, mem):
+        problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
+            f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) does not fit beside a worker on a "
+            f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable); "
+            "serve from a slice group with larger TPU VMs"
+        )))
+    if w.priority is not None and w.priority != "serving":
+        problems.append(Problem(config_key(("workloads", i, "priority")), (
+            f"{w.priority} would let training preempt a serving endpoint; a serve workload runs at serving (remove it)"
+        )))
+    return problems

@@ -1,0 +1,207 @@
+"""The stack's schema: every top-level key, and the values derived from them (Pulumi-free).
+
+Stack config keys live in the project namespace (``pathways:<key>``) plus the provider's own
+``gcp:project``, ``gcp:region``, ``gcp:zone`` and ``gcp:defaultLabels``. Each section's keys live in their
+own module (``cluster``, ``pools``, ``bucket``, ``kubernetes``, ``workload``, ``alerting``, ``pricing``); the
+rules that span keys live beside them in ``*_checks`` modules, listed in order in ``checks``; ``config``
+loads and resolves.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+from pydantic import Field, field_validator
+
+from .alerting import MonitoringConfig
+from .bucket import BucketConfig
+from .cluster import ClusterConfig, NetworkConfig, gke_version_key
+from .common import MAX_WORKLOADS, PROJECT_NAMESPACE, PathwaysVersion, ProjectId, Region, Zone, _Model
+from .errors import Problem
+from .kubernetes import KubernetesConfig
+from .pools import HeadPoolConfig, SliceGroup
+from .pricing import PricesConfig
+from .workload import WorkerResources, Workload, worker_resources
+
+# Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
+MAX_STACK_LABELS = 60
+RESERVED_LABEL_KEYS = frozenset({"pathways-stack", "pathways-protected", "goog-gke-node"})
+
+
+class StackConfig(_Model):
+    """The whole stack: what `pulumi config` holds, typed; every key's own bounds, then values derived from them."""
+
+    stack: str = Field(description="Stack name (set by the loader, not a config key).")
+    secret_keys: frozenset[str] = Field(default=frozenset(), description="Config keys given as secrets (set by the loader, not a config key).")
+    project: ProjectId = Field(description="Google Cloud project ID the stack's resources are created in.")
+    region: Region = Field(description="Region of the subnet, the control plane (when cluster.regional) and the buckets.")
+    zone: Zone = Field(description="The one zone every node of the stack lives in; must be in gcp:region.")
+    default_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_STACK_LABELS, description=(
+        "gcp:defaultLabels: the GCP provider puts them on every GCP resource that takes labels; the stack puts the same "
+        "labels on every Kubernetes object it creates (cost attribution, ownership)."
+    ))
+    protected: bool = Field(default=False, description=(
+        "Pulumi protect on the cluster and both buckets, GKE deletion protection forced on, and the pathways-protected "
+        "label the policy pack reads; offline diff then refuses disruptive changes not listed in allowDisruption."))
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    head_pool: HeadPoolConfig = Field(default_factory=HeadPoolConfig)
+    slices: list[SliceGroup] = Field(min_length=1, max_length=100, description="Slice groups.")
+    bucket: BucketConfig = Field(default_factory=BucketConfig)
+    pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX; required when workloads are set.")
+    kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
+    workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    prices: PricesConfig = Field(default_factory=PricesConfig)
+    allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
+        "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
+        "delete or recreate in a protected stack. Review it in the PR; empty it after the change lands."
+    ))
+
+    @field_validator("default_labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            # GCP: keys start with a lowercase letter, keys and values up to 63 of [a-z0-9_-] ("Labels overview");
+            # Kubernetes (where the same labels go): a value also starts and ends with a letter or digit.
+            if not isinstance(key, str) or not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key):
+                raise ValueError(f"{str(key)[:70]!r} is not a label key (a lowercase letter, then up to 62 of a-z, 0-9, _ and -)")
+            if not isinstance(value, str) or not re.fullmatch(r"([a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?)?", value):
+                raise ValueError(f"{key}: {str(value)[:70]!r} is not a label value valid on GCP and Kubernetes alike (up to 63 of "
+                                 "a-z, 0-9, _ and -, starting and ending with a letter or digit)")
+            if key in RESERVED_LABEL_KEYS:
+                raise ValueError(f"{key} is the stack's own label; choose another key")
+        return v
+
+    @field_validator("allow_disruption")
+    @classmethod
+    def _allowances(cls, v: list[str]) -> list[str]:
+        for entry in v:
+            if not re.fullmatch(r"[a-z0-9*][-a-z0-9*]{0,100}", entry):
+                raise ValueError(f"{entry[:60]!r} is not a resource name as `diff` prints it (e.g. slices-train-0, workload-pretrain)")
+        return v
+
+    @property
+    def service_workload(self) -> Optional[Workload]:
+        return next((w for w in self.active_workloads if w.mode == "service"), None)
+
+    def workload_namespace(self, w: Workload) -> str:
+        return w.service_settings.namespace if w.mode == "service" else self.kubernetes.namespace
+
+    @property
+    def workload_namespaces(self) -> list[str]:
+        """Namespaces the stack's JobSets live in, the workload namespace first."""
+        return list(dict.fromkeys([self.kubernetes.namespace, *(self.workload_namespace(w) for w in self.active_workloads)]))
+
+    @property
+    def node_pools(self) -> int:
+        """Every node pool the stack creates: system, head, proxy (service mode), one per TPU slice and spare."""
+        return 2 + (1 if self.service_workload else 0) + sum(g.pools for g in self.slices)
+
+    @property
+    def proxy_nodes(self) -> int:
+        s = self.service_workload
+        return s.service_settings.max_clients if s else 0
+
+    @property
+    def active_workloads(self) -> list[Workload]:
+        """The workloads the stack runs a JobSet for (finished ones are left alone)."""
+        return [w for w in self.workloads if w.state != "finished"]
+
+    # Derived names: deterministic, so a re-run never shows a diff.
+    @property
+    def stack_slug(self) -> str:
+        """The stack name as GCP names accept it (Pulumi stack names may hold capitals, '_' and '.')."""
+        return re.sub(r"[^a-z0-9-]+", "-", self.stack.lower()).strip("-") or "stack"
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.name or f"pathways-{self.stack_slug}"
+
+    @property
+    def bucket_name(self) -> str:
+        return self.bucket.name or f"{self.project}-{self.stack_slug}-pathways"[:63].rstrip("-_")
+
+    @property
+    def artifacts_bucket_name(self) -> str:
+        return self.bucket.artifacts_name or f"{self.bucket_name[:53].rstrip('-_')}-artifacts"
+
+    @property
+    def artifacts_location(self) -> str:
+        return f"gs://{self.artifacts_bucket_name}/{self.bucket.artifacts_prefix}"
+
+    @property
+    def required_gke_version(self) -> str:
+        """The highest minimum GKE version among the stack's TPU families: a floor to check
+        cluster.minMasterVersion against, never a version to request (GKE stops offering old ones)."""
+        return max((g.tpu.min_gke_version for g in self.slices), key=gke_version_key)
+
+    @property
+    def cache_location(self) -> str:
+        return f"gs://{self.bucket_name}/{self.bucket.cache_prefix}"
+
+    def service_account_id(self, purpose: str) -> str:
+        """6-30 character SA ID, unique per stack: <cluster name>-<purpose>."""
+        return f"{self.cluster_name[: 29 - len(purpose)].rstrip('-')}-{purpose}"
+
+    @property
+    def scratch_role_id(self) -> str:
+        return "pathwaysScratch_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:48]
+
+    @property
+    def deletion_protection(self) -> bool:
+        return True if self.cluster.deletion_protection is None else self.cluster.deletion_protection
+
+    @property
+    def head_nodes(self) -> int:
+        if self.head_pool.node_count is not None:
+            return self.head_pool.node_count
+        if self.active_workloads and not self.head_workloads:
+            return 0  # only serve workloads: their leaders run on their slices, an empty pool costs nothing
+        return max(1, len(self.head_workloads))
+
+    @property
+    def head_workloads(self) -> list[Workload]:
+        """The active workloads with a head pod on the head pool (every mode but serve)."""
+        return [w for w in self.active_workloads if w.on_head_pool]
+
+    @property
+    def cloud_nat(self) -> bool:
+        if self.network.cloud_nat is not None:
+            return self.network.cloud_nat
+        return self.cluster.private_nodes and self.network.create
+
+    @property
+    def profiling_ports(self) -> tuple[int, ...]:
+        return tuple(sorted({w.profiling.port for w in self.workloads if w.profiling}))
+
+    @property
+    def secret_env(self) -> bool:
+        """Workload env values came from secret config: they go to a Kubernetes Secret, never the JobSet."""
+        return f"{PROJECT_NAMESPACE}:workloads" in self.secret_keys
+
+    def worker_resources(self, w: Workload) -> "WorkerResources":
+        return worker_resources(self.workload_group(w).tpu.machine_type, w.colocated_python)
+
+    @property
+    def jax_version(self) -> Optional[str]:
+        return self.pathways_version[len("jax-"):] if self.pathways_version else None
+
+    def slice_group(self, name: str) -> SliceGroup:
+        return next(g for g in self.slices if g.name == name)
+
+    def workload_group(self, w: Workload) -> SliceGroup:
+        return self.slice_group(w.slice_group or self.slices[0].name)
+
+    def workload_slices(self, w: Workload) -> int:
+        return w.slices or self.workload_group(w).count
+
+
+Workload.model_rebuild()
+StackConfig.model_rebuild()
+
+# A rule that spans keys: the problems it finds in a stack that passed the schema, [] when it holds.
+StackRule = Callable[[StackConfig], list[Problem]]
+# The same for one workload: (stack, index in workloads, workload).
+WorkloadRule = Callable[[StackConfig, int, Workload], list[Problem]]
