@@ -30,7 +30,7 @@ diff: $(VENV)/.installed
 # The upstream JobSet, Kueue and LWS CRDs the admission checks read, from the Go modules of the versions the
 # stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
 CRDS := build/crds/.stamp
-$(CRDS): tools/engines/jobset/go.sum tools/engines/kueue/go.sum tools/engines/lws/go.sum tools/engines/crds.py
+$(CRDS): tools/engines/control-plane/go.sum tools/engines/crds.py
 	$(PYTHON) tools/engines/crds.py
 crds: $(CRDS)
 

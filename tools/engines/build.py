@@ -1,12 +1,22 @@
-"""Build the real engines (Pulumi CLI and providers, Kubernetes control plane, JobSet, Kueue, LWS) from
-the pinned Go wrapper modules beside this file, into build/engines/bin.
+"""Build the real engines (Pulumi CLI and its Kubernetes provider, the Kubernetes control plane with kwok,
+JobSet, Kueue and LWS, etcd) from the pinned Go wrapper modules beside this file, into build/engines/bin.
 
-    python tools/engines/build.py [--only NAME ...] [--bin DIR] [--list]
+    python tools/engines/build.py [--only NAME ...] [--bin DIR] [--list] [--estimate]
 
 Each wrapper is a folder with go.mod and go.sum (the pins, hash-checked by Go: -mod=readonly, so a
 missing or wrong hash fails instead of being fetched and trusted) and engine.json (which main packages
-to build, with which ldflags). A wrapper whose go.mod, go.sum, engine.json and recipe are unchanged is
-not rebuilt: its binaries are kept in a cache outside the checkout ($PATHWAYS_ENGINES_CACHE, default
+to build, with which ldflags). A wrapper's binaries come from ONE `go build -o DIR pkg...`: Go compiles
+each shared package once and links the binaries in parallel. That is why the control plane, kwok and the
+three controllers share one wrapper (control-plane): one module graph, so client-go, apimachinery, the
+API types and controller-runtime are compiled once at one version instead of once per wrapper.
+
+Cold builds are long (a fresh machine has empty Go caches), so: every wrapper's modules are downloaded
+first, all at once (network, not CPU); then the wrappers build longest first, two at a time (a wrapper's
+serial phases, its links and its largest packages, leave a core idle that the other build takes); the
+cold-build estimate (engine.json `coldSeconds`, measured on 2 cores) is printed before anything starts.
+
+A wrapper whose go.mod, go.sum, engine.json and recipe are unchanged is not rebuilt: its binaries are
+kept in a cache outside the checkout ($PATHWAYS_ENGINES_CACHE, default
 ~/.cache/pathways-gke/engines/<wrapper>-<hash>), so a fresh clone on a machine that built them once
 links nothing. Go's own caches (GOCACHE, GOMODCACHE) make a rebuild after a pin change link-mostly.
 
@@ -28,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -35,24 +46,32 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DEFAULT_BIN = ROOT / "build" / "engines" / "bin"
 # Bump when the way binaries are built changes (flags, layout): every cache entry is then rebuilt.
-RECIPE = "2"
-# The order matters only for the log: the control plane first (the e2e tier needs it first).
-ORDER = ("kubernetes", "etcd", "kwok", "jobset", "kueue", "lws",
-         "pulumi", "pulumi-language-python", "pulumi-kubernetes", "pulumi-random", "pulumi-gcp")
+RECIPE = "3"
 HEARTBEAT_SECONDS = 30
+# Builds running at once. Two on two cores: one build's serial phases (links, the largest packages) leave a
+# core idle that the other takes. Each build itself runs `go build -p 2`.
+PARALLEL_BUILDS = int(os.environ.get("PATHWAYS_ENGINES_PARALLEL", "2"))
+_print_lock = threading.Lock()
 
 
 def log(msg: str) -> None:
-    print(f"[engines {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def wrappers() -> list[Path]:
-    found = {p.parent.name: p.parent for p in HERE.glob("*/engine.json")}
-    return [found[n] for n in sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))]
+    with _print_lock:
+        print(f"[engines {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def spec_of(wrapper: Path) -> dict[str, Any]:
     return json.loads((wrapper / "engine.json").read_text())
+
+
+def cold_seconds(wrapper: Path) -> int:
+    """The wrapper's measured cold build on 2 cores (engine.json `coldSeconds`), for ordering and the estimate."""
+    return int(spec_of(wrapper).get("coldSeconds", 0))
+
+
+def wrappers() -> list[Path]:
+    """Every wrapper, longest cold build first (the order they start in)."""
+    found = [p.parent for p in HERE.glob("*/engine.json")]
+    return sorted(found, key=lambda w: (-cold_seconds(w), w.name))
 
 
 def go_version() -> str:
@@ -61,9 +80,11 @@ def go_version() -> str:
 
 def wrapper_key(wrapper: Path, goversion: str) -> str:
     h = hashlib.sha256(f"{RECIPE}\0{goversion}\0".encode())
-    for name in ("go.mod", "go.sum", "engine.json"):
-        h.update(name.encode() + b"\0" + (wrapper / name).read_bytes() + b"\0")
     spec = spec_of(wrapper)
+    spec.pop("coldSeconds", None)  # a measurement, not an input: re-measuring rebuilds nothing
+    h.update(json.dumps(spec, sort_keys=True).encode() + b"\0")
+    for name in ("go.mod", "go.sum"):
+        h.update(name.encode() + b"\0" + (wrapper / name).read_bytes() + b"\0")
     if spec.get("prepare"):
         h.update((HERE / "prepare.py").read_bytes())
     return h.hexdigest()[:16]
@@ -81,8 +102,10 @@ def outputs(spec: dict[str, Any]) -> list[str]:
     return [b["name"] for b in spec["binaries"]] + [f["name"] for f in spec.get("files", [])]
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], what: str) -> None:
-    """Run a silent Go command with a heartbeat, so a long build never looks stuck."""
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], what: str) -> float:
+    """Run a silent Go command with a heartbeat, so a long build never looks stuck. Returns the CPU seconds it
+    and the processes it waited for (the compiler, the linker) used: a figure that, unlike wall time, does not
+    depend on what else the machine runs."""
     started = time.monotonic()
     done = threading.Event()
 
@@ -92,14 +115,31 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], what: str) -> None:
 
     t = threading.Thread(target=beat, daemon=True)
     t.start()
+    output: list[str] = []
     try:
-        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        reader = threading.Thread(target=lambda: output.append(proc.stdout.read() if proc.stdout else ""), daemon=True)
+        reader.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        reader.join()
     finally:
         done.set()
         t.join()
     if proc.returncode != 0:
-        sys.stderr.write(proc.stdout + proc.stderr)
-        raise SystemExit(f"engines: {what} failed (exit {proc.returncode}): {' '.join(cmd)}")
+        with _print_lock:
+            sys.stderr.write("".join(output))
+        raise BuildError(f"engines: {what} failed (exit {proc.returncode}): {' '.join(cmd)}")
+    return usage.ru_utime + usage.ru_stime
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def _go_env() -> dict[str, str]:
+    return {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"}
 
 
 def _module_dir_finder(workdir: Path, env: dict[str, str]) -> Callable[[str], Path]:
@@ -115,17 +155,30 @@ def _module_dir_finder(workdir: Path, env: dict[str, str]) -> Callable[[str], Pa
     return module_dir
 
 
+def default_output_name(package: str) -> str:
+    """The file name `go build -o DIR/` gives a main package: its last path element, or the one before a
+    major-version suffix (go.etcd.io/etcd/server/v3 -> server)."""
+    parts = package.rstrip("/").split("/")
+    last = parts[-1]
+    if len(parts) > 1 and last[:1] == "v" and last[1:].isdigit():
+        last = parts[-2]
+    return last
+
+
+def download(wrapper: Path) -> None:
+    """Every module the wrapper pins, verified against its go.sum (no CPU to speak of: run them all at once)."""
+    t0 = time.monotonic()
+    _run(["go", "mod", "download"], wrapper, _go_env(), f"{wrapper.name}: module download")
+    log(f"{wrapper.name}: modules ready in {time.monotonic() - t0:.0f} s")
+
+
 def build_wrapper(wrapper: Path, dest: Path) -> None:
-    """Build every binary of one wrapper into dest (a fresh directory)."""
+    """Build every binary of one wrapper into dest (a fresh directory) with one `go build`."""
     spec = spec_of(wrapper)
-    env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"}
+    env = _go_env()
     with tempfile.TemporaryDirectory(prefix=f"engine-{wrapper.name}-") as tmp:
         workdir = Path(tmp) / wrapper.name
         shutil.copytree(wrapper, workdir)
-        started = time.monotonic()
-        log(f"{wrapper.name}: downloading pinned modules (go mod download; verified against go.sum)")
-        _run(["go", "mod", "download"], workdir, env, f"{wrapper.name}: module download")
-        log(f"{wrapper.name}: modules ready in {time.monotonic() - started:.0f} s")
         module_dir = _module_dir_finder(workdir, env)
         if spec.get("prepare"):
             prep = importlib.util.spec_from_file_location("engine_prepare", HERE / "prepare.py")
@@ -134,17 +187,24 @@ def build_wrapper(wrapper: Path, dest: Path) -> None:
             prep.loader.exec_module(mod)
             log(f"{wrapper.name}: prepare step {spec['prepare']}")
             getattr(mod, spec["prepare"])(workdir, module_dir)
-        for b in spec["binaries"]:
-            t0 = time.monotonic()
-            log(f"{wrapper.name}: building {b['name']} ({b['package']})")
-            cmd = ["go", "build", "-trimpath", "-p", os.environ.get("PATHWAYS_ENGINES_JOBS", "2"), "-o", str(dest / b["name"])]
-            if b.get("tags"):
-                cmd += ["-tags", ",".join(b["tags"])]
-            if b.get("ldflags"):
-                cmd += ["-ldflags", " ".join(b["ldflags"])]
-            cmd.append(b["package"])
-            _run(cmd, workdir, {**env, **b.get("env", {})}, f"{wrapper.name}: go build {b['name']}")
-            log(f"{wrapper.name}: {b['name']} built in {time.monotonic() - t0:.0f} s")
+        out = Path(tmp) / "out"
+        out.mkdir()
+        binaries = spec["binaries"]
+        names = [default_output_name(b["package"]) for b in binaries]
+        if len(set(names)) != len(names):
+            raise BuildError(f"engines: {wrapper.name}: two packages build to the same file name ({names})")
+        t0 = time.monotonic()
+        log(f"{wrapper.name}: building {', '.join(b['name'] for b in binaries)}")
+        cmd = ["go", "build", "-trimpath", "-p", os.environ.get("PATHWAYS_ENGINES_JOBS", "2"), "-o", f"{out}{os.sep}"]
+        if spec.get("tags"):
+            cmd += ["-tags", ",".join(spec["tags"])]
+        if spec.get("ldflags"):
+            cmd += ["-ldflags", " ".join(spec["ldflags"])]
+        cmd += [b["package"] for b in binaries]
+        cpu = _run(cmd, workdir, {**env, **spec.get("env", {})}, f"{wrapper.name}: go build")
+        for b, built in zip(binaries, names, strict=True):
+            shutil.move(str(out / built), str(dest / b["name"]))
+        log(f"{wrapper.name}: {len(binaries)} binaries built in {time.monotonic() - t0:.0f} s ({cpu:.0f} CPU-seconds)")
         for f in spec.get("files", []):
             src = module_dir(f["module"]) / f["path"]
             shutil.copyfile(src, dest / f["name"])
@@ -170,7 +230,7 @@ def _user_plugins(pulumi: Path) -> set[tuple[str, str]]:
 
 
 def _provider_pin(spec: dict[str, Any]) -> Optional[tuple[str, str]]:
-    """('gcp', '10.2.0') for a provider wrapper (its plugin name and pinned version), else None."""
+    """('kubernetes', '4.25.0') for a provider wrapper (its plugin name and pinned version), else None."""
     for b in spec["binaries"]:
         if b["name"].startswith("pulumi-resource-"):
             return b["name"][len("pulumi-resource-"):], spec["version"]
@@ -186,11 +246,31 @@ def link_into(bin_dir: Path, src_dir: Path, names: list[str]) -> None:
         target.symlink_to(src_dir / n)
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+# Wall time of the builds run two at a time, as a share of the sum of their times alone (measured on 2 cores:
+# see docs/real-engines.md, "Cold builds").
+OVERLAP_SHARE = 0.92
+
+
+def estimate(todo: list[Path], parallel: int) -> float:
+    """Cold wall time on 2 cores: the builds' measured times alone, summed, less what running `parallel` at once
+    overlaps; never less than the longest build."""
+    if not todo:
+        return 0.0
+    total = sum(cold_seconds(w) for w in todo)
+    share = OVERLAP_SHARE if parallel > 1 and len(todo) > 1 else 1.0
+    return max(total * share, max(cold_seconds(w) for w in todo))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--only", nargs="*", default=None, help="wrapper names to build (default: all)")
     parser.add_argument("--bin", type=Path, default=DEFAULT_BIN, help=f"where the binaries go (default {DEFAULT_BIN.relative_to(ROOT)})")
     parser.add_argument("--list", action="store_true", help="list the wrappers and their binaries, then exit")
+    parser.add_argument("--estimate", action="store_true", help="print what would be built and the cold-build estimate, then exit")
     args = parser.parse_args(argv)
     all_wrappers = wrappers()
     chosen = [w for w in all_wrappers if args.only is None or w.name in args.only]
@@ -205,32 +285,63 @@ def main(argv: Optional[list[str]] = None) -> int:
     total = time.monotonic()
     user_pulumi = _path_pulumi(args.bin)
     user_plugins = _user_plugins(user_pulumi) if user_pulumi else set()
-    for i, w in enumerate(chosen, 1):
+    todo: list[tuple[Path, Path]] = []
+    for w in chosen:
         spec = spec_of(w)
         names = outputs(spec)
-        prefix = f"[{i}/{len(chosen)}] {w.name}"
         pin = _provider_pin(spec)
-        if user_pulumi and (w.name in ("pulumi", "pulumi-language-python") or (pin and pin in user_plugins)):
+        if user_pulumi and (w.name == "pulumi" or (pin and pin in user_plugins)):
             if w.name == "pulumi":
                 link_into(args.bin, user_pulumi.parent, ["pulumi"])
-            log(f"{prefix}: using the pulumi on PATH ({user_pulumi}) and its plugins; not building")
+            log(f"{w.name}: using the pulumi on PATH ({user_pulumi}) and its plugins; not building")
             continue
-        key = wrapper_key(w, goversion)
-        cached = cache_root() / f"{w.name}-{key}"
+        cached = cache_root() / f"{w.name}-{wrapper_key(w, goversion)}"
         if all((cached / n).exists() for n in names):
-            link_into(args.bin, cached, names)
-            log(f"{prefix}: up to date ({cached})")
+            if not args.estimate:
+                link_into(args.bin, cached, names)
+            log(f"{w.name}: up to date ({cached})")
             continue
-        log(f"{prefix}: building ({len(spec['binaries'])} binaries; a first build takes long, later ones reuse Go's cache)")
+        todo.append((w, cached))
+    parallel = max(1, PARALLEL_BUILDS)
+    if todo:
+        log(f"to build: {', '.join(f'{w.name} (~{_minutes(cold_seconds(w))} alone, cold)' for w, _ in todo)}")
+        log(f"cold-build estimate on 2 cores with empty Go caches: ~{_minutes(estimate([w for w, _ in todo], parallel))} "
+            f"({parallel} at a time, longest first); a warm Go cache (a pin change) takes a fraction of it")
+    if args.estimate or not todo:
+        log(f"all engines ready in {args.bin} ({time.monotonic() - total:.0f} s)" if not todo else "estimate only; nothing built")
+        return 0
+    failures: list[str] = []
+    # Modules first, every wrapper at once: downloads wait on the network, not the CPU.
+    with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+        for fut in [pool.submit(download, w) for w, _ in todo]:
+            try:
+                fut.result()
+            except BuildError as e:
+                failures.append(str(e))
+    if failures:
+        raise SystemExit("\n".join(failures))
+
+    def build_one(w: Path, cached: Path) -> None:
         t0 = time.monotonic()
-        staging = cache_root() / f".{w.name}-{key}.partial"
+        log(f"{w.name}: building (a first build takes long; later ones reuse Go's cache)")
+        staging = cache_root() / f".{w.name}-{cached.name.rsplit('-', 1)[-1]}.partial"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         build_wrapper(w, staging)
         shutil.rmtree(cached, ignore_errors=True)
         staging.rename(cached)
-        link_into(args.bin, cached, names)
-        log(f"{prefix}: done in {time.monotonic() - t0:.0f} s")
+        link_into(args.bin, cached, outputs(spec_of(w)))
+        log(f"{w.name}: done in {time.monotonic() - t0:.0f} s")
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = {pool.submit(build_one, w, cached): w for w, cached in todo}  # longest first: submitted in that order
+        for fut in as_completed(futures):
+            try:
+                fut.result()
+            except BuildError as e:
+                failures.append(str(e))
+    if failures:
+        raise SystemExit("\n".join(failures))
     log(f"all engines ready in {args.bin} ({time.monotonic() - total:.0f} s)")
     return 0
 

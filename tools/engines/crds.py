@@ -1,13 +1,15 @@
-"""The upstream CRDs the offline admission checks read, from the Go modules of the controller versions the
-stack installs (tools/engines/jobset and kueue pin them; go.sum verifies what the module proxy serves):
+"""The upstream CRDs the offline admission checks read and the charts the offline render expands, from the Go
+modules of the controller versions the stack installs (tools/engines/control-plane pins them; go.sum
+verifies what the module proxy serves):
 
-    python tools/engines/crds.py          # -> build/crds/{jobset,kueue,lws}/*.yaml
+    python tools/engines/crds.py          # -> build/crds/{jobset,kueue,lws}/*.yaml, build/charts/{jobset,kueue,lws}/
 
 JobSet v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml, Kueue v0.19.2
 config/components/crd/bases/kueue.x-k8s.io_*.yaml and LeaderWorkerSet v0.9.0
-config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml, byte for byte. A second run with the same
-pins copies nothing. Only `go mod download` of three modules is needed (no build): a fresh machine with Go
-gets them in seconds."""
+config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml, byte for byte; and each module's
+charts/<name> directory, the chart `pulumi up` installs (a local copy of what registry.k8s.io serves as
+oci://registry.k8s.io/<name>/charts/<name>). A second run with the same pins copies nothing. Only
+`go mod download` of three modules is needed (no build): a fresh machine with Go gets them in seconds."""
 
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OUT = ROOT / "build" / "crds"
+CHARTS = ROOT / "build" / "charts"
+WRAPPER = "control-plane"
 # name: (wrapper module, Go module, CRD directory in it, file pattern)
 SOURCES = {
-    "jobset": ("jobset", "sigs.k8s.io/jobset", "config/components/crd/bases", "*.yaml"),
-    "kueue": ("kueue", "sigs.k8s.io/kueue", "config/components/crd/bases", "*.yaml"),
-    "lws": ("lws", "sigs.k8s.io/lws", "config/crd/bases", "leaderworkerset.x-k8s.io_*.yaml"),
+    "jobset": (WRAPPER, "sigs.k8s.io/jobset", "config/components/crd/bases", "*.yaml"),
+    "kueue": (WRAPPER, "sigs.k8s.io/kueue", "config/components/crd/bases", "*.yaml"),
+    "lws": (WRAPPER, "sigs.k8s.io/lws", "config/crd/bases", "leaderworkerset.x-k8s.io_*.yaml"),
 }
 
 
@@ -41,7 +45,7 @@ def module_dir(wrapper: str, module: str) -> Path:
 def stamp() -> str:
     h = hashlib.sha256()
     h.update(repr(sorted(SOURCES.items())).encode())
-    for wrapper, *_ in SOURCES.values():
+    for wrapper in sorted({w for w, *_ in SOURCES.values()}):
         h.update((HERE / wrapper / "go.sum").read_bytes())
     return h.hexdigest()[:16]
 
@@ -55,12 +59,16 @@ def main() -> int:
         raise SystemExit("crds: the upstream CRDs come from the pinned Go modules; install Go (https://go.dev/dl/, 1.26) and retry")
     print("==> fetching the JobSet, Kueue and LeaderWorkerSet CRDs from their pinned Go modules (build/crds)", flush=True)
     for name, (wrapper, module, directory, pattern) in SOURCES.items():
-        src = module_dir(wrapper, module) / directory
+        root = module_dir(wrapper, module)
         dest = OUT / name
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        for crd in sorted(src.glob(pattern)):
+        for crd in sorted((root / directory).glob(pattern)):
             shutil.copyfile(crd, dest / crd.name)
+        chart = CHARTS / name
+        shutil.rmtree(chart, ignore_errors=True)
+        # the module cache is read-only: copy the files, not their modes
+        shutil.copytree(root / "charts" / name, chart, copy_function=shutil.copyfile)
     marker.write_text(key)
     return 0
 

@@ -1,13 +1,11 @@
 module pathways-gke/tools/engines/etcd
 
-// Wrapper: builds etcd's main (go.etcd.io/etcd/server/v3, module root) at v3.6.6, the etcd that
-// k8s.io/kubernetes v1.35.x pins (build/dependencies.yaml). server/go.mod replaces its sibling modules
-// (api, client/pkg, client/v3, pkg) by ../ paths: the published v3.6.6 of each is required instead;
+// Wrapper: builds etcd's main (go.etcd.io/etcd/server/v3, module root) at v3.6.8, the etcd that
+// k8s.io/kubernetes v1.36.3 pins (build/dependencies.yaml). server/go.mod replaces its sibling modules
+// (api, client/pkg, client/v3, pkg) by ../ paths: the published v3.6.8 of each is required instead;
 // its FORBIDDEN_DEPENDENCY replaces only guard modules that are not in this graph.
 
-go 1.24
-
-tool go.etcd.io/etcd/server/v3
+go 1.24.0
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -45,11 +43,11 @@ require (
 	github.com/tmc/grpc-websocket-proxy v0.0.0-20201229170055-e5319fda7802 // indirect
 	github.com/xiang90/probing v0.0.0-20190116061207-43a291ad63a2 // indirect
 	go.etcd.io/bbolt v1.4.3 // indirect
-	go.etcd.io/etcd/api/v3 v3.6.6 // indirect
-	go.etcd.io/etcd/client/pkg/v3 v3.6.6 // indirect
-	go.etcd.io/etcd/client/v3 v3.6.6 // indirect
-	go.etcd.io/etcd/pkg/v3 v3.6.6 // indirect
-	go.etcd.io/etcd/server/v3 v3.6.6 // indirect
+	go.etcd.io/etcd/api/v3 v3.6.8 // indirect
+	go.etcd.io/etcd/client/pkg/v3 v3.6.8 // indirect
+	go.etcd.io/etcd/client/v3 v3.6.8 // indirect
+	go.etcd.io/etcd/pkg/v3 v3.6.8 // indirect
+	go.etcd.io/etcd/server/v3 v3.6.8 // indirect
 	go.etcd.io/raft/v3 v3.6.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.59.0 // indirect
@@ -62,10 +60,10 @@ require (
 	go.opentelemetry.io/proto/otlp v1.5.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
-	golang.org/x/crypto v0.36.0 // indirect
-	golang.org/x/net v0.38.0 // indirect
-	golang.org/x/sys v0.31.0 // indirect
-	golang.org/x/text v0.23.0 // indirect
+	golang.org/x/crypto v0.45.0 // indirect
+	golang.org/x/net v0.47.0 // indirect
+	golang.org/x/sys v0.38.0 // indirect
+	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb // indirect
@@ -75,3 +73,5 @@ require (
 	sigs.k8s.io/json v0.0.0-20211020170558-c049b76a60c6 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
+
+tool go.etcd.io/etcd/server/v3
