@@ -4,10 +4,12 @@ from components/model/machines.py), so a changed size or shape fails here (issue
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
+import yaml
 
-from components.model import machines
+from components.model import machines, tpu
 
 # Compute Engine "General-purpose machine family" and "Compute-optimized machine family" tables:
 # the vCPU counts each series and kind comes in.
@@ -57,13 +59,13 @@ def test_every_documented_size_exists_with_its_memory(kind):
 
 # Cloud TPU VM shapes (vCPUs, GiB): Cloud TPU "TPU v4", "TPU v5e" (GKE "About TPUs in GKE" table),
 # "TPU v5p", "TPU v6e" configurations and the "TPU7x (Ironwood)" system architecture table; the
-# tpu7x 1-chip VM is unpublished and assumed the smallest TPU VM (see machines.py).
+# tpu7x-standard-1t: 56 vCPU / 240 GB (Compute Engine's machine-type list; tools/cluster/gke-nodes.yaml S1).
 TPU_VMS = {
     "ct4p-hightpu-4t": (240, 407),
     "ct5lp-hightpu-1t": (24, 48), "ct5lp-hightpu-4t": (112, 192), "ct5lp-hightpu-8t": (224, 384),
     "ct5p-hightpu-4t": (208, 448),
     "ct6e-standard-1t": (44, 176), "ct6e-standard-4t": (180, 720), "ct6e-standard-8t": (180, 1440),
-    "tpu7x-standard-4t": (224, 960), "tpu7x-standard-1t": (24, 48),
+    "tpu7x-standard-4t": (224, 960), "tpu7x-standard-1t": (56, 240),
 }
 
 
@@ -95,3 +97,68 @@ def test_smallest_fitting_head_machine():
     assert machines.smallest_fitting(Decimal(200), Decimal(10)) == (
         "none of n2-standard-64, n2-highmem-64, n2-standard-80, n2-highmem-80, n2-standard-96, n2-highmem-96, "
         "n2-standard-128, n2-highmem-128")
+
+
+# --- the project's tables against GKE's own node facts (tools/cluster/gke-nodes.yaml: public sources only) ---
+
+GKE_NODES = yaml.safe_load((Path(__file__).resolve().parents[1] / "tools" / "cluster" / "gke-nodes.yaml").read_text())
+GKE_MACHINES = {m["machineType"]: m for m in GKE_NODES["machineTypes"]}
+# GKE's node memory moves by a few MiB between versions (the OS reservation it measures per version): CPU is
+# compared exactly, memory within this.
+MEMORY_TOLERANCE_MIB = 64
+
+
+def _cpu(q: str) -> Decimal:
+    return Decimal(q[:-1]) / 1000 if q.endswith("m") else Decimal(q)
+
+
+def _mib(q: str) -> Decimal:
+    assert q.endswith("Ki"), q
+    return Decimal(q[:-2]) / 1024
+
+
+@pytest.mark.parametrize("machine_type", sorted(machines.TPU_VM_SHAPES))
+def test_tpu_vm_shapes_are_gkes(machine_type):
+    facts = GKE_MACHINES[machine_type]
+    shape = machines.tpu_vm_shape(machine_type)
+    assert shape.vcpus == int(facts["capacity"]["cpu"]), "CPUs a node of this machine type has"
+    assert shape.memory_gib == Decimal(facts["memoryGiB"])
+    # the reservation formula the model uses gives GKE's allocatable (before the DaemonSets' share)
+    assert shape.allocatable_cpu + machines.DAEMONSET_CPU == _cpu(facts["allocatable"]["cpu"])
+    ours = (shape.allocatable_memory_gib + machines.DAEMONSET_MEMORY_GIB) * 1024
+    gke = _mib(facts["allocatable"]["memory"])
+    assert abs(ours - gke) <= MEMORY_TOLERANCE_MIB + _os_reserved_mib(facts), (machine_type, ours, gke)
+
+
+def _os_reserved_mib(facts) -> Decimal:
+    """What the OS keeps of a VM's memory before the kubelet reports capacity (GKE measures it per version;
+    the model does not count it): physical less capacity."""
+    return Decimal(facts["memoryGiB"]) * 1024 - _mib(facts["capacity"]["memory"])
+
+
+@pytest.mark.parametrize("machine_type", sorted(m for m in GKE_MACHINES if "chips" in GKE_MACHINES[m]))
+def test_tpu_catalog_is_gkes(machine_type):
+    facts = GKE_MACHINES[machine_type]
+    family = next(f for f in tpu.FAMILIES.values() if machine_type in f.machine_types)
+    assert family.machine_types[machine_type] == facts["chips"]
+    assert family.accelerator == facts["labels"]["cloud.google.com/gke-tpu-accelerator"]
+    assert str(facts["chips"]) == facts["capacity"]["google.com/tpu"] == facts["labels"]["cloud.google.com/gke-accelerator-count"]
+    # a single-host slice of this machine type has the topology GKE labels its node with
+    single = [s for s in map(tpu.from_name, tpu.valid_sizes(family)) if s.machine_type == machine_type and s.hosts == 1]
+    assert [s.topology for s in single] in ([], [facts["singleHostTopology"]])
+
+
+def test_head_and_system_machines_are_gkes():
+    for name in ("n2-standard-64", "n2-standard-32", "e2-standard-4", "e2-standard-8", "e2-standard-16"):
+        facts, shape = GKE_MACHINES[name], machines.shape(name)
+        assert shape.vcpus == int(facts["capacity"]["cpu"]) and shape.memory_gib == Decimal(facts["memoryGiB"])
+        assert shape.allocatable_cpu + machines.DAEMONSET_CPU == _cpu(facts["allocatable"]["cpu"])
+        ours = (shape.allocatable_memory_gib + machines.DAEMONSET_MEMORY_GIB) * 1024
+        assert abs(ours - _mib(facts["allocatable"]["memory"])) <= MEMORY_TOLERANCE_MIB + _os_reserved_mib(facts), name
+
+
+def test_every_fact_names_its_sources():
+    for m in GKE_NODES["machineTypes"]:
+        assert m["sources"] and set(m["provenance"]) == {"labels", "capacity", "allocatable"}, m["machineType"]
+        for ref in m["sources"]:
+            assert ref.split()[0] in GKE_NODES["sources"] or "https://" in ref, (m["machineType"], ref)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_TAINT
-from ..model import machines
+from ..model import machines, quantity
 from ..model.pools import Capacity, SliceGroup
 from ..model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
 from ..model.resolved import QUEUE, ResolvedStack, ResolvedWorkload
@@ -96,7 +96,8 @@ def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
 
 
 def _quantity(resource: str, amount: int) -> str:
-    return f"{amount}Gi" if resource == "memory" else str(amount)
+    # as the API server stores it ("0", not "0Gi"): anything else is a change on every preview
+    return quantity.canonical(f"{amount}Gi" if resource == "memory" else str(amount))
 
 
 def quota_quantities(stack: ResolvedStack) -> dict[str, dict[str, str]]:

@@ -66,8 +66,8 @@ TPU_VM_SHAPES: dict[str, tuple[int, int]] = {
     "ct6e-standard-4t": (180, 720),
     "ct6e-standard-8t": (180, 1440),
     "tpu7x-standard-4t": (224, 960),
-    # Unpublished when written: assume the smallest TPU VM shape above, so a worker always fits.
-    "tpu7x-standard-1t": (24, 48),
+    # Compute Engine's machine-type list (gcloud compute machine-types list; tools/cluster/gke-nodes.yaml S1).
+    "tpu7x-standard-1t": (56, 240),
 }
 
 

@@ -29,3 +29,36 @@ def parse(value: str | int | float) -> Decimal:
     if exponent:
         return base * (Decimal(10) ** int(exponent.group(1)))
     return base * Decimal(_SUFFIX[suffix])
+
+
+_BINARY = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def canonical(value: str | int) -> str:
+    """A quantity as the API server stores it (k8s.io/apimachinery resource.Quantity CanonicalizeBytes): zero
+    is "0"; a binary-suffixed value stays binary with the largest exact suffix unless it is under 1024 or not
+    whole; decimal values take the largest exponent (a multiple of 3) that keeps the number whole. A stack
+    that writes another form ("0Gi", "1000m") shows a change on every preview."""
+    text = str(value).strip()
+    amount = parse(text)
+    if amount == 0:
+        return "0"
+    suffix = (_QUANTITY.fullmatch(text) or _QUANTITY.fullmatch("0")).group(3) or ""  # type: ignore[union-attr]
+    if suffix in _BINARY[1:] and abs(amount) >= 1024 and amount == amount.to_integral_value():
+        n, k = int(amount), 0
+        while k < len(_BINARY) - 1 and n % 1024 == 0:
+            n //= 1024
+            k += 1
+        return f"{n}{_BINARY[k]}"
+    exponent = 0
+    while amount != amount.to_integral_value():
+        amount *= 1000
+        exponent -= 3
+    n = int(amount)
+    while n % 1000 == 0 and exponent < 18:
+        n //= 1000
+        exponent += 3
+    if _EXPONENT.fullmatch(suffix):
+        return f"{n}e{exponent}" if exponent else str(n)
+    return f"{n}{_DECIMAL[exponent]}"
