@@ -18,6 +18,10 @@ class ClusterGuardrailsArgs:
     """The namespace allowed onto the Pathways head and TPU nodes."""
     extra_namespaces: tuple[str, ...] = ()
     """Other namespaces Pathways pods run in (a Shared Pathways Service's, for its clients' tooling)."""
+    proxy_namespace: Optional[str] = None
+    """A Shared Pathways Service's namespace, where its clients create their hostNetwork proxy Jobs."""
+    proxy_clients: tuple[tuple[str, str], ...] = ()
+    """Those clients, as (RBAC subject kind, name)."""
 
 
 class ClusterGuardrails(pulumi.ComponentResource):
@@ -42,7 +46,8 @@ class ClusterGuardrails(pulumi.ComponentResource):
         self.policies: list[pulumi.Resource] = []
         for suffix, policy in (
             ("node-guard", guardrails.node_guard_policy(args.workload_namespace, args.extra_namespaces)),
-            ("template-guard", guardrails.template_guard_policy(args.workload_namespace, args.extra_namespaces)),
+            ("template-guard", guardrails.template_guard_policy(
+                args.workload_namespace, args.extra_namespaces, proxy_namespace=args.proxy_namespace, proxy_clients=args.proxy_clients)),
         ):
             guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
                 f"{name}-{suffix}", metadata=policy["metadata"], spec=policy["spec"], opts=child,

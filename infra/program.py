@@ -186,10 +186,12 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         metadata=k8s.meta.v1.ObjectMetaArgs(name=kube.namespace, labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL)),
         opts=k8s_opts,
     )
+    service = cfg.service_workload
     guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(
         workload_namespace=kube.namespace, extra_namespaces=tuple(stack.workload_namespaces[1:]),
+        proxy_namespace=service.service_settings.namespace if service else None,
+        proxy_clients=tuple((c.kind, c.name) for c in service.service_settings.clients) if service else (),
     ), opts=k8s_opts)
-    service = cfg.service_workload
     if service is not None:
         SharedServiceAccess(f"service-{service.name}", SharedServiceAccessArgs(
             role=service_access.role(service), role_binding=service_access.role_binding(service),

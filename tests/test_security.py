@@ -206,10 +206,11 @@ LWS_CONTROLLER = "system:serviceaccount:lws-system:lws-controller-manager"
 ALICE = "alice@example.com"
 
 
-def _admitted(policy, request, obj):
+def _admitted(policy, request, obj, old=None):
+    """As the API server evaluates a ValidatingAdmissionPolicy: `old` is oldObject (null on CREATE)."""
     spec = policy["spec"]
     applies = all(_evaluate(m["expression"], {"request": request}) for m in spec["matchConditions"])
-    return not applies or all(_evaluate(v["expression"], {"object": obj, "request": request}) for v in spec["validations"])
+    return not applies or all(_evaluate(v["expression"], {"object": obj, "oldObject": old, "request": request}) for v in spec["validations"])
 
 
 @pytest.mark.parametrize("namespace,pod,user,admitted", [
@@ -241,9 +242,9 @@ def test_node_guard_keeps_pods_off_pathways_nodes_and_the_host_network(namespace
     policy = guardrails.node_guard_policy("pathways", ("default",))
     request = {"namespace": namespace, "operation": "CREATE", "userInfo": {"username": user}}
     assert _admitted(policy, request, {"spec": pod}) == admitted
-    # updates by anyone are judged by where the pod may run, not by who changes it
+    # updates by anyone that leave the pod's tolerations as they were are judged by where it runs, not by who changes it
     if namespace == "pathways" and "tolerations" in pod and "nodeName" not in pod:
-        assert _admitted(policy, {**request, "operation": "UPDATE"}, {"spec": pod})
+        assert _admitted(policy, {**request, "operation": "UPDATE"}, {"spec": pod}, {"spec": pod})
 
 
 def _job(pod: dict) -> dict:
@@ -258,7 +259,10 @@ PROXY_JOB = {"hostNetwork": True, "containers": [{"name": "pathways-proxy", "ima
 @pytest.mark.parametrize("namespace,pod,user,admitted", [
     ("pathways", {"tolerations": TPU, "hostNetwork": True}, JOBSET_CONTROLLER, True),  # a JobSet's worker Job
     ("pathways", {"tolerations": TPU}, ALICE, False),  # a hand-made Job onto the TPU nodes
-    ("default", PROXY_JOB, ALICE, True),  # pathwaysutils' client proxy (pw-proxy.yaml)
+    ("default", PROXY_JOB, ALICE, True),  # pathwaysutils' client proxy (pw-proxy.yaml), by a listed client
+    ("default", PROXY_JOB, "bob@example.com", False),  # the same Job by someone who may edit `default` but is no client
+    ("pathways", PROXY_JOB, ALICE, False),  # a client's proxy belongs in the service's namespace only
+    ("default", {**PROXY_JOB, "tolerations": TPU}, ALICE, False),  # a "proxy" that also reaches the TPU nodes
     ("default", {"containers": [{"name": "c", "image": "x:1", "securityContext": {"privileged": True}}]}, ALICE, False),
     ("default", {"containers": [{"name": "c", "image": "x:1", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]}, ALICE, False),
     ("default", {"initContainers": [{"name": "i", "image": "x:1", "securityContext": {"privileged": True}}]}, ALICE, False),
@@ -268,7 +272,7 @@ PROXY_JOB = {"hostNetwork": True, "containers": [{"name": "pathways-proxy", "ima
     ("team-a", {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, ALICE, True),  # not ours to judge
 ])
 def test_template_guard_limits_what_jobs_in_the_pathways_namespaces_may_do(namespace, pod, user, admitted):
-    policy = guardrails.template_guard_policy("pathways", ("default",))
+    policy = guardrails.template_guard_policy("pathways", ("default",), proxy_namespace="default", proxy_clients=(("User", ALICE),))
     request = {"namespace": namespace, "operation": "CREATE", "userInfo": {"username": user}, "resource": JOBS}
     assert _admitted(policy, request, _job(pod)) == admitted
 
@@ -292,6 +296,75 @@ def test_template_guard_keeps_statefulsets_to_the_lws_controller(resource, pod, 
     assert _admitted(policy, request, _job(pod)) == admitted
     assert {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["statefulsets"]} in \
         policy["spec"]["matchConstraints"]["resourceRules"]
+
+
+# --- issue #36.4: the template guard checks who acts on UPDATE too -----------------------------------------
+
+TPU_SELECTOR = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4"}
+# What an editor of the workload namespace adds to an ordinary StatefulSet or a suspended Job (Kubernetes lets a
+# suspended Job's nodeSelector, tolerations and affinity change: "mutable scheduling directives").
+REACHING = {
+    "toleration": {"tolerations": TPU},
+    "node selector": {"nodeSelector": TPU_SELECTOR},
+    "head node selector": {"nodeSelector": {"pathways/role": "head"}},
+    "host network": {"hostNetwork": True},
+    "TPU request": {"containers": [{"name": "c", "image": "x:1", "resources": {"limits": {"google.com/tpu": "4"}}}]},
+}
+
+
+@pytest.mark.parametrize("resource", [STATEFULSETS, JOBS], ids=["statefulset", "suspended job"])
+@pytest.mark.parametrize("change", sorted(REACHING))
+def test_finding_4_an_editor_cannot_update_a_workload_onto_the_pathways_nodes(resource, change):
+    policy = guardrails.template_guard_policy("pathways")
+    request = {"namespace": "pathways", "operation": "UPDATE", "userInfo": {"username": ALICE}, "resource": resource}
+    ordinary = _job({})
+    edited = _job(REACHING[change])
+    if resource is JOBS:
+        ordinary["spec"]["suspend"] = edited["spec"]["suspend"] = True
+    assert _admitted(policy, {**request, "operation": "CREATE"}, ordinary)  # the ordinary object is created
+    assert not _admitted(policy, request, edited, ordinary)  # the edit that reaches the Pathways nodes is not
+    messages = [v["message"] for v in policy["spec"]["validations"] if not _evaluate(
+        v["expression"], {"object": edited, "oldObject": ordinary, "request": request})]
+    assert messages == [guardrails.TEMPLATE_MESSAGE]
+    # an update that leaves the template alone passes (labels, replicas, the garbage collector's finalizers)
+    relabelled = {**edited, "metadata": {"labels": {"team": "a"}}}
+    assert _admitted(policy, request, relabelled, edited)
+    assert _admitted(policy, request, {**ordinary, "spec": {**ordinary["spec"], "replicas": 3}}, ordinary)
+
+
+@pytest.mark.parametrize("resource,controller", [(STATEFULSETS, LWS_CONTROLLER), (JOBS, JOBSET_CONTROLLER)])
+def test_finding_4_the_controllers_still_change_their_own_workloads(resource, controller):
+    policy = guardrails.template_guard_policy("pathways")
+    request = {"namespace": "pathways", "operation": "UPDATE", "userInfo": {"username": controller}, "resource": resource}
+    before, after = _job({"tolerations": TPU}), _job({"tolerations": TPU, "nodeSelector": TPU_SELECTOR})
+    assert _admitted(policy, request, after, before)  # JobSet resuming a Job, LWS rolling an update
+    # an editor may not change a controller's template either (their image on the TPU nodes)
+    changed = _job({"tolerations": TPU})
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "evil.example.com/x:1"
+    assert not _admitted(policy, {**request, "userInfo": {"username": ALICE}}, changed, before)
+
+
+def test_finding_4_kueue_cannot_hand_a_plain_job_its_tpu_flavor():
+    # Kueue's batch/job integration (on in the pinned chart's default config) merges the chosen flavor's
+    # tolerations and nodeLabels into an admitted Job's template, as kueue-controller-manager, by UPDATE
+    policy = guardrails.template_guard_policy("pathways")
+    kueue = "system:serviceaccount:kueue-system:kueue-controller-manager"
+    request = {"namespace": "pathways", "operation": "UPDATE", "userInfo": {"username": kueue}, "resource": JOBS}
+    assert not _admitted(policy, request, _job({"tolerations": TPU, "nodeSelector": TPU_SELECTOR}), _job({}))
+
+
+@pytest.mark.parametrize("namespace,user", [("pathways", ALICE), ("pathways", "system:serviceaccount:kueue-system:kueue-controller-manager"),
+                                            ("team-a", ALICE)])
+def test_finding_4_no_update_makes_a_pod_tolerate_the_pathways_taints(namespace, user):
+    # a pending pod (or one Kueue's pod integration holds gated) updated to tolerate the TPU taint would be
+    # scheduled there; Kubernetes allows adding tolerations to a pod by update
+    policy = guardrails.node_guard_policy("pathways")
+    request = {"namespace": namespace, "operation": "UPDATE", "userInfo": {"username": user}}
+    assert not _admitted(policy, request, {"spec": {"tolerations": TPU}}, {"spec": {}})
+    # a pod that tolerated them from its creation (a Pathways pod) may be updated, even gain a toleration
+    spot = [*TPU, {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    if namespace == "pathways":
+        assert _admitted(policy, request, {"spec": {"tolerations": spot}}, {"spec": {"tolerations": TPU}})
 
 
 def test_guards_are_bound_and_deny():

@@ -17,20 +17,27 @@ node service account, which can write the scratch bucket. So:
   * in the workload namespaces, a pod that tolerates those taints or uses hostNetwork must be created by
     the Job controller (from a Job) or the StatefulSet controller (from a LeaderWorkerSet's StatefulSet):
     people and service accounts that may create pods there cannot place one on a Pathways node themselves.
+  * no update may make a pod tolerate the head or TPU taints (Kubernetes lets anyone who may update a pod
+    add tolerations, and Kueue's pod integration adds its flavor's on admission): a pod that tolerates
+    them was created tolerating them, by a controller above.
 - ValidatingAdmissionPolicy `pathways-workload-templates`, on Jobs and StatefulSets in the workload
-  namespaces: only the JobSet controller may create a Job, and only the LeaderWorkerSet controller a
-  StatefulSet, whose pods tolerate the head or TPU taints, and none of them may run a privileged
-  container, add capabilities, or use hostPath, hostPID or hostIPC. A Shared Pathways
-  Service's clients create their proxy Jobs there (pathwaysutils' pw-proxy.yaml: hostNetwork, rootless,
-  every capability dropped), which pass; nothing more powerful does.
+  namespaces, on CREATE and UPDATE: only the JobSet controller may create or change a Job, and only the
+  LeaderWorkerSet controller a StatefulSet, whose pod template reaches the Pathways nodes or their identity:
+  it tolerates the head or TPU taints, selects those nodes, requests TPUs, or uses hostNetwork. An update
+  that leaves the template as it was passes (the garbage collector's and controllers' metadata updates);
+  one that changes it is judged like a create, so an ordinary StatefulSet or a suspended Job cannot be
+  edited onto the TPU nodes afterwards. None of them may run a privileged container, add capabilities, or
+  use hostPath, hostPID or hostIPC. A Shared Pathways Service's clients create their proxy Jobs in its
+  namespace (pathwaysutils' pw-proxy.yaml: hostNetwork, no tolerations, rootless, every capability
+  dropped): the service's listed clients may, with nothing more than hostNetwork; nobody else may.
 - PriorityClasses for the stack's workloads.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
-from ..labels import HEAD_TAINT, TPU_TAINT
+from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SLICE_LABEL, TPU_TAINT
 from ..model.common import PRIORITY_CLASSES
 
 PSA = "pod-security.kubernetes.io"
@@ -42,7 +49,9 @@ def psa_labels(level: str) -> dict[str, str]:
 
 
 WORKLOAD_NAMESPACE_LEVEL = "privileged"  # hostNetwork; the node guard keeps the rest of the cluster out
-CONTROLLER_NAMESPACE_LEVEL = "restricted"  # the JobSet chart's pods run non-root, no capabilities, RuntimeDefault
+# The JobSet, Kueue and LWS charts' pods run non-root, without capabilities, with the RuntimeDefault seccomp profile
+# (LWS's by the stack's value: controller_charts.py); tests/test_pod_security.py checks each against this level.
+CONTROLLER_NAMESPACE_LEVEL = "restricted"
 
 # GKE's system namespaces run DaemonSets on every node, tolerating every taint.
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
@@ -51,6 +60,14 @@ SYSTEM_NAMESPACE_PREFIXES = ("gke-", "gmp-")
 NODE_GUARD = "pathways-nodes-reserved"
 TEMPLATE_GUARD = "pathways-workload-templates"
 GUARDED_TAINT_KEYS = (TPU_TAINT[0], HEAD_TAINT[0])
+# Node labels that select the Pathways head and TPU nodes (GKE's TPU labels, PLATFORM-FACTS §2; ours,
+# components/labels.py). Selecting them alone does not get past the taints, but a template that does is
+# placing work on those nodes and is judged as such.
+GUARDED_NODE_LABELS = ("cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-tpu-topology", SLICE_GROUP_LABEL, SLICE_LABEL)
+# A template that requests TPUs: with Kubernetes' ExtendedResourceToleration admission plugin
+# (plugin/pkg/admission/extendedresourcetoleration) the API server itself adds the `google.com/tpu`
+# toleration to its pods, after the template was judged.
+TPU_RESOURCE = TPU_TAINT[0]
 # Who creates Pathways pods and Jobs. The Job controller acts as its own service account when
 # kube-controller-manager runs with --use-service-account-credentials (GKE, kubeadm), else as
 # system:kube-controller-manager. The JobSet chart's controller runs as <release>-controller in
@@ -63,6 +80,10 @@ POD_CREATORS = ("system:serviceaccount:kube-system:job-controller", "system:serv
                 "system:kube-controller-manager")
 JOB_CREATORS = ("system:serviceaccount:jobset-system:jobset-controller",)
 STATEFULSET_CREATORS = ("system:serviceaccount:lws-system:lws-controller-manager",)
+
+TEMPLATE_MESSAGE = ("only the JobSet controller (Jobs) and the LeaderWorkerSet controller (StatefulSets) create workloads "
+                    "for the Pathways head and TPU nodes or the host network, or change their pod templates; submit a JobSet "
+                    "or a LeaderWorkerSet")
 
 
 def _quoted(values: Any) -> str:
@@ -90,8 +111,35 @@ def _host_network(spec: str) -> str:
     return f"(has({spec}.hostNetwork) && {spec}.hostNetwork)"
 
 
+def _selects_pathways_nodes(spec: str) -> str:
+    """The pod spec at `spec` selects the head or TPU nodes by a node selector."""
+    return (f"(has({spec}.nodeSelector) && ({spec}.nodeSelector.exists(k, k in [{_quoted(GUARDED_NODE_LABELS)}]) || "
+            f"('{ROLE_LABEL}' in {spec}.nodeSelector && {spec}.nodeSelector['{ROLE_LABEL}'] == '{HEAD_ROLE}')))")
+
+
+def _requests_tpus(spec: str) -> str:
+    """A container or init container of the pod spec at `spec` requests or limits TPUs (each list on its own:
+    the API server's type check refuses joining them with +)."""
+    asks = (f"c, has(c.resources) && ((has(c.resources.requests) && '{TPU_RESOURCE}' in c.resources.requests) || "
+            f"(has(c.resources.limits) && '{TPU_RESOURCE}' in c.resources.limits))")
+    return f"({spec}.containers.exists({asks}) || (has({spec}.initContainers) && {spec}.initContainers.exists({asks})))"
+
+
+def _reaches_pathways(spec: str) -> str:
+    """The pod spec at `spec` would run on the Pathways nodes or act as their service account."""
+    return f"({_tolerates_pathways(spec)} || {_selects_pathways_nodes(spec)} || {_requests_tpus(spec)} || {_host_network(spec)})"
+
+
 def _created_by(users: tuple[str, ...]) -> str:
+    """A pod's creator (pods: who may change what reaches the Pathways nodes is the next rule's)."""
     return f"(request.operation != 'CREATE' || request.userInfo.username in [{_quoted(users)}])"
+
+
+def _acted_by(users: tuple[str, ...]) -> str:
+    """The request comes from one of `users`, or it is an update that leaves the pod template as it was
+    (oldObject is the object before the update; null on CREATE)."""
+    return (f"(request.userInfo.username in [{_quoted(users)}] || "
+            f"(request.operation == 'UPDATE' && object.spec.template == oldObject.spec.template))")
 
 
 def _policy(name: str, rules: list[dict[str, Any]], conditions: list[dict[str, str]], validations: list[dict[str, str]]) -> dict[str, Any]:
@@ -126,11 +174,18 @@ def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...]
             {"expression": f"!{_namespace_is(workload)} || !({_tolerates_pathways(pod)} || {_host_network(pod)}) || {_created_by(POD_CREATORS)}",
              "message": (f"in {names}, pods on the Pathways nodes or the host network come from Pathways Jobs only; "
                          "create a JobSet (or a serve workload's LeaderWorkerSet) instead of a bare pod")},
+            {"expression": f"request.operation != 'UPDATE' || !{_tolerates_pathways(pod)} || {_tolerates_pathways('oldObject.spec')}",
+             "message": ("a pod may not be changed to tolerate the Pathways head or TPU taints; only a pod created "
+                         "tolerating them (from a JobSet or a LeaderWorkerSet) runs there")},
         ],
     )
 
 
-def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
+def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = (), *,
+                          proxy_namespace: Optional[str] = None, proxy_clients: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """`proxy_namespace` and `proxy_clients` ((kind, name) of RBAC subjects, User or Group): a Shared Pathways
+    Service's namespace and the clients whose proxy Jobs there may use hostNetwork (and nothing else of the
+    Pathways nodes)."""
     workload = tuple(dict.fromkeys((workload_namespace, *extra_namespaces)))
     pod = "object.spec.template.spec"
     # containers and initContainers are different CEL types (the API server's type check refuses `+`):
@@ -138,17 +193,26 @@ def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, 
     powerful = ("c, has(c.securityContext) && ((has(c.securityContext.privileged) && c.securityContext.privileged) || "
                 "(has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && "
                 "size(c.securityContext.capabilities.add) > 0))")
-    by_controller = (f"(request.resource.resource == 'jobs' && {_created_by(JOB_CREATORS)}) || "
-                     f"(request.resource.resource == 'statefulsets' && {_created_by(STATEFULSET_CREATORS)})")
+    by_controller = (f"(request.resource.resource == 'jobs' && {_acted_by(JOB_CREATORS)}) || "
+                     f"(request.resource.resource == 'statefulsets' && {_acted_by(STATEFULSET_CREATORS)})")
+    allowed = [by_controller]
+    if proxy_namespace and proxy_clients:
+        users = [n for k, n in proxy_clients if k == "User"]
+        groups = [n for k, n in proxy_clients if k == "Group"]
+        client = " || ".join([*([f"request.userInfo.username in [{_quoted(users)}]"] if users else []),
+                              *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [{_quoted(groups)}]))"]
+                                if groups else [])])
+        # hostNetwork, nothing else that reaches the Pathways nodes: pw-proxy.yaml's shape
+        only_host_network = (f"!({_tolerates_pathways(pod)} || {_selects_pathways_nodes(pod)} || {_requests_tpus(pod)})")
+        allowed.append(f"(request.resource.resource == 'jobs' && request.namespace == '{proxy_namespace}' && "
+                       f"{only_host_network} && ({client}))")
     return _policy(
         TEMPLATE_GUARD,
         [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
          {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["statefulsets"]}],
         [{"name": "in-pathways-namespaces", "expression": _namespace_is(workload)}],
         [
-            {"expression": f"!{_tolerates_pathways(pod)} || {by_controller}",
-             "message": ("only the JobSet controller (Jobs) and the LeaderWorkerSet controller (StatefulSets) create "
-                         "workloads for the Pathways head and TPU nodes; submit a JobSet or a LeaderWorkerSet")},
+            {"expression": f"!{_reaches_pathways(pod)} || {' || '.join(allowed)}", "message": TEMPLATE_MESSAGE},
             {"expression": (f"!{pod}.containers.exists({powerful}) && "
                             f"!(has({pod}.initContainers) && {pod}.initContainers.exists({powerful}))"),
              "message": "no privileged container and no added capability in the Pathways namespaces"},
