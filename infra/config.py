@@ -8,7 +8,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from components.model.config import GCP_KEYS, PROJECT_NAMESPACE, StackConfig, load
+from components.model.config import GCP_KEYS, PROJECT_NAMESPACE, StackConfig, load, misspelt_namespaces
+from components.model.errors import ConfigError
 
 
 def _config_keys() -> set[str]:
@@ -45,7 +46,14 @@ def read_stack_config() -> StackConfig:
         value = runtime_config.get_config(f"gcp:{name}")
         if value is not None:
             raw[name] = _decode(value)
-    return load(raw, stack=pulumi.get_stack(), secret_keys=secret_config_keys(keys))
+    misspelt = misspelt_namespaces(keys)
+    try:
+        cfg = load(raw, stack=pulumi.get_stack(), secret_keys=secret_config_keys(keys))
+    except ConfigError as e:
+        raise ConfigError([*misspelt, *e.problems]) from None
+    if misspelt:
+        raise ConfigError(misspelt)
+    return cfg
 
 
 def secret_config_keys(keys: list[str]) -> frozenset[str]:

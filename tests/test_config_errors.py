@@ -295,3 +295,87 @@ def test_existing_cluster_errors(changes, key, text):
     with pytest.raises(ConfigError) as err:
         load(raw_values(flat), "test")
     assert any(line.startswith(f"{key}: ") and text in line for line in str(err.value).splitlines()), str(err.value)
+
+
+# --- issue #36.5: existing-cluster mode refuses what only configures GCP; a kubeconfig is a path; namespaces ----
+
+EXISTING = {"existing": {"kubeconfig": "k"}}
+KUBECONFIG_TOKEN = "eyJhbGciOiJSUzI1NiJ9.PLAINTEXT-kube-token"
+
+
+@pytest.mark.parametrize("changes,key", [
+    (dict(headPool={"scaleToZero": True}), "pathways:headPool.scaleToZero"),
+    (dict(slices=[{"name": "main", "tpu": "v6e-16", "autoUpgrade": False}]), "pathways:slices[0].autoUpgrade"),
+    (dict(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r-1"}]), "pathways:slices[0].reservation"),
+    (dict(slices=[{"name": "main", "tpu": "v6e-16"}, {"name": "b", "tpu": "v6e-16", "scaleToZero": True}]), "pathways:slices[1].scaleToZero"),
+    (dict(bucket={"name": "b-cache", "softDeleteDays": 30}), "pathways:bucket.softDeleteDays"),
+    (dict(bucket={"name": "b-cache", "artifactsTtlDays": 7}), "pathways:bucket.artifactsTtlDays"),
+    (dict(pathwaysVersion="jax-0.7.2", workloads=[{"name": "sps", "mode": "service", "service": {"proxyMachineType": "n2-standard-32"}}]),
+     "pathways:workloads[0].service.proxyMachineType"),
+])
+def test_finding_5_existing_cluster_mode_refuses_gcp_only_keys(changes, key):
+    from components.model.cluster_checks import GCP_ONLY_KEYS
+
+    config = config_with(cluster=EXISTING, **{"bucket": {"name": "b-cache"}, **changes})
+    with pytest.raises(InvalidStackConfig) as err:  # the program, as `pulumi up` and the offline tools run it
+        engine.run(flatten(config)[0], "test")
+    lines = str(err.value).splitlines()
+    assert lines == [f"{key}: has no effect with cluster.existing (the stack creates no GCP resource there); remove it"], lines
+    assert key.removeprefix("pathways:").replace("[0]", "[]").replace("[1]", "[]") in GCP_ONLY_KEYS
+    # the same keys without cluster.existing configure the GCP resources, and pass
+    engine.run(flatten(config_with(**{k: v for k, v in changes.items() if k != "bucket"}))[0], "test")
+
+
+def test_finding_5_gcp_only_keys_name_real_keys():
+    # tools/cluster/deploy.py drops these when it turns a committed stack into its Kubernetes layer
+    from components.model.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
+    from components.model.config import key_paths
+
+    known = {k.removeprefix("pathways:").replace("[i]", "[]") for k in key_paths()}
+    assert set(GCP_ONLY_KEYS) <= known
+    assert all(any(k.startswith(f"pathways:{s}") for k in key_paths()) for s in GCP_ONLY_SECTIONS)
+
+
+@pytest.mark.parametrize("kubeconfig", [
+    f"apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: {KUBECONFIG_TOKEN}\n",
+    '{"apiVersion": "v1", "users": [{"name": "u", "user": {"token": "' + KUBECONFIG_TOKEN + '"}}]}',
+    {"apiVersion": "v1", "users": [{"name": "u", "user": {"token": KUBECONFIG_TOKEN}}]},  # pasted as YAML, a mapping
+    f"token: {KUBECONFIG_TOKEN}",
+])
+def test_finding_5_a_kubeconfigs_contents_where_its_path_belongs_is_refused_unquoted(kubeconfig):
+    config = config_with(cluster={"existing": {"kubeconfig": kubeconfig}}, bucket={"name": "b-cache"})
+    with pytest.raises(InvalidStackConfig) as err:
+        engine.run(flatten(config)[0], "test")
+    text = str(err.value)
+    assert text.splitlines() == [
+        "pathways:cluster.existing.kubeconfig: is a kubeconfig's contents (with its credentials), not a path: give the path of the "
+        "kubeconfig file, e.g. ~/.kube/config, and keep its contents out of the stack file"], text
+    assert "PLAINTEXT-kube-token" not in text
+    # nor when cluster.existing itself is the contents
+    with pytest.raises(ConfigError) as err:
+        load({**raw_values(flatten(config_with(bucket={"name": "b-cache"}))[0]), "cluster": {"existing": f"token: {KUBECONFIG_TOKEN}"}}, "test")
+    assert "PLAINTEXT-kube-token" not in str(err.value) and str(err.value).startswith("pathways:cluster.existing: ")
+
+
+@pytest.mark.parametrize("key,meant", [
+    ("pathway:protected", "pathways:protected"),
+    ("Pathways:protected", "pathways:protected"),
+    ("pathwasy:protected", "pathways:protected"),
+    ("gpc:region", "gcp:region"),
+    ("kubernete:kubeconfig", "kubernetes:kubeconfig"),
+])
+def test_finding_5_a_misspelt_namespace_is_refused_naming_the_key_meant(tmp_path, key, meant):
+    config = {**BASE_CONFIG, key: True}
+    with pytest.raises(InvalidStackConfig) as err:  # what `pulumi up` runs, and the offline engine with it
+        engine.run(flatten(config)[0], "test")
+    lines = str(err.value).splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{key}: unknown namespace") and f"did you mean {meant}?" in lines[0], lines
+    # the offline tools say the same, exit 2, no traceback
+    path = write_stack_file(tmp_path, config)
+    run = subprocess.run([sys.executable, "-m", "infra.offline", "plan", "--config", str(path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and lines[0] in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_other_namespaces_pass_through():
+    # another provider's or a team's own keys are not ours to judge
+    engine.run(flatten({**BASE_CONFIG, "random:seed": "1", "team:owner": "ml-infra", "kubernetes:enableServerSideApply": "true"})[0], "test")

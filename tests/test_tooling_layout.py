@@ -109,7 +109,7 @@ def test_developer_tools_refuse_an_out_path_they_could_be_tricked_by(tmp_path):
     (directory / "file").write_text("keep me too")
     linked_dir = tmp_path / "via-link"
     linked_dir.symlink_to(directory)
-    for bad in (link, directory, linked_dir / "out.json"):
+    for bad in (link, directory, linked_dir / "file" / "out.json", linked_dir / "."):
         with pytest.raises(output.OutputError):
             output.checked(bad)
         for tool in (bench_main, mutation_main):
@@ -122,3 +122,24 @@ def test_developer_tools_refuse_an_out_path_they_could_be_tricked_by(tmp_path):
     output.write_text(plain, "1")
     output.write_text(plain, "2")
     assert plain.read_text() == "2" and [p.name for p in plain.parent.iterdir()] == ["result.json"]
+
+
+def test_finding_5_an_out_path_under_a_linked_directory_is_written_there(tmp_path):
+    # issue #36.5: /tmp is a symbolic link on macOS (to /private/tmp); a directory the user names through a link is
+    # still the directory they named. Only the file itself may not be a link.
+    from tools import output
+
+    real = tmp_path / "private" / "tmp"
+    real.mkdir(parents=True)
+    linked = tmp_path / "tmp"
+    linked.symlink_to(real)
+    out = linked / "bench.json"
+    assert output.checked(out) == out
+    output.write_text(out, "result")
+    assert (real / "bench.json").read_text() == "result" and not (real / "bench.json").is_symlink()
+    output.write_text(linked / "new-dir" / "r.json", "x")  # a missing directory below the link is created
+    assert (real / "new-dir" / "r.json").read_text() == "x"
+    (real / "planted.json").symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(output.OutputError, match="symbolic link"):
+        output.write_text(linked / "planted.json", "x")
+    assert not (tmp_path / "elsewhere.json").exists()

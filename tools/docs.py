@@ -209,7 +209,10 @@ def _project_notes() -> str:
         "stack puts the same labels on every Kubernetes object it creates (the objects' own labels win a clash; the "
         "upstream objects of the Helm charts keep theirs). The region holds the subnet, the control plane when "
         "`pathways:cluster.regional` is on, and the buckets; every node of the stack lives in the one zone, "
-        "which must be in the region. A protected stack never moves zones ([changing.md](changing.md#protected-stacks))."
+        "which must be in the region. A protected stack never moves zones ([changing.md](changing.md#protected-stacks)). "
+        "A key whose namespace is one edit from `pathways`, `gcp` or `kubernetes` (`pathway:protected`, `Pathways:…`, "
+        "`gpc:region`) is refused, naming the key it was likely meant to be: as written nothing would read it. Keys of other "
+        "namespaces (other providers', a team's own) pass untouched."
     )
 
 

@@ -248,17 +248,45 @@ class Maintenance(_Model):
         return v
 
 
+# Keys of a kubeconfig (Kubernetes "Organizing Cluster Access Using kubeconfig Files"; client-go's clientcmd
+# api/v1 types): text holding one followed by ':' is a kubeconfig, in YAML or JSON, not a file's path.
+_KUBECONFIG_CONTENTS = re.compile(
+    r"(apiVersion|clusters|contexts|current-context|users|token|client-key-data|client-certificate-data|"
+    r"certificate-authority-data|auth-provider|exec)\"?\s*:", re.IGNORECASE)
+
+
+def looks_like_kubeconfig_contents(v: str) -> bool:
+    """A kubeconfig's contents where a path belongs: several lines, a JSON object, or its keys."""
+    return "\n" in v or v.lstrip().startswith(("{", "[")) or bool(_KUBECONFIG_CONTENTS.search(v))
+
+
 class ExistingCluster(_Model):
     kubeconfig: str = Field(description=(
         "Path of a kubeconfig file for the cluster (relative to the project directory), e.g. ~/.kube/config."
     ))
     context: Optional[str] = Field(default=None, description="Context of that kubeconfig to use; default its current context.")
 
+    @field_validator("kubeconfig", mode="before")
+    @classmethod
+    def _text(cls, v: object) -> object:
+        # a kubeconfig pasted into the stack file as YAML arrives as a mapping: refused before the type check,
+        # whose message would quote it
+        if isinstance(v, (dict, list)):
+            raise ValueError("is a kubeconfig's contents (with its credentials), not a path: give the path of the kubeconfig "
+                             "file, e.g. ~/.kube/config, and keep its contents out of the stack file")
+        return v
+
     @field_validator("kubeconfig")
     @classmethod
     def _path(cls, v: str) -> str:
+        # Never quoted back: a kubeconfig's contents hold the cluster's credentials (a token, a client key), and a
+        # message would put them in CI logs.
+        if looks_like_kubeconfig_contents(v):
+            raise ValueError("is a kubeconfig's contents (with its credentials), not a path: give the path of the kubeconfig "
+                             "file, e.g. ~/.kube/config, and keep its contents out of the stack file")
         if not v or len(v) > 1024 or not v.isprintable():
-            raise ValueError(f"{v[:80]!r} is not a kubeconfig path")
+            raise ValueError("is not a kubeconfig path (empty, over 1024 characters or not printable); give the path of the "
+                             "kubeconfig file, e.g. ~/.kube/config")
         return v
 
     @field_validator("context")

@@ -7,11 +7,41 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 
 from . import cluster
 from .cluster import meets_gke_floor
 from .errors import Problem, config_key
 from .stack import StackConfig
+
+# What configures only Google Cloud resources the stack creates, so means nothing with cluster.existing (the
+# stack creates none there) and is refused by name rather than silently ignored: whole sections (of cluster,
+# everything but CLUSTER_KEYS_KEPT), and single keys below pathways:, "[]" standing for every item of a list.
+# tools/cluster/deploy.py drops exactly these when it turns a committed stack into its Kubernetes layer.
+GCP_ONLY_SECTIONS = ("protected", "network", "monitoring")
+CLUSTER_KEYS_KEPT = ("existing", "name")
+GCP_ONLY_KEYS = (
+    "headPool.scaleToZero",  # the head pool's autoscaler (components/head_pool.py)
+    "slices[].autoUpgrade", "slices[].reservation", "slices[].scaleToZero",  # node pool settings (tpu_slices.py)
+    "bucket.softDeleteDays", "bucket.artifactsTtlDays",  # the buckets' policies (scratch_bucket.py): no bucket is made
+    "workloads[].service.proxyMachineType",  # the client proxies' node pool (shared_service.py ProxyPool)
+)
+
+
+def _set_keys(model: Any, path: tuple[str, ...], where: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """The config-key paths of `path` (aliases; "[]" = each item) that the stack file sets explicitly."""
+    if not path:
+        return [where]
+    head, rest = path[0], path[1:]
+    if head == "[]":
+        return [k for i, item in enumerate(model or []) for k in _set_keys(item, rest, (*where, i))]
+    if model is None:
+        return []
+    fields = type(model).model_fields
+    name = next((n for n, f in fields.items() if (f.alias or n) == head), None)
+    if name is None or (not rest and name not in model.model_fields_set):
+        return []
+    return _set_keys(getattr(model, name), rest, (*where, head))
 
 
 def existing_cluster(cfg: StackConfig) -> list[Problem]:
@@ -20,10 +50,13 @@ def existing_cluster(cfg: StackConfig) -> list[Problem]:
         return []
     problems = []
     why = "has no effect with cluster.existing (the stack creates no GCP resource there); remove it"
-    for section, model, kept in (("cluster", cfg.cluster, {"existing", "name"}), ("network", cfg.network, set()),
+    for section, model, kept in (("cluster", cfg.cluster, set(CLUSTER_KEYS_KEPT)), ("network", cfg.network, set()),
                                  ("monitoring", cfg.monitoring, set())):
         for field in sorted(model.model_fields_set - kept):
             problems.append(Problem(config_key((section, type(model).model_fields[field].alias or field)), why))
+    for key in GCP_ONLY_KEYS:
+        for path in _set_keys(cfg, tuple(key.replace("[]", ".[]").split(".")), ()):
+            problems.append(Problem(config_key(path), why))
     if cfg.protected:
         problems.append(Problem(config_key(("protected",)), why + " (it protects the cluster and buckets the stack creates)"))
     if cfg.bucket.name is None:

@@ -10,7 +10,7 @@ knows about Pulumi: ``infra.config`` feeds it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Union, get_args, get_origin
+from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -99,7 +99,8 @@ def _problem(err: Mapping[str, Any], secret: bool = False) -> Problem:
     """One line for a pydantic error; a value under a secret key is never shown."""
     loc = tuple(err["loc"])
     kind = err["type"]
-    value = "[secret]" if secret else repr(err.get("input"))
+    # cluster.existing names a kubeconfig; what is written there in its place may be one, credentials and all
+    value = "[secret]" if secret or loc[:2] == ("cluster", "existing") else repr(err.get("input"))
     if kind == "extra_forbidden":
         parent = _model_at(loc[:-1])
         valid = f"; valid keys: {', '.join(valid_keys(parent))}" if parent else ""
@@ -158,6 +159,43 @@ def _redacted(problems: list[Problem], secrets: set[str]) -> list[Problem]:
             message = message.replace(text, "[secret]").replace(repr(text)[1:-1], "[secret]")
         out.append(Problem(p.key, message))
     return out
+
+
+# Namespaces a stack file's keys belong to here: the project's (read by the program), the Google provider's
+# (gcp:project, gcp:region... read too) and the Kubernetes provider's. Pulumi hands a program every key whatever
+# its namespace, and a program reads the ones it asks for: a key whose namespace is misspelt
+# (`pathway:protected: true`) is silently nobody's, and what it was meant to switch on stays off.
+KNOWN_NAMESPACES = (PROJECT_NAMESPACE, "gcp", "kubernetes")
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """a and b differ by exactly one insertion, deletion, substitution or swap of adjacent letters."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def misspelt_namespaces(keys: Iterable[str]) -> list[Problem]:
+    """A key whose namespace is one edit from one the stack reads: refused, naming the key it was likely meant to be.
+    Other namespaces (other providers', a team's own) pass untouched; the value is never shown."""
+    problems = []
+    for key in sorted(keys):
+        namespace, sep, name = key.partition(":")
+        if not sep or namespace in KNOWN_NAMESPACES:
+            continue
+        # Pulumi's namespaces are case-sensitive: `Pathways:` is as much another namespace as `pathway:`
+        meant = [k for k in KNOWN_NAMESPACES if namespace.lower() == k or _one_edit_apart(namespace.lower(), k)]
+        if meant:
+            shown = key if key.isprintable() else repr(key)
+            problems.append(Problem(shown, (
+                f"unknown namespace {namespace!r}, one edit from {meant[0]!r}: did you mean {meant[0]}:{name}? A key of a "
+                "namespace the stack does not read is ignored, so as written this one has no effect"
+            )))
+    return problems
 
 
 def load(raw: dict[str, Any], stack: str, secret_keys: frozenset[str] = frozenset()) -> StackConfig:
