@@ -10,6 +10,7 @@ knows about Pulumi: ``infra.config`` feeds it.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -133,6 +134,49 @@ def _secret_key_problems(secret_keys: frozenset[str]) -> list[Problem]:
         ))
         for key in sorted(secret_keys - SECRET_CAPABLE_KEYS)
     ]
+
+
+# Where a stack file may hold a secret below a top-level key: a workload's env value, as
+# `pulumi config set --secret --path 'pathways:workloads[i].env.NAME'` writes it.
+SECRET_ENV_PATH = re.compile(rf"^{PROJECT_NAMESPACE}:workloads\[[0-9]+\]\.env\.[^.\[\]]+$")
+WORKLOADS_KEY = f"{PROJECT_NAMESPACE}:workloads"
+
+
+def is_secure_value(value: Any) -> bool:
+    """A stack file's ciphertext: `{secure: v1:...}` (Pulumi's stack-config format)."""
+    return isinstance(value, Mapping) and set(value) == {"secure"}
+
+
+def secure_paths(key: str, value: Any) -> list[str]:
+    """The `pulumi config set --path` paths of every `secure:` leaf under a stack file's `key: value` (the key
+    itself when the whole value is one)."""
+    if is_secure_value(value):
+        return [key]
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in secure_paths(f"{key}.{k}", v)]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in secure_paths(f"{key}[{i}]", v)]
+    return []
+
+
+def secret_path_problems(key: str, paths: Iterable[str]) -> list[Problem]:
+    """Secrets below a top-level key where the stack cannot keep them secret: anywhere but a workload's env
+    values (the rest reaches JobSets, LeaderWorkerSets, node pools and buckets, so the state, the preview and
+    the cluster, in plaintext), or the whole workloads list (then its env values cannot be told from the rest).
+    `paths`: those of one top-level `key` (secure_paths). One line each, naming the path, never the value. A whole
+    top-level key given as a secret is load()'s to judge (_secret_key_problems)."""
+    problems = []
+    for path in paths:
+        shown = path if path.isprintable() else repr(path)
+        if path == key == WORKLOADS_KEY:
+            problems.append(Problem(shown, (
+                "the whole value is encrypted, so its workloads cannot be checked; keep workloads in plain text and set "
+                "each secret with pulumi config set --secret --path 'pathways:workloads[i].env.NAME' VALUE")))
+        elif path != key and not SECRET_ENV_PATH.fullmatch(path):
+            problems.append(Problem(shown, (
+                "a secret value here would reach resources in plaintext; only workload env values can be kept secret: "
+                "pulumi config set --secret --path 'pathways:workloads[i].env.NAME' VALUE")))
+    return problems
 
 
 def _secret_strings(value: Any, under_env: bool = False) -> set[str]:

@@ -250,11 +250,18 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
     `program_dir`: another program directory to run the same way (the bootstrap project, bootstrap/).
 
+    `secret_keys`: the keys stackfile.flatten found secret (it refused secrets anywhere but workload env values).
     Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
     """
     check_sdk()
     settings.ROOT.set(None)
     pulumi.runtime.set_all_config(dict(config), list(secret_keys))
+    # The stack file was read here, not by the CLI: infra/offline/stackfile.flatten refused every secret the stack
+    # cannot keep secret (anything but workload env values) before these keys were made; the program need not look
+    # for the file.
+    from infra.config import CHECKED_SECRET_PATHS
+
+    checked = CHECKED_SECRET_PATHS.set({k: () for k in secret_keys})
     project = str(config.get("gcp:project", "offline-project"))
     monitor = RecordingMonitor(StandInMocks(project))
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
@@ -272,5 +279,6 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
         _sync_await(run_in_stack(program))
     finally:
         settings.ROOT.set(None)
+        CHECKED_SECRET_PATHS.reset(checked)
     resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)
     return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())))

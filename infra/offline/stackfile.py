@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from components.model.config import GCP_KEYS
+from components.model.config import GCP_KEYS, is_secure_value, secret_path_problems, secure_paths
 
 from .engine import PROJECT_NAME, PROJECT_ROOT, SECRET
 
@@ -244,23 +244,15 @@ def raw_values(config: dict[str, str]) -> dict[str, Any]:
     return raw
 
 
-def _is_secure(value: Any) -> bool:
-    return isinstance(value, dict) and set(value) == {"secure"}
-
-
-def _stand_in_secrets(value: Any, path: str, found: list[str]) -> Any:
+def _stand_in_secrets(value: Any) -> Any:
     """Replace every `secure:` leaf (ciphertext needs the stack's secrets provider) by a marker."""
-    if _is_secure(value):
-        found.append(path)
+    if is_secure_value(value):
         return SECRET
     if isinstance(value, dict):
-        return {k: _stand_in_secrets(v, f"{path}.{k}", found) for k, v in value.items()}
+        return {k: _stand_in_secrets(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_stand_in_secrets(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        return [_stand_in_secrets(v) for v in value]
     return value
-
-
-_SECRET_ENV_PATH = re.compile(rf"^{PROJECT_NAME}:workloads\[[0-9]+\]\.env\.[^.\[\]]+$")
 
 
 def flatten(values: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -274,21 +266,11 @@ def flatten(values: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
     secrets: list[str] = []
     for key, value in values.items():
         full = key if ":" in str(key) else f"{PROJECT_NAME}:{key}"
-        found: list[str] = []
-        value = _stand_in_secrets(value, full, found)
-        nested = [p for p in found if p != full]
-        for path in nested:
-            if not _SECRET_ENV_PATH.fullmatch(path):
-                raise StackFileError(
-                    f"{shown(path)}: a secret value here would reach resources in plaintext; only workload env values can be "
-                    "kept secret: pulumi config set --secret --path 'pathways:workloads[i].env.NAME' VALUE"
-                )
-        if full == f"{PROJECT_NAME}:workloads" and full in found:
-            raise StackFileError(
-                f"{full}: the whole value is encrypted, so its workloads cannot be checked; keep workloads in plain "
-                "text and set each secret with pulumi config set --secret --path 'pathways:workloads[i].env.NAME' VALUE"
-            )
+        found = secure_paths(full, value)
+        problems = secret_path_problems(full, found)  # the same lines the program gives under `pulumi up`
+        if problems:
+            raise StackFileError(str(problems[0]))
         if found:
             secrets.append(full)
-        config[full] = _text(value)
+        config[full] = _text(_stand_in_secrets(value))
     return config, tuple(secrets)
