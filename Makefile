@@ -20,15 +20,16 @@ $(VENV)/.installed: requirements.lock requirements-bootstrap.txt
 	touch $@
 	@echo "==> $(VENV) ready"
 
-plan: $(VENV)/.installed
+# The plan's policy run sees the controllers' charts expanded (build/charts, which `make crds` copies).
+plan: $(VENV)/.installed $(CRDS)
 	$(PY) -m infra.offline plan --stack $(STACK)
 
 # What this branch's stack file changes against REF: replacements, deletions, what they interrupt.
 diff: $(VENV)/.installed
 	$(PY) -m infra.offline diff --stack $(STACK) --against $(REF)
 
-# The upstream JobSet, Kueue and LWS CRDs the admission checks read, from the Go modules of the versions the
-# stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
+# The upstream JobSet, Kueue and LWS CRDs the admission checks read and their charts plan and render expand, from
+# the Go modules of the versions the stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
 CRDS := build/crds/.stamp
 $(CRDS): tools/engines/control-plane/go.sum tools/engines/crds.py
 	$(PYTHON) tools/engines/crds.py
@@ -88,11 +89,11 @@ clean:
 
 help:
 	@printf '%s\n' \
-	  'make plan [STACK=dev]        offline plan of stacks/Pulumi.<STACK>.yaml (creates .venv from requirements.lock on first use)' \
+	  'make plan [STACK=dev]        offline plan of stacks/Pulumi.<STACK>.yaml (creates .venv from requirements.lock, fetches the charts on first use)' \
 	  'make diff [STACK=] [REF=]    what the stack-file change creates, replaces or interrupts, against REF (origin/main)' \
 	  'make render [STACK=dev]      the Kubernetes objects, admission-checked, into build/render/<STACK>' \
 	  'make test                    ruff, basedpyright and the unit suite (fetches the upstream CRDs first)' \
-	  'make crds                    the upstream JobSet, Kueue and LWS CRDs from their pinned Go modules (needs Go)' \
+	  'make crds                    the upstream JobSet, Kueue and LWS CRDs and charts from their pinned Go modules (needs Go)' \
 	  'make toolchain               build the real engines from their pinned Go modules (cached)' \
 	  'make e2e                     the real-engine tier: the stacks on a local control plane, the real Pulumi CLI' \
 	  'make bench                   plan time, memory and deploy-time estimates as the stack grows' \

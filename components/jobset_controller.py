@@ -9,10 +9,7 @@ from typing import Optional
 import pulumi
 
 from .controller_chart import install_chart
-from .labels import ROLE_LABEL
-from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL
-
-NAMESPACE = "jobset-system"
+from .manifests.controller_charts import JOBSET
 
 
 @dataclass(frozen=True)
@@ -32,12 +29,8 @@ class JobSetController(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: JobSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:JobSetController", name, None, opts)
-        chart = install_chart(self, name, namespace=NAMESPACE, pod_security=CONTROLLER_NAMESPACE_LEVEL, chart=args.chart,
-                              version=args.version, values={
-                                  "controller": {"nodeSelector": {ROLE_LABEL: args.system_role}},
-                                  # The chart's default renders a ServiceMonitor (monitoring.coreos.com), a CRD GKE does
-                                  # not install: the apply would fail (charts/jobset/templates/prometheus/service_monitor.yaml).
-                                  "prometheus": {"enable": False},
-                              })
+        # The values come from components/manifests/controller_charts.py, which the offline render uses too.
+        chart = install_chart(self, name, namespace=JOBSET.namespace, pod_security=JOBSET.pod_security, chart=args.chart,
+                              version=args.version, values=JOBSET.values(args.version, args.system_role))
         self.ready = chart
         self.register_outputs({})

@@ -10,9 +10,7 @@ import pulumi
 from pulumi_kubernetes import _utilities as k8s_utilities
 
 from .controller_chart import install_chart
-from .labels import ROLE_LABEL
-
-NAMESPACE = "kueue-system"
+from .manifests.controller_charts import KUEUE
 
 
 @dataclass(frozen=True)
@@ -45,11 +43,9 @@ class Kueue(pulumi.ComponentResource):
         super().__init__("pathways:k8s:Kueue", name, None, opts)
         installed: list[pulumi.Resource] = []
         if args.chart is not None:
-            # baseline enforced (the chart's pod settings are not pinned here); warn and audit at restricted.
-            # The chart's default manager config enables the JobSet and LeaderWorkerSet integrations.
-            installed.append(install_chart(self, name, namespace=NAMESPACE, pod_security="baseline", chart=args.chart,
-                                           version=args.version,
-                                           values={"controllerManager": {"nodeSelector": {ROLE_LABEL: args.system_role}}}))
+            # The values come from components/manifests/controller_charts.py, which the offline render uses too.
+            installed.append(install_chart(self, name, namespace=KUEUE.namespace, pod_security=KUEUE.pod_security, chart=args.chart,
+                                           version=args.version, values=KUEUE.values(args.version, args.system_role)))
         objects = [
             KubernetesObject(
                 "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,

@@ -15,14 +15,7 @@ from typing import Optional
 import pulumi
 
 from .controller_chart import install_chart
-from .labels import ROLE_LABEL
-from .manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL
-
-NAMESPACE = "lws-system"
-# The chart's own values name image tag `main`, pulled Always (charts/lws/values.yaml); its release script
-# rewrites them for the published chart (hack/push-chart.sh). Set here, so a local chart directory (air-gapped)
-# runs the same pinned controller.
-IMAGE_REPOSITORY = "registry.k8s.io/lws/lws"
+from .manifests.controller_charts import LWS
 
 
 @dataclass(frozen=True)
@@ -41,14 +34,8 @@ class LeaderWorkerSetController(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: LeaderWorkerSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:LeaderWorkerSetController", name, None, opts)
-        chart = install_chart(self, name, namespace=NAMESPACE, pod_security=CONTROLLER_NAMESPACE_LEVEL, chart=args.chart,
-                              version=args.version, values={
-                                  "image": {"manager": {"repository": IMAGE_REPOSITORY, "tag": f"v{args.version}",
-                                                        "pullPolicy": "IfNotPresent"}},
-                                  "nodeSelector": {ROLE_LABEL: args.system_role},
-                                  # ServiceMonitor and cert-manager objects need CRDs GKE does not install.
-                                  "enablePrometheus": False,
-                                  "enableCertManager": False,
-                              })
+        # The values come from components/manifests/controller_charts.py, which the offline render uses too.
+        chart = install_chart(self, name, namespace=LWS.namespace, pod_security=LWS.pod_security, chart=args.chart,
+                              version=args.version, values=LWS.values(args.version, args.system_role))
         self.ready = chart
         self.register_outputs({})

@@ -25,6 +25,7 @@ import pulumi_kubernetes as k8s
 from .labels import PROXY_ROLE, ROLE_LABEL
 from .node_defaults import node_config, pool_locations
 from .node_pool_lanes import NodePoolLanes
+from .resource_types import SHARED_SERVICE_ACCESS
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class SharedServiceAccess(pulumi.ComponentResource):
     """The clients' access in the service's namespace and that namespace's Pod Security labels."""
 
     def __init__(self, name: str, args: SharedServiceAccessArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("pathways:k8s:SharedServiceAccess", name, None, opts)
+        super().__init__(SHARED_SERVICE_ACCESS, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # `default` exists in every cluster: patch its labels (server-side apply), never own the namespace.
         k8s.core.v1.NamespacePatch(

@@ -122,11 +122,15 @@ def test_config_file_outside_stacks_dir(tmp_path, capsys):
 def test_render_writes_one_file_per_kubernetes_object(committed_stack, tmp_path, capsys):
     name, plan = committed_stack
     assert offline_main(["render", "--stack", name, "--out", str(tmp_path / "out")]) == 0
+    from infra.offline.charts import chart_objects
+
     k8s = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:") and not r.type.startswith("kubernetes:helm")]
+    # and what the controllers' charts create, but their Secrets
+    charts = [c.obj for c in chart_objects(plan) if c.obj["kind"] != "Secret"]
     files = sorted((tmp_path / "out").glob("*.yaml"))
-    assert len(files) == len(k8s)
+    assert len(files) == len(k8s) + len(charts)
     docs = [yaml.safe_load(f.read_text()) for f in files]
-    assert sorted(d["kind"] for d in docs) == sorted(r.inputs["kind"] for r in k8s)
+    assert sorted(d["kind"] for d in docs) == sorted([r.inputs["kind"] for r in k8s] + [o["kind"] for o in charts])
     assert all(list(d)[:3] == ["apiVersion", "kind", "metadata"] for d in docs)
 
 

@@ -73,8 +73,8 @@ def test_committed_stacks_pass_every_rule(committed_stack):
     assert violations(plan) == []
 
 
-def test_pack_has_sixteen_rules_with_descriptions():
-    assert len(ALL_POLICIES) == 16 and len({p.name for p in ALL_POLICIES}) == 16
+def test_pack_has_seventeen_rules_with_descriptions():
+    assert len(ALL_POLICIES) == 17 and len({p.name for p in ALL_POLICIES}) == 17
     assert all(p.description and p.enforcement_level is not None for p in ALL_POLICIES)
 
 

@@ -24,6 +24,7 @@ import yaml
 
 from ..model import quantity
 from ..model.common import INT32_MAX
+from . import pod_security
 from .jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -453,4 +454,24 @@ def check_lws(obj: dict[str, Any]) -> Report:
                "spec": pod_template.get("spec") or {}}
         for v in check_builtin(pod).violations:
             report.add(v.rule, f"spec.leaderWorkerTemplate.{role}.{v.path}", v.message)
+    return report
+
+
+# --- Pod Security: each pod an object makes, against its namespace's enforce level (pod_security.py) -------
+
+def check_pod_security(obj: dict[str, Any], policies: dict[str, pod_security.NamespacePolicy]) -> Report:
+    """Every pod template of `obj` (pod_security.pod_templates) as the API server's PodSecurity admission checks the
+    pods made from it, at the level its namespace enforces (`policies`: pod_security.namespace_policies of everything
+    the stack applies; a namespace it does not label has Kubernetes' default, privileged). For a Deployment, Job or
+    JobSet the API server only warns; the pods its controllers create are refused, which is what fails a deploy."""
+    report = Report()
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+    policy = policies.get(namespace, pod_security.NamespacePolicy(pod_security.DEFAULT_LEVEL, pod_security.VERSION))
+    if policy.version != pod_security.VERSION and re.fullmatch(r"v1\.(0|[1-9][0-9]*)", policy.version):
+        report.notices.append(f"namespace {namespace} enforces Pod Security {policy.level}:{policy.version}; checked at "
+                              f"{policy.level}:{pod_security.VERSION}, the version the offline checks implement")
+    for path, metadata, spec in pod_security.pod_templates(obj):
+        violations = pod_security.check_pod(policy.level, metadata, spec)
+        if violations:
+            report.add("pod-security", path or ".", f"namespace {namespace}: {pod_security.forbidden_message(policy.level, violations)}")
     return report

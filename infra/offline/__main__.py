@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from .charts import ChartError, with_chart_objects
 from .critical_path import critical_path
 from .engine import PROJECT_ROOT, Plan, UnsupportedSdk, run
 from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
@@ -126,7 +127,8 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, "StackConfig"]:
 def _policies(plan: Plan, config_path: Path | None) -> list[PolicyViolation]:
     from policies.rules import ALL_POLICIES
 
-    return run_policies(plan, ALL_POLICIES, load_policy_config(config_path or stack_policy_config(plan.stack)))
+    # The pack sees the charts' objects too, as `pulumi preview` hands it the Chart's children.
+    return run_policies(with_chart_objects(plan), ALL_POLICIES, load_policy_config(config_path or stack_policy_config(plan.stack)))
 
 
 def _violations_text(violations: list[PolicyViolation]) -> str:
@@ -272,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             return _diff_command(args)
         plan, model = _plan(args)
         return _plan_command(args, plan, model) if args.command == "plan" else _render_command(args, plan)
-    except (StackFileError, PolicyConfigError, UnsupportedSdk) as e:
+    except (StackFileError, PolicyConfigError, UnsupportedSdk, ChartError) as e:
         return _fail(e)
 
 

@@ -29,6 +29,7 @@ DOMAIN_MODULES = (
     "components/manifests/jobset.py",
     "components/manifests/guardrails.py",
     "components/manifests/kueue.py",
+    "components/manifests/pod_security.py",
     "components/manifests/service_access.py",
 )
 

@@ -1,5 +1,9 @@
 """Write every Kubernetes object the stack creates as YAML, one file per object, after checking each
-JobSet the way the API server and the JobSet webhook would. An invalid manifest is never written."""
+JobSet the way the API server and the JobSet webhook would. An invalid manifest is never written.
+
+"Every object" includes what the controllers' Helm charts create (infra/offline/charts.py: their Deployments,
+ServiceAccounts, RBAC, webhook configurations and CRDs, expanded with the values `pulumi up` uses), and every pod
+template, the charts' and the stack's, is checked against the Pod Security level its namespace enforces."""
 
 from __future__ import annotations
 
@@ -14,10 +18,20 @@ from typing import Any
 import yaml
 
 from components.labels import SLICE_GROUP_LABEL, SPOT_LABEL
-from components.manifests.admission import PoolFacts, Report, check_builtin, check_jobset, check_kueue, check_lws
+from components.manifests.admission import (
+    PoolFacts,
+    Report,
+    check_builtin,
+    check_jobset,
+    check_kueue,
+    check_lws,
+    check_pod_security,
+)
 from components.manifests.jobset import KIND
+from components.manifests.pod_security import namespace_policies
 from components.resource_types import NODE_POOL
 
+from .charts import ChartError, ChartObject, chart_objects
 from .engine import Plan, Registration
 from .stackfile import shown
 
@@ -63,19 +77,43 @@ def check_plan(plan: Plan) -> dict[str, Report]:
     return {obj["metadata"]["name"]: check_jobset(obj, pools) for obj in manifests(plan) if obj.get("kind") == KIND}
 
 
+def _schema_check(obj: dict[str, Any]) -> Report:
+    """Built-in kinds against kubernetes-validate, Kueue's and LWS's against their upstream CRDs."""
+    api = str(obj.get("apiVersion", ""))
+    check = check_kueue if api.startswith("kueue.x-k8s.io/") else check_lws if api.startswith("leaderworkerset.x-k8s.io/") else check_builtin
+    return check(obj)
+
+
 def check_builtins(plan: Plan) -> dict[str, Report]:
     """Schema report per object other than a JobSet, keyed kind/name: built-in kinds against
     kubernetes-validate, Kueue's against its upstream CRDs."""
-    out = {}
-    for obj in manifests(plan):
-        if obj.get("kind") == KIND or _is_secret(obj):
-            continue
-        api = str(obj.get("apiVersion", ""))
-        check = check_kueue if api.startswith("kueue.x-k8s.io/") else check_lws if api.startswith("leaderworkerset.x-k8s.io/") else check_builtin
-        out[f"{obj['kind']}/{obj.get('metadata', {}).get('name')}"] = check(obj)
-    return out
+    return {f"{obj['kind']}/{obj.get('metadata', {}).get('name')}": _schema_check(obj)
+            for obj in manifests(plan) if obj.get("kind") != KIND and not _is_secret(obj)}
 
 
+def describe(obj: dict[str, Any], chart: str = "") -> str:
+    """`Deployment lws-system/lws-controller-manager (chart lws)`: how problems name an object."""
+    meta = obj.get("metadata") or {}
+    where = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+    return f"{obj.get('kind')} {where}" + (f" (chart {chart})" if chart else "")
+
+
+def check_charts(charts: list[ChartObject]) -> dict[str, Report]:
+    """Schema report per chart object, keyed as `describe` names it: what the API server would refuse or prune."""
+    return {describe(c.obj, c.release): _schema_check(c.obj) for c in charts}
+
+
+def check_pod_security_levels(plan: Plan, charts: list[ChartObject]) -> dict[str, Report]:
+    """Pod Security report per object that makes pods (the stack's and the charts'), keyed as `describe` names it:
+    each pod template against the level its namespace enforces, as labelled by the stack's Namespaces."""
+    stack = manifests(plan)
+    policies = namespace_policies([*stack, *(c.obj for c in charts)])
+    named = [(describe(o), o) for o in stack] + [(describe(c.obj, c.release), c.obj) for c in charts]
+    return {name: check_pod_security(obj, policies) for name, obj in named}
+
+
+# libyaml's emitter: the charts' CRDs are megabytes of YAML, which the pure-Python one takes seconds to write.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _FIRST = ("apiVersion", "kind", "metadata", "name", "namespace", "spec")
 
 
@@ -148,24 +186,35 @@ def _write(dir_fd: int, name: str, text: str) -> None:
 def write_manifests(plan: Plan, out: Path) -> tuple[list[Path], list[str]]:
     """Write every object except Secrets (their values exist only in Pulumi state; a manifest would
     carry a placeholder the API server would store) into `out`, and nowhere else. -> (written, notes)."""
+    try:
+        charts = chart_objects(plan)
+    except ChartError as e:
+        raise RenderError(str(e)) from None
     reports = check_plan(plan)
     builtins = check_builtins(plan)
+    chart_reports = check_charts(charts)
+    pod_security = check_pod_security_levels(plan, charts)
     problems = [f"JobSet {name}: {v}" for name, rep in reports.items() for v in rep.violations]
-    problems += [f"{name}: {v}" for name, rep in builtins.items() for v in rep.violations]
+    problems += [f"{name}: {v}" for name, rep in [*builtins.items(), *chart_reports.items(), *pod_security.items()] for v in rep.violations]
     if problems:
         raise RenderError("\n".join(problems))
     # A schema layer that could not run (no build/crds: `make crds`) is said, once per kind of notice.
-    notes = list(dict.fromkeys(n for rep in [*reports.values(), *builtins.values()] for n in rep.notices))
+    every = [*reports.values(), *builtins.values(), *chart_reports.values(), *pod_security.values()]
+    notes = list(dict.fromkeys(n for rep in every for n in rep.notices))
     objects = []
-    for obj in manifests(plan):
+    for obj, chart in [*((o, "") for o in manifests(plan)), *((c.obj, c.release) for c in charts)]:
         if _is_secret(obj):
             meta = obj.get("metadata", {})
-            notes.append(f"skipped Secret {meta.get('namespace')}/{meta.get('name')}: its values exist only in Pulumi state")
+            why = f" of chart {chart}: render writes no Secrets" if chart else ": its values exist only in Pulumi state"
+            notes.append(f"skipped Secret {meta.get('namespace')}/{meta.get('name')}{why}")
             continue
         name = file_name(obj)
         if not _SAFE_NAME.fullmatch(name):
             raise RenderError(f"{name!r} is not a safe file name")
-        objects.append((name, HEADER + yaml.safe_dump(ordered(obj), sort_keys=False)))
+        objects.append((name, HEADER + yaml.dump(ordered(obj), Dumper=_DUMPER, sort_keys=False)))
+    clashes = sorted({n for n, _ in objects if [m for m, _ in objects].count(n) > 1})
+    if clashes:
+        raise RenderError(f"two objects would be written to {clashes[0]}")
     if out.is_symlink():
         raise RenderError(f"--out {shown(out)} is a symlink; give the directory itself")
     out.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from .kueue_quota import kueue_quota
 from .network_exposure import network_exposure
 from .node_identity import node_identity
 from .pinned_images import pinned_images
+from .pod_security import pod_security_levels
 from .service_access import service_access
 from .single_zone import single_zone
 from .storage_iam import storage_iam
@@ -34,4 +35,5 @@ ALL_POLICIES = [
     kueue_quota,
     disruption_policy,
     service_access,
+    pod_security_levels,
 ]

@@ -2,12 +2,15 @@
 
 The clients' Role grants only what pathwaysutils' client does (create/delete/get its proxy Jobs,
 read pods and logs, port-forward, read the JobSet: components.manifests.service_access), and no
-binding opens it to every authenticated or anonymous user.
+binding opens it to every authenticated or anonymous user. The Role rule reads the service's own Roles (those
+under its SharedServiceAccess component): the controllers' charts create Roles of their own (leader election,
+their Secrets), which `pulumi preview` hands the pack too and which are the controllers' business.
 """
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
 from components.manifests.service_access import ROLE_RULES
+from components.resource_types import SHARED_SERVICE_ACCESS
 
 from .common import get
 
@@ -20,9 +23,15 @@ def _allowed() -> set[tuple[str, str, str]]:
     return {(g, r, v) for rule in ROLE_RULES for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
 
 
+def _is_service_access(urn: str) -> bool:
+    """A resource under a SharedServiceAccess component (its URN's type chain: urn:pulumi:<stack>::<project>::<types>::<name>)."""
+    parts = urn.split("::")
+    return len(parts) > 2 and SHARED_SERVICE_ACCESS in parts[2].split("$")
+
+
 def _validate(args: ResourceValidationArgs, report) -> None:
     name = get(args.props, "metadata.name")
-    if args.resource_type == ROLE:
+    if args.resource_type == ROLE and _is_service_access(args.urn):
         granted = {(g, r, v) for rule in get(args.props, "rules") or []
                    for g in rule.get("apiGroups") or [""] for r in rule.get("resources") or [] for v in rule.get("verbs") or []}
         extra = sorted(granted - _allowed())

@@ -1,0 +1,80 @@
+"""The upstream controller charts the stack installs (JobSet, Kueue, LeaderWorkerSet): each one's release name,
+namespace, that namespace's Pod Security level and the values it is installed with (pure Python).
+
+One source for `pulumi up` (components/jobset_controller.py, kueue.py, lws_controller.py pass these values to
+their helm.v4.Chart) and for the offline render of the same charts (infra/offline/charts.py), so both expand
+the charts with exactly the same values. The pinned charts are the `charts/<name>` directories of the Go
+modules `make crds` copies into build/charts (tools/engines/crds.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..labels import ROLE_LABEL
+from .guardrails import CONTROLLER_NAMESPACE_LEVEL
+
+
+@dataclass(frozen=True)
+class ControllerChart:
+    release: str
+    """The release name, also the Pulumi name of the Chart (program.py); the charts name their objects after it."""
+    namespace: str
+    pod_security: str
+    """The Pod Security level its namespace enforces (components/controller_chart.py labels it)."""
+    image_repository: str
+    """The controller image: each chart's own values name a staging image at a moving tag, pulled Always, which
+    the release rewrites for the published chart; set here, so a local chart directory (air-gapped) runs the same
+    pinned controller as the registry's chart."""
+    build_values: Callable[["ControllerChart", str, str], dict[str, Any]]
+
+    def values(self, version: str, system_role: str) -> dict[str, Any]:
+        """The values the chart is installed with, for chart `version` on the nodes labelled `system_role`."""
+        return self.build_values(self, version, system_role)
+
+    def image(self, version: str) -> dict[str, str]:
+        return {"repository": self.image_repository, "tag": f"v{version}", "pullPolicy": "IfNotPresent"}
+
+
+def _jobset_values(chart: ControllerChart, version: str, system_role: str) -> dict[str, Any]:
+    # charts/jobset/values.yaml (v0.12.0): image.{repository,tag,pullPolicy}, controller.nodeSelector; its pod
+    # security context (runAsNonRoot, RuntimeDefault seccomp, no capabilities) passes `restricted` as it is.
+    return {
+        "image": chart.image(version),
+        "controller": {"nodeSelector": {ROLE_LABEL: system_role}},
+        # Off, as the chart's default is: a ServiceMonitor needs the monitoring.coreos.com CRD, which GKE does
+        # not install, and the chart fails the render without it (templates/prometheus/monitor.yaml).
+        "prometheus": {"enable": False},
+    }
+
+
+def _kueue_values(chart: ControllerChart, version: str, system_role: str) -> dict[str, Any]:
+    # charts/kueue/values.yaml (v0.19.2): controllerManager.nodeSelector, controllerManager.manager.image; its
+    # podSecurityContext (runAsNonRoot, RuntimeDefault seccomp) and containerSecurityContext (no privilege
+    # escalation, every capability dropped) pass `restricted` as they are. The default manager config enables
+    # the JobSet and LeaderWorkerSet integrations.
+    return {"controllerManager": {"nodeSelector": {ROLE_LABEL: system_role}, "manager": {"image": chart.image(version)}}}
+
+
+def _lws_values(chart: ControllerChart, version: str, system_role: str) -> dict[str, Any]:
+    # charts/lws/values.yaml (v0.9.0): image.manager, nodeSelector, podSecurityContext at the top level.
+    return {
+        "image": {"manager": chart.image(version)},
+        "nodeSelector": {ROLE_LABEL: system_role},
+        # `restricted` requires a seccomp profile (pod-security-admission policy/check_seccompProfile_restricted.go);
+        # the chart's podSecurityContext has none (runAsNonRoot only) and its deployment template adds none, so
+        # without this the ReplicaSet's pods are refused and the controller never runs (issue #34).
+        "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        # ServiceMonitor and cert-manager objects need CRDs GKE does not install.
+        "enablePrometheus": False,
+        "enableCertManager": False,
+    }
+
+
+JOBSET = ControllerChart("jobset", "jobset-system", CONTROLLER_NAMESPACE_LEVEL, "registry.k8s.io/jobset/jobset", _jobset_values)
+# `restricted` since the check of issue #34: the v0.19.2 chart's pod passes it (tests/test_pod_security.py), where
+# `baseline` was enforced before because nobody had checked.
+KUEUE = ControllerChart("kueue", "kueue-system", CONTROLLER_NAMESPACE_LEVEL, "registry.k8s.io/kueue/kueue", _kueue_values)
+LWS = ControllerChart("lws", "lws-system", CONTROLLER_NAMESPACE_LEVEL, "registry.k8s.io/lws/lws", _lws_values)
+CHARTS = {c.release: c for c in (JOBSET, KUEUE, LWS)}
