@@ -102,9 +102,10 @@ def test_finding_3_a_secret_env_value_is_kept_secret_under_the_cli(tmp_path, mon
 def test_finding_3_without_the_stack_file_secret_workloads_are_refused(tmp_path, monkeypatch):
     # fail closed: the program cannot tell an env secret from a leaking one, so it lets none through
     config = config_with(pathwaysVersion=VERSION, workloads=[batch(env={"HF_TOKEN": SECURE})])
-    for kwargs in ({"written": {}}, {"written": config_with(pathwaysVersion=VERSION, workloads=[batch(env={"HF_TOKEN": "other"})])}):
+    elsewhere = config_with(pathwaysVersion=VERSION, workloads=[batch(env={"HF_TOKEN": "other"})])
+    for written in ({}, elsewhere):
         with pytest.raises(ConfigError) as err:
-            under_the_cli(tmp_path, monkeypatch, config, **kwargs)
+            under_the_cli(tmp_path, monkeypatch, config, written=written)
         text = str(err.value)
         assert len(text.splitlines()) == 1 and text.startswith("pathways:workloads: holds a secret, but "), text
         assert "cannot be told and none may reach a resource" in text and "PLAINTEXT" not in text

@@ -16,7 +16,7 @@ ROOT_ENV = "PATHWAYS_E2E_PROJECT_ROOT"
 
 def main() -> None:
     # the run's settings are set per run by the server (reset_options); this is the one the real host sets too
-    settings.SETTINGS.root_directory = os.environ[ROOT_ENV]
+    settings.SETTINGS.root_directory = os.environ[ROOT_ENV]  # pyright: ignore[reportAttributeAccessIssue]  # a context property: the stubs type the descriptor
     from infra.program import main as program
 
     program()
