@@ -47,6 +47,23 @@ class MainStack:
     """The key of `secretsprovider: gcpkms://...`; None for a passphrase."""
     types: frozenset[str]
 
+    @property
+    def creates_cluster(self) -> bool:
+        return self.config.cluster.existing is None
+
+    @property
+    def node_account_ids(self) -> tuple[str, ...]:
+        """The node service accounts the stack's pools run as (the bootstrap creates them): none on an existing cluster."""
+        return (self.config.service_account_id("sys"), self.config.service_account_id("nodes")) if self.creates_cluster else ()
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        """The buckets the stack creates or grants on (its storage roles reach these only)."""
+        if not self.creates_cluster:
+            return ()
+        weights = [w.serve.weights_bucket for w in self.config.workloads if w.serve and w.state != "finished"]
+        return tuple(dict.fromkeys([self.config.bucket_name, self.config.artifacts_bucket_name, *weights]))
+
 
 def stack_names() -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
@@ -134,7 +151,9 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         return frozenset(types)
     types |= {
         "gcp:compute/firewall:Firewall", "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool",
-        "gcp:serviceaccount/account:Account", "gcp:projects/iAMMember:IAMMember", "gcp:projects/iAMCustomRole:IAMCustomRole",
+        "gcp:projects/iAMCustomRole:IAMCustomRole",
+        # the CI preview identity's dry-run access (components/manifests/ci_preview.py)
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
         "gcp:storage/bucket:Bucket", "gcp:storage/bucketIAMMember:BucketIAMMember",
         "gcp:monitoring/dashboard:Dashboard", "gcp:monitoring/alertPolicy:AlertPolicy",
     }

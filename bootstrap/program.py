@@ -1,8 +1,10 @@
 """The bootstrap program: what the main stacks of one Google Cloud project assume exists before their first
-`pulumi up` (bootstrap/README.md). Per project: the APIs, the Pulumi state bucket, the GitHub Workload
-Identity pool and provider; per main stack: its preview and deploy service accounts with the roles
-components/model/identities.py derives from the stack's resource types, usable only from the stack's GitHub
-environments, and the Cloud KMS key its stack file encrypts secrets with.
+`pulumi up` (bootstrap/README.md). Per project: the APIs, the Pulumi state bucket (with the metadata object a
+first `pulumi` command would otherwise write), the GitHub Workload Identity pool and provider, trusting the
+repository by its immutable IDs; per main stack: its node service accounts and their project roles, its preview
+and deploy service accounts with the roles components/model/identities.py derives from the stack's resource types,
+usable only from the stack's GitHub environments (deploy and main-branch previews from refs/heads/main only), and
+the Cloud KMS key its stack file encrypts secrets with.
 """
 
 from __future__ import annotations
@@ -18,17 +20,24 @@ from pulumi.runtime import config as runtime_config
 
 from components.model import identities
 from components.model.bucket import check_bucket_name
+from components.model.common import PROJECT_NAMESPACE
 from components.model.errors import ConfigError, Problem
 
 from .main_stack import KmsKey, MainStack, MainStackError, load_main_stack
 
 NAMESPACE = "pathways-bootstrap"
-KEYS = ("repository", "projectNumber", "stacks", "stateBucket", "stateBucketLocation")
+KEYS = ("repository", "repositoryId", "repositoryOwnerId", "projectNumber", "stacks", "stateBucket", "stateBucketLocation")
 POOL, PROVIDER = "github", "github"
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 STATE_SOFT_DELETE_DAYS = 30
 STATE_NONCURRENT_DAYS = 30  # older checkpoints than this are deleted (versioning keeps every `pulumi up`)
 KEY_ROTATION = "7776000s"  # 90 days; Pulumi decrypts with any version of the key
+MAIN_BRANCH = "refs/heads/main"  # GitHub's `ref` claim of a run on a push to main (the deploy workflow)
+# .pulumi/meta.yaml of a DIY backend, as the CLI writes it into an empty bucket (pulumi/pulumi pkg/backend/diy/meta.go:
+# yaml.Marshal of {version: 1}, project-scoped stacks): written here so that a first `pulumi preview`, whose identity
+# may only read the state, finds it rather than trying to write it.
+STATE_META = "version: 1\n"
+STATE_META_OBJECT = ".pulumi/meta.yaml"
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,10 @@ class BootstrapConfig:
     project_number: str
     """Workload Identity principals name the project by number (gcloud projects describe <id>)."""
     repository: str
+    repository_id: str
+    """GitHub's numeric ID of the repository (never reused, unlike a name): the token's repository_id claim."""
+    repository_owner_id: str
+    """And of its owner (organization or user): repository_owner_id."""
     stacks: tuple[MainStack, ...]
     state_bucket: str
     state_location: str
@@ -67,6 +80,13 @@ def read_config(values: Mapping[str, str]) -> BootstrapConfig:
     if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}", repository):
         problems.append(Problem(_key("repository"), f"{repository[:120]!r} is not a GitHub repository; give OWNER/NAME "
                                 "(the repository whose workflows run the stacks)"))
+    ids = {}
+    for name, what in (("repositoryId", "repository"), ("repositoryOwnerId", "repository's owner")):
+        ids[name] = ours.get(name, "")
+        if not re.fullmatch(r"[1-9][0-9]{0,19}", ids[name]):
+            problems.append(Problem(_key(name), f"{ids[name][:40]!r} is not a GitHub ID; give the {what}'s numeric ID "
+                                    f"(gh api {'repos/OWNER/NAME --jq .id' if name == 'repositoryId' else 'repos/OWNER/NAME --jq .owner.id'}): "
+                                    "a name can be re-registered by someone else, an ID is never reused"))
     number = ours.get("projectNumber", "")
     if not re.fullmatch(r"[1-9][0-9]{5,19}", number):
         problems.append(Problem(_key("projectNumber"), f"{number[:40]!r} is not a project number; give the number of gcp:project "
@@ -81,9 +101,18 @@ def read_config(values: Mapping[str, str]) -> BootstrapConfig:
     location = ours.get("stateBucketLocation") or (stacks[0].config.region if stacks else "")
     if stacks and not re.fullmatch(r"[A-Za-z0-9-]{2,40}", location):
         problems.append(Problem(_key("stateBucketLocation"), f"{location[:60]!r} is not a Cloud Storage location (e.g. us-east5, US)"))
+    accounts: dict[str, str] = {}
+    for s in stacks:
+        for account in s.node_account_ids:
+            if account in accounts:
+                problems.append(Problem(_key("stacks"), (
+                    f"stacks {accounts[account]!r} and {s.name!r} both run their nodes as {account!r} (their cluster names are "
+                    "alike): give one of them another pathways:cluster.name")))
+            accounts[account] = s.name
     if problems:
         raise ConfigError(problems)
-    return BootstrapConfig(project=project, project_number=number, repository=repository, stacks=tuple(stacks), state_bucket=bucket, state_location=location)
+    return BootstrapConfig(project=project, project_number=number, repository=repository, repository_id=ids["repositoryId"],
+                           repository_owner_id=ids["repositoryOwnerId"], stacks=tuple(stacks), state_bucket=bucket, state_location=location)
 
 
 def _stacks(text: Optional[str], project: str, problems: list[Problem]) -> list[MainStack]:
@@ -102,7 +131,7 @@ def _stacks(text: Optional[str], project: str, problems: list[Problem]) -> list[
         if names.index(name) != i:
             problems.append(Problem(where, f"{name!r} is listed twice"))
             continue
-        account = f"pulumi-{name}-preview"  # the longer of the two service account IDs
+        account = identities.ci_account_id(name, "preview")  # the longer of the two service account IDs
         if not re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", account):
             problems.append(Problem(where, f"{name!r}: its service account ID {account!r} must be 6-30 lowercase letters, "
                                     "digits or '-': use a shorter stack name of lowercase letters, digits and '-'"))
@@ -140,9 +169,26 @@ def github_subject(repository: str, environment: str) -> str:
     return f"repo:{repository}:environment:{environment}"
 
 
-def environment(stack: str, identity: identities.Identity) -> str:
-    """The GitHub environment each identity serves (.github/workflows/pulumi-stack.yml)."""
-    return stack if identity == "deploy" else f"{stack}-preview"
+def environments(stack: str, identity: identities.Identity) -> tuple[str, ...]:
+    """The GitHub environments each identity serves (.github/workflows/pulumi-stack.yml): deploy `S`; preview
+    `S-preview` (the preview before a deploy, on main) and `S-pull-request` (pull requests' previews)."""
+    return (stack,) if identity == "deploy" else (f"{stack}-preview", pull_request_environment(stack))
+
+
+def pull_request_environment(stack: str) -> str:
+    return f"{stack}-pull-request"
+
+
+def pool_condition(cfg: BootstrapConfig) -> str:
+    """What every token must be, checked by Google before any service account is looked at: from the repository
+    and owner these IDs name (GitHub's immutable repository_id and repository_owner_id claims), and from a push to
+    main unless the job runs in a pull-request preview environment. So the deploy environments, and the previews
+    before a deploy, are main's alone in GCP's own conditions, whatever a branch's workflow says; a pull request's
+    only identities are the pull-request environments', which GitHub releases to a job only after the
+    environment's protection rules (its required reviewers) pass (docs/ci.md)."""
+    pull_requests = ", ".join(f"'{pull_request_environment(s.name)}'" for s in cfg.stacks)
+    return (f"assertion.repository_id == '{cfg.repository_id}' && assertion.repository_owner_id == '{cfg.repository_owner_id}' && "
+            f"(assertion.ref == '{MAIN_BRANCH}' || assertion.environment in [{pull_requests}])")
 
 
 def build(cfg: BootstrapConfig) -> dict[str, Any]:
@@ -168,6 +214,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
         opts=after("storage.googleapis.com", protect=True),
     )
     backend = pulumi.Output.concat("gs://", state.name)
+    gcp.storage.BucketObject("state-meta", bucket=state.name, name=STATE_META_OBJECT, content=STATE_META, content_type="application/x-yaml")
 
     pool = gcp.iam.WorkloadIdentityPool(
         "github", project=project, workload_identity_pool_id=POOL, display_name="GitHub Actions",
@@ -176,10 +223,12 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
     provider = gcp.iam.WorkloadIdentityPoolProvider(
         "github", project=project, workload_identity_pool_id=pool.workload_identity_pool_id,
         workload_identity_pool_provider_id=PROVIDER, display_name="GitHub OIDC",
-        attribute_mapping={"google.subject": "assertion.sub", "attribute.repository": "assertion.repository",
+        # GitHub's OIDC claims (docs.github.com, "OpenID Connect reference"): the IDs, the ref and the environment
+        # are what the condition and the bindings judge; sub names the environment.
+        attribute_mapping={"google.subject": "assertion.sub", "attribute.repository_id": "assertion.repository_id",
+                           "attribute.repository_owner_id": "assertion.repository_owner_id", "attribute.ref": "assertion.ref",
                            "attribute.environment": "assertion.environment"},
-        # Tokens of any other repository are refused before any service account is looked at.
-        attribute_condition=f"assertion.repository == '{cfg.repository}'",
+        attribute_condition=pool_condition(cfg),
         oidc=gcp.iam.WorkloadIdentityPoolProviderOidcArgs(issuer_uri=GITHUB_ISSUER),
     )
     pool_path = f"projects/{cfg.project_number}/locations/global/workloadIdentityPools/{POOL}"
@@ -199,22 +248,37 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
             f"key-{k.name}", name=k.name, key_ring=rings[(k.location, k.key_ring)].id, rotation_period=KEY_ROTATION,
             opts=pulumi.ResourceOptions(protect=True))
 
-    environments: dict[str, Any] = {}
+    out_environments: dict[str, Any] = {}
     roles: dict[str, Any] = {}
     for s in cfg.stacks:
         roles[s.name] = {}
+        # The node service accounts, made here so that the deploy identity needs neither to create service accounts
+        # nor to grant project roles (components/node_identity.py): their IDs are the ones the stack derives.
+        nodes = []
+        for account_id in s.node_account_ids:
+            node = gcp.serviceaccount.Account(
+                f"{s.name}-node-{account_id}", project=project, account_id=account_id,
+                display_name=f"Nodes of stack {s.name} ({account_id})", opts=after("iam.googleapis.com"))
+            for role in identities.NODE_ROLES:
+                gcp.projects.IAMMember(f"{s.name}-node-{account_id}-{role.removeprefix('roles/')}", project=project, role=role,
+                                       member=node.member, opts=after("cloudresourcemanager.googleapis.com"))
+            nodes.append(node)
         for identity in ("preview", "deploy"):
-            env = environment(s.name, identity)
+            envs = environments(s.name, identity)
             account = gcp.serviceaccount.Account(
-                f"{s.name}-{identity}", project=project, account_id=f"pulumi-{s.name}-{identity}",
-                display_name=f"Pulumi {identity} of stack {s.name} (GitHub environment {env})",
+                f"{s.name}-{identity}", project=project, account_id=identities.ci_account_id(s.name, identity),
+                display_name=f"Pulumi {identity} of stack {s.name} (GitHub environments {', '.join(envs)})",
                 opts=after("iam.googleapis.com"))
-            # Only jobs that run in the environment (and so passed its rules) get this identity's tokens.
-            gcp.serviceaccount.IAMMember(
-                f"{s.name}-{identity}-github", service_account_id=account.name, role="roles/iam.workloadIdentityUser",
-                member=f"principal://iam.googleapis.com/{pool_path}/subject/{github_subject(cfg.repository, env)}",
-                opts=pulumi.ResourceOptions(depends_on=[provider]))
-            grants = identities.grants(identity, s.types, kms_key=s.kms_key is not None)
+            # Only jobs that run in one of these environments (and so passed its rules, and the pool's condition)
+            # get this identity's tokens.
+            for env in envs:
+                gcp.serviceaccount.IAMMember(
+                    f"{s.name}-{identity}-github" + ("" if env in (s.name, f"{s.name}-preview") else "-pull-request"),
+                    service_account_id=account.name, role="roles/iam.workloadIdentityUser",
+                    member=f"principal://iam.googleapis.com/{pool_path}/subject/{github_subject(cfg.repository, env)}",
+                    opts=pulumi.ResourceOptions(depends_on=[provider]))
+            grants = identities.grants(identity, s.types, kms_key=s.kms_key is not None, buckets=s.buckets,
+                                       state=(cfg.state_bucket, PROJECT_NAMESPACE, s.name))
             for g in grants:
                 name = f"{s.name}-{identity}-{g.role.removeprefix('roles/')}"
                 if g.scope == "project":
@@ -224,18 +288,25 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                         if g.condition else None,
                         opts=after("cloudresourcemanager.googleapis.com"))
                 elif g.scope == "state bucket":
-                    gcp.storage.BucketIAMMember(name, bucket=state.name, role=g.role, member=account.member)
+                    gcp.storage.BucketIAMMember(
+                        name, bucket=state.name, role=g.role, member=account.member,
+                        condition=gcp.storage.BucketIAMMemberConditionArgs(title=g.condition.title, expression=g.condition.expression)
+                        if g.condition else None)
+                elif g.scope == "node service accounts":
+                    for node, account_id in zip(nodes, s.node_account_ids, strict=True):
+                        gcp.serviceaccount.IAMMember(f"{name}-{account_id}", service_account_id=node.name, role=g.role, member=account.member)
                 else:
                     assert s.kms_key is not None
                     gcp.kms.CryptoKeyIAMMember(name, crypto_key_id=keys[s.kms_key].id, role=g.role, member=account.member)
             roles[s.name][identity] = sorted({g.role for g in grants})
-            # What to put in the GitHub environment's variables (docs/ci.md, "CI identities").
-            environments[env] = {
-                "GCP_WORKLOAD_IDENTITY_PROVIDER": f"{pool_path}/providers/{PROVIDER}",
-                "GCP_SERVICE_ACCOUNT": account.email,
-                "PULUMI_BACKEND_URL": backend,
-            }
-    return {"apis": list(apis), "stateBackend": backend, "environments": environments, "roles": roles}
+            # What to put in the GitHub environments' variables (docs/ci.md, "CI identities").
+            for env in envs:
+                out_environments[env] = {
+                    "GCP_WORKLOAD_IDENTITY_PROVIDER": f"{pool_path}/providers/{PROVIDER}",
+                    "GCP_SERVICE_ACCOUNT": account.email,
+                    "PULUMI_BACKEND_URL": backend,
+                }
+    return {"apis": list(apis), "stateBackend": backend, "environments": out_environments, "roles": roles}
 
 
 def main() -> None:

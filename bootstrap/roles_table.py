@@ -15,16 +15,22 @@ def _roles(roles: list[str]) -> str:
 
 
 def stacks_table(stacks: tuple[str, ...] = CI_STACKS) -> str:
-    lines = ["| stack | identity | project roles | on the state bucket | on the stack's KMS key |", "|---|---|---|---|---|"]
+    header = "| stack | identity | project roles | on the node service accounts | on the state bucket | on the stack's KMS key |"
+    lines = [header, "|---|---|---|---|---|---|"]
     for name in stacks:
         stack = load_main_stack(name)
         for identity in ("deploy", "preview"):
-            grants = identities.grants(identity, stack.types, kms_key=stack.kms_key is not None)
-            by_scope = {scope: [g.role + (" (condition: node roles only)" if g.condition else "") for g in grants if g.scope == scope]
-                        for scope in ("project", "state bucket", "secrets key")}
-            lines.append(f"| {name} | {identity} | {_roles(by_scope['project'])} | {_roles(by_scope['state bucket'])} "
-                         f"| {_roles(by_scope['secrets key'])} |")
+            grants = identities.grants(identity, stack.types, kms_key=stack.kms_key is not None, buckets=stack.buckets,
+                                       state=("STATE", "pathways", name))
+            by_scope = {scope: [g.role + (f" ({CONDITION_NOTES[g.condition.title.split('-of-')[0]]})" if g.condition else "")
+                                for g in grants if g.scope == scope]
+                        for scope in ("project", "node service accounts", "state bucket", "secrets key")}
+            lines.append(f"| {name} | {identity} | {_roles(by_scope['project'])} | {_roles(by_scope['node service accounts'])} "
+                         f"| {_roles(by_scope['state bucket'])} | {_roles(by_scope['secrets key'])} |")
     return "\n".join(lines)
+
+
+CONDITION_NOTES = {"stack-buckets-only": "condition: the stack's buckets only", "state": "condition: its own stack's state only"}
 
 
 def types_table() -> str:

@@ -9,7 +9,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .manifests import guardrails
+from .manifests import ci_preview, guardrails
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,9 @@ class ClusterGuardrailsArgs:
     """A Shared Pathways Service's namespace, where its clients create their hostNetwork proxy Jobs."""
     proxy_clients: tuple[tuple[str, str], ...] = ()
     """Those clients, as (RBAC subject kind, name)."""
+    ci_preview_user: Optional[str] = None
+    """The CI preview identity as the cluster authenticates it (its service account's email), given server-side dry
+    runs and nothing else (components/manifests/ci_preview.py); None: no such access."""
 
 
 class ClusterGuardrails(pulumi.ComponentResource):
@@ -57,4 +60,15 @@ class ClusterGuardrails(pulumi.ComponentResource):
                 f"{name}-{suffix}", metadata=binding["metadata"], spec=binding["spec"],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[guard]),
             ))
+        if args.ci_preview_user:
+            policy, binding, role, role_binding = ci_preview.objects(args.ci_preview_user, (args.workload_namespace, *args.extra_namespaces))
+            guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-ci-preview", metadata=policy["metadata"], spec=policy["spec"], opts=child)
+            in_force = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-ci-preview", metadata=binding["metadata"], spec=binding["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[guard]))
+            grant = k8s.rbac.v1.ClusterRole(f"{name}-ci-preview", metadata=role["metadata"], rules=role["rules"], opts=child)
+            # bound only once the policy that keeps the grant to dry runs is in force
+            k8s.rbac.v1.ClusterRoleBinding(f"{name}-ci-preview", metadata=role_binding["metadata"], role_ref=role_binding["roleRef"],
+                                           subjects=role_binding["subjects"], opts=pulumi.ResourceOptions(parent=self, depends_on=[in_force, grant]))
         self.register_outputs({})

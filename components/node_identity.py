@@ -1,48 +1,29 @@
-"""NodeServiceAccount: a dedicated node identity (never the Compute default SA) with only the roles
-nodes need to log, report metrics and pull images. Data access (the scratch bucket) is granted
-elsewhere, on the bucket."""
+"""The node service accounts' identities: a dedicated account for the system pool and one for the head, TPU and
+proxy pools (never the Compute default SA), with only the roles nodes need to log, report metrics and pull
+images (components/model/identities.NODE_ROLES). Data access (the scratch bucket) is granted on the buckets.
+
+The bootstrap project creates both accounts and their project roles (bootstrap/program.py), with the IDs the
+stack derives from its cluster name (StackConfig.service_account_id), so the deploy identity needs neither to create
+service accounts nor to grant project roles: it may only act as these two accounts, to run nodes as them. Here they
+are names, not resources."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
-
-import pulumi
-import pulumi_gcp as gcp
-
-from .model.identities import NODE_ROLES
 
 
 @dataclass(frozen=True)
-class NodeServiceAccountArgs:
+class NodeServiceAccount:
     project: str
-    """Project of the account and its role bindings."""
     account_id: str
-    """Service account ID (6-30 characters)."""
-    display_name: str
-    """Shown in the console."""
+    """Service account ID (6-30 characters), as the bootstrap creates it."""
 
+    @property
+    def email(self) -> str:
+        """For node_config.service_account (IAM: <account ID>@<project ID>.iam.gserviceaccount.com)."""
+        return f"{self.account_id}@{self.project}.iam.gserviceaccount.com"
 
-class NodeServiceAccount(pulumi.ComponentResource):
-    email: pulumi.Output[str]
-    """The account's email, for node_config.service_account."""
-    member: pulumi.Output[str]
-    """serviceAccount:<email>, for IAM bindings."""
-
-    def __init__(self, name: str, args: NodeServiceAccountArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("pathways:gcp:NodeServiceAccount", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        account = gcp.serviceaccount.Account(
-            name, project=args.project, account_id=args.account_id, display_name=args.display_name, opts=child
-        )
-        self.email = account.email
-        self.member = account.email.apply(lambda e: f"serviceAccount:{e}")
-        for role in NODE_ROLES:
-            gcp.projects.IAMMember(
-                f"{name}-{role.split('/')[1].replace('.', '-')}",
-                project=args.project,
-                role=role,
-                member=self.member,
-                opts=child,
-            )
-        self.register_outputs({"email": self.email, "member": self.member})
+    @property
+    def member(self) -> str:
+        """serviceAccount:<email>, for IAM bindings."""
+        return f"serviceAccount:{self.email}"

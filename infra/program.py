@@ -21,11 +21,12 @@ from components.manifests import monitoring, service_access
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
+from components.model.identities import ci_account_email
 from components.model.ports import PATHWAYS_PORTS
 from components.model.resolved import ResolvedStack
 from components.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
 from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
-from components.node_identity import NodeServiceAccount, NodeServiceAccountArgs
+from components.node_identity import NodeServiceAccount
 from components.node_pool_lanes import NodePoolLanes
 from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
@@ -60,13 +61,10 @@ def build(cfg: StackConfig) -> dict[str, object]:
         nodes_cidr=net.nodes_cidr, pods_cidr=net.pods_cidr, services_cidr=net.services_cidr, mtu=net.mtu,
         existing_network=net.existing_network, existing_subnetwork=net.existing_subnetwork, cloud_nat=cfg.cloud_nat,
     ))
-    # Two identities: system nodes get no data access; Pathways nodes (head + TPU) get the bucket.
-    system_sa = NodeServiceAccount("system-nodes", NodeServiceAccountArgs(
-        project=cfg.project, account_id=cfg.service_account_id("sys"), display_name=f"{cfg.cluster_name} system nodes",
-    ))
-    pathways_sa = NodeServiceAccount("pathways-nodes", NodeServiceAccountArgs(
-        project=cfg.project, account_id=cfg.service_account_id("nodes"), display_name=f"{cfg.cluster_name} Pathways head and TPU nodes",
-    ))
+    # Two identities: system nodes get no data access; Pathways nodes (head + TPU) get the bucket. The bootstrap
+    # creates both accounts and their project roles (components/node_identity.py).
+    system_sa = NodeServiceAccount(cfg.project, cfg.service_account_id("sys"))
+    pathways_sa = NodeServiceAccount(cfg.project, cfg.service_account_id("nodes"))
     c = cfg.cluster
     protected_labels = dict([PROTECTED_LABEL]) if cfg.protected else {}
     cluster = GkeCluster("cluster", GkeClusterArgs(
@@ -191,6 +189,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         workload_namespace=kube.namespace, extra_namespaces=tuple(stack.workload_namespaces[1:]),
         proxy_namespace=service.service_settings.namespace if service else None,
         proxy_clients=tuple((c.kind, c.name) for c in service.service_settings.clients) if service else (),
+        # the bootstrap's CI preview identity, on clusters the stack makes (GKE authenticates it by its email)
+        ci_preview_user=ci_account_email(cfg.stack, "preview", cfg.project) if cfg.cluster.existing is None else None,
     ), opts=k8s_opts)
     if service is not None:
         SharedServiceAccess(f"service-{service.name}", SharedServiceAccessArgs(

@@ -51,7 +51,8 @@ def uses_kms(main: str) -> bool:
 
 def roles_of(plan: engine.Plan, email: str) -> dict[str, set[str]]:
     member = f"serviceAccount:{email}"
-    return {t: {r.input("role") for r in plan.by_type(t) if r.input("member") == member} for t in (PROJECT_MEMBER, BUCKET_MEMBER, KEY_MEMBER)}
+    return {t: {r.input("role") for r in plan.by_type(t) if r.input("member") == member}
+            for t in (PROJECT_MEMBER, BUCKET_MEMBER, KEY_MEMBER, SA_MEMBER)}
 
 
 def email(plan: engine.Plan, main: str, identity: str) -> str:
@@ -99,12 +100,53 @@ def test_the_state_bucket(stack):
 @pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
 def test_only_the_repositorys_workflows_get_tokens(stack):
     plan = bootstrap_plan(stack)
-    repo = bootstrap_config(stack)["pathways-bootstrap:repository"]
+    cfg = bootstrap_config(stack)
     provider = plan.one("gcp:iam/workloadIdentityPoolProvider:WorkloadIdentityPoolProvider")
-    assert provider.input("attributeCondition") == f"assertion.repository == '{repo}'"
+    pull_requests = ", ".join(f"'{m}-pull-request'" for m in main_stacks(stack))
+    # issue #36.2: the repository and its owner by their immutable IDs (GitHub's repository_id and repository_owner_id
+    # claims), and a run on main unless it runs in a pull-request preview environment
+    assert provider.input("attributeCondition") == (
+        f"assertion.repository_id == '{cfg['pathways-bootstrap:repositoryId']}' && "
+        f"assertion.repository_owner_id == '{cfg['pathways-bootstrap:repositoryOwnerId']}' && "
+        f"(assertion.ref == 'refs/heads/main' || assertion.environment in [{pull_requests}])")
+    assert "assertion.repository ==" not in provider.input("attributeCondition")  # never by name: names are re-registered
     assert provider.input("oidc.issuerUri") == "https://token.actions.githubusercontent.com"
-    assert provider.input("attributeMapping")["google.subject"] == "assertion.sub"
+    assert provider.input("attributeMapping") == {
+        "google.subject": "assertion.sub", "attribute.repository_id": "assertion.repository_id",
+        "attribute.repository_owner_id": "assertion.repository_owner_id", "attribute.ref": "assertion.ref",
+        "attribute.environment": "assertion.environment"}
     assert plan.one("gcp:iam/workloadIdentityPool:WorkloadIdentityPool").input("workloadIdentityPoolId") == "github"
+
+
+def _token_accepted(condition: str, claims: dict) -> bool:
+    """The pool's attribute condition as Google evaluates it on a token's claims (CEL; a missing claim is an error,
+    which refuses the token)."""
+    import celpy
+
+    env = celpy.Environment()
+    try:
+        return bool(env.program(env.compile(condition)).evaluate({"assertion": celpy.json_to_cel(claims)}))
+    except Exception:
+        return False
+
+
+@pytest.mark.parametrize("claims,accepted", [
+    ({"ref": "refs/heads/main", "environment": "prod"}, True),  # the deploy workflow on main
+    ({"ref": "refs/heads/main", "environment": "prod-preview"}, True),
+    ({"ref": "refs/pull/7/merge", "environment": "prod"}, False),  # a pull request's workflow switched to the deploy environment
+    ({"ref": "refs/pull/7/merge", "environment": "prod-preview"}, False),  # ... or to main's preview environment
+    ({"ref": "refs/heads/feature", "environment": "prod"}, False),  # a branch push
+    ({"ref": "refs/pull/7/merge", "environment": "prod-pull-request"}, True),  # after the environment's reviewers approved
+    ({"ref": "refs/pull/7/merge"}, False),  # no environment at all
+])
+def test_finding_2_deploy_identities_are_mains_in_gcps_own_condition(claims, accepted):
+    cfg = bootstrap.read_config({**GOOD})
+    condition = bootstrap.pool_condition(cfg)
+    ours = {"repository_id": GOOD["pathways-bootstrap:repositoryId"], "repository_owner_id": GOOD["pathways-bootstrap:repositoryOwnerId"]}
+    assert _token_accepted(condition, {**ours, **claims}) == accepted
+    # another repository of the same name (deleted and re-created, or transferred) has other IDs
+    assert not _token_accepted(condition, {"repository_id": "999", "repository_owner_id": ours["repository_owner_id"], **claims})
+    assert not _token_accepted(condition, {"repository_id": ours["repository_id"], "repository_owner_id": "999", **claims})
 
 
 @pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
@@ -112,28 +154,31 @@ def test_each_identity_is_usable_only_from_its_environment(stack):
     plan = bootstrap_plan(stack)
     cfg = bootstrap_config(stack)
     pool = f"projects/{cfg['pathways-bootstrap:projectNumber']}/locations/global/workloadIdentityPools/github"
+    wif = [r for r in plan.by_type(SA_MEMBER) if r.input("role") == "roles/iam.workloadIdentityUser"]
     for main in main_stacks(stack):
-        for identity, env in (("deploy", main), ("preview", f"{main}-preview")):
-            (binding,) = [r for r in plan.by_type(SA_MEMBER) if r.name == f"{main}-{identity}-github"]
-            assert binding.input("role") == "roles/iam.workloadIdentityUser"
-            # one subject: jobs of this repository running in this GitHub environment (its reviewers and branch rules)
-            assert binding.input("member") == f"principal://iam.googleapis.com/{pool}/subject/repo:{cfg['pathways-bootstrap:repository']}:environment:{env}"
+        for identity, envs in (("deploy", [main]), ("preview", [f"{main}-preview", f"{main}-pull-request"])):
             account = plan.one(SA, f"{main}-{identity}")
-            assert binding.input("serviceAccountId") == f"projects/{account.input('project')}/serviceAccounts/{email(plan, main, identity)}"
-            assert plan.outputs["environments"][env] == {
-                "GCP_WORKLOAD_IDENTITY_PROVIDER": f"{pool}/providers/github",
-                "GCP_SERVICE_ACCOUNT": email(plan, main, identity),
-                "PULUMI_BACKEND_URL": plan.outputs["stateBackend"],
-            }
-    assert all(r.input("member").startswith("principal://") for r in plan.by_type(SA_MEMBER))  # never a principalSet
+            bindings = [r for r in wif if r.input("serviceAccountId") == f"projects/{account.input('project')}/serviceAccounts/{email(plan, main, identity)}"]
+            # one subject per environment: jobs of this repository running in it (its reviewers and branch rules)
+            assert sorted(b.input("member") for b in bindings) == sorted(
+                f"principal://iam.googleapis.com/{pool}/subject/repo:{cfg['pathways-bootstrap:repository']}:environment:{env}" for env in envs)
+            for env in envs:
+                assert plan.outputs["environments"][env] == {
+                    "GCP_WORKLOAD_IDENTITY_PROVIDER": f"{pool}/providers/github",
+                    "GCP_SERVICE_ACCOUNT": email(plan, main, identity),
+                    "PULUMI_BACKEND_URL": plan.outputs["stateBackend"],
+                }
+    assert all(r.input("member").startswith("principal://") for r in wif)  # never a principalSet
 
 
 @pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
 def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
     plan = bootstrap_plan(stack)
+    state_bucket = plan.one("gcp:storage/bucket:Bucket", "state").input("name")
     for main in main_stacks(stack):
         types = {r.type for r in stack_plan(main).resources}
         kms = uses_kms(main)
+        stack_file = main_stack.load_main_stack(main)
         wanted: list[tuple[identities.Identity, list[str]]] = [("deploy", identities.deploy_roles(types, kms_key=kms)),
                                                                ("preview", identities.preview_roles(types, kms_key=kms))]
         for identity, expected in wanted:
@@ -143,12 +188,49 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
             assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]}  # on the state bucket only
             assert got[KEY_MEMBER] == ({identities.KMS_ROLES[identity]} if kms else set())  # on the stack's key only
             assert plan.outputs["roles"][main][identity] == expected
+            mine = [r for r in plan.by_type(PROJECT_MEMBER) + plan.by_type(BUCKET_MEMBER)
+                    if r.input("member") == f"serviceAccount:{email(plan, main, identity)}"]
+            for r in mine:  # the storage roles on the stack's buckets, the state on its own objects, nothing else conditioned
+                if r.input("role") in identities.BUCKET_CONDITIONED_ROLES:
+                    assert r.input("condition.expression") == identities.stack_buckets_condition(stack_file.buckets).expression
+                elif r.type == BUCKET_MEMBER:
+                    assert r.input("bucket") == state_bucket
+                    assert r.input("condition.expression") == identities.stack_state_condition(state_bucket, "pathways", main).expression
+                else:
+                    assert r.input("condition") is None, r.input("role")
         assert {"roles/monitoring.alertPolicyEditor", "roles/monitoring.dashboardEditor"} <= roles_of(plan, email(plan, main, "deploy"))[PROJECT_MEMBER]
-        # the deploy identity grants project roles to the node service accounts, and only those
-        (admin,) = [r for r in plan.by_type(PROJECT_MEMBER)
-                    if r.input("role") == "roles/resourcemanager.projectIamAdmin" and r.input("member") == f"serviceAccount:{email(plan, main, 'deploy')}"]
-        assert admin.input("condition.expression") == identities.NODE_ROLES_ONLY.expression
-        assert all(r.input("condition") is None for r in plan.by_type(PROJECT_MEMBER) if r is not admin)
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_finding_1_the_bootstrap_owns_the_node_accounts_and_deploy_may_only_act_as_them(stack):
+    plan = bootstrap_plan(stack)
+    for main in main_stacks(stack):
+        nodes = stack_plan(main).outputs["nodeServiceAccounts"]
+        deploy = f"serviceAccount:{email(plan, main, 'deploy')}"
+        for purpose, node_email in nodes.items():
+            account_id, _, project = node_email.partition("@")
+            (account,) = [a for a in plan.by_type(SA) if a.input("accountId") == account_id]
+            assert project == f"{account.input('project')}.iam.gserviceaccount.com"  # the email the stack's pools run as
+            node_roles = {r.input("role") for r in plan.by_type(PROJECT_MEMBER) if r.input("member") == f"serviceAccount:{node_email}"}
+            assert node_roles == set(identities.NODE_ROLES), purpose  # to log, report metrics and pull images
+            acts_as = [r for r in plan.by_type(SA_MEMBER) if r.input("member") == deploy]
+            assert {r.input("serviceAccountId") for r in acts_as} == {
+                f"projects/{account.input('project')}/serviceAccounts/{n}" for n in nodes.values()}
+            assert {r.input("role") for r in acts_as} == {"roles/iam.serviceAccountUser"}
+        # the deploy identity holds no project role that sets IAM policy or acts as other accounts
+        held = roles_of(plan, email(plan, main, "deploy"))[PROJECT_MEMBER]
+        assert not held & {"roles/iam.serviceAccountAdmin", "roles/iam.serviceAccountUser", "roles/resourcemanager.projectIamAdmin"}
+
+
+@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+def test_finding_6_the_state_bucket_holds_the_backend_metadata_a_first_preview_needs(stack):
+    # pulumi/pulumi pkg/backend/diy/meta.go: the CLI writes .pulumi/meta.yaml ({version: 1}) into an empty bucket on its
+    # first command; the preview identity may not write, so the bootstrap does
+    plan = bootstrap_plan(stack)
+    obj = plan.one("gcp:storage/bucketObject:BucketObject", "state-meta")
+    assert obj.input("name") == ".pulumi/meta.yaml" and obj.input("bucket") == plan.one("gcp:storage/bucket:Bucket", "state").input("name")
+    assert obj.input("content") == engine.SECRET  # the provider's schema marks content secret; what the program writes:
+    assert bootstrap.STATE_META == "version: 1\n" and yaml.safe_load(bootstrap.STATE_META) == {"version": 1}
 
 
 @pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
@@ -227,6 +309,7 @@ def test_a_secret_env_value_in_the_stack_file_is_a_kubernetes_secret(tmp_path, m
 # --- bad config: one line, naming the key ------------------------------------------------------
 
 GOOD = {"gcp:project": "pathways-prod-123", "pathways-bootstrap:repository": "example-org/pathways-gke",
+        "pathways-bootstrap:repositoryId": "812345678", "pathways-bootstrap:repositoryOwnerId": "91234567",
         "pathways-bootstrap:projectNumber": "123456789012", "pathways-bootstrap:stacks": '["prod"]'}
 
 
@@ -242,6 +325,8 @@ GOOD = {"gcp:project": "pathways-prod-123", "pathways-bootstrap:repository": "ex
     ({"pathways-bootstrap:stateBucket": "Pulumi_State"}, "pathways-bootstrap:stateBucket", "not a valid bucket name"),
     ({"pathways-bootstrap:stateBuckt": "x"}, "pathways-bootstrap:stateBuckt", "unknown key"),
     ({"gcp:project": None}, "gcp:project", "missing"),
+    ({"pathways-bootstrap:repositoryId": None}, "pathways-bootstrap:repositoryId", "numeric ID"),
+    ({"pathways-bootstrap:repositoryOwnerId": "example-org"}, "pathways-bootstrap:repositoryOwnerId", "numeric ID"),
 ])
 def test_bad_config_fails_with_one_line_naming_the_key(change, key, says):
     config = {k: v for k, v in {**GOOD, **change}.items() if v is not None}

@@ -237,7 +237,7 @@ def test_a_zone_move_replaces_what_the_zone_holds_and_renders():
     assert not [n for n in replaced if n.startswith(("scratch", "pathways-nodes", "system-nodes", "pathways-ports"))], replaced
     assert all(changes[n].type.startswith(("gcp:container/", "kubernetes:", "pulumi:providers:kubernetes", "gcp:compute/resourcePolicy"))
                for n in replaced), replaced
-    assert len(replaced) == len([c for c in changes.values() if c.action == "replace"]) == 26
+    assert len(replaced) == len([c for c in changes.values() if c.action == "replace"]) == 27
     assert changes["cluster"].interrupts[0] == "every workload and slice of the stack"
     text = render_text(list(changes.values()), verdict, "t")
     assert "  -/+ replace  cluster (Cluster)  forced by " in text
@@ -396,13 +396,15 @@ def test_a_plain_env_value_that_goes_into_the_workloads_secret_shows_its_change_
     assert diff(plan_of(_secret_env_config("r1")), plan_of(_secret_env_config("r1"))) == []
 
 
-def test_a_new_cluster_name_replaces_the_node_service_accounts():
-    # terraform-provider-google resource_google_service_account.go: account_id is ForceNew; the accounts are named
-    # after the cluster, so they (and every grant to them) are re-created
+def test_a_new_cluster_name_moves_the_pools_to_new_node_service_accounts():
+    # the node accounts are named after the cluster and made by the bootstrap (re-run it first): the pools'
+    # nodeConfig.serviceAccount is ForceNew (change_rules.FORCE_NEW, resource_container_node_pool.go)
     after = edit(stack_config("staging"), "pathways:cluster", lambda k: {**(k or {}), "name": "pathways-staging-2"})
     changes, _ = run_diff("staging", after)
-    accounts = {n: (c.action, c.forced_by) for n, c in changes.items() if c.kind == "Account"}
-    assert accounts == {"pathways-nodes": ("replace", ["accountId"]), "system-nodes": ("replace", ["accountId"])}
+    assert not [c for c in changes.values() if c.kind == "Account"]  # the stack makes no account
+    pools = {n: c for n, c in changes.items() if c.kind == "NodePool"}
+    assert pools and all(c.action == "replace" for c in pools.values())
+    assert any("nodeConfig.serviceAccount" in c.forced_by for c in pools.values())
 
 
 def test_a_new_project_replaces_every_resource_in_it_the_pools_and_nat_by_their_project():
@@ -410,8 +412,8 @@ def test_a_new_project_replaces_every_resource_in_it_the_pools_and_nat_by_their_
     cfg = stack_config("staging")
     changes, _ = run_diff("staging", {**cfg, "gcp:project": "pathways-staging-456"})
     moved = {c.name: c for c in changes.values() if "project" in c.changed and c.type in FORCE_NEW}
-    assert {c.kind for c in moved.values()} >= {"NodePool", "RouterNat", "Account", "Bucket", "Cluster", "Subnetwork"}
+    assert {c.kind for c in moved.values()} >= {"NodePool", "RouterNat", "Bucket", "Cluster", "Subnetwork"}
     assert all(c.action == "replace" and "project" in c.forced_by for c in moved.values()), \
         {n: (c.action, c.forced_by) for n, c in moved.items()}
-    assert changes["network-nat"].forced_by == ["project"] and changes["pathways-nodes"].forced_by == ["project"]
+    assert changes["network-nat"].forced_by == ["project"] and "project" in changes["scratch"].forced_by
     assert "project" in changes["slices-v6e-0"].forced_by

@@ -87,13 +87,20 @@ def test_head_pool(committed_stack):
 
 
 def test_node_sa_has_only_logging_monitoring_and_registry_roles(committed_stack):
+    # the bootstrap grants them (bootstrap/program.py, tests/test_bootstrap.py): the stack grants no project role
+    from components.model.identities import NODE_ROLES
+
     _, plan = committed_stack
-    roles = {r.input("role") for r in plan.by_type(PROJECT_IAM)}
-    assert roles == {
+    assert plan.by_type(PROJECT_IAM) == []
+    assert set(NODE_ROLES) == {
         "roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer",
         "roles/stackdriver.resourceMetadata.writer", "roles/autoscaling.metricsWriter", "roles/artifactregistry.reader",
     }
-    assert not any("storage" in role for role in roles)  # data access only on the bucket
+    assert not any("storage" in role for role in NODE_ROLES)  # data access only on the bucket
+    # the pools run as the accounts the bootstrap makes, named after the cluster
+    project, cluster = plan.one("gcp:container/cluster:Cluster").input("project"), plan.one("gcp:container/cluster:Cluster").input("name")
+    assert plan.outputs["nodeServiceAccounts"] == {"pathways": f"{cluster[:24].rstrip('-')}-nodes@{project}.iam.gserviceaccount.com",
+                                                   "system": f"{cluster[:26].rstrip('-')}-sys@{project}.iam.gserviceaccount.com"}
 
 
 def test_scratch_role_and_bucket_members(committed_stack):

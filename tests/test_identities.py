@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from components import node_identity
 from components.model import identities
 from components.model.identities import TABLE, deploy_roles, grants, preview_roles, project_roles, required_apis
 from tests.conftest import STACKS, config_with, plan_of, stack_plan
@@ -30,7 +29,8 @@ def plan_types(plan) -> set[str]:
 def all_roles() -> set[str]:
     table = {r for a in TABLE.values() for r in (*a.deploy, *a.preview)}
     implied = {r for k, v in identities.IMPLIES.items() for r in (k, *v)}
-    return table | implied | set(identities.STATE_ROLES.values()) | set(identities.KMS_ROLES.values()) | set(identities.NODE_ROLES)
+    return (table | implied | set(identities.STATE_ROLES.values()) | set(identities.KMS_ROLES.values()) | set(identities.NODE_ROLES)
+            | {identities.NODE_ACCOUNT_ROLE})
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -97,16 +97,15 @@ def test_preview_reads_the_state_and_decrypts_the_secrets_and_writes_nothing(sta
 
 
 # The table, rendered for the committed CI stacks (bootstrap/README.md shows it): a change here is a change
-# to what the identities may do, and should be reviewed as one.
+# to what the identities may do, and should be reviewed as one. No iam.serviceAccountAdmin, no project-wide
+# iam.serviceAccountUser, no resourcemanager.projectIamAdmin (issue #36.1).
 DEPLOY = [
     "roles/compute.networkAdmin", "roles/compute.securityAdmin", "roles/container.admin", "roles/iam.roleAdmin",
-    "roles/iam.serviceAccountAdmin", "roles/iam.serviceAccountUser", "roles/monitoring.alertPolicyEditor",
-    "roles/monitoring.dashboardEditor", "roles/resourcemanager.projectIamAdmin", "roles/storage.admin",
+    "roles/monitoring.alertPolicyEditor", "roles/monitoring.dashboardEditor", "roles/storage.admin", "roles/storage.editor",
 ]
 PREVIEW = [
     "roles/compute.networkViewer", "roles/container.viewer", "roles/iam.roleViewer", "roles/iam.securityReviewer",
-    "roles/iam.serviceAccountViewer", "roles/monitoring.alertPolicyViewer", "roles/monitoring.dashboardViewer",
-    "roles/storage.bucketViewer",
+    "roles/monitoring.alertPolicyViewer", "roles/monitoring.dashboardViewer", "roles/storage.bucketViewer",
 ]
 
 
@@ -116,7 +115,8 @@ def test_the_ci_stacks_roles(stack):
     assert project_roles("deploy", types) == DEPLOY
     assert project_roles("preview", types) == PREVIEW
     kms = stack != "dev"  # dev: passphrase; staging, prod: gcpkms (their stack files)
-    assert deploy_roles(types, kms_key=kms) == sorted([*DEPLOY, "roles/storage.objectUser", *(["roles/cloudkms.cryptoKeyEncrypterDecrypter"] if kms else [])])
+    assert deploy_roles(types, kms_key=kms) == sorted([*DEPLOY, "roles/iam.serviceAccountUser", "roles/storage.objectUser",
+                                                       *(["roles/cloudkms.cryptoKeyDecrypter"] if kms else [])])
     assert preview_roles(types, kms_key=kms) == sorted([*PREVIEW, "roles/storage.objectViewer", *(["roles/cloudkms.cryptoKeyDecrypter"] if kms else [])])
 
 
@@ -147,14 +147,64 @@ def test_least_privilege_choices():
     assert set(preview_roles(tpu7x)) - set(preview_roles(base)) == {"roles/compute.viewer"}
 
 
-def test_the_deploy_identity_may_grant_only_the_node_roles():
-    (g,) = [g for g in grants("deploy", set(TABLE)) if g.role == "roles/resourcemanager.projectIamAdmin"]
-    assert g.condition is not None and "iam.googleapis.com/modifiedGrantsByRole" in g.condition.expression
-    assert re.findall(r"'(roles/[^']+)'", g.condition.expression) == list(node_identity.NODE_ROLES)
-    for stack in STACKS:  # the stack grants no other project role, so the condition never blocks it
-        granted = {r.input("role") for r in stack_plan(stack).by_type("gcp:projects/iAMMember:IAMMember")}
-        assert granted <= set(node_identity.NODE_ROLES), stack
-    assert all(g.condition is None for g in grants("preview", set(TABLE)))
+# --- issue #36.1: no identity one step from project owner ------------------------------------------------------
+
+ESCALATING = {"roles/iam.serviceAccountAdmin", "roles/iam.serviceAccountTokenCreator", "roles/resourcemanager.projectIamAdmin",
+              "roles/iam.securityAdmin", "roles/owner", "roles/editor"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_finding_1_the_deploy_identity_cannot_become_another_service_account(stack):
+    # serviceAccountAdmin could grant itself token-creator on any account of the project, and a project-wide
+    # serviceAccountUser could run a node pool as any of them; neither is granted any more
+    everything = grants("deploy", plan_types(stack_plan(stack)), kms_key=True, buckets=("b",), state=("s", "pathways", stack))
+    assert not [g for g in everything if g.role in ESCALATING]
+    assert [g for g in everything if g.role == "roles/iam.serviceAccountUser"] == [
+        identities.Grant("roles/iam.serviceAccountUser", "node service accounts")]  # on the two node accounts only
+    assert not [g for g in grants("preview", set(TABLE), buckets=("b",)) if g.role in ESCALATING | {"roles/iam.serviceAccountUser"}]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_finding_1_the_deploy_identity_grants_no_project_role(stack):
+    # Google offers no condition on a setIamPolicy call's members (only iam.googleapis.com/modifiedGrantsByRole, roles):
+    # the node accounts' project roles are the bootstrap's to grant, and the stack grants none
+    plan = stack_plan(stack)
+    assert plan.by_type("gcp:projects/iAMMember:IAMMember") == [] and plan.by_type("gcp:serviceaccount/account:Account") == []
+    assert "gcp:projects/iAMMember:IAMMember" not in TABLE and "gcp:serviceaccount/account:Account" not in TABLE
+    (pools_sa,) = {p.input("nodeConfig.serviceAccount") for p in plan.by_type("gcp:container/nodePool:NodePool")
+                   if p.input("name") != "system"} or {None}
+    assert pools_sa == plan.outputs["nodeServiceAccounts"]["pathways"]
+
+
+def test_finding_1_storage_roles_reach_only_the_stacks_buckets():
+    types = {"gcp:storage/bucket:Bucket", "gcp:storage/bucketIAMMember:BucketIAMMember"}
+    for identity, role in (("deploy", "roles/storage.admin"), ("preview", "roles/storage.bucketViewer")):
+        (g,) = [g for g in grants(identity, types, buckets=("team-cache", "team-cache-artifacts")) if g.role == role]
+        assert g.scope == "project" and g.condition is not None
+        # Google's resource name of a bucket and of its objects (IAM "Resource attributes", resource name format): the
+        # bucket itself or a slash after its name, so that team-cache does not also admit team-cache-evil
+        assert g.condition.expression == (
+            "resource.name == 'projects/_/buckets/team-cache' || resource.name.startsWith('projects/_/buckets/team-cache/') || "
+            "resource.name == 'projects/_/buckets/team-cache-artifacts' || resource.name.startsWith('projects/_/buckets/team-cache-artifacts/')")
+    # creating a bucket is checked on the project: storage.editor, unconditioned, holds no object or IAM-policy permission
+    assert {g.role: g.condition for g in grants("deploy", types, buckets=("b",))}["roles/storage.editor"] is None
+
+
+def test_finding_1_each_identity_reaches_only_its_own_stacks_state():
+    (g,) = [g for g in grants("deploy", set(), state=("proj-pulumi-state", "pathways", "prod")) if g.scope == "state bucket"]
+    assert g.role == "roles/storage.objectUser" and g.condition is not None
+    objects = "projects/_/buckets/proj-pulumi-state/objects/.pulumi"
+    for path in (f"{objects}/stacks/pathways/prod.json", f"{objects}/history/pathways/prod/", f"{objects}/backups/pathways/prod/",
+                 f"{objects}/locks/organization/pathways/prod/"):
+        assert f"resource.name.startsWith('{path}')" in g.condition.expression
+    assert f"resource.name == '{objects}/meta.yaml'" in g.condition.expression
+    assert "/dev" not in g.condition.expression and "staging" not in g.condition.expression
+
+
+def test_finding_1_the_deploy_identity_only_decrypts():
+    # Pulumi calls KMS Encrypt only to make a stack's data key (pkg/secrets/cloud/manager.go generateNewDataKey), which
+    # `pulumi stack change-secrets-provider` did once; every run after decrypts it
+    assert identities.KMS_ROLES == {"deploy": "roles/cloudkms.cryptoKeyDecrypter", "preview": "roles/cloudkms.cryptoKeyDecrypter"}
 
 
 def test_an_unknown_type_is_an_error_not_a_silent_skip():

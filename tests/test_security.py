@@ -371,7 +371,7 @@ def test_guards_are_bound_and_deny():
     plan = stack_plan("dev")
     policies = {p["metadata"]["name"]: p for p in _objects(plan, "ValidatingAdmissionPolicy")}
     bindings = {b["metadata"]["name"]: b for b in _objects(plan, "ValidatingAdmissionPolicyBinding")}
-    assert sorted(policies) == sorted(bindings) == ["pathways-nodes-reserved", "pathways-workload-templates"]
+    assert sorted(policies) == sorted(bindings) == ["pathways-ci-preview-dry-run-only", "pathways-nodes-reserved", "pathways-workload-templates"]
     for name, binding in bindings.items():
         assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
         assert policies[name]["spec"]["failurePolicy"] == "Fail"

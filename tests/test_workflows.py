@@ -92,7 +92,7 @@ def test_identities_only_inside_their_stacks_environment():
     # every job that can mint a cloud token runs in an environment named after its stack
     for name, job in jobs.items():
         if job.get("permissions", {}).get("id-token") == "write":
-            assert job["environment"] in ("${{ inputs.stack }}-preview", "${{ inputs.stack }}"), name
+            assert job["environment"] in (PREVIEW_ENVIRONMENT, "${{ inputs.stack }}"), name
             auth = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("google-github-actions/auth@"))
             # the service account comes from the environment's own vars, never a repo-wide name
             assert auth["with"]["service_account"] == "${{ vars.GCP_SERVICE_ACCOUNT }}"
@@ -105,12 +105,47 @@ def test_identities_only_inside_their_stacks_environment():
                 assert "google-github-actions/auth" not in yaml.safe_dump(job), (other, name)
 
 
+# A pull request previews in `<stack>-pull-request`, the preview before a deploy runs in `<stack>-preview`
+# (bootstrap/program.py environments(); the pool's condition accepts the latter, and the deploy environment, from
+# refs/heads/main only).
+PREVIEW_ENVIRONMENT = ("${{ github.event_name == 'pull_request' && format('{0}-pull-request', inputs.stack) || "
+                       "format('{0}-preview', inputs.stack) }}")
+
+
+def test_finding_2_pull_requests_preview_in_their_own_environment_and_never_deploy():
+    from bootstrap import program as bootstrap
+
+    jobs = load("pulumi-stack.yml")["jobs"]
+    assert jobs["preview"]["environment"] == PREVIEW_ENVIRONMENT
+    assert bootstrap.environments("prod", "preview") == ("prod-preview", "prod-pull-request")
+    assert bootstrap.environments("prod", "deploy") == ("prod",)
+    # `up` runs on main's pushes only; a branch that edits this still gets no deploy token (the pool's condition)
+    assert jobs["up"]["if"] == "inputs.apply && github.event_name == 'push' && github.ref == 'refs/heads/main'"
+    assert load("deploy.yml")["on"] == {"push": {"branches": ["main"]}}
+    assert all("apply" not in job.get("with", {}) for job in load("pull-request.yml")["jobs"].values())
+
+
+def test_finding_6_a_stacks_first_preview_needs_no_state_write():
+    jobs = load("pulumi-stack.yml")["jobs"]
+    steps = jobs["preview"]["steps"]
+    state = next(s for s in steps if s.get("id") == "state")
+    assert state["run"] == '.venv/bin/python -m infra.ci_state "$BACKEND" "$STACK" >> "$GITHUB_OUTPUT"'
+    assert state["env"] == {"BACKEND": "${{ vars.PULUMI_BACKEND_URL }}", "STACK": "${{ inputs.stack }}"}  # never interpolated
+    preview = pulumi_step(jobs["preview"])["with"]
+    assert preview["cloud-url"] == "${{ steps.state.outputs.url }}"  # an empty throwaway backend until the stack exists
+    assert preview["upsert"] == "${{ steps.state.outputs.exists != 'true' }}"
+    assert steps.index(state) < steps.index(pulumi_step(jobs["preview"]))
+    up = pulumi_step(jobs["up"])["with"]
+    assert up["upsert"] is True and up["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"  # the deploy creates the stack
+    assert preview["secrets-provider"] == up["secrets-provider"] == "${{ steps.state.outputs.secrets-provider }}"
+
+
 def test_up_applies_the_previewed_plan_with_a_pinned_cli():
     jobs = load("pulumi-stack.yml")["jobs"]
     preview, up = pulumi_step(jobs["preview"])["with"], pulumi_step(jobs["up"])["with"]
     assert preview["command"] == "preview" and up["command"] == "up"
     assert preview["plan"] == up["plan"] == "plan-${{ inputs.stack }}.json"
-    assert jobs["up"]["needs"] == "preview" and jobs["up"]["if"] == "inputs.apply"
+    assert jobs["up"]["needs"] == "preview" and jobs["up"]["if"].startswith("inputs.apply && ")
     assert "refresh" not in up  # a refresh would re-create finished or hand-deleted JobSets
     assert preview["policyPacks"] == up["policyPacks"] == "policies"
     assert preview["pulumi-version"] == up["pulumi-version"] == "${{ env.PULUMI_VERSION }}"

@@ -9,9 +9,21 @@ unknown type is an error: a new resource type must come with its roles, or the f
 
 Roles are Google's predefined roles, the narrowest that hold the permissions named in each entry's
 source (Google Cloud's IAM roles and permissions reference, cloud.google.com/iam/docs/roles-permissions/
-<service>). Both identities also use the Pulumi state bucket (deploy writes, preview reads) and, where the
-stack file encrypts secrets with Cloud KMS (`secretsprovider: gcpkms://...`), its key (deploy encrypts,
-preview decrypts): those grants are bound on the bucket and on the key, never project-wide. The bootstrap project (bootstrap/) applies all this.
+<service>). Both identities also use the Pulumi state bucket (deploy writes, preview reads), each only its own
+stack's objects there, and, where the stack file encrypts secrets with Cloud KMS (`secretsprovider:
+gcpkms://...`), its key (both only decrypt: Pulumi calls KMS Encrypt only to make a stack's data key, once,
+pulumi/pulumi pkg/secrets/cloud/manager.go); those grants are bound on the bucket and on the key, never
+project-wide. The bootstrap project (bootstrap/) applies all this, and owns what would otherwise make the deploy
+identity as strong as any account of the project: the node service accounts and their project roles. The deploy
+identity may act as those two accounts only (`iam.serviceAccountUser` on each, not on the project), grants no
+project role, and reaches only the stack's own buckets.
+
+What IAM Conditions can and cannot narrow (Google, "Attribute reference for IAM Conditions" and "Resource attributes
+for IAM Conditions"): resource names are recognised for Cloud Storage (`projects/_/buckets/<bucket>` and
+`.../objects/<object>`) but not for IAM's own resources, so `iam.serviceAccountUser`/`serviceAccountAdmin` cannot be
+limited to named accounts by a project-level condition (hence the grants on the accounts themselves); and the only
+API attribute of a setIamPolicy call is `iam.googleapis.com/modifiedGrantsByRole`, which limits the *roles* granted,
+never the member (hence the node roles granted by the bootstrap, not by the deploy identity).
 """
 
 from __future__ import annotations
@@ -43,10 +55,13 @@ class Condition:
     expression: str
 
 
+Scope = Literal["project", "state bucket", "secrets key", "node service accounts"]
+
+
 @dataclass(frozen=True)
 class Grant:
     role: str
-    scope: Literal["project", "state bucket", "secrets key"]
+    scope: Scope
     condition: Optional[Condition] = None
 
 
@@ -57,9 +72,8 @@ def _src(service: str, *permissions: str) -> str:
 COMPUTE, CONTAINER, IAM, STORAGE, MONITORING = (f"{s}.googleapis.com" for s in ("compute", "container", "iam", "storage", "monitoring"))
 RESOURCE_MANAGER, LOGGING, DNS = "cloudresourcemanager.googleapis.com", "logging.googleapis.com", "dns.googleapis.com"
 
-# The roles the stack grants its node service accounts (components/node_identity.py): to log, report metrics
-# and pull images, nothing more; the only project roles the deploy identity may grant, by an IAM condition on
-# resourcemanager.projectIamAdmin (Google: "Delegate the management of role grants with conditions").
+# The roles the node service accounts hold on the project (the bootstrap grants them, bootstrap/program.py): to log,
+# report metrics and pull images, nothing more.
 NODE_ROLES = (
     "roles/logging.logWriter",
     "roles/monitoring.metricWriter",
@@ -68,17 +82,56 @@ NODE_ROLES = (
     "roles/autoscaling.metricsWriter",
     "roles/artifactregistry.reader",
 )
-NODE_ROLES_ONLY = Condition(
-    title="node-sa-roles-only",
-    expression="api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly([{}])".format(
-        ", ".join(f"'{r}'" for r in NODE_ROLES)),
-)
-CONDITIONS = {"roles/resourcemanager.projectIamAdmin": NODE_ROLES_ONLY}
+# Creating a cluster or node pool that runs as a service account needs iam.serviceAccounts.actAs on that account
+# (GKE "Use least privilege IAM service accounts"): granted on the two node accounts themselves.
+NODE_ACCOUNT_ROLE = "roles/iam.serviceAccountUser"
+NODE_ACCOUNT_TYPES = frozenset({"gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"})
+def ci_account_id(stack: str, identity: Identity) -> str:
+    """The service account ID the bootstrap gives a stack's CI identity (bootstrap/program.py)."""
+    return f"pulumi-{stack}-{identity}"
+
+
+def ci_account_email(stack: str, identity: Identity, project: str) -> str:
+    """Its email: GKE authenticates a Google service account to the cluster as a user of this name, which
+    Kubernetes RBAC subjects name (GKE "Role-based access control")."""
+    return f"{ci_account_id(stack, identity)}@{project}.iam.gserviceaccount.com"
+
+
+# Storage roles held project-wide but, by this condition, only on the stack's own buckets and their objects. The
+# resource name of a bucket is projects/_/buckets/<name>, of an object .../objects/<name> (Google, "Resource
+# attributes for IAM Conditions", resource name format); "startsWith the bucket" alone would also match
+# <name>-other, a bucket of someone else: hence the name itself, or the name and a slash.
+BUCKET_CONDITIONED_ROLES = frozenset({"roles/storage.admin", "roles/storage.bucketViewer"})
+
+
+def stack_buckets_condition(buckets: Iterable[str]) -> Condition:
+    names = sorted(set(buckets))
+    return Condition(
+        title="stack-buckets-only",
+        expression=" || ".join(f"resource.name == 'projects/_/buckets/{b}' || resource.name.startsWith('projects/_/buckets/{b}/')"
+                               for b in names),
+    )
+
+
+# The Pulumi state of one stack in a DIY backend (pulumi/pulumi pkg/backend/diy, project-scoped layout, meta.yaml
+# version 1): .pulumi/meta.yaml, the checkpoint .pulumi/stacks/<project>/<stack>.json (.bak, .gz), its history and
+# backups under .pulumi/{history,backups}/<project>/<stack>/, its locks under .pulumi/locks/organization/<project>/
+# <stack>/ (store.go StackBasePath/HistoryDir/BackupDir, lock.go stackLockDir). Listing is checked on the bucket.
+def stack_state_condition(bucket: str, project: str, stack: str) -> Condition:
+    objects = f"projects/_/buckets/{bucket}/objects/.pulumi"
+    prefixes = (f"{objects}/stacks/{project}/{stack}.json", f"{objects}/history/{project}/{stack}/", f"{objects}/backups/{project}/{stack}/",
+                f"{objects}/locks/organization/{project}/{stack}/")
+    return Condition(
+        title=f"state-of-{stack}"[:100],
+        expression=" || ".join([f"resource.name == 'projects/_/buckets/{bucket}'", f"resource.name == '{objects}/meta.yaml'",
+                                *(f"resource.name.startsWith('{p}')" for p in prefixes)]),
+    )
+
 
 _NETWORK = (("roles/compute.networkAdmin",), ("roles/compute.networkViewer",), (COMPUTE,))
 # Cluster and node pools: the cluster API only (clusterAdmin); creating nodes that run as the stack's node
-# service accounts needs iam.serviceAccounts.actAs on them (serviceAccountUser).
-_GKE = (("roles/container.clusterAdmin", "roles/iam.serviceAccountUser"), ("roles/container.clusterViewer",))
+# service accounts needs iam.serviceAccounts.actAs on them: NODE_ACCOUNT_ROLE, on those two accounts only.
+_GKE = (("roles/container.clusterAdmin",), ("roles/container.clusterViewer",))
 # Kubernetes objects go through the cluster's API, authorized by IAM (container.* permissions). Namespaced
 # objects, priority classes and custom resources (container.thirdPartyObjects.*) need container.developer;
 # RBAC objects (roles.escalate/bind), admission policies and the Helm charts (ClusterRoles, CRDs, webhooks)
@@ -125,18 +178,12 @@ TABLE: dict[str, Access] = {
         _src("monitoring", "monitoring.dashboards.create", "monitoring.dashboards.get")),
     "gcp:projects/iAMCustomRole:IAMCustomRole": Access(
         ("roles/iam.roleAdmin",), ("roles/iam.roleViewer",), (IAM,), _src("iam", "iam.roles.create", "iam.roles.get")),
-    # The node service accounts' project roles: projectIamAdmin, limited by NODE_ROLES_ONLY to NODE_ROLES.
-    # iam.roleViewer (6 permissions) holds resourcemanager.projects.getIamPolicy.
-    "gcp:projects/iAMMember:IAMMember": Access(
-        ("roles/resourcemanager.projectIamAdmin",), ("roles/iam.roleViewer",), (RESOURCE_MANAGER,),
-        _src("resourcemanager", "resourcemanager.projects.setIamPolicy", "resourcemanager.projects.getIamPolicy")),
-    "gcp:serviceaccount/account:Account": Access(
-        ("roles/iam.serviceAccountAdmin",), ("roles/iam.serviceAccountViewer",), (IAM,),
-        _src("iam", "iam.serviceAccounts.create", "iam.serviceAccounts.get")),
-    # storage.editor can create buckets but neither update them nor read or set their IAM policy: storage.admin
-    # is the narrowest predefined role with storage.buckets.update and setIamPolicy.
+    # storage.admin holds storage.buckets.update and setIamPolicy, which the buckets need (no narrower predefined
+    # role has both), but only on the stack's buckets (BUCKET_CONDITIONED_ROLES). Creating a bucket is checked against
+    # the project ("does not have storage.buckets.create access to the Google Cloud project"), which no bucket-name
+    # condition matches: storage.editor, which holds no object permission and no IAM policy permission, creates them.
     "gcp:storage/bucket:Bucket": Access(
-        ("roles/storage.admin",), ("roles/storage.bucketViewer",), (STORAGE,),
+        ("roles/storage.admin", "roles/storage.editor"), ("roles/storage.bucketViewer",), (STORAGE,),
         _src("storage", "storage.buckets.create", "storage.buckets.update", "storage.buckets.get")),
     # Reading a bucket's IAM policy: no storage viewer role has storage.buckets.getIamPolicy; securityReviewer
     # (read-only, every getIamPolicy) does.
@@ -157,6 +204,10 @@ TABLE: dict[str, Access] = {
     "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:rbac.authorization.k8s.io/v1:Role": _k8s("roles/container.admin", "container.roles.create", "container.roles.escalate"),
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": _k8s("roles/container.admin", "container.roleBindings.create", "container.roles.bind"),
+    # The CI preview identity's dry-run access (components/manifests/ci_preview.py)
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": _k8s("roles/container.admin", "container.clusterRoles.create", "container.clusterRoles.escalate"),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": _k8s("roles/container.admin", "container.clusterRoleBindings.create",
+                                                                       "container.clusterRoles.bind"),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": _k8s(*_ADMISSION),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": _k8s(*_ADMISSION),
     # A remote component: the provider registers the chart's objects (CRDs, ClusterRoles, webhooks, Deployments).
@@ -173,10 +224,13 @@ TABLE: dict[str, Access] = {
 COMPONENT_PREFIX = "pathways:"
 
 # The Pulumi state (a DIY backend in a bucket): deploy writes checkpoints, history and locks; preview only
-# reads (pulumi/pulumi pkg/backend/diy: a preview takes no lock and persists no snapshot).
+# reads (pulumi/pulumi pkg/backend/diy: a preview takes no lock and persists no snapshot). Each its own stack's
+# objects only (stack_state_condition).
 STATE_ROLES: dict[Identity, str] = {"deploy": "roles/storage.objectUser", "preview": "roles/storage.objectViewer"}
-# The stack's Cloud KMS key (staging, prod): deploy encrypts new secrets, preview only decrypts.
-KMS_ROLES: dict[Identity, str] = {"deploy": "roles/cloudkms.cryptoKeyEncrypterDecrypter", "preview": "roles/cloudkms.cryptoKeyDecrypter"}
+# The stack's Cloud KMS key (staging, prod): both only decrypt. Pulumi's cloud secrets manager encrypts with the
+# key once, to make the stack's data key (`pulumi stack change-secrets-provider`, run by whoever bootstraps), and
+# from then on decrypts that data key and encrypts secrets with it locally (pkg/secrets/cloud/manager.go).
+KMS_ROLES: dict[Identity, str] = {"deploy": "roles/cloudkms.cryptoKeyDecrypter", "preview": "roles/cloudkms.cryptoKeyDecrypter"}
 
 # Predefined roles that hold every permission of others (compared permission by permission in Google's
 # role reference): a project grant of the first makes a grant of the second redundant.
@@ -186,7 +240,6 @@ IMPLIES: dict[str, frozenset[str]] = {
     "roles/container.developer": frozenset({"roles/container.clusterViewer"}),
     "roles/container.clusterAdmin": frozenset({"roles/container.clusterViewer"}),
     "roles/container.viewer": frozenset({"roles/container.clusterViewer"}),
-    "roles/storage.admin": frozenset({"roles/storage.bucketViewer"}),
     "roles/iam.roleAdmin": frozenset({"roles/iam.roleViewer"}),
     "roles/compute.networkAdmin": frozenset({"roles/compute.networkViewer"}),
     "roles/monitoring.alertPolicyEditor": frozenset({"roles/monitoring.alertPolicyViewer"}),
@@ -224,11 +277,18 @@ def project_roles(identity: Identity, types: Iterable[str]) -> list[str]:
     return sorted(roles - implied)
 
 
-def grants(identity: Identity, types: Iterable[str], *, kms_key: bool = False) -> list[Grant]:
-    """Everything one identity is granted: project roles (with their conditions), the state bucket and, when
-    the stack encrypts its secrets with Cloud KMS, its key."""
-    out = [Grant(r, "project", CONDITIONS.get(r) if identity == "deploy" else None) for r in project_roles(identity, types)]
-    out.append(Grant(STATE_ROLES[identity], "state bucket"))
+def grants(identity: Identity, types: Iterable[str], *, kms_key: bool = False, buckets: Iterable[str] = (),
+           state: Optional[tuple[str, str, str]] = None) -> list[Grant]:
+    """Everything one identity is granted: project roles (the storage ones only on `buckets`, the stack's), the
+    node service accounts (deploy: act as them), the state bucket (`state`: (bucket, Pulumi project, stack), its
+    own stack's objects only) and, when the stack encrypts its secrets with Cloud KMS, its key."""
+    types = set(types)
+    buckets = tuple(buckets)
+    out = [Grant(r, "project", stack_buckets_condition(buckets) if r in BUCKET_CONDITIONED_ROLES and buckets else None)
+           for r in project_roles(identity, types)]
+    if identity == "deploy" and types & NODE_ACCOUNT_TYPES:
+        out.append(Grant(NODE_ACCOUNT_ROLE, "node service accounts"))
+    out.append(Grant(STATE_ROLES[identity], "state bucket", stack_state_condition(*state) if state else None))
     if kms_key:
         out.append(Grant(KMS_ROLES[identity], "secrets key"))
     return out
