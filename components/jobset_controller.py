@@ -9,6 +9,7 @@ from typing import Optional
 import pulumi
 
 from .controller_chart import install_chart
+from .dependencies import Dependency
 from .manifests.controller_charts import JOBSET
 
 
@@ -23,7 +24,7 @@ class JobSetControllerArgs:
 
 
 class JobSetController(pulumi.ComponentResource):
-    ready: pulumi.Resource
+    ready: Dependency
     """Depend on this: the CRD is applied and the controller and webhook are ready (Pulumi awaits the
     Deployment), so a JobSet created afterwards is admitted."""
 
@@ -32,5 +33,5 @@ class JobSetController(pulumi.ComponentResource):
         # The values come from components/manifests/controller_charts.py, which the offline render uses too.
         chart = install_chart(self, name, namespace=JOBSET.namespace, pod_security=JOBSET.pod_security, chart=args.chart,
                               version=args.version, values=JOBSET.values(args.version, args.system_role))
-        self.ready = chart
+        self.ready = chart.resources  # the Chart and every object it made (components/dependencies.py)
         self.register_outputs({})

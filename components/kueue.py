@@ -10,6 +10,7 @@ import pulumi
 from pulumi_kubernetes import _utilities as k8s_utilities
 
 from .controller_chart import install_chart
+from .dependencies import Dependency, all_of
 from .manifests.controller_charts import KUEUE
 
 
@@ -36,20 +37,20 @@ class KubernetesObject(pulumi.CustomResource):
 
 
 class Kueue(pulumi.ComponentResource):
-    ready: list[pulumi.Resource]
+    ready: list[Dependency]
     """Depend on these: the controller and webhooks are up and the queues exist."""
 
     def __init__(self, name: str, args: KueueArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:Kueue", name, None, opts)
-        installed: list[pulumi.Resource] = []
+        installed: list[Dependency] = []
         if args.chart is not None:
             # The values come from components/manifests/controller_charts.py, which the offline render uses too.
             installed.append(install_chart(self, name, namespace=KUEUE.namespace, pod_security=KUEUE.pod_security, chart=args.chart,
-                                           version=args.version, values=KUEUE.values(args.version, args.system_role)))
+                                           version=args.version, values=KUEUE.values(args.version, args.system_role)).resources)
         objects = [
             KubernetesObject(
                 "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=installed),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(installed)),
             )
             for obj in args.objects
         ]

@@ -15,6 +15,7 @@ from typing import Optional
 import pulumi
 
 from .controller_chart import install_chart
+from .dependencies import Dependency
 from .manifests.controller_charts import LWS
 
 
@@ -29,7 +30,7 @@ class LeaderWorkerSetControllerArgs:
 
 
 class LeaderWorkerSetController(pulumi.ComponentResource):
-    ready: pulumi.Resource
+    ready: Dependency
     """Depend on this: the CRD is applied and the controller and its webhooks are ready."""
 
     def __init__(self, name: str, args: LeaderWorkerSetControllerArgs, opts: Optional[pulumi.ResourceOptions] = None):
@@ -37,5 +38,5 @@ class LeaderWorkerSetController(pulumi.ComponentResource):
         # The values come from components/manifests/controller_charts.py, which the offline render uses too.
         chart = install_chart(self, name, namespace=LWS.namespace, pod_security=LWS.pod_security, chart=args.chart,
                               version=args.version, values=LWS.values(args.version, args.system_role))
-        self.ready = chart
+        self.ready = chart.resources  # the Chart and every object it made (components/dependencies.py)
         self.register_outputs({})

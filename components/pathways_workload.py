@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from .dependencies import Dependency, all_of
 from .manifests.jobset import API_VERSION, IMMUTABLE_SPEC_FIELDS, KIND, PROFILING_TOKEN_KEY
 
 
@@ -22,8 +23,8 @@ class PathwaysWorkloadArgs:
     """Name of the Secret to create for the workload's env values (they came from secret config), or None."""
     env: dict[str, str]
     """The workload's env values (only used with env_secret: the JobSet then holds references only)."""
-    depends_on: tuple[pulumi.Resource, ...]
-    """What must exist first: the JobSet controller (CRD + webhook) and the workload's node pools."""
+    depends_on: tuple[Dependency, ...]
+    """What must exist first: the JobSet controller's objects (CRD, webhook, Deployment) and the workload's node pools."""
 
 
 class PathwaysWorkload(pulumi.ComponentResource):
@@ -33,7 +34,7 @@ class PathwaysWorkload(pulumi.ComponentResource):
     def __init__(self, name: str, args: PathwaysWorkloadArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:PathwaysWorkload", name, None, opts)
         meta = args.manifest["metadata"]
-        deps = list(args.depends_on)
+        deps: list[Dependency] = list(args.depends_on)
         if args.profiling_secret:
             token = random.RandomPassword(f"{name}-profiling-token", length=40, special=False, opts=pulumi.ResourceOptions(parent=self))
             secret = k8s.core.v1.Secret(
@@ -62,7 +63,7 @@ class PathwaysWorkload(pulumi.ComponentResource):
             spec=args.manifest["spec"],
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=deps,
+                depends_on=all_of(deps),
                 # A JobSet's spec is immutable once created (suspend aside): a change replaces it, old one first.
                 replace_on_changes=[f"spec.{f}" for f in IMMUTABLE_SPEC_FIELDS],
                 delete_before_replace=True,

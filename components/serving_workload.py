@@ -8,6 +8,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .dependencies import Dependency, all_of
 from .manifests.lws import API_VERSION, KIND, REPLACE_ON_CHANGES
 
 
@@ -16,7 +17,7 @@ class ServingWorkloadArgs:
     leader_worker_set: dict[str, Any]
     """Built by components.manifests.lws (pure) from the resolved stack."""
     service: dict[str, Any]
-    depends_on: tuple[pulumi.Resource, ...]
+    depends_on: tuple[Dependency, ...]
     """The LWS controller (CRD and webhooks), the namespace, the PriorityClass, the slices, the queues."""
 
 
@@ -28,7 +29,7 @@ class ServingWorkload(pulumi.ComponentResource):
         # an update in place, not a replacement; only the subgroup policy cannot change in place.
         self.leader_worker_set = k8s.apiextensions.CustomResource(
             name, api_version=API_VERSION, kind=KIND, metadata=lws["metadata"], spec=lws["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(args.depends_on),
                                         replace_on_changes=list(REPLACE_ON_CHANGES), delete_before_replace=True),
         )
         svc = args.service

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster import GkeCluster, GkeClusterArgs
+from components.dependencies import Dependency
 from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
 from components.head_pool import HeadPool, HeadPoolArgs
 from components.jobset_controller import JobSetController, JobSetControllerArgs
@@ -171,11 +172,11 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     the Kubernetes objects (its pools, the head pool, the bucket grants)."""
     k8s_opts = pulumi.ResourceOptions(provider=provider)
     kube = cfg.kubernetes
-    controllers: tuple[pulumi.Resource, ...] = ()
+    controllers: tuple[Dependency, ...] = ()
     if kube.install_controllers:
         controllers = (JobSetController("jobset", JobSetControllerArgs(
             version=kube.jobset_version, chart=kube.jobset_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
-    serving_controllers: tuple[pulumi.Resource, ...] = ()
+    serving_controllers: tuple[Dependency, ...] = ()
     if kube.install_controllers and any(w.mode == "serve" for w in cfg.workloads):
         serving_controllers = (LeaderWorkerSetController("lws", LeaderWorkerSetControllerArgs(
             version=kube.lws_version, chart=kube.lws_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
@@ -197,7 +198,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             role=service_access.role(service), role_binding=service_access.role_binding(service),
             namespace_labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
-    queues: tuple[pulumi.Resource, ...] = ()
+    queues: tuple[Dependency, ...] = ()
     if kube.kueue.enabled:
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
