@@ -1,21 +1,25 @@
-"""The real-engine tier: one local control plane (real kube-apiserver, etcd, controller-manager and
-scheduler; real JobSet, Kueue and LWS controllers with their webhooks) for the whole session, each
-scenario deploying a stack's Kubernetes layer onto GKE-shaped fake nodes and resetting it after.
+"""The real-engine tier: one local control plane (real kube-apiserver, etcd, controller-manager and scheduler,
+kwok's fake nodes built from GKE's facts) for the whole session. Every scenario deploys its stack the way a
+user does, through the real `pulumi up` of the stack's program (existing-cluster mode), the JobSet, Kueue and
+LeaderWorkerSet charts included: their controllers run as the pinned binaries under the charts'
+ServiceAccounts, configs and webhooks (tools/cluster/kubelet.py). One stack runs at a time; a scenario that
+asks for the stack that runs already reuses it, any other takes it down with `pulumi destroy` first.
 
 Run with `make e2e` (it builds the engines first). A missing engine is a failure, never a skip."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator, Optional
 
 import pytest
 
-from infra.offline.engine import Plan
-from tools.cluster.deploy import deploy, reset
-from tools.cluster.local import ROOT, LocalCluster, leftover_processes
+from tools.cluster.deploy import Deployed, deploy_stack, pulumi_up, take_down, transition
+from tools.cluster.local import ROOT, ClusterError, LocalCluster, leftover_processes
+from tools.pulumi_real.run import Result
 
 
 @pytest.fixture(scope="session")
@@ -28,15 +32,101 @@ def cluster() -> Iterator[LocalCluster]:
     assert not left, f"the teardown left processes behind: {left}"
 
 
-@pytest.fixture
-def stack(cluster: LocalCluster) -> Iterator[Callable[[Plan], list[dict[str, Any]]]]:
-    """deploy(plan) onto the cluster; whatever was deployed is removed after the test."""
-    deployed: list[Plan] = []
+class Stacks:
+    """The one stack that runs on the control plane, deployed by the real `pulumi up`."""
 
-    def _deploy(plan: Plan, region: str = "us-east5", zone: str = "us-east5-b") -> list[dict[str, Any]]:
-        deployed.append(plan)
-        return deploy(cluster, plan, region, zone)
+    def __init__(self, cluster: LocalCluster, workdir: Path):
+        self.cluster = cluster
+        self.workdir = workdir
+        self.current: Optional[Deployed] = None
+        self._key: Optional[str] = None
 
-    yield _deploy
-    if deployed:
-        reset(cluster)
+    def use(self, name: str, config: dict[str, Any], secrets: Optional[dict[str, str]] = None) -> Deployed:
+        """The stack `name` with `config`, deployed (charts included) by a `pulumi up` of the running stack
+        (tools/cluster/deploy.py transition) or, on an empty cluster, a first one; its second preview empty."""
+        key = json.dumps([name, config, secrets], sort_keys=True)
+        if self.current is not None and key == self._key:
+            return self.current
+        if self.current is None:
+            self.current = deploy_stack(self.cluster, name, config, self.workdir / f"{name}-{time.monotonic_ns()}", secrets)
+        else:
+            self.current = transition(self.cluster, self.current, name, config, secrets)
+        self._key = key
+        expect_no_changes(self.current)
+        return self.current
+
+    def changed(self) -> None:
+        """A scenario changed the running stack itself: the next use() runs `pulumi up` whatever it asks for."""
+        self._key = None
+
+    def update(self, config: dict[str, Any]) -> Result:
+        """`pulumi up` of the running stack with a changed config (its Kubernetes layer), as a user's next
+        change; the next use() of the old config deploys it again."""
+        assert self.current is not None
+        from tools.cluster.deploy import existing_mode
+
+        self.current.run.set_config(existing_mode(config, self.cluster))
+        self.current.config = config
+        self._key = None
+        result = pulumi_up(self.cluster, self.current.run)
+        if result.returncode != 0:
+            raise ClusterError(f"pulumi up of the changed stack {self.current.name} failed:\n{result.output[-4000:]}")
+        return result
+
+    def close(self) -> None:
+        if self.current is not None:
+            current, self.current, self._key = self.current, None, None
+            take_down(self.cluster, current)
+
+
+def expect_no_changes(deployed: Deployed) -> None:
+    """The stack's second preview proposes nothing: every quantity and default as the API server stores it."""
+    again = deployed.run.cli("preview", "--expect-no-changes", "--diff")
+    assert again.returncode == 0, f"stack {deployed.name}: a second preview proposes changes:\n{again.output[-4000:]}"
+
+
+@pytest.fixture(scope="session")
+def stacks(cluster: LocalCluster) -> Iterator[Stacks]:
+    s = Stacks(cluster, cluster.workdir / "stacks")
+    yield s
+    s.close()
+
+
+# --- the tier's own report: every scenario ran (a skip fails the tier) -------------------------------------
+
+_outcomes: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or report.outcome != "passed":
+        _outcomes[report.nodeid] = report.outcome if not hasattr(report, "wasxfail") else "xfail"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """build/e2e/report.json: every scenario and its outcome. A skipped or xfailed scenario fails the session:
+    the tier never passes unproven."""
+    counts: dict[str, int] = {}
+    for outcome in _outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    out = ROOT / "build" / "e2e" / "report.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"collected": session.testscollected, "outcomes": counts, "scenarios": _outcomes}, indent=2) + "\n")
+    if counts.get("skipped") or counts.get("xfail"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# The order scenarios run in: those that need no stack first, then the stacks (a scenario reuses the stack that
+# runs, so those of one stack follow each other), then those that take the stack down (destroy, a failed deploy).
+FIRST = ("test_offline.py", "test_pod_security.py")
+LAST = ("test_pulumi.py", "test_charts.py")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        module = item.path.name
+        if module in FIRST:
+            return (0, FIRST.index(module))
+        if module in LAST:
+            return (2, LAST.index(module))
+        return (1, 0)
+    items.sort(key=rank)  # stable: within a rank, the collection order

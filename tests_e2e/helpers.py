@@ -58,3 +58,16 @@ def placement(cluster: LocalCluster, jobset_pods: list[dict[str, Any]]) -> dict[
         meta = p["metadata"]["labels"]
         out[(meta[REPLICATED_JOB], int(meta[JOB_INDEX]))].append(labels[p["spec"]["nodeName"]]["cloud.google.com/gke-nodepool"])
     return dict(out)
+
+
+CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
+
+
+def controller_pods(cluster: LocalCluster) -> dict[str, list[dict[str, Any]]]:
+    """Namespace -> the pods the controllers' Deployments run there (those namespaces that exist)."""
+    out = {}
+    existing = {n["metadata"]["name"] for n in cluster.get("namespaces")["items"]}
+    for ns in CONTROLLER_NAMESPACES:
+        if ns in existing:
+            out[ns] = [p for p in cluster.get("pods", "-n", ns)["items"] if not p["metadata"].get("deletionTimestamp")]
+    return out

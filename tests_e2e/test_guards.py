@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import stack_plan
-from tools.cluster.deploy import deploy, reset
+from tests_e2e.test_stacks import stack_config
 from tools.cluster.local import LocalCluster
 
 TPU_TOLERATION = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -37,11 +36,11 @@ def tpu_node(cluster: LocalCluster) -> str:
 
 
 @pytest.fixture(scope="module")
-def dev(cluster):
-    deploy(cluster, stack_plan("dev"), "us-east5", "us-east5-b")
+def dev(cluster, stacks):
+    stacks.use("dev", stack_config("dev"))
     cluster.kubectl("create", "namespace", "team-a")
     yield
-    reset(cluster)
+    cluster.kubectl("delete", "namespace", "team-a", "--wait=true", check=False)
 
 
 @pytest.mark.parametrize("name,namespace,spec,message", [

@@ -1,8 +1,8 @@
-"""The real Pulumi engine on the Kubernetes layer (existing-cluster mode) against the local control plane:
-the CLI v3.274.1 and the pulumi-kubernetes provider v4.25.0 built from the Go module proxy, the policy
-pack, a file backend and passphrase secrets in a throwaway directory. What `pulumi up` makes is what the
-offline plan says; the policy verdicts agree; the second preview is empty; secrets stay secret; the
-workflows' commands (saved plans) work; `pulumi destroy` leaves nothing behind."""
+"""The real Pulumi engine on the Kubernetes layer (existing-cluster mode, the controllers' charts included)
+against the local control plane: the CLI v3.274.1 and the pulumi-kubernetes provider v4.25.0 built from the Go
+module proxy, the policy pack, a file backend and passphrase secrets in a throwaway directory. What `pulumi up`
+makes is what the offline plan says; the policy verdicts agree; the second preview is empty; secrets stay
+secret; the workflows' commands (saved plans) work; `pulumi destroy` leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from infra.offline.policy_runner import run_policies
 from policies.rules import ALL_POLICIES
 from tests.conftest import plan_of
 from tests_e2e.helpers import is_true, wait_running, workload
-from tools.cluster.deploy import create_nodes
-from tools.cluster.gke_nodes import plan_nodes
-from tools.pulumi_real.run import POLICIES, PulumiRun
+from tools.cluster.deploy import existing_mode
+from tools.pulumi_real.run import POLICIES
 
 TOKEN = "PLAINTEXT-hf_0c9d8e7f6a5b"
 BASE = {
@@ -31,19 +30,23 @@ NOTEBOOK = {"name": "nb", "mode": "interactive", "slices": 1}
 
 
 def existing(cluster, workloads: list[dict]) -> dict:
-    return {**BASE, "pathways:workloads": workloads,
-            "pathways:cluster": {"existing": {"kubeconfig": str(cluster.kubeconfig)}},
-            "pathways:bucket": {"name": "test-proj-123-e2e-pathways"},
-            # the local control plane runs JobSet and Kueue as processes (tools/cluster), as a platform team's would
-            "pathways:kubernetes": {"installControllers": False}}
+    """The stack's Kubernetes layer on the local control plane, the controllers' charts included."""
+    return existing_mode({**BASE, "pathways:workloads": workloads}, cluster)
+
+
+CHART = "kubernetes:helm.sh/v4:Chart"
 
 
 def resources(preview_json: str) -> set[tuple[str, str]]:
-    """(type, name) of every resource a preview's steps name (the URN's type after its parents' types)."""
+    """(type, name) of every resource a preview's steps name (the URN's type after its parents' types), but the
+    objects a chart renders (the Chart's children: the offline plan has the Chart as one resource)."""
     out = set()
     for step in json.loads(preview_json)["steps"]:
         _, _, qualified, name = step["urn"].split("::", 3)
-        kind = qualified.rsplit("$", 1)[-1]
+        chain = qualified.split("$")
+        if CHART in chain[:-1]:
+            continue
+        kind = chain[-1]
         if not kind.startswith(("pulumi:pulumi:Stack", "pulumi:providers:")):
             out.add((kind, name))
     return out
@@ -54,16 +57,9 @@ def offline(plan: Plan) -> set[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def pulumi_stack(cluster, tmp_path_factory):
-    # GKE's nodes for the pools, which a cluster made elsewhere has
-    create_nodes(cluster, plan_nodes(plan_of({**BASE, "pathways:workloads": [TRAIN]}, "e2e"), "us-east5", "us-east5-b"))
-    run = PulumiRun(tmp_path_factory.mktemp("pulumi"), "e2e", existing(cluster, [TRAIN]),
-                    secrets={"pathways:workloads[0].env.TOKEN": TOKEN})
-    yield run
-    run.cli_raw("destroy", "--yes")
-    from tools.cluster.deploy import reset
-
-    reset(cluster)
+def pulumi_stack(stacks):
+    # up with the first config (charts included); each test then changes the config of the same stack
+    return stacks.use("e2e", {**BASE, "pathways:workloads": [TRAIN]}, secrets={"pathways:workloads[0].env.TOKEN": TOKEN}).run
 
 
 def test_real_preview_equals_the_offline_plan_and_its_policies(cluster, pulumi_stack):
@@ -107,9 +103,10 @@ def real_actions(preview_json: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for step in json.loads(preview_json).get("steps", []):
         _, _, qualified, name = step["urn"].split("::", 3)
-        kind = qualified.rsplit("$", 1)[-1]
+        chain = qualified.split("$")
+        kind = chain[-1]
         op = step["op"]
-        if kind.startswith(("pulumi:pulumi:Stack", "pulumi:providers:")) or op in ("same", "read", "refresh"):
+        if kind.startswith(("pulumi:pulumi:Stack", "pulumi:providers:")) or op in ("same", "read", "refresh") or CHART in chain[:-1]:
             continue
         out[name] = "replace" if op in REPLACING else op
     return out
@@ -207,16 +204,16 @@ def test_the_workflows_saved_plan_is_applied_as_previewed(cluster, pulumi_stack,
     assert cluster.kubectl("get", "jobset", "-n", "pathways", "nb", check=False).returncode == 0
 
 
-def test_destroy_leaves_nothing_behind(cluster, pulumi_stack):
+def test_destroy_leaves_nothing_behind(cluster, stacks, pulumi_stack):
     pulumi_stack.set_config(existing(cluster, [TRAIN]))
-    down = pulumi_stack.cli_raw("destroy", "--yes")
-    assert down.returncode == 0, down.output[-3000:]
-    # the namespace goes, and everything in it with it
-    cluster.wait_for("namespace pathways gone", lambda: cluster.kubectl("get", "namespace", "pathways", check=False).returncode != 0,
-                     timeout=120)
-    for kind in ("clusterqueues.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io", "workloadpriorityclasses.kueue.x-k8s.io",
-                 "validatingadmissionpolicies", "validatingadmissionpolicybindings", "priorityclasses"):
-        assert not [o["metadata"]["name"] for o in cluster.get(kind)["items"] if o["metadata"]["name"].startswith(("pathways", "tpu-"))], kind
+    # pulumi destroy, charts and all: the namespaces go and everything in them, the CRDs, webhooks and
+    # cluster-scoped objects of the charts and the stack; the controllers' processes stop with their pods
+    stacks.close()
+    assert cluster.kubelet.running() == []
+    for kind in ("clusterrolebindings", "clusterroles"):
+        left = [o["metadata"]["name"] for o in cluster.get(kind)["items"]
+                if o["metadata"]["name"].startswith(("jobset", "kueue", "lws", "pathways"))]
+        assert left == [], (kind, left)
 
 
 def test_the_policy_pack_config_is_checked_against_its_schema(cluster, pulumi_stack, tmp_path):

@@ -31,10 +31,11 @@ def client_kubeconfig(cluster, gke_context: str) -> Path:
     return path
 
 
-def test_the_pathwaysutils_client_finds_checks_and_uses_the_service(cluster, stack):
-    plan = plan_of(config_with(pathwaysVersion="jax-0.7.2", workloads=[
-        {"name": "sps", "mode": "service", "service": {"maxClients": 2, "clients": [{"kind": "User", "name": USER}]}}]), "service")
-    stack(plan)
+def test_the_pathwaysutils_client_finds_checks_and_uses_the_service(cluster, stacks):
+    config = config_with(pathwaysVersion="jax-0.7.2", workloads=[
+        {"name": "sps", "mode": "service", "service": {"maxClients": 2, "clients": [{"kind": "User", "name": USER}]}}])
+    stacks.use("service", config)
+    plan = plan_of(config, "service")
     access = plan.outputs["services"]["sps"]
     wait_running(cluster, "default", "sps", 1 + 2 * 4)
     kubeconfig = client_kubeconfig(cluster, f"gke_test-proj-123_us-east5-b_{plan.outputs['clusterName']}")

@@ -1,7 +1,8 @@
-"""Real-time serving on the real control plane: the LeaderWorkerSet controller (with its webhooks) and Kueue's
-LeaderWorkerSet integration run a serve workload's replicas on fake TPU nodes as Google's shape needs them:
-each replica (LWS group) on its own slice, the leader on that slice's pool, one worker per TPU host,
-LWS_LEADER_ADDRESS injected into every container, the HTTP Service selecting the leaders; disaggregated
+"""Real-time serving on the real control plane, deployed by the real `pulumi up` with the LeaderWorkerSet chart:
+the LWS controller (with its webhooks) and Kueue's LeaderWorkerSet integration run a serve workload's replicas
+on GKE-shaped TPU nodes as Google's shape needs them: Kueue admits each replica (LWS group) at the serving
+priority, LWS places it whole on a slice of its own, its webhook injects LWS_LEADER_ADDRESS into every
+container; the HTTP Service's endpoints hold only leaders, and only those whose probes pass; disaggregated
 replicas spread prefill and decode over two slices; and only the LWS controller may make TPU StatefulSets."""
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from typing import Any
 import yaml
 
 from components.model.workload import serve_service_name
-from infra.offline.render import manifests
-from tests.conftest import config_with, plan_of, stack_plan
+from tests.conftest import config_with
 from tests_e2e.helpers import is_true, nodes, running
+from tests_e2e.test_stacks import model, stack_config
+from tools.cluster.kubelet import PROBES_PASSED
 
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
@@ -52,15 +54,18 @@ def check_leader_address(ps: list[dict[str, Any]], name: str, namespace: str) ->
             assert first == {"name": "LWS_LEADER_ADDRESS", "value": f"{name}-{group}.{name}.{namespace}"}, (p["metadata"]["name"], c["name"], first)
 
 
-def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stack):
-    plan = stack_plan("serving")
-    stack(plan)
-    lws = next(o for o in manifests(plan) if o["kind"] == "LeaderWorkerSet")
-    name, namespace = lws["metadata"]["name"], lws["metadata"]["namespace"]
-    replicas, size = lws["spec"]["replicas"], lws["spec"]["leaderWorkerTemplate"]["size"]
-    assert (replicas, size) == (2, 5)  # two replicas of a four-host v6e-16 slice plus the leader
+def serving_stack(stacks):
+    stacks.use("serving", stack_config("serving"))
+    m = model("serving")
+    (w,) = m.serve_workloads
+    assert w.spec.serve is not None
+    return w.name, w.namespace, w.spec.serve.replicas, w.group.tpu.hosts + 1
 
-    # Kueue's LeaderWorkerSet integration admits each group as one workload of the serving priority
+
+def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stacks):
+    name, namespace, replicas, size = serving_stack(stacks)
+
+    # Kueue's LeaderWorkerSet integration admits each group as one workload, at the serving priority
     def admitted():
         wls = cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"]
         ours = [w for w in wls if any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == name
@@ -72,40 +77,48 @@ def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stack):
     ps = wait_lws_running(cluster, namespace, name, replicas * size)
     labels = nodes(cluster)
     groups = groups_of(ps)
-    assert sorted(groups) == list(range(replicas))
+    assert sorted(groups) == list(range(replicas))  # the LWS controller made every group, each whole
     pools_used = []
     for g, members in groups.items():
         assert sorted(members) == list(range(size))
         pools = {labels[p["spec"]["nodeName"]][POOL] for p in members.values()}
-        assert len(pools) == 1, (g, pools)  # the whole replica, leader included, on one slice's pool
+        assert len(pools) == 1, (g, pools)  # LWS's exclusive placement: the whole replica on one slice's pool
         pools_used += pools
-        workers = [p["spec"]["nodeName"] for i, p in members.items() if i > 0]
-        assert len(set(workers)) == len(workers) == size - 1  # one worker per TPU host
-        for node in workers:
-            assert labels[node]["pathways/slice-group"] == "serve"
-            assert labels[node]["cloud.google.com/gke-tpu-topology"] == "4x4"
-        leader = members[0]
-        assert [c["name"] for c in leader["spec"]["containers"]] == ["pathways-proxy", "pathways-rm", "jax-tpu", "jetstream-http"]
-        assert leader["spec"]["priorityClassName"] == "pathways-serving"
-        assert "google.com/tpu" not in str(leader["spec"]["containers"])  # the leader takes no chips
     assert len(set(pools_used)) == replicas  # each replica on its own slice
     check_leader_address(ps, name, namespace)
 
-    # the HTTP Service selects exactly the leaders, on port 8000
-    svc = cluster.get("service", "-n", namespace, serve_service_name(name))
-    assert svc["spec"]["ports"][0]["port"] == 8000 and svc["spec"]["type"] == "LoadBalancer"
-    assert svc["metadata"]["annotations"]["networking.gke.io/load-balancer-type"] == "Internal"
-    selected = cluster.get("pods", "-n", namespace, "-l", ",".join(f"{k}={v}" for k, v in svc["spec"]["selector"].items()))["items"]
-    assert sorted(p["metadata"]["name"] for p in selected) == sorted(m[0]["metadata"]["name"] for m in groups.values())
+
+def ready_endpoints(cluster, namespace: str, service: str) -> dict[str, bool]:
+    """Pod name -> ready, for the endpoints the EndpointSlice controller keeps for a Service."""
+    out = {}
+    for s in cluster.get("endpointslices", "-n", namespace, "-l", f"kubernetes.io/service-name={service}")["items"]:
+        for e in s.get("endpoints") or []:
+            out[e["targetRef"]["name"]] = bool((e.get("conditions") or {}).get("ready"))
+    return out
 
 
-def test_disaggregated_replica_spans_two_slices(cluster, stack):
-    config = config_with(pathwaysVersion="jax-0.7.2", workloads=[{
+def test_the_endpoint_holds_only_leaders_whose_probes_pass(cluster, stacks):
+    # The serve engine's probes (startup, then readiness on the HTTP front end) gate the leader's readiness:
+    # kwok runs the pod but makes it Ready only when its probes pass (tools/cluster/stages.yaml), which is the
+    # scenario's to say. Until then the Service has no ready endpoint; then exactly the leaders that answer.
+    name, namespace, replicas, size = serving_stack(stacks)
+    ps = wait_lws_running(cluster, namespace, name, replicas * size)
+    leaders = sorted(m[0]["metadata"]["name"] for m in groups_of(ps).values())
+    service = serve_service_name(name)
+    endpoints = cluster.wait_for("the Service's endpoints listed", lambda: ready_endpoints(cluster, namespace, service) or None)
+    assert sorted(endpoints) == leaders and not any(endpoints.values()), endpoints  # leaders only, none ready yet
+    cluster.kubectl("annotate", "pod", "-n", namespace, leaders[0], f"{PROBES_PASSED}=true")
+    cluster.wait_for(f"{leaders[0]} ready behind the Service",
+                     lambda: ready_endpoints(cluster, namespace, service).get(leaders[0]) is True)
+    endpoints = ready_endpoints(cluster, namespace, service)
+    assert endpoints == {leaders[0]: True, **{n: False for n in leaders[1:]}}, endpoints
+
+
+def test_disaggregated_replica_spans_two_slices(cluster, stacks):
+    stacks.use("disagg", config_with(pathwaysVersion="jax-0.7.2", workloads=[{
         "name": "disagg", "mode": "serve",
         "serve": {"model": "llama3.1-8b", "weights": "gs://test-models/llama3.1-8b", "disaggregated": True},
-    }])
-    plan = plan_of(config, "disagg")
-    stack(plan)
+    }]))
     ps = wait_lws_running(cluster, "pathways", "disagg", 2 * 4 + 1)
     labels = nodes(cluster)
     (members,) = groups_of(ps).values()
@@ -115,12 +128,10 @@ def test_disaggregated_replica_spans_two_slices(cluster, stack):
     # prefill and decode each own a slice: the leader and workers 1-4 on one pool, workers 5-8 on the other
     assert sorted(sorted(v) for v in by_pool.values()) == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
     check_leader_address(ps, "disagg", "pathways")
-    rm = next(c for c in members[0]["spec"]["containers"] if c["name"] == "pathways-rm")
-    assert "--instance_count=2" in rm["args"]
 
 
-def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stack):
-    stack(stack_plan("serving"))
+def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
+    serving_stack(stacks)
     sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "sneaky", "namespace": "pathways"},
            "spec": {"serviceName": "sneaky", "selector": {"matchLabels": {"app": "sneaky"}},
                     "template": {"metadata": {"labels": {"app": "sneaky"}}, "spec": {

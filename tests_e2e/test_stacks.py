@@ -1,16 +1,30 @@
-"""Every committed stack on the real control plane: every object accepted by the API server with strict
-field validation, every JobSet through JobSet's and Kueue's webhooks, admitted by Kueue under the derived
-quotas, and every pod Running where it belongs: the head on the head pool, one worker per TPU host, each
-slice on its own pool."""
+"""Every committed stack deployed as its users deploy it, through the real `pulumi up` (its Kubernetes layer:
+existing-cluster mode), the JobSet, Kueue and LeaderWorkerSet charts included, and judged by what the
+controllers, the scheduler and Kueue did:
+
+- the charts' controllers run: the API server admitted each chart pod under its namespace's Pod Security
+  level, the real controller behind it became ready (its /readyz), so the Deployment became available and
+  Pulumi's await finished;
+- Kueue admitted exactly the workloads the slice groups hold, by priority, and held the others for
+  insufficient quota, their JobSets suspended and podless;
+- every pod of an admitted workload was scheduled onto GKE-shaped nodes (GKE's allocatable: its requests fit),
+  and JobSet's exclusive placement put each slice on a node pool of its own, one pool per slice;
+- the second preview proposes nothing (tests_e2e/conftest.py), and `pulumi destroy` leaves nothing behind."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 import pytest
+import yaml
 
 from components.model.config import load, resolve
 from infra.offline.stackfile import load_config, raw_values, stack_path
-from tests.conftest import STACKS, stack_plan
-from tests_e2e.helpers import condition, is_true, nodes, placement, pods, wait_running, workload
+from tests.conftest import STACKS
+from tests_e2e.helpers import condition, controller_pods, is_true, nodes, pods, wait_running, workload
+
+PRIORITY = {"serving": 2_000_000, "training": 1_000_000, "interactive": 500_000, "experiment": 100_000}
+POOL = "cloud.google.com/gke-nodepool"
 
 
 def model(name: str):
@@ -18,7 +32,8 @@ def model(name: str):
     return resolve(load(raw_values(config), name, frozenset(secrets)))
 
 
-PRIORITY = {"serving": 2_000_000, "training": 1_000_000, "interactive": 500_000, "experiment": 100_000}
+def stack_config(name: str) -> dict:
+    return yaml.safe_load(stack_path(name).read_text())["config"]
 
 
 def expected_admission(m) -> tuple[list, list]:
@@ -36,34 +51,45 @@ def expected_admission(m) -> tuple[list, list]:
 
 
 @pytest.mark.parametrize("name", STACKS)
-def test_committed_stack_runs_where_it_belongs(cluster, stack, name):
+def test_committed_stack_deploys_and_runs(cluster, stacks, name):
     m = model(name)
-    stack(stack_plan(name), m.region, m.zone)
+    stacks.use(name, stack_config(name))
+
+    # the controllers the charts installed: running behind ready pods the API server admitted
+    controllers = controller_pods(cluster)
+    expected = {"jobset-system", "kueue-system"} | ({"lws-system"} if m.serve_workloads else set())
+    if not m.kueue:
+        expected.discard("kueue-system")
+    assert set(controllers) == expected, controllers
+    for ns, ps in controllers.items():
+        assert ps and all(is_true(p, "Ready") for p in ps), (ns, [p["status"].get("conditions") for p in ps])
+    assert sorted(cluster.kubelet.running()) == sorted(f"{ns}/{p['metadata']['name']}" for ns, ps in controllers.items() for p in ps)
+
     labels = nodes(cluster)
     admitted, waiting = expected_admission(m)
     for w in admitted:
-        cluster.wait_for(f"Kueue admits {w.name}", lambda w=w: is_true(workload(cluster, w.namespace, w.name), "Admitted"))
-        hosts = w.group.tpu.hosts
-        ps = wait_running(cluster, w.namespace, w.name, 1 + w.slices * hosts)
-        jobs = placement(cluster, ps)
-        (head_pool,) = jobs[("pathways-head", 0)]
-        assert head_pool == "pathways-head"
-        worker_jobs = {k: v for k, v in jobs.items() if k[0] == w.worker_job}
-        assert sorted(i for _, i in worker_jobs) == list(range(w.slices))
-        for pools in worker_jobs.values():
-            assert len(pools) == hosts and len(set(pools)) == 1, pools  # one slice, one pool, all its hosts
-        assert len({p[0] for p in worker_jobs.values()}) == w.slices  # each slice on its own pool
-        tpu_nodes = [p["spec"]["nodeName"] for p in ps if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == w.worker_job]
-        assert len(set(tpu_nodes)) == len(tpu_nodes)  # one worker per TPU host
-        for node in tpu_nodes:
-            assert labels[node]["cloud.google.com/gke-tpu-accelerator"] == w.group.tpu.accelerator
-            assert labels[node]["cloud.google.com/gke-tpu-topology"] == w.group.tpu.topology
-            assert labels[node]["pathways/slice-group"] == w.group.name
+        cluster.wait_for(f"Kueue admits {w.name}", lambda w=w: is_true(workload(cluster, w.namespace, w.name), "Admitted"), timeout=120)
+        ps = wait_running(cluster, w.namespace, w.name, 1 + w.slices * w.group.tpu.hosts)
+        # JobSet's exclusive placement: each worker Job (a slice) on one node pool, no two slices on one pool
+        pools_of_job: dict[int, set[str]] = defaultdict(set)
+        for p in ps:
+            meta = p["metadata"]["labels"]
+            if meta["jobset.sigs.k8s.io/replicatedjob-name"] == w.worker_job:
+                pools_of_job[int(meta["jobset.sigs.k8s.io/job-index"])].add(labels[p["spec"]["nodeName"]][POOL])
+        assert sorted(pools_of_job) == list(range(w.slices))
+        assert all(len(pools) == 1 for pools in pools_of_job.values()), pools_of_job
+        assert len({next(iter(pools)) for pools in pools_of_job.values()}) == w.slices, pools_of_job
 
     for w in waiting:
         # more slices wanted than the group has: Kueue holds the lower priority, its JobSet stays suspended
-        wl = workload(cluster, w.namespace, w.name)
+        wl = cluster.wait_for(f"Kueue holds {w.name}", lambda w=w: (lambda x: x if condition(x, "QuotaReserved") else None)(
+            workload(cluster, w.namespace, w.name)), timeout=60)
         assert not is_true(wl, "Admitted"), w.name
         assert "insufficient" in (condition(wl, "QuotaReserved") or {}).get("message", ""), wl
         assert cluster.get("jobset", "-n", w.namespace, w.name)["spec"]["suspend"] is True
         assert pods(cluster, w.namespace, w.name) == []
+
+    # nothing the stack runs is left unscheduled: every request fits a GKE node's allocatable
+    pending = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in cluster.get("pods", "-A")["items"]
+               if p["status"].get("phase") == "Pending"]
+    assert pending == [], pending

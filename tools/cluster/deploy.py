@@ -1,34 +1,91 @@
-"""Put a stack's Kubernetes layer onto the local control plane: GKE's nodes for its pools, then every
-object the program creates, applied the way Pulumi's Kubernetes provider applies them (server-side,
-strict field validation), and take it all away again."""
+"""Put a stack onto the local control plane the way its users do: GKE's nodes for the stack's pools, then the
+real `pulumi up` of the stack's program with the real CLI and Kubernetes provider, in existing-cluster mode
+(the GCP half's provider is not served here) with `installControllers: true`: the JobSet, Kueue and
+LeaderWorkerSet charts come from the pinned Go modules (the local-chart options a user with an air-gapped
+cluster sets), Pulumi applies every object they render, the API server admits their pods under Pod Security,
+and Pulumi's await on each chart's Deployment completes only when the real controller runs and is ready
+(tools/cluster/kubelet.py). `take_down` is `pulumi destroy`, then the nodes go.
+
+    deployed = deploy_stack(cluster, "dev", config, workdir)
+    ...
+    take_down(cluster, deployed)
+"""
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
 
 import yaml
 
+from components.model.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
+from components.resource_types import NODE_POOL
 from infra.offline.engine import Plan
-from infra.offline.render import manifests
+from infra.offline.engine import run as offline_plan
+from infra.offline.stackfile import flatten
+from tools.pulumi_real.run import POLICIES, PulumiRun, Result
 
 from .gke_nodes import plan_nodes
-from .local import ClusterError, LocalCluster, log
+from .local import ClusterError, LocalCluster, chart_dir, log
 
-# Dependencies first, as Pulumi orders them (namespaces, then what lives in them; queues before JobSets).
-KIND_ORDER = ("Namespace", "PriorityClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ResourceFlavor",
-              "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Role", "RoleBinding", "Secret", "Service",
-              "JobSet", "LeaderWorkerSet")
-# Namespaces the controllers and Kubernetes own; everything else a deploy made is removed by reset().
-KEPT_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "jobset-system", "kueue-system", "lws-system"}
+# The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
+CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
+KEPT_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
-def stack_objects(plan: Plan) -> list[dict[str, Any]]:
-    objects = manifests(plan)
-    unknown = {o["kind"] for o in objects} - set(KIND_ORDER)
-    if unknown:
-        raise ClusterError(f"no apply order for {', '.join(sorted(unknown))}; add it to KIND_ORDER")
-    return sorted(objects, key=lambda o: KIND_ORDER.index(o["kind"]))
+def _drop(config: dict[str, Any], top: str, path: list[str]) -> None:
+    """Remove config[top].<path> ("x[]" walks every item of list x)."""
+    nodes: list[Any] = [config.get(top[: -2] if top.endswith("[]") else top)]
+    if top.endswith("[]"):
+        nodes = list(nodes[0] or [])
+    for i, part in enumerate(path):
+        name = part[:-2] if part.endswith("[]") else part
+        if i == len(path) - 1:
+            for n in nodes:
+                if isinstance(n, dict):
+                    n.pop(name, None)
+            return
+        nxt: list[Any] = []
+        for n in nodes:
+            child = n.get(name) if isinstance(n, dict) else None
+            nxt += list(child or []) if part.endswith("[]") else ([child] if child is not None else [])
+        nodes = nxt
+
+
+def existing_mode(config: dict[str, Any], cluster: LocalCluster) -> dict[str, Any]:
+    """A stack's config as its Kubernetes layer on `cluster`: cluster.existing (this control plane, by its name),
+    a named bucket, the GCP-only keys dropped, and the three controllers installed from the pinned charts."""
+    # the keys of the GCP half, which a cluster made elsewhere refuses (components/model/cluster_checks.py)
+    out = {k: copy.deepcopy(v) for k, v in config.items() if k not in {f"pathways:{x}" for x in GCP_ONLY_SECTIONS}}
+    for key in GCP_ONLY_KEYS:
+        _drop(out, f"pathways:{key.split('.', 1)[0]}", key.split(".")[1:])
+    # the cluster made elsewhere is this control plane, under its one name whatever the stack: the Kubernetes
+    # provider's identity (existing/<cluster name>) stays, so one stack can become another without re-creating
+    # every object (tools/cluster/deploy.py transition)
+    out["pathways:cluster"] = {"existing": {"kubeconfig": str(cluster.kubeconfig)}, "name": cluster.name}
+    project = config.get("gcp:project", "e2e-project")
+    out["pathways:bucket"] = {**(out.get("pathways:bucket") or {}), "name": f"{project}-e2e-pathways"}
+    kube = dict(out.get("pathways:kubernetes") or {})
+    kueue = dict(kube.get("kueue") or {})
+    if kueue.get("enabled", True):
+        kueue["chart"] = str(chart_dir("kueue"))
+    kube.update(installControllers=True, jobsetChart=str(chart_dir("jobset")), lwsChart=str(chart_dir("lws")), kueue=kueue)
+    out["pathways:kubernetes"] = kube
+    return out
+
+
+@dataclass
+class Deployed:
+    name: str
+    config: dict[str, Any]
+    """The stack's own config (GCP half included): what its nodes come from."""
+    run: PulumiRun
+    nodes: list[str]
+    up: Result
 
 
 def create_nodes(cluster: LocalCluster, nodes: list[dict[str, Any]]) -> None:
@@ -42,15 +99,83 @@ def create_nodes(cluster: LocalCluster, nodes: list[dict[str, Any]]) -> None:
         items = cluster.get("nodes")["items"]
         return names <= {n["metadata"]["name"] for n in items
                          if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))}
-    cluster.wait_for(f"{len(names)} nodes Ready", ready, timeout=120)
+    cluster.wait_for(f"{len(names)} nodes Ready", ready, timeout=180)
 
 
-def wait_guards_active(cluster: LocalCluster, objects: list[dict[str, Any]]) -> None:
-    """The API server loads new admission policies asynchronously: wait until each guard denies what it
-    must (a server-side dry run), so that no test runs in the gap."""
-    policies = {o["metadata"]["name"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
-    privileged = [o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"
-                  and (o["metadata"].get("labels") or {}).get("pod-security.kubernetes.io/enforce") == "privileged"]
+def stack_nodes(config: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """GKE's nodes for the node pools the stack's GCP half creates (its offline plan's NodePool inputs)."""
+    flat, secrets = flatten(config)
+    plan = offline_plan(flat, name, secrets)
+    zone = config.get("gcp:zone", "us-east5-b")
+    return plan_nodes(plan, config.get("gcp:region", zone.rsplit("-", 1)[0]), zone)
+
+
+class _ChartWatch:
+    """While `pulumi up` runs: a controller Deployment whose ReplicaSet cannot create its pod (Pod Security
+    refuses it, say), a controller the kubelet stand-in cannot run, or one in a crash loop ends the wait at
+    once with the reason, instead of Pulumi's await timing out ten minutes later."""
+
+    def __init__(self, cluster: LocalCluster):
+        self.cluster = cluster
+        self.problem: Optional[str] = None
+        # only what goes wrong during this `pulumi up` counts
+        self._errors_before = len(cluster.kubelet.errors) if cluster.kubelet is not None else 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "_ChartWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        api = self.cluster.api
+        assert api is not None
+        while not self._stop.wait(1.0) and self.problem is None:
+            for ns in CONTROLLER_NAMESPACES:
+                try:
+                    deployments = api.get(f"/apis/apps/v1/namespaces/{ns}/deployments")["items"]
+                except Exception:
+                    continue
+                for d in deployments:
+                    for c in d.get("status", {}).get("conditions", []):
+                        # Pod Security refusing the pod does not heal; a missing ServiceAccount (applied in parallel)
+                        # does, and the ReplicaSet tries again
+                        if c["type"] == "ReplicaFailure" and c["status"] == "True" and "violates PodSecurity" in c.get("message", ""):
+                            self.problem = f"Deployment {ns}/{d['metadata']['name']}: {c.get('reason')}: {c.get('message')}"
+            kubelet = self.cluster.kubelet
+            if kubelet is not None and self.problem is None:
+                if len(kubelet.errors) > self._errors_before:
+                    self.problem = kubelet.errors[self._errors_before]
+                elif kubelet.crash_loops():
+                    self.problem = kubelet.crash_loops()[0]
+
+
+def pulumi_up(cluster: LocalCluster, run: PulumiRun, *extra: str) -> Result:
+    """`pulumi up --yes` with the policy pack, watched: a chart whose controller cannot start fails it fast."""
+    with _ChartWatch(cluster) as watch:
+        result: list[Result] = []
+        t = threading.Thread(target=lambda: result.append(run.cli("up", "--yes", "--policy-pack", str(POLICIES), *extra)), daemon=True)
+        t.start()
+        while t.is_alive():
+            t.join(timeout=1.0)
+            if watch.problem:
+                run.interrupt()
+                t.join(timeout=60)
+                raise ClusterError(f"pulumi up of stack {run.stack}: {watch.problem}")
+    return result[0]
+
+
+def wait_guards_active(cluster: LocalCluster) -> None:
+    """The API server loads new admission policies asynchronously: wait until each of the stack's guards denies
+    what it must (a server-side dry run), so that no scenario runs in the gap."""
+    policies = {o["metadata"]["name"] for o in cluster.get("validatingadmissionpolicies")["items"]}
+    privileged = [n["metadata"]["name"] for n in cluster.get("namespaces")["items"]
+                  if (n["metadata"].get("labels") or {}).get("pod-security.kubernetes.io/enforce") == "privileged"
+                  and n["metadata"]["name"] not in KEPT_NAMESPACES]
     probes = []
     if "pathways-nodes-reserved" in policies:
         probes.append(("pathways-nodes-reserved", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "guard-probe", "namespace": "default"},
@@ -60,45 +185,125 @@ def wait_guards_active(cluster: LocalCluster, objects: list[dict[str, Any]]) -> 
             "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "guard-probe", "namespace": privileged[0]},
             "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x:1"}],
                                            "tolerations": [{"key": "google.com/tpu", "operator": "Exists"}]}}}}))
-    for name, obj in probes:
-        def denied(obj=obj, name=name) -> bool:
+    for policy, obj in probes:
+        def denied(obj=obj, policy=policy) -> bool:
             proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(obj), check=False)
-            return proc.returncode != 0 and name in proc.stderr
-        cluster.wait_for(f"admission policy {name} active", denied, timeout=60)
+            return proc.returncode != 0 and policy in proc.stderr
+        cluster.wait_for(f"admission policy {policy} active", denied, timeout=60)
 
 
-def deploy(cluster: LocalCluster, plan: Plan, region: str, zone: str) -> list[dict[str, Any]]:
-    """GKE's nodes for the plan's pools, then the plan's objects; returns the objects applied."""
+def deploy_stack(cluster: LocalCluster, name: str, config: dict[str, Any], workdir: Path,
+                 secrets: Optional[dict[str, str]] = None, program: Optional[str] = None) -> Deployed:
+    """GKE's nodes for the stack's pools, then the real `pulumi up` of its Kubernetes layer, charts included.
+    Fails with the output when `pulumi up` does, after taking down what it made (`pulumi destroy`)."""
     t0 = time.monotonic()
-    create_nodes(cluster, plan_nodes(plan, region, zone))
-    objects = stack_objects(plan)
-    cluster.apply(objects)
-    wait_guards_active(cluster, objects)
-    log(f"stack {plan.stack}: {len(objects)} objects applied in {time.monotonic() - t0:.1f} s")
-    return objects
+    nodes = stack_nodes(config, name)
+    create_nodes(cluster, nodes)
+    run = PulumiRun(workdir, name, existing_mode(config, cluster), secrets=secrets, program=program)
+    try:
+        up = pulumi_up(cluster, run)
+        if up.returncode != 0:
+            raise ClusterError(f"pulumi up of stack {name} failed ({up.returncode}):\n{up.output[-4000:]}")
+    except ClusterError:
+        take_down(cluster, Deployed(name, config, run, [n["metadata"]["name"] for n in nodes], Result(1, "", "", 0)), check=False)
+        raise
+    wait_guards_active(cluster)
+    log(f"stack {name}: pulumi up in {up.seconds:.0f} s ({time.monotonic() - t0:.0f} s with its nodes)")
+    return Deployed(name, config, run, [n["metadata"]["name"] for n in nodes], up)
 
 
-def reset(cluster: LocalCluster) -> None:
-    """Remove what deploy() made, workloads first (their pods go with them), so the next stack starts clean."""
+def controllers_available(cluster: LocalCluster) -> bool:
+    """Every controller Deployment the charts made has its replicas available."""
+    for ns in CONTROLLER_NAMESPACES:
+        for d in cluster.get("deployments", "-n", ns)["items"]:
+            if (d.get("status") or {}).get("availableReplicas", 0) < (d["spec"].get("replicas") or 1):
+                return False
+    return True
+
+
+def drain(cluster: LocalCluster, nodes: list[str]) -> None:
+    """What GKE does to a node pool's nodes before it removes them: cordon, evict the pods, then the nodes go.
+    The controllers' pods come back on the nodes that stay (their ReplicaSets), and are ready again before this
+    returns, so that their webhooks answer the next `pulumi up`."""
+    if not nodes:
+        return
+    cluster.kubectl("cordon", *nodes)
+    on_them = [p for p in cluster.get("pods", "-A")["items"] if p["spec"].get("nodeName") in set(nodes)]
+    for p in on_them:
+        cluster.kubectl("delete", "pod", "-n", p["metadata"]["namespace"], p["metadata"]["name"], "--wait=false", check=False)
+    cluster.wait_for("the controllers available on the remaining nodes", lambda: controllers_available(cluster), timeout=180, interval=1)
+    cluster.kubectl("delete", "nodes", *nodes, "--wait=true", check=False, timeout=300)
+
+
+def transition(cluster: LocalCluster, deployed: Deployed, name: str, config: dict[str, Any],
+               secrets: Optional[dict[str, str]] = None) -> Deployed:
+    """The running stack becomes stack `name` with `config`, as a user's `pulumi up` changes a running stack: the
+    charts that stay are left as they are (their second preview says so), what the new config drops is deleted,
+    what it adds is created. GKE's nodes follow the pools: new ones first, the old ones drained after. Renamed
+    with `pulumi stack rename` (the same resources, their URNs rewritten), so each committed stack runs under its
+    own name. A workload both configs name but define differently is removed first (one `pulumi up`): a JobSet
+    field the CRD makes immutable fails the real preview of an in-place replacement (docs/changing.md)."""
     t0 = time.monotonic()
-    cluster.kubectl("delete", "jobsets.jobset.x-k8s.io,leaderworkersets.leaderworkerset.x-k8s.io", "--all", "-A",
-                    "--wait=true", "--timeout=300s", check=False, timeout=330)
-    cluster.kubectl("delete", "jobs.batch", "--all", "-A", "--wait=true", "--timeout=300s", check=False, timeout=330)
-    for ns in cluster.get("namespaces")["items"]:
-        name = ns["metadata"]["name"]
-        if name not in KEPT_NAMESPACES:
-            cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=300s", check=False, timeout=330)
-    cluster.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", check=False)
-    cluster.wait_for("pods gone", lambda: not [p for p in cluster.get("pods", "-A")["items"]
-                                               if p["metadata"]["namespace"] not in ("kube-system",)], timeout=600, interval=2)
-    cluster.kubectl("delete", "localqueues.kueue.x-k8s.io,workloads.kueue.x-k8s.io", "--all", "-A", "--wait=true", check=False)
-    cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io,resourceflavors.kueue.x-k8s.io,workloadpriorityclasses.kueue.x-k8s.io,"
-                    "cohorts.kueue.x-k8s.io", "--all", "--wait=true", check=False)
-    for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies", "priorityclasses"):
-        ours = [o["metadata"]["name"] for o in cluster.get(kind)["items"] if o["metadata"]["name"].startswith("pathways-")]
-        if ours:
-            cluster.kubectl("delete", kind, *ours, "--wait=true", check=False)
-    # Many nodes (the 256-slice scenario has 1,024): ask for all deletions at once, then wait for them to go.
+    nodes = stack_nodes(config, name)
+    present = {n["metadata"]["name"] for n in cluster.get("nodes")["items"]}
+    wanted = {n["metadata"]["name"] for n in nodes}
+    create_nodes(cluster, [n for n in nodes if n["metadata"]["name"] not in present])
+    drain(cluster, sorted(present - wanted))
+    run = deployed.run
+    run.rename(name)
+    old = {w["name"]: w for w in deployed.config.get("pathways:workloads") or []}
+    new = {w["name"]: w for w in config.get("pathways:workloads") or []}
+    changed = {n for n in old.keys() & new.keys() if old[n] != new[n]}
+    if changed:
+        interim = {**config, "pathways:workloads": [w for w in config.get("pathways:workloads") or [] if w["name"] not in changed]}
+        run.set_config(existing_mode(interim, cluster), secrets={})
+        first = pulumi_up(cluster, run)
+        if first.returncode != 0:
+            raise ClusterError(f"pulumi up of stack {name} without {', '.join(sorted(changed))} failed:\n{first.output[-4000:]}")
+    run.set_config(existing_mode(config, cluster), secrets=secrets or {})
+    up = pulumi_up(cluster, run)
+    if up.returncode != 0:
+        raise ClusterError(f"pulumi up of stack {name} (from {deployed.name}) failed ({up.returncode}):\n{up.output[-4000:]}")
+    wait_guards_active(cluster)
+    log(f"stack {deployed.name} -> {name}: pulumi up in {up.seconds:.0f} s ({time.monotonic() - t0:.0f} s with nodes)")
+    return Deployed(name, config, run, sorted(wanted), up)
+
+
+def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> None:
+    """`pulumi destroy` (charts included), then the stack's nodes; fails when destroy does or leaves
+    objects behind (unless `check` is off: the cleanup after a failed up)."""
+    t0 = time.monotonic()
+    result = deployed.run.cli("destroy", "--yes")
+    if not check:
+        cluster.kubectl("delete", "nodes", "--all", "--wait=false", check=False, timeout=600)
+        return
+    if result.returncode != 0:
+        raise ClusterError(f"pulumi destroy of stack {deployed.name} failed ({result.returncode}):\n{result.output[-4000:]}")
     cluster.kubectl("delete", "nodes", "--all", "--wait=false", check=False, timeout=600)
     cluster.wait_for("nodes gone", lambda: not cluster.get("nodes")["items"], timeout=600, interval=2)
-    log(f"reset in {time.monotonic() - t0:.0f} s")
+    left = leftovers(cluster)
+    if left:
+        raise ClusterError(f"pulumi destroy of stack {deployed.name} left {', '.join(left)}")
+    log(f"stack {deployed.name}: destroyed in {time.monotonic() - t0:.0f} s")
+
+
+def leftovers(cluster: LocalCluster) -> list[str]:
+    """What a destroyed stack may not leave: namespaces, CRDs, webhooks, cluster roles of the charts, pods."""
+    out = [f"namespace {n['metadata']['name']}" for n in cluster.get("namespaces")["items"] if n["metadata"]["name"] not in KEPT_NAMESPACES]
+    out += [f"CRD {c['metadata']['name']}" for c in cluster.get("crds")["items"]]
+    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations", "validatingadmissionpolicies",
+                 "priorityclasses", "apiservices"):
+        for o in cluster.get(kind)["items"]:
+            n = o["metadata"]["name"]
+            if kind == "priorityclasses" and n.startswith("system-"):
+                continue
+            if kind == "apiservices" and not o["spec"].get("service"):
+                continue  # the API server's own groups
+            out.append(f"{kind} {n}")
+    out += [f"pod {p['metadata']['namespace']}/{p['metadata']['name']}" for p in cluster.get("pods", "-A")["items"]
+            if p["metadata"]["namespace"] != "kube-system"]
+    return out
+
+
+def node_pools(plan: Plan) -> list[str]:
+    return [r.inputs["name"] for r in plan.by_type(NODE_POOL)]

@@ -1,96 +1,106 @@
-"""Fake nodes exactly as GKE makes them, from the node pools a plan creates.
+"""Fake nodes as GKE makes them, from the node pools a plan creates, built from GKE's facts in
+tools/cluster/gke-nodes.yaml (public sources: real nodes, GKE's own cluster autoscaler, the Compute Engine
+machine-type list; never this project's tables in components/model).
 
 For every NodePool registration of a plan (the inputs Pulumi sends to GKE), one Node per VM with:
-- the labels GKE sets on every node: cloud.google.com/gke-nodepool, node.kubernetes.io/instance-type,
-  cloud.google.com/machine-family, topology.kubernetes.io/region and zone, kubernetes.io/hostname,
-  kubernetes.io/os and arch (GKE "Node labels"); on TPU nodes cloud.google.com/gke-tpu-accelerator and
-  cloud.google.com/gke-tpu-topology (GKE "TPUs in GKE": the slice's topology, from the pool's placement
-  policy or, for a single-host pool, its machine type); on spot nodes cloud.google.com/gke-spot=true;
-- the pool's own labels and taints (nodeConfig.labels, nodeConfig.taints);
-- capacity: the machine's vCPUs, memory and 110 pods (GKE's default maximum pods per node), and
-  google.com/tpu chips on TPU VMs;
-- allocatable: what GKE leaves for workload pods: capacity less its reservations (components/model/
-  machines.py: CPU 6 % of the first core, 1 % of the next, 0.5 % of the next 2, 0.25 % above 4; memory
-  25/20/10/6/2 % tiers and the 100 MiB eviction threshold, GKE "Plan GKE Standard node sizes") and less
-  what GKE's own DaemonSets request on every node (1 CPU, 2 GiB), which do not run here.
+- the machine type's GKE labels, taints, capacity and allocatable from the fixture (allocatable is what
+  GKE leaves for pods; GKE's own DaemonSets, which take about 1 CPU and 2 GiB of it, do not run here);
+- the labels GKE sets per pool and node: cloud.google.com/gke-nodepool, kubernetes.io/hostname,
+  topology.kubernetes.io/region and zone, kubernetes.io/os and arch; on TPU nodes the slice's topology,
+  cloud.google.com/gke-tpu-topology: the pool's placement-policy topology (multi-host) or the machine
+  type's own (single-host); on spot nodes cloud.google.com/gke-spot=true and gke-provisioning=spot;
+- the pool's own labels and taints (nodeConfig.labels, nodeConfig.taints).
+
+GKE refuses a multi-host TPU pool whose node count is not the topology's chips over the machine type's
+chips per VM, and a topology of the wrong rank for the family; so does this, with GKE's facts: a pool the
+project sizes wrong fails the tier instead of getting nodes.
 Flex-start pools are created at their full size (GKE's autoscaler would scale them up for a pending slice).
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
+import functools
+import hashlib
+import json
+import math
+from pathlib import Path
 from typing import Any
 
-from components.model import machines, tpu
+import yaml
+
 from components.resource_types import NODE_POOL
 from infra.offline.engine import Plan
 
-GKE_MAX_PODS_PER_NODE = 110
+FIXTURE = Path(__file__).resolve().parent / "gke-nodes.yaml"
 _EFFECT = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
-def _chips_per_vm(machine_type: str) -> int:
-    return next(f.machine_types[machine_type] for f in tpu.FAMILIES.values() if machine_type in f.machine_types)
+class PoolRefused(ValueError):
+    """What GKE would answer to a node pool create."""
 
 
-def _single_host_topology(machine_type: str) -> str:
-    """The topology GKE labels a single-host TPU VM with: its chips laid out as the family writes them."""
-    fam = next(f for f in tpu.FAMILIES.values() if machine_type in f.machine_types)
-    for name in tpu.valid_sizes(fam):
-        s = tpu.from_name(name)
-        if s.machine_type == machine_type and s.hosts == 1:
-            return s.topology
-    raise ValueError(f"no single-host topology for {machine_type}")
+@functools.lru_cache(maxsize=1)
+def machine_facts() -> dict[str, dict[str, Any]]:
+    """Machine type -> GKE's facts for its nodes (tools/cluster/gke-nodes.yaml)."""
+    doc = yaml.safe_load(FIXTURE.read_text())
+    return {m["machineType"]: m for m in doc["machineTypes"]}
 
 
-def _quantity_gib(gib: Decimal) -> str:
-    return f"{int(gib * 1024)}Mi"
+def _chips(topology: str) -> int:
+    return math.prod(int(d) for d in topology.split("x"))
 
 
 def pool_nodes(pool: dict[str, Any], region: str, zone: str) -> list[dict[str, Any]]:
     """The Nodes GKE would run for one node pool (its inputs as the plan records them)."""
     cfg = pool.get("nodeConfig") or {}
     machine_type = cfg["machineType"]
-    count = pool.get("nodeCount") or (pool.get("autoscaling") or {}).get("maxNodeCount") \
-        or (pool.get("autoscaling") or {}).get("totalMaxNodeCount") or pool.get("initialNodeCount") or 1
     name = pool["name"]
+    facts = machine_facts().get(machine_type)
+    if facts is None:
+        raise PoolRefused(f"node pool {name}: no GKE node facts for machine type {machine_type} in {FIXTURE.name}; "
+                          f"known: {', '.join(sorted(machine_facts()))}")
+    count = int(pool.get("nodeCount") or (pool.get("autoscaling") or {}).get("maxNodeCount")
+                or (pool.get("autoscaling") or {}).get("totalMaxNodeCount") or pool.get("initialNodeCount") or 1)
     labels = {
+        **facts["labels"],
         "cloud.google.com/gke-nodepool": name,
-        "node.kubernetes.io/instance-type": machine_type,
-        "cloud.google.com/machine-family": machine_type.split("-")[0],
         "topology.kubernetes.io/region": region,
         "topology.kubernetes.io/zone": zone,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         **(cfg.get("labels") or {}),
     }
-    taints = [{"key": t["key"], "value": t["value"], "effect": _EFFECT[t["effect"]]} for t in cfg.get("taints") or []]
+    # GKE's own taints and the pool's, one per key and effect (the API server refuses duplicates; a pool that
+    # names GKE's TPU taint itself gets it once)
+    by_key = {(t["key"], t["effect"]): dict(t) for t in facts["taints"]}
+    for t in cfg.get("taints") or []:
+        by_key[(t["key"], _EFFECT[t["effect"]])] = {"key": t["key"], "value": t["value"], "effect": _EFFECT[t["effect"]]}
+    taints = list(by_key.values())
     if cfg.get("spot"):
-        labels["cloud.google.com/gke-spot"] = "true"
-    if tpu.is_tpu_machine(machine_type):
-        fam = next(f for f in tpu.FAMILIES.values() if machine_type in f.machine_types)
-        placement = pool.get("placementPolicy") or {}
-        labels["cloud.google.com/gke-tpu-accelerator"] = fam.accelerator
-        labels["cloud.google.com/gke-tpu-topology"] = placement.get("tpuTopology") or _single_host_topology(machine_type)
-        shape = machines.tpu_vm_shape(machine_type)
-        chips = str(_chips_per_vm(machine_type))
-    else:
-        shape = machines.shape(machine_type)
-        chips = None
-    capacity = {"cpu": str(shape.vcpus), "memory": _quantity_gib(Decimal(shape.memory_gib)), "pods": str(GKE_MAX_PODS_PER_NODE)}
-    allocatable = {"cpu": f"{int(shape.allocatable_cpu * 1000)}m", "memory": _quantity_gib(shape.allocatable_memory_gib),
-                   "pods": str(GKE_MAX_PODS_PER_NODE)}
-    if chips:
-        capacity["google.com/tpu"] = allocatable["google.com/tpu"] = chips
+        labels.update({"cloud.google.com/gke-spot": "true", "cloud.google.com/gke-provisioning": "spot"})
+    if "chips" in facts:
+        topology = (pool.get("placementPolicy") or {}).get("tpuTopology")
+        if topology:
+            single = facts["singleHostTopology"]
+            if len(topology.split("x")) != len(single.split("x")):
+                raise PoolRefused(f"node pool {name}: topology {topology} is not a {len(single.split('x'))}-D topology, as {machine_type} needs")
+            hosts, rest = divmod(_chips(topology), int(facts["chips"]))
+            if rest or hosts != count:
+                raise PoolRefused(f"node pool {name}: topology {topology} has {_chips(topology)} chips, {facts['chips']} per "
+                                  f"{machine_type} VM: {_chips(topology) / int(facts['chips']):g} nodes, not {count}")
+        labels["cloud.google.com/gke-tpu-topology"] = topology or facts["singleHostTopology"]
+    # GKE names a node gke-<cluster>-<pool>-<instance group hash>-<suffix>: here the hash is of what the node is,
+    # so a pool of the same name but another machine (another stack) gets other nodes
+    digest = hashlib.sha256(json.dumps([labels, taints, facts["capacity"]], sort_keys=True).encode()).hexdigest()[:6]
     nodes = []
-    for i in range(int(count)):
-        node = f"gke-{name}-{i}"
+    for i in range(count):
+        node = f"gke-{name}-{digest}-{i}"
         nodes.append({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": node, "labels": {**labels, "kubernetes.io/hostname": node},
                          "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
             "spec": {"taints": taints} if taints else {},
-            "status": {"capacity": capacity, "allocatable": allocatable},
+            "status": {"capacity": dict(facts["capacity"]), "allocatable": dict(facts["allocatable"])},
         })
     return nodes
 

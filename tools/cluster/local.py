@@ -1,17 +1,15 @@
 """A real Kubernetes control plane on this machine: kube-apiserver, etcd, kube-controller-manager and
-kube-scheduler (kwokctl's binary runtime, fake nodes played by kwok), with the JobSet, Kueue and LWS
-controllers as local processes serving their real webhooks. All binaries come from
+kube-scheduler (kwokctl's binary runtime, fake nodes played by kwok). All binaries come from
 tools/engines/build.py (pinned Go modules); nothing is downloaded.
 
     with LocalCluster.start(workdir) as cluster:
         cluster.kubectl("get", "nodes")
 
-The controllers run the way kwokctl wires them for its container runtimes (kwok v0.8.0
-pkg/kwokctl/components/{jobset,kueue,lws}.go): leader election off, manifests from each module's
-config/default through `kubectl kustomize`, webhook Services rewritten to ExternalName localhost and
-webhook CA bundles set to kwok's CA, whose admin certificate names every webhook Service. Each
-controller acts under the identity it has in a GKE install (a client certificate for its service
-account's user name), so the admission policies that name those identities are tested as they run.
+The JobSet, Kueue and LeaderWorkerSet controllers are not wired in here: the stack's own `pulumi up`
+installs their charts, and the kubelet stand-in (tools/cluster/kubelet.py) runs the pinned controller
+binaries for the pods those charts' Deployments get, under the charts' ServiceAccounts and RBAC, with the
+charts' configs, certificates and webhooks. The API server calls webhooks and aggregated APIs at their
+Services' endpoints (--enable-aggregator-routing): no kube-proxy runs here to serve ClusterIPs.
 """
 
 from __future__ import annotations
@@ -20,23 +18,25 @@ import base64
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import yaml
+
+from .api import Api
+from .cloud import LoadBalancerController
+from .kubelet import ControllerKubelet, Engine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ENGINES = ROOT / "tools" / "engines"
 BIN = ROOT / "build" / "engines" / "bin"
 STAGES = HERE / "stages.yaml"
+CONTROL_PLANE = "control-plane"  # the wrapper that pins Kubernetes, kwok and the three controllers
 
 
 class ClusterError(RuntimeError):
@@ -47,79 +47,41 @@ def log(msg: str) -> None:
     print(f"[cluster {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def module_dir(wrapper: str, module: str) -> Path:
+def module_dir(module: str, wrapper: str = CONTROL_PLANE) -> Path:
     """Where the Go module cache holds `module` at the version the wrapper pins."""
     out = subprocess.run(["go", "list", "-m", "-json", module], cwd=ENGINES / wrapper, capture_output=True, text=True,
-                         env={**os.environ, "GOFLAGS": "-mod=mod"})
+                         env={**os.environ, "GOFLAGS": "-mod=readonly"})
     if out.returncode != 0:
         raise ClusterError(f"go list {module} in tools/engines/{wrapper}: {out.stderr.strip()}")
     info = json.loads(out.stdout)
     if not info.get("Dir"):
         subprocess.run(["go", "mod", "download", module], cwd=ENGINES / wrapper, check=True, capture_output=True)
-        return module_dir(wrapper, module)
+        return module_dir(module, wrapper)
     return Path(info["Dir"])
 
 
-@dataclass(frozen=True)
-class Controller:
-    name: str
-    wrapper: str
-    module: str
-    binary: str
-    namespace: str
-    webhook_port: int
-    health_port: int
-    metrics_port: int
-    config_api: str
-    user: str
-    """The user name the controller has in a cluster the stack installs it into."""
-    crds: tuple[str, ...]
-    env: dict[str, str] = field(default_factory=dict)
+# The controllers' images (registry.k8s.io/<name>/<name>:v<version>) and the binaries built from the same
+# versions: the kubelet stand-in runs a chart's pod only when its image is the pinned version.
+CONTROLLER_IMAGES = {"jobset": "jobset-controller", "kueue": "kueue", "lws": "lws-controller"}
 
 
-# The identities follow the installs: the JobSet chart's service account (release "jobset": jobset-controller),
-# Kueue's and LWS's release manifests (kueue-controller-manager, lws-controller-manager).
-JOBSET = Controller("jobset", "jobset", "sigs.k8s.io/jobset", "jobset-controller", "jobset-system", 9443, 8081, 8443,
-                    "config.jobset.x-k8s.io/v1alpha1", "system:serviceaccount:jobset-system:jobset-controller",
-                    ("jobsets.jobset.x-k8s.io",))
-KUEUE = Controller("kueue", "kueue", "sigs.k8s.io/kueue", "kueue", "kueue-system", 9444, 8091, 8453,
-                   "config.kueue.x-k8s.io/v1beta2", "system:serviceaccount:kueue-system:kueue-controller-manager",
-                   ("workloads.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
-                    "resourceflavors.kueue.x-k8s.io", "workloadpriorityclasses.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io"),
-                   {"NAMESPACE": "kueue-system"})
-LWS = Controller("lws", "lws", "sigs.k8s.io/lws", "lws-controller", "lws-system", 9445, 8101, 8463,
-                 "config.lws.x-k8s.io/v1alpha1", "system:serviceaccount:lws-system:lws-controller-manager",
-                 ("leaderworkersets.leaderworkerset.x-k8s.io",))
-CONTROLLERS = (JOBSET, LWS, KUEUE)  # Kueue last: its integrations look for the other CRDs at start
-
-# What the controllers do not need as local processes (they act with their own client certificate).
-_DROP = {("apps/v1", "Deployment"), ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "Role"),
-         ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")}
+def controller_engines() -> dict[str, Engine]:
+    spec = json.loads((ENGINES / CONTROL_PLANE / "engine.json").read_text())
+    versions = spec["controllerVersions"]
+    return {name: Engine(f"registry.k8s.io/{name}/{name}", versions[name], BIN / binary) for name, binary in CONTROLLER_IMAGES.items()}
 
 
-def local_manifests(raw: list[dict[str, Any]], ca_bundle: str, port: int, keep_secrets: bool) -> list[dict[str, Any]]:
-    """Release manifests rewritten for a controller that runs on this machine (see the module doc)."""
-    out = []
-    for d in raw:
-        key = (d["apiVersion"], d["kind"])
-        if key in _DROP or (key == ("v1", "ConfigMap")) or (key == ("v1", "Secret") and not keep_secrets):
-            continue
-        if key == ("apiregistration.k8s.io/v1", "APIService"):
-            continue  # Kueue's visibility API: its server is off (it would need certificates under /visibility)
-        if d["kind"] == "CustomResourceDefinition":
-            conversion = d["spec"].get("conversion") or {}
-            if conversion.get("strategy") == "Webhook":
-                conversion["webhook"]["clientConfig"].update(caBundle=ca_bundle)
-                conversion["webhook"]["clientConfig"]["service"]["port"] = port
-        elif key == ("v1", "Service"):
-            d["spec"] = {"type": "ExternalName", "externalName": "localhost"}
-        elif d["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            for w in d.get("webhooks") or []:
-                w["clientConfig"]["caBundle"] = ca_bundle
-                w["clientConfig"]["service"]["port"] = port
-        out.append(d)
-    return out
+def chart_dir(name: str) -> Path:
+    """The chart of a controller, from its pinned Go module (charts/<name>), as `pulumi up` installs it."""
+    versions = json.loads((ENGINES / CONTROL_PLANE / "engine.json").read_text())["controllerVersions"]
+    path = module_dir(f"sigs.k8s.io/{name}") / "charts" / name
+    chart = yaml.safe_load((path / "Chart.yaml").read_text())
+    # the controller's version: the chart's appVersion where it has one (LWS's chart says version 0.1.0 until its
+    # release rewrites it), else its version (JobSet's has no appVersion)
+    found = str(chart.get("appVersion") or chart.get("version") or "").lstrip("v")
+    if found != versions[name]:
+        raise ClusterError(f"{path}: the chart is for {name} {found}, not the pinned {versions[name]}")
+    return path
 
 
 class LocalCluster:
@@ -128,7 +90,9 @@ class LocalCluster:
         self.name = name
         self.kwok_workdir = workdir / "kwok"
         self.kubeconfig = workdir / "kubeconfig"
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.api: Optional[Api] = None
+        self.kubelet: Optional[ControllerKubelet] = None
+        self.load_balancers: Optional[LoadBalancerController] = None
         self.env = {
             **os.environ,
             "KWOK_WORKDIR": str(self.kwok_workdir),
@@ -179,14 +143,13 @@ class LocalCluster:
 
     @classmethod
     @contextmanager
-    def start(cls, workdir: Optional[Path] = None, controllers: tuple[Controller, ...] = CONTROLLERS) -> Iterator["LocalCluster"]:
+    def start(cls, workdir: Optional[Path] = None) -> Iterator["LocalCluster"]:
         own = workdir is None
         workdir = workdir or Path(tempfile.mkdtemp(prefix="pathways-e2e-"))
         cluster = cls(workdir)
         try:
             cluster.create()
-            for c in controllers:
-                cluster.start_controller(c)
+            cluster.start_kubelet()
             yield cluster
         finally:
             cluster.stop()
@@ -194,23 +157,33 @@ class LocalCluster:
                 shutil.rmtree(workdir, ignore_errors=True)
 
     def create(self) -> None:
-        missing = [b for b in ("kwokctl", "kwok", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kubectl")
+        missing = [b for b in ("kwokctl", "kwok", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kubectl",
+                               *CONTROLLER_IMAGES.values())
                    if not (BIN / b).exists()]
         if missing:
             raise ClusterError(f"missing engines {', '.join(missing)} in {BIN}: run `make toolchain` first")
         self.workdir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         log(f"creating control plane {self.name} (kwokctl --runtime binary) in {self.workdir}")
+        from .offline import ADDRESS
+
+        # The controllers' pods reach the API server at this namespace's veth address (tools/cluster/kubelet.py):
+        # its serving certificate must name it.
+        options = self.workdir / "kwokctl-options.yaml"
+        options.write_text(yaml.safe_dump({"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration",
+                                           "options": {"kubeApiserverCertSANs": [ADDRESS.split("/")[0]]}}))
         cmd = [str(BIN / "kwokctl"), "create", "cluster", "--name", self.name, "--runtime", "binary",
                f"--kube-apiserver-binary={BIN / 'kube-apiserver'}",
                f"--kube-controller-manager-binary={BIN / 'kube-controller-manager'}",
                f"--kube-scheduler-binary={BIN / 'kube-scheduler'}",
                f"--kwok-controller-binary={BIN / 'kwok'}",
                f"--etcd-binary={BIN / 'etcd'}",
-               f"--config={STAGES}",
+               f"--config={STAGES}", f"--config={options}",
                # Controllers act as their own service accounts, as on GKE (the job controller creates pods
                # as system:serviceaccount:kube-system:job-controller).
                "--extra-args=kube-controller-manager=use-service-account-credentials=true",
+               # Webhooks and aggregated APIs at their Services' endpoints (pod IPs): no kube-proxy here.
+               "--extra-args=kube-apiserver=enable-aggregator-routing=true",
                "--disable-qps-limits",
                f"--kubeconfig={self.workdir / 'kwokctl-kubeconfig'}", "--quiet-pull", "--wait=3m"]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=300)
@@ -219,8 +192,28 @@ class LocalCluster:
         kc = subprocess.run([str(BIN / "kwokctl"), "get", "kubeconfig", "--name", self.name],
                             capture_output=True, text=True, env=self.env, check=True)
         self.kubeconfig.write_text(kc.stdout)
+        self.api = Api.from_kubeconfig(self.kubeconfig)
         self.wait_for("the default service account", lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0)
         log(f"control plane up in {time.monotonic() - t0:.0f} s")
+
+    @property
+    def apiserver_port(self) -> int:
+        server = yaml.safe_load(self.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        return int(server.rsplit(":", 1)[1])
+
+    def start_kubelet(self) -> None:
+        """The kubelet stand-in for the controllers' pods (tools/cluster/kubelet.py). Their network namespaces
+        reach the API server at the address this namespace has on its veth (tools/cluster/offline.py)."""
+        from .offline import ADDRESS, MARKER
+
+        if os.environ.get(MARKER) != "1":
+            raise ClusterError("the controllers' pods need the tier's network namespace: run under `python -m tools.cluster.offline`")
+        assert self.api is not None, "create() first"
+        self.kubelet = ControllerKubelet(self.api, self.workdir / "kubelet", controller_engines(), gateway=ADDRESS.split("/")[0],
+                                         apiserver_port=self.apiserver_port)
+        self.kubelet.start()
+        self.load_balancers = LoadBalancerController(self.api)
+        self.load_balancers.start()
 
     @property
     def pki(self) -> Path:
@@ -256,89 +249,11 @@ class LocalCluster:
         }))
         return path
 
-    def _wait_crd(self, name: str) -> None:
-        def established() -> bool:
-            proc = self.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions[?(@.type==\"Established\")].status}", check=False)
-            return proc.stdout.strip() == "True"
-        self.wait_for(f"CRD {name} established", established, timeout=60)
-
-    def start_controller(self, c: Controller) -> None:
-        t0 = time.monotonic()
-        home = self.workdir / c.name
-        certs = home / "certs"
-        certs.mkdir(parents=True, exist_ok=True)
-        src = module_dir(c.wrapper, c.module) / "config" / "default"
-        raw = self.kubectl("kustomize", str(src)).stdout
-        objects = [d for d in yaml.safe_load_all(raw) if d]
-        kueue_cert_rotation = c is KUEUE
-        self.apply(local_manifests(objects, self.ca_bundle, c.webhook_port, keep_secrets=kueue_cert_rotation), field_manager=f"e2e-{c.name}")
-        for crd in c.crds:
-            self._wait_crd(crd)
-        config: dict[str, Any] = {
-            "apiVersion": c.config_api, "kind": "Configuration",
-            "leaderElection": {"leaderElect": False},
-            "webhook": {"port": c.webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
-            "metrics": {"bindAddress": f"127.0.0.1:{c.metrics_port}"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{c.health_port}"},
-        }
-        if c is KUEUE:
-            # Kueue's own manager config (integrations: JobSet, LeaderWorkerSet, ...), as the release has it.
-            cm = next(d for d in objects if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("manager-config"))
-            config = {**yaml.safe_load(cm["data"]["controller_manager_config.yaml"]), **config, "namespace": c.namespace,
-                      # With cert management off Kueue insists on a metrics certificate under /etc; with it on,
-                      # it makes its own CA and certificates and injects the CA (the kubelet's part, mounting the
-                      # Secret into certDir, is done below). The visibility server would need more files.
-                      "internalCertManagement": {"enable": True},
-                      "featureGates": {"VisibilityOnDemand": False}}
-        else:
-            config["internalCertManagement"] = {"enable": False}
-            for name, src_name in (("ca.crt", "ca.crt"), ("tls.crt", "admin.crt"), ("tls.key", "admin.key")):
-                target = certs / name
-                if not target.exists():
-                    target.symlink_to(self.pki / src_name)
-        (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        kubeconfig = self.user_kubeconfig(c.user, ("system:masters",))
-        logfile = open(home / "controller.log", "wb")
-        self.processes[c.name] = subprocess.Popen(
-            [str(BIN / c.binary), f"--config={home / 'config.yaml'}", f"--kubeconfig={kubeconfig}"],
-            stdout=logfile, stderr=subprocess.STDOUT, env={**self.env, **c.env}, start_new_session=True,
-        )
-        if kueue_cert_rotation:
-            self._mount_kueue_certs(certs)
-        self.wait_for(f"{c.name} ready (127.0.0.1:{c.health_port}/readyz)", lambda: self._ready(c), timeout=120)
-        log(f"{c.name} controller ready in {time.monotonic() - t0:.0f} s")
-
-    def _mount_kueue_certs(self, certs: Path) -> None:
-        def secret() -> Optional[dict[str, str]]:
-            proc = self.kubectl("-n", KUEUE.namespace, "get", "secret", "kueue-webhook-server-cert", "-o", "json", check=False)
-            data = (json.loads(proc.stdout).get("data") or {}) if proc.returncode == 0 else {}
-            return data if data.get("tls.crt") else None
-        data = self.wait_for("Kueue's webhook certificate", secret, timeout=90)
-        for name in ("tls.crt", "tls.key", "ca.crt"):
-            (certs / name).write_bytes(base64.b64decode(data[name]))
-
-    def _ready(self, c: Controller) -> bool:
-        proc = self.processes[c.name]
-        if proc.poll() is not None:
-            tail = (self.workdir / c.name / "controller.log").read_text(errors="replace")[-3000:]
-            raise ClusterError(f"{c.name} controller exited ({proc.returncode}):\n{tail}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{c.health_port}/readyz", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
     def stop(self) -> None:
-        for proc in self.processes.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.processes.values():
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        self.processes.clear()
+        if self.load_balancers is not None:
+            self.load_balancers.stop()
+        if self.kubelet is not None:
+            self.kubelet.stop()
         if (self.kwok_workdir / "clusters" / self.name).exists():
             subprocess.run([str(BIN / "kwokctl"), "delete", "cluster", "--name", self.name,
                             f"--kubeconfig={self.workdir / 'kwokctl-kubeconfig'}"],

@@ -23,12 +23,38 @@ import grpc
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _program():
+    """The stack's program, or (a scenario's deliberate fault, never the product) the entry point named by
+    PATHWAYS_PULUMI_PROGRAM as module:function; run with the project root the CLI's own Python host passes
+    (pulumi-language-python-exec --root_directory, pulumi.get_root_directory(): the program reads the stack file
+    there), which the inline server does not: PulumiRun names it in PATHWAYS_PULUMI_ROOT."""
+    import importlib
+    import os
+
+    from pulumi.runtime import settings
+
+    entry = os.environ.get("PATHWAYS_PULUMI_PROGRAM")
+    if entry:
+        module, _, function = entry.partition(":")
+        program = getattr(importlib.import_module(module), function)
+    else:
+        from infra.program import main as program
+
+    def run() -> None:
+        root = os.environ.get("PATHWAYS_PULUMI_ROOT")
+        if root:
+            settings.SETTINGS.root_directory = root  # pyright: ignore[reportAttributeAccessIssue]  # a context property
+        program()
+
+    return run
+
+
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     from pulumi.automation._server import LanguageServer
     from pulumi.runtime.proto import language_pb2_grpc
 
-    from infra.program import main as program
+    program = _program()
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=[("grpc.max_receive_message_length", 400 << 20)])
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(LanguageServer(program), server)

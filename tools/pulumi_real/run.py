@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -62,12 +63,14 @@ class Result:
 
 
 class PulumiRun:
-    def __init__(self, workdir: Path, stack: str, config: dict[str, Any], secrets: Optional[dict[str, str]] = None):
+    def __init__(self, workdir: Path, stack: str, config: dict[str, Any], secrets: Optional[dict[str, str]] = None,
+                 program: Optional[str] = None):
         self.workdir = workdir
         self.stack = stack
         self.project = workdir / "project"
         self.home = workdir / "pulumi-home"
         self.state = workdir / "state"
+        self._running: Optional[subprocess.Popen[str]] = None
         # main: infra must exist beside Pulumi.yaml; the program itself runs in the host from the checkout
         for d in (self.project / "stacks", self.project / "infra", self.home, self.state):
             d.mkdir(parents=True, exist_ok=True)
@@ -83,6 +86,8 @@ class PulumiRun:
             "PULUMI_SKIP_CONFIRMATIONS": "true",
             "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
             "PATHWAYS_POLICY_PYTHON": sys.executable,
+            **({"PATHWAYS_PULUMI_PROGRAM": program} if program else {}),
+            "PATHWAYS_PULUMI_ROOT": str(self.project),
             # Not the engines' bin: the CLI would take a provider from PATH over the one installed at its version.
             "PATH": os.environ.get("PATH", ""),
         }
@@ -102,18 +107,36 @@ class PulumiRun:
     def stack_file(self) -> Path:
         return self.project / "stacks" / f"Pulumi.{self.stack}.yaml"
 
-    def set_config(self, config: dict[str, Any]) -> None:
-        """The stack file's config, written as `pulumi config set --path` would keep it (secrets stay as set)."""
+    def set_config(self, config: dict[str, Any], secrets: Optional[dict[str, str]] = None) -> None:
+        """The stack file's config, written as `pulumi config set --path` would keep it: the secrets set so far
+        stay, unless `secrets` is given, which replaces them (`pulumi config set --secret --path` each)."""
         doc = yaml.safe_load(self.stack_file.read_text()) if self.stack_file.exists() else {}
         secure = {k: v for k, v in (doc.get("config") or {}).items() if isinstance(v, dict) and "secure" in json.dumps(v)}
-        doc["config"] = {**config, **secure}
+        doc["config"] = {**config, **(secure if secrets is None else {})}
         self.stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+        for key, value in (secrets or {}).items():
+            self.cli_raw("config", "set", "--secret", "--path", key, value, check=True)
+
+    def rename(self, stack: str) -> None:
+        """`pulumi stack rename`: the same resources under another stack name (their URNs rewritten in state)."""
+        if stack != self.stack:
+            self.cli_raw("stack", "rename", stack, check=True)
+            self.stack = stack
 
     def cli_raw(self, *args: str, check: bool = False, timeout: float = 900) -> Result:
         t0 = time.monotonic()
-        proc = subprocess.run([str(BIN / "pulumi"), *args, "--non-interactive"], cwd=self.project, env=self.env,
-                              capture_output=True, text=True, timeout=timeout)
-        result = Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+        proc = subprocess.Popen([str(BIN / "pulumi"), *args, "--non-interactive"], cwd=self.project, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._running = proc
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            raise PulumiError(f"pulumi {' '.join(args)} did not finish in {timeout:g} s:\n{(stdout + stderr)[-4000:]}") from None
+        finally:
+            self._running = None
+        result = Result(proc.returncode, stdout, stderr, time.monotonic() - t0)
         if check and proc.returncode != 0:
             raise PulumiError(f"pulumi {' '.join(args)} failed ({proc.returncode}):\n{result.output[-4000:]}")
         return result
@@ -132,6 +155,17 @@ class PulumiRun:
         finally:
             host.kill()
             host.wait(timeout=30)
+
+    def interrupt(self) -> None:
+        """Stop the command that runs now (Ctrl-C, then a kill): Pulumi cancels what it has not started."""
+        proc = self._running
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
     def state_file(self) -> str:
         """The stack's checkpoint as the file backend stores it."""
