@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -37,7 +38,7 @@ CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
 KEPT_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
-def _drop(config: dict[str, Any], top: str, path: list[str]) -> None:
+def _drop(config: dict[str, Any], top: str, path: Sequence[str]) -> None:
     """Remove config[top].<path> ("x[]" walks every item of list x)."""
     nodes: list[Any] = [config.get(top[: -2] if top.endswith("[]") else top)]
     if top.endswith("[]"):
