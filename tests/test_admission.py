@@ -205,7 +205,7 @@ def test_render_refuses_to_write_an_invalid_manifest(monkeypatch, tmp_path, caps
 
 def test_a_kind_without_a_kubernetes_schema_is_reported():
     report = admission.check_builtin({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
-    assert [str(v) for v in report.violations] == [f"[schema] .: no schema for example.com/v1 Widget in Kubernetes {admission.KUBERNETES_VERSION}: "]
+    assert [str(v) for v in report.violations] == [f"[schema] .: no schema for example.com/v1 Widget in Kubernetes {admission.KUBERNETES_VERSION}"]
 
 
 def test_a_kueue_flavor_with_a_topology_needs_node_labels():
