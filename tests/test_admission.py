@@ -41,11 +41,11 @@ def _job_schema(js):
 
 
 def _restart_on_regular(js):
-    head(js)["containers"][0]["restartPolicy"] = "Always"
+    head(js)["containers"][0]["restartPolicy"] = "Sometimes"
 
 
-def _init_restart_never(js):
-    head(js)["initContainers"][0]["restartPolicy"] = "OnFailure"
+def _sidecar_restart_rules(js):
+    head(js)["initContainers"][0]["restartPolicyRules"] = [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]
 
 
 def _long_name(js):
@@ -118,8 +118,8 @@ RULES = [
     ("jobset-schema", _unknown_field, "spec.startupPolicy.order: unknown field 'order'"),
     ("jobset-schema", _bad_enum, "'Sequential' is not one of ['AnyOrder', 'InOrder']"),
     ("job-schema", _job_schema, "'completion' was unexpected"),
-    ("restart-policy", _restart_on_regular, "only init containers may set restartPolicy"),
-    ("restart-policy", _init_restart_never, "restartPolicy may only be Always"),
+    ("restart-policy", _restart_on_regular, "'Sometimes' is not supported; valid: Always, Never, OnFailure"),
+    ("restart-policy", _sidecar_restart_rules, "restartPolicyRules are not allowed for init containers with restart policy Always"),
     ("coordinator-label", _long_name, "(69 > 63 characters)"),
     ("dns-1123", _bad_name, "'JAX_Program' is not a DNS-1123 label"),
     ("unique-names", _dup_container, "duplicate container name 'pathways-rm'"),
@@ -143,6 +143,26 @@ def test_good_manifests_pass():
         assert admission.check_jobset(js, POOLS).violations == []
         # a head pod never restarts in place (its Job's one completion is the run); a worker restarts on its host
         assert [rj["template"]["spec"]["template"]["spec"]["restartPolicy"] for rj in js["spec"]["replicatedJobs"]] == ["Never", "OnFailure"]
+
+
+def test_containers_may_set_restart_policies_and_rules_as_kubernetes_1_35_allows():
+    # ContainerRestartRules, beta and on by default from 1.35: a regular container restarts by its own policy and
+    # rules, and a plain init container may retry on failure
+    js = batch()
+    head(js)["containers"][0].update(restartPolicy="Never", restartPolicyRules=[{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}])
+    worker(js)["template"]["spec"]["containers"][0]["restartPolicy"] = "OnFailure"
+    assert admission.check_jobset(js, POOLS).violations == []
+
+
+def test_a_pod_with_no_restart_policy_is_checked_as_jobsets_webhook_defaults_it():
+    # google/pathways-job leaves it empty; JobSet's webhook makes it OnFailure before the API server validates
+    js = batch()
+    del worker(js)["template"]["spec"]["restartPolicy"]
+    assert admission.check_jobset(js, POOLS).violations == []
+    defaulted = admission.jobset_webhook_defaults(js)
+    assert defaulted["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    assert defaulted["spec"]["network"] == {**{"enableDNSHostnames": True, "publishNotReadyAddresses": True}, **js["spec"].get("network", {})}
+    assert "restartPolicy" not in worker(js)["template"]["spec"]  # the caller's object is left as it was
 
 
 @pytest.mark.parametrize("rule,breaker,message", RULES, ids=[f"{r[0]}-{r[1].__name__}" for r in RULES])
@@ -193,7 +213,7 @@ def test_render_refuses_to_write_an_invalid_manifest(monkeypatch, tmp_path, caps
 
     def broken(stack, w):
         job = real(stack, w)
-        job["template"]["spec"]["template"]["spec"]["containers"][0]["restartPolicy"] = "Always"
+        job["template"]["spec"]["template"]["spec"]["containers"][0]["restartPolicy"] = "Sometimes"
         return job
 
     monkeypatch.setattr(builder, "head_job", broken)

@@ -11,6 +11,7 @@ layers say so in the report's notices.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import re
@@ -177,6 +178,37 @@ def _labels(node: Any, path: str) -> Iterator[tuple[str, str, str]]:
             yield from _labels(item, f"{path}[{i}]")
 
 
+# Container restart policies as Kubernetes 1.35+ validates them: ContainerRestartRules is beta and on by default
+# from 1.35 (pkg/features/kube_features.go at v1.36.3), so a regular container, and an init container, may set
+# restartPolicy Always, Never or OnFailure, with restartPolicyRules (pkg/apis/core/validation/validation.go,
+# validateContainerRestartPolicy, validateInitContainerRestartPolicy). Before 1.35 only an init container's Always
+# (a sidecar) was valid, which these checks said until the JobSets of the peers (tests/fixtures/peers) ran here.
+CONTAINER_RESTART_POLICIES = ("Always", "Never", "OnFailure")
+RESTART_RULE_ACTIONS = ("Restart",)
+
+
+def _check_container_restart(c: dict[str, Any], kind: str, cpath: str, report: Report) -> None:
+    policy, rules = c.get("restartPolicy"), c.get("restartPolicyRules") or []
+    if policy is None:
+        if rules:
+            report.add("restart-policy", f"{cpath}.restartPolicy", "must specify restartPolicy when restart rules are used")
+        return
+    if policy not in CONTAINER_RESTART_POLICIES:
+        report.add("restart-policy", f"{cpath}.restartPolicy", f"{policy!r} is not supported; valid: {', '.join(CONTAINER_RESTART_POLICIES)}")
+    if kind == "initContainers" and policy == "Always" and rules:
+        report.add("restart-policy", f"{cpath}.restartPolicyRules", "restartPolicyRules are not allowed for init containers with restart policy Always")
+        return
+    if len(rules) > 20:
+        report.add("restart-policy", f"{cpath}.restartPolicyRules", f"{len(rules)} rules; at most 20")
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            continue
+        if rule.get("action") not in RESTART_RULE_ACTIONS:
+            report.add("restart-policy", f"{cpath}.restartPolicyRules[{i}].action", f"{rule.get('action')!r} is not supported; valid: {', '.join(RESTART_RULE_ACTIONS)}")
+        if rule.get("exitCodes") is None:
+            report.add("restart-policy", f"{cpath}.restartPolicyRules[{i}].exitCodes", "must be specified")
+
+
 def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], report: Report) -> None:
     name = obj.get("metadata", {}).get("name", "")
     if not _DNS_LABEL.fullmatch(name) or len(name) > 63:
@@ -204,10 +236,7 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
             if cname in seen_names:
                 report.add("unique-names", f"{cpath}.name", f"duplicate container name {cname!r}")
             seen_names.add(cname)
-            if kind == "containers" and "restartPolicy" in c:
-                report.add("restart-policy", f"{cpath}.restartPolicy", "only init containers may set restartPolicy (the API server rejects it on regular containers)")
-            if kind == "initContainers" and c.get("restartPolicy", "Always") != "Always":
-                report.add("restart-policy", f"{cpath}.restartPolicy", "an init container's restartPolicy may only be Always")
+            _check_container_restart(c, kind, cpath, report)
             env_names: set[str] = set()
             for e in c.get("env", []):
                 if e.get("name") in env_names:
@@ -262,9 +291,53 @@ def _check_placement(base, ppath, rj, job, pod, containers, pools: list[PoolFact
         report.add("tpu-request", f"{ppath}.containers", "the head pod must not request TPUs")
 
 
+def jobset_webhook_defaults(obj: dict[str, Any]) -> dict[str, Any]:
+    """The JobSet as the API server validates it: after the JobSet webhook's defaulting (jobset v0.12.0
+    pkg/webhooks/jobset_webhook.go, Default), which runs before any validation. A manifest that leaves these
+    fields out (google/pathways-job's JobSets leave the pods' restartPolicy empty) is admitted with them set."""
+    out = copy.deepcopy(obj)
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    # (a field of the wrong type is left alone: the schema layer names it)
+    spec.setdefault("successPolicy", {"operator": "All"})
+    spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
+    for rj in _dicts(spec.get("replicatedJobs")):
+        job = _dict_at(rj, "template", "spec")
+        if job is None:
+            continue
+        job.setdefault("completionMode", "Indexed")
+        pod = _dict_at(job, "template", "spec")
+        if pod is not None and not pod.get("restartPolicy"):
+            pod["restartPolicy"] = "OnFailure"
+    network = spec.setdefault("network", {})
+    if isinstance(network, dict):
+        network.setdefault("enableDNSHostnames", True)
+        network.setdefault("publishNotReadyAddresses", True)
+    policy = spec.get("failurePolicy")
+    for i, rule in enumerate(_dicts(policy.get("rules") if isinstance(policy, dict) else None)):
+        if not rule.get("name"):
+            rule["name"] = f"failurePolicyRule{i}"
+    return out
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _dict_at(node: dict[str, Any], *path: str) -> Optional[dict[str, Any]]:
+    for key in path:
+        node = node.get(key)  # pyright: ignore[reportAssignmentType]
+        if not isinstance(node, dict):
+            return None
+    return node
+
+
 def check_jobset(obj: dict[str, Any], pools: Optional[list[PoolFacts]] = None) -> Report:
-    """All three layers; `pools` enables the checks against the stack's node pools."""
+    """All three layers, on the JobSet as JobSet's webhook defaults it; `pools` enables the checks against the
+    stack's node pools."""
     report = Report()
+    obj = jobset_webhook_defaults(obj)
     for schema_layer in (check_schema, check_job_templates):
         schema_layer(obj, report)
         if report.type_errors:  # later layers read fields by the schema's types (a 7 where a list belongs)
