@@ -8,6 +8,7 @@ template, the charts' and the stack's, is checked against the Pod Security level
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import re
@@ -117,6 +118,14 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _FIRST = ("apiVersion", "kind", "metadata", "name", "namespace", "spec")
 
 
+@functools.lru_cache(maxsize=512)
+def _yaml_text(canonical_json: str) -> str:
+    """An object's YAML, by its canonical JSON: the charts' CRDs (tens of thousands of scalars, which PyYAML's
+    representer, in Python even with libyaml's emitter, takes seconds over) are written once per process, however
+    many stacks a process renders (the test suite's do)."""
+    return yaml.dump(ordered(json.loads(canonical_json)), Dumper=_DUMPER, sort_keys=False)
+
+
 def ordered(value: Any) -> Any:
     """Keys in the order people read manifests (RPC structs lose it): apiVersion, kind, metadata, …"""
     if isinstance(value, dict):
@@ -211,7 +220,7 @@ def write_manifests(plan: Plan, out: Path) -> tuple[list[Path], list[str]]:
         name = file_name(obj)
         if not _SAFE_NAME.fullmatch(name):
             raise RenderError(f"{name!r} is not a safe file name")
-        objects.append((name, HEADER + yaml.dump(ordered(obj), Dumper=_DUMPER, sort_keys=False)))
+        objects.append((name, HEADER + _yaml_text(json.dumps(obj, sort_keys=True))))
     clashes = sorted({n for n, _ in objects if [m for m, _ in objects].count(n) > 1})
     if clashes:
         raise RenderError(f"two objects would be written to {clashes[0]}")
