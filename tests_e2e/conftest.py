@@ -115,18 +115,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-# The order scenarios run in: those that need no stack first, then the stacks (a scenario reuses the stack that
-# runs, so those of one stack follow each other), then those that take the stack down (destroy, a failed deploy).
-FIRST = ("test_offline.py", "test_pod_security.py")
-LAST = ("test_pulumi.py", "test_charts.py")
+# The order scenarios run in: those that need no stack first, then the stacks, each scenario reusing the stack
+# that runs where it can (a transition to another stack is a `pulumi up` of a minute or two): the guards', the
+# peers' and test_stacks' dev, the committed stacks with serving last, then test_serving on it; last those that
+# take the stack down (destroy, a failed deploy). A new module must be placed here.
+ORDER = ("test_offline.py", "test_pod_security.py",
+         "test_guards.py", "test_guard_updates.py", "test_peer_manifests.py", "test_stacks.py", "test_serving.py",
+         "test_service_client.py", "test_queues.py", "test_restarts.py", "test_secrets.py", "test_scale.py",
+         "test_pulumi.py", "test_charts.py")
+LAST_STACK = "serving"  # test_stacks' last, the stack test_serving starts from
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> tuple[int, int]:
-        module = item.path.name
-        if module in FIRST:
-            return (0, FIRST.index(module))
-        if module in LAST:
-            return (2, LAST.index(module))
-        return (1, 0)
-    items.sort(key=rank)  # stable: within a rank, the collection order
+    unplaced = sorted({i.path.name for i in items} - set(ORDER))
+    if unplaced:
+        raise pytest.UsageError(f"tests_e2e/conftest.py ORDER does not place {', '.join(unplaced)}")
+
+    def rank(item: pytest.Item) -> tuple[int, bool]:
+        params = getattr(item, "callspec", None)
+        stack = params.params.get("name") if params is not None and item.path.name == "test_stacks.py" else None
+        return (ORDER.index(item.path.name), stack == LAST_STACK)
+    items.sort(key=rank)  # stable: within a module, the collection order

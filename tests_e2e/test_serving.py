@@ -114,6 +114,21 @@ def test_the_endpoint_holds_only_leaders_whose_probes_pass(cluster, stacks):
     assert endpoints == {leaders[0]: True, **{n: False for n in leaders[1:]}}, endpoints
 
 
+def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
+    serving_stack(stacks)
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "sneaky", "namespace": "pathways"},
+           "spec": {"serviceName": "sneaky", "selector": {"matchLabels": {"app": "sneaky"}},
+                    "template": {"metadata": {"labels": {"app": "sneaky"}}, "spec": {
+                        "containers": [{"name": "c", "image": "x:1"}],
+                        "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]}}}}
+    proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(sts), check=False)
+    assert proc.returncode != 0 and "pathways-workload-templates" in proc.stderr, proc.stderr
+    del sts["spec"]["template"]["spec"]["tolerations"]
+    proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(sts), check=False)
+    assert proc.returncode == 0, proc.stderr  # an ordinary StatefulSet is none of the guard's business
+
+
+# last: it leaves another stack running than the serving one
 def test_disaggregated_replica_spans_two_slices(cluster, stacks):
     stacks.use("disagg", config_with(pathwaysVersion="jax-0.7.2", workloads=[{
         "name": "disagg", "mode": "serve",
@@ -128,17 +143,3 @@ def test_disaggregated_replica_spans_two_slices(cluster, stacks):
     # prefill and decode each own a slice: the leader and workers 1-4 on one pool, workers 5-8 on the other
     assert sorted(sorted(v) for v in by_pool.values()) == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
     check_leader_address(ps, "disagg", "pathways")
-
-
-def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
-    serving_stack(stacks)
-    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "sneaky", "namespace": "pathways"},
-           "spec": {"serviceName": "sneaky", "selector": {"matchLabels": {"app": "sneaky"}},
-                    "template": {"metadata": {"labels": {"app": "sneaky"}}, "spec": {
-                        "containers": [{"name": "c", "image": "x:1"}],
-                        "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]}}}}
-    proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(sts), check=False)
-    assert proc.returncode != 0 and "pathways-workload-templates" in proc.stderr, proc.stderr
-    del sts["spec"]["template"]["spec"]["tolerations"]
-    proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(sts), check=False)
-    assert proc.returncode == 0, proc.stderr  # an ordinary StatefulSet is none of the guard's business

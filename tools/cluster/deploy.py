@@ -156,10 +156,13 @@ class _ChartWatch:
 
 
 def pulumi_up(cluster: LocalCluster, run: PulumiRun, *extra: str) -> Result:
-    """`pulumi up --yes` with the policy pack, watched: a chart whose controller cannot start fails it fast."""
+    """`pulumi up --yes --skip-preview` with the policy pack (which judges every resource during the update as in
+    a preview), watched: a chart whose controller cannot start fails it fast. The preview `up` would run first is
+    left out: the program and the pack would run twice, and every deploy's second preview, which must propose
+    nothing (tests_e2e/conftest.py), is a real preview of the same stack."""
     with _ChartWatch(cluster) as watch:
         result: list[Result] = []
-        t = threading.Thread(target=lambda: result.append(run.cli("up", "--yes", "--policy-pack", str(POLICIES), *extra)), daemon=True)
+        t = threading.Thread(target=lambda: result.append(run.cli("up", "--yes", "--skip-preview", "--policy-pack", str(POLICIES), *extra)), daemon=True)
         t.start()
         while t.is_alive():
             t.join(timeout=1.0)
@@ -229,9 +232,12 @@ def drain(cluster: LocalCluster, nodes: list[str]) -> None:
     if not nodes:
         return
     cluster.kubectl("cordon", *nodes)
-    on_them = [p for p in cluster.get("pods", "-A")["items"] if p["spec"].get("nodeName") in set(nodes)]
-    for p in on_them:
-        cluster.kubectl("delete", "pod", "-n", p["metadata"]["namespace"], p["metadata"]["name"], "--wait=false", check=False)
+    by_namespace: dict[str, list[str]] = {}
+    for p in cluster.get("pods", "-A")["items"]:
+        if p["spec"].get("nodeName") in set(nodes):
+            by_namespace.setdefault(p["metadata"]["namespace"], []).append(p["metadata"]["name"])
+    for namespace, names in by_namespace.items():  # one call a namespace: the scale stack drains 1,000 pods
+        cluster.kubectl("delete", "pods", "-n", namespace, *names, "--wait=false", check=False, timeout=300)
     cluster.wait_for("the controllers available on the remaining nodes", lambda: controllers_available(cluster), timeout=180, interval=1)
     cluster.kubectl("delete", "nodes", *nodes, "--wait=true", check=False, timeout=300)
 
