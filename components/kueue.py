@@ -12,6 +12,7 @@ from pulumi_kubernetes import _utilities as k8s_utilities
 from .controller_chart import install_chart
 from .dependencies import Dependency, all_of
 from .manifests.controller_charts import KUEUE
+from .manifests.kueue import references
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,12 @@ class Kueue(pulumi.ComponentResource):
             # The values come from components/manifests/controller_charts.py, which the offline render uses too.
             installed.append(install_chart(self, name, namespace=KUEUE.namespace, pod_security=KUEUE.pod_security, chart=args.chart,
                                            version=args.version, values=KUEUE.values(args.version, args.system_role)).resources)
-        objects = [
-            KubernetesObject(
+        made: dict[tuple[str, str], KubernetesObject] = {}
+        for obj in args.objects:  # each after the objects it names (kueue.objects' order)
+            named = [made[r] for r in references(obj) if r in made]
+            made[(obj["kind"], obj["metadata"]["name"])] = KubernetesObject(
                 "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(installed)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of([*installed, *named])),
             )
-            for obj in args.objects
-        ]
-        self.ready = [*installed, *objects]
+        self.ready = [*installed, *made.values()]
         self.register_outputs({})

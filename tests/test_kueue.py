@@ -218,3 +218,18 @@ def test_more_slice_groups_than_a_resource_group_holds_share_a_cohort():
     (lq,) = objects(plan, "LocalQueue")
     assert lq["spec"]["clusterQueue"] == "pathways-1"
     assert plan.outputs["kueue"]["clusterQueues"] == ["pathways-0", "pathways-1"]
+
+
+def test_each_queue_depends_on_what_it_names_so_pulumi_deletes_it_first(committed_stack):
+    # Kueue holds a ResourceFlavor's deletion while a ClusterQueue names it (finalizer resource-in-use): Pulumi must
+    # delete the queue before its flavors, which it does for dependents only (a stack that drops a slice group)
+    _, plan = committed_stack
+    kueue_objects = [r for r in plan.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
+    by_ref = {(r.inputs["kind"], r.inputs["metadata"]["name"]): r.urn for r in kueue_objects}
+    queues = [r for r in kueue_objects if r.inputs["kind"] in ("ClusterQueue", "LocalQueue")]
+    assert queues
+    for q in queues:
+        named = kq.references(q.inputs)
+        assert named and {by_ref[n] for n in named} <= set(q.dependencies), (q.name, named)
+    (cq,) = [q for q in queues if q.inputs["kind"] == "ClusterQueue"]
+    assert {n for _, n in kq.references(cq.inputs)} == {f["name"] for rg in cq.inputs["spec"]["resourceGroups"] for f in rg["flavors"]}
