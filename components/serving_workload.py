@@ -35,7 +35,7 @@ class ServingWorkload(pulumi.ComponentResource):
         svc = args.service
         self.service = k8s.core.v1.Service(
             f"{name}-http", metadata=svc["metadata"], spec=svc["spec"],
-            # Pulumi's await for a LoadBalancer Service waits for its address; a ClusterIP one is ready at once.
+            # not awaited (its pulumi.com/skipAwait annotation, components/manifests/lws.py http_service)
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.leader_worker_set]),
         )
         self.register_outputs({})

@@ -115,7 +115,9 @@ def test_the_http_service_and_outputs():
     assert svc["metadata"]["name"] == "chat-http" and svc["spec"]["type"] == "ClusterIP"
     assert svc["spec"]["selector"] == {"app": "chat"}
     assert svc["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP"}]
-    assert "annotations" not in svc["metadata"]  # never a load balancer unless asked
+    # never a load balancer unless asked; never awaited: Pulumi's await wants every leader ready within 10 minutes,
+    # a model may load for longer (a first up or a rolling update would fail)
+    assert svc["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
     out = PLAN.outputs["serving"]["chat"]
     assert out["portForward"] == "kubectl -n pathways port-forward svc/chat-http 8000:8000"
     assert out["generate"].startswith("curl -s -X POST http://127.0.0.1:8000/generate ") and '"max_tokens"' in out["generate"]
@@ -124,7 +126,7 @@ def test_the_http_service_and_outputs():
     assert set(out) == {"service", "portForward", "generate", "health"}
     (ilb,) = objects(plan_of(serve_config(internalLoadBalancer=True)), "Service")
     assert ilb["spec"]["type"] == "LoadBalancer"
-    assert ilb["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert ilb["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true", "networking.gke.io/load-balancer-type": "Internal"}
 
 
 def test_model_settings_become_maxtext_arguments():

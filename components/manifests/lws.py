@@ -213,21 +213,29 @@ def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, An
     }
 
 
+SKIP_AWAIT = "pulumi.com/skipAwait"
+
+
 def http_service(w: ResolvedWorkload) -> dict[str, Any]:
     """The ClusterIP Service of the leaders' HTTP front ends; with serve.internalLoadBalancer, a GKE internal
     passthrough load balancer instead (reachable from the VPC only; GKE docs, "LoadBalancer Service
     parameters": networking.gke.io/load-balancer-type: Internal)."""
     sv = w.spec.serve
     assert sv is not None
+    # Pulumi's await on a Service with a selector ends only when every endpoint is ready (pulumi-kubernetes v4.25
+    # pkg/await/service.go: no notReadyAddresses), within 10 minutes, while a leader loading its model may take
+    # hours within its startup probe: every first `pulumi up` and every rolling update of a model that loads for
+    # longer than 10 minutes would fail. The outputs are commands, not the Service's status, so nothing waits on it.
     metadata: dict[str, Any] = {"name": serve_service_name(w.name), "namespace": w.namespace,
-                                "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}}
+                                "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"},
+                                "annotations": {SKIP_AWAIT: "true"}}
     spec: dict[str, Any] = {
         "type": "ClusterIP",
         "selector": {APP_LABEL: w.name},
         "ports": [{"name": "http", "port": SERVE_HTTP_PORT, "targetPort": SERVE_HTTP_PORT, "protocol": "TCP"}],
     }
     if sv.internal_load_balancer:
-        metadata["annotations"] = {"networking.gke.io/load-balancer-type": "Internal"}
+        metadata["annotations"]["networking.gke.io/load-balancer-type"] = "Internal"
         spec["type"] = "LoadBalancer"
     return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
 
