@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from tools.cluster.local import LocalCluster
+from tools.cluster.local import ClusterError, LocalCluster
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -30,7 +30,14 @@ def wait_running(cluster: LocalCluster, namespace: str, jobset: str, count: int,
     def done():
         ps = [p for p in pods(cluster, namespace, jobset) if running(p)]
         return ps if len(ps) == count else None
-    return cluster.wait_for(f"{count} running pods of JobSet {namespace}/{jobset}", done, timeout=timeout)
+    try:
+        return cluster.wait_for(f"{count} running pods of JobSet {namespace}/{jobset}", done, timeout=timeout)
+    except ClusterError as e:  # say where each pod is: the scheduler's reason for a pending one
+        def where(p: dict[str, Any]) -> str:
+            scheduled = next((c for c in p.get("status", {}).get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+            return f"{p['metadata']['name']}: {p.get('status', {}).get('phase')} on {p['spec'].get('nodeName')} {scheduled.get('message') or ''}"
+        nodes_now = [f"{n['metadata']['name']} {n['status'].get('allocatable')}" for n in cluster.get("nodes")["items"]]
+        raise ClusterError(f"{e}\npods: {[where(p) for p in pods(cluster, namespace, jobset)]}\nnodes: {nodes_now}") from None
 
 
 def workload(cluster: LocalCluster, namespace: str, jobset: str) -> dict[str, Any] | None:
