@@ -233,8 +233,9 @@ def drain(cluster: LocalCluster, nodes: list[str]) -> None:
         return
     cluster.kubectl("cordon", *nodes)
     by_namespace: dict[str, list[str]] = {}
+    going = set(nodes)
     for p in cluster.get("pods", "-A")["items"]:
-        if p["spec"].get("nodeName") in set(nodes):
+        if p["spec"].get("nodeName") in going:
             by_namespace.setdefault(p["metadata"]["namespace"], []).append(p["metadata"]["name"])
     for namespace, names in by_namespace.items():  # one call a namespace: the scale stack drains 1,000 pods
         cluster.kubectl("delete", "pods", "-n", namespace, *names, "--wait=false", check=False, timeout=300)
