@@ -9,6 +9,9 @@ SLICE_LABEL = "pathways/slice"
 TPU_TAINT = ("google.com/tpu", "present", "NO_SCHEDULE")
 HEAD_TAINT = (ROLE_LABEL, HEAD_ROLE, "NO_SCHEDULE")
 SPOT_LABEL = "cloud.google.com/gke-spot"
+# GKE labels every TPU node with its accelerator and topology (PLATFORM-FACTS §2); other nodes have neither.
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 # GCP label on the cluster and buckets of a stack with pathways:protected: true. The policy pack reads
 # it: the stack's own flag is the one source of truth for "protected" (not the stack's name).
 PROTECTED_LABEL: tuple[str, str] = ("pathways-protected", "true")

@@ -233,3 +233,42 @@ def test_each_queue_depends_on_what_it_names_so_pulumi_deletes_it_first(committe
         assert named and {by_ref[n] for n in named} <= set(q.dependencies), (q.name, named)
     (cq,) = [q for q in queues if q.inputs["kind"] == "ClusterQueue"]
     assert {n for _, n in kq.references(cq.inputs)} == {f["name"] for rg in cq.inputs["spec"]["resourceGroups"] for f in rg["flavors"]}
+
+
+def _kueue_flavor_matches(pod: dict, flavor: dict) -> bool:
+    """Kueue v0.19.2's flavor check for a PodSet (pkg/scheduler/flavorassigner/flavorassigner.go, flavorSelector):
+    the pod's nodeSelector and required node affinity, restricted to the keys of the flavor's own nodeLabels,
+    matched against a node carrying just those labels (a term left empty matches any flavor)."""
+    labels = flavor.get("nodeLabels", {})
+    if any(k in labels and labels[k] != v for k, v in pod.get("nodeSelector", {}).items()):
+        return False
+    terms = pod.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms")
+    if not terms:
+        return True
+
+    def holds(e: dict) -> bool:
+        present, value = e["key"] in labels, labels.get(e["key"])
+        return {"In": present and value in e.get("values", []), "NotIn": not present or value not in e.get("values", []),
+                "Exists": present, "DoesNotExist": not present}[e["operator"]]
+    kept = [[e for e in t.get("matchExpressions", []) if e["key"] in labels] for t in terms]
+    return any(not t for t in kept) or any(all(holds(e) for e in t) for t in kept)
+
+
+@pytest.mark.parametrize("stack", ["staging", "prod"])
+def test_a_head_podset_fits_only_the_head_flavor_and_a_worker_only_its_slice_group(stack):
+    # Found by the real-engine tier (prod -> staging): while the head flavor's quota was held, Kueue gave a
+    # head PodSet a TPU flavor whose cpu and memory quota it fitted, and that head never ran.
+    plan = stack_plan(stack)
+    flavors = {f["metadata"]["name"]: f["spec"] for f in objects(plan, "ResourceFlavor")}
+    checked = 0
+    for js in objects(plan, "JobSet"):
+        for rj in js["spec"]["replicatedJobs"]:
+            pod = rj["template"]["spec"]["template"]["spec"]
+            fits = {name for name, f in flavors.items() if _kueue_flavor_matches(pod, f)}
+            if "tolerations" in pod and any(t["key"] == "google.com/tpu" for t in pod["tolerations"]):
+                group = pod["nodeSelector"]["pathways/slice-group"]
+                assert fits - {kq.HEAD_FLAVOR} == {f"tpu-{group}"}, (js["metadata"]["name"], rj["name"])  # the head flavor has no TPU quota
+            else:
+                assert fits == {kq.HEAD_FLAVOR}, (js["metadata"]["name"], rj["name"], fits)
+            checked += 1
+    assert checked >= 4

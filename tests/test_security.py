@@ -368,6 +368,21 @@ def test_finding_4_no_update_makes_a_pod_tolerate_the_pathways_taints(namespace,
         assert _admitted(policy, request, {"spec": {"tolerations": spot}}, {"spec": {"tolerations": TPU}})
 
 
+def test_a_pod_of_a_namespace_the_stack_dropped_can_still_lose_its_finalizer():
+    # The service stack ran a JobSet in `default`; the next stack names only `pathways`. Its pods, deleted,
+    # wait for the Job controller to remove batch.kubernetes.io/job-tracking by update (found by the
+    # real-engine tier: refused, the pods stayed Terminating and `pulumi up` timed out deleting the JobSet).
+    policy = guardrails.node_guard_policy("pathways")
+    worker = {"metadata": {"finalizers": ["batch.kubernetes.io/job-tracking"], "deletionTimestamp": "2026-12-02T10:19:07Z"},
+              "spec": {"tolerations": TPU, "hostNetwork": True, "nodeName": "gke-tpu-main-0-0"}}
+    released = {**worker, "metadata": {"deletionTimestamp": "2026-12-02T10:19:07Z"}}
+    request = {"namespace": "default", "operation": "UPDATE", "userInfo": {"username": JOB_CONTROLLER}}
+    assert _admitted(policy, request, released, worker)
+    # creating such a pod there is refused as before, and so is an update that adds the toleration
+    assert not _admitted(policy, {**request, "operation": "CREATE"}, {"spec": {"tolerations": TPU}})
+    assert not _admitted(policy, request, {"spec": {"tolerations": TPU}}, {"spec": {}})
+
+
 def test_guards_are_bound_and_deny():
     plan = stack_plan("dev")
     policies = {p["metadata"]["name"]: p for p in _objects(plan, "ValidatingAdmissionPolicy")}

@@ -123,11 +123,10 @@ ORDER = ("test_offline.py", "test_pod_security.py",
          "test_guards.py", "test_guard_updates.py", "test_peer_manifests.py", "test_stacks.py", "test_serving.py",
          "test_service_client.py", "test_queues.py", "test_restarts.py", "test_secrets.py", "test_scale.py",
          "test_pulumi.py", "test_charts.py")
-# test_stacks' order: staging before prod, and serving (the stack test_serving starts from) last. prod -> staging
-# fails for a reason of the product's, not of the order (left for the next change, written down in CHANGELOG): a
-# workload admitted while the previous stack's heads still hold the head flavor's quota is given a TPU flavor,
-# whose cpu and memory quota it fits, and its head pod then selects TPU nodes and never runs.
-STACK_ORDER = ("dev", "staging", "prod", "serving")
+# test_stacks' order: prod before staging (a workload admitted while the previous stack's heads still hold the
+# head flavor's quota: once given a TPU flavor, its head never ran), and serving, the stack test_serving starts
+# from, last.
+STACK_ORDER = ("dev", "prod", "staging", "serving")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,8 +9,10 @@ node service account, which can write the scratch bucket. So:
   controllers' namespaces enforce `restricted`. A Shared Pathways Service lives in `default` (where
   pathwaysutils' client looks for it), which gets the same labels.
 - ValidatingAdmissionPolicy `pathways-nodes-reserved`, on pods:
-  * outside the workload namespaces and GKE's system namespaces, no pod may tolerate the head or TPU
-    taints (or every taint), nor use hostNetwork;
+  * outside the workload namespaces and GKE's system namespaces, no pod may be created tolerating the head
+    or TPU taints (or every taint), nor using hostNetwork (created: one made while its namespace was a
+    workload namespace must stay updatable after a stack change drops it, or its Job cannot remove its
+    finalizer and it never goes);
   * outside the system namespaces, no pod may be created with spec.nodeName: such a pod skips the
     scheduler and the kubelet checks only NoExecute taints, so a NoSchedule taint does not keep it off a
     TPU node (PLATFORM-FACTS §6); only a kubelet creates pods bound to a node (mirror pods);
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SLICE_LABEL, TPU_TAINT
+from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SLICE_LABEL, TPU_ACCELERATOR_LABEL, TPU_TAINT, TPU_TOPOLOGY_LABEL
 from ..model.common import PRIORITY_CLASSES
 
 PSA = "pod-security.kubernetes.io"
@@ -63,7 +65,7 @@ GUARDED_TAINT_KEYS = (TPU_TAINT[0], HEAD_TAINT[0])
 # Node labels that select the Pathways head and TPU nodes (GKE's TPU labels, PLATFORM-FACTS §2; ours,
 # components/labels.py). Selecting them alone does not get past the taints, but a template that does is
 # placing work on those nodes and is judged as such.
-GUARDED_NODE_LABELS = ("cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-tpu-topology", SLICE_GROUP_LABEL, SLICE_LABEL)
+GUARDED_NODE_LABELS = (TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL, SLICE_GROUP_LABEL, SLICE_LABEL)
 # A template that requests TPUs: with Kubernetes' ExtendedResourceToleration admission plugin
 # (plugin/pkg/admission/extendedresourcetoleration) the API server itself adds the `google.com/tpu`
 # toleration to its pods, after the template was judged.
@@ -169,7 +171,11 @@ def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...]
         [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}],
         [{"name": "outside-system-namespaces", "expression": f"!{_system_namespace()}"}],
         [
-            {"expression": f"{_namespace_is(workload)} || !({_tolerates_pathways(pod)} || {_host_network(pod)})",
+            # CREATE only: a pod made while its namespace was a workload namespace stays updatable after a stack
+            # change drops it (the Job controller removes its job-tracking finalizer by update; refused, the pod
+            # stays Terminating and its Job, JobSet and the `pulumi up` deleting them wait forever). No update can
+            # add these tolerations (the last rule) and hostNetwork is immutable.
+            {"expression": f"request.operation != 'CREATE' || {_namespace_is(workload)} || !({_tolerates_pathways(pod)} || {_host_network(pod)})",
              "message": (f"only namespace(s) {names} may run pods on the Pathways head and TPU nodes or on the host "
                          "network (they act as the Pathways node service account); remove the toleration or hostNetwork")},
             {"expression": f"request.operation != 'CREATE' || !has({pod}.nodeName) || request.userInfo.username.startsWith('system:node:')",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL
+from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 from ..model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
@@ -200,6 +200,12 @@ def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
         **_pod_common(w),
         "restartPolicy": "Never",
         "nodeSelector": {ROLE_LABEL: HEAD_ROLE},
+        # Never a TPU VM. Said for Kueue: it matches a PodSet against a flavor by the flavor's own nodeLabels keys
+        # only (v0.19.2 flavorassigner.go, flavorSelector), so the role selector alone let a head PodSet fit a
+        # TPU flavor's cpu and memory quota whenever the head flavor's was held, and that head never ran
+        # (found by the real-engine tier, prod -> staging). TPU flavors carry this key; head nodes lack it.
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": TPU_ACCELERATOR_LABEL, "operator": "DoesNotExist"}]}]}}},
         "tolerations": [{"key": HEAD_TAINT[0], "operator": "Equal", "value": HEAD_TAINT[1], "effect": "NoSchedule"}],
     }
     if w.mode == "service":
@@ -268,8 +274,8 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
         # TPU host, counted against backoffLimit, instead of a new pod waiting for the same node.
         "restartPolicy": "OnFailure",
         "nodeSelector": {
-            "cloud.google.com/gke-tpu-accelerator": tpu.accelerator,
-            "cloud.google.com/gke-tpu-topology": tpu.topology,
+            TPU_ACCELERATOR_LABEL: tpu.accelerator,
+            TPU_TOPOLOGY_LABEL: tpu.topology,
             SLICE_GROUP_LABEL: rw.group.name,
         },
         "tolerations": tolerations,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_TAINT
+from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TAINT, TPU_TOPOLOGY_LABEL
 from ..model import machines, quantity
 from ..model.pools import Capacity, SliceGroup
 from ..model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
@@ -66,8 +66,8 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
             "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(g)},
             "spec": {
                 "nodeLabels": {
-                    "cloud.google.com/gke-tpu-accelerator": g.tpu.accelerator,
-                    "cloud.google.com/gke-tpu-topology": g.tpu.topology,
+                    TPU_ACCELERATOR_LABEL: g.tpu.accelerator,
+                    TPU_TOPOLOGY_LABEL: g.tpu.topology,
                     SLICE_GROUP_LABEL: g.name,
                 },
                 "tolerations": tolerations,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import SLICE_GROUP_LABEL, SPOT_LABEL
+from ..labels import SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 from ..model.common import JETSTREAM_ENGINE_RESOURCES, JETSTREAM_HTTP_RESOURCES, PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
@@ -60,8 +60,8 @@ def _tpu_placement(w: ResolvedWorkload) -> dict[str, Any]:
         tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
     return {
         "nodeSelector": {
-            "cloud.google.com/gke-tpu-accelerator": tpu.accelerator,
-            "cloud.google.com/gke-tpu-topology": tpu.topology,
+            TPU_ACCELERATOR_LABEL: tpu.accelerator,
+            TPU_TOPOLOGY_LABEL: tpu.topology,
             SLICE_GROUP_LABEL: w.group.name,
         },
         "tolerations": tolerations,
