@@ -231,7 +231,8 @@ def drain(cluster: LocalCluster, nodes: list[str]) -> None:
     returns, so that their webhooks answer the next `pulumi up`."""
     if not nodes:
         return
-    cluster.kubectl("cordon", *nodes)
+    for i in range(0, len(nodes), 100):  # kubectl cordons one node at a time: 1,024 scale nodes outlast one call's timeout
+        cluster.kubectl("cordon", *nodes[i:i + 100], timeout=300)
     by_namespace: dict[str, list[str]] = {}
     going = set(nodes)
     for p in cluster.get("pods", "-A")["items"]:
