@@ -58,7 +58,7 @@ $(CLIENT_VENV)/.installed: tools/cluster/client-requirements.lock
 
 # The real-engine tier: the stacks' Kubernetes layer on a local control plane (tests_e2e/).
 e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed
-	$(PY) -m tools.cluster.offline -- $(PY) -m pytest -q -p no:cacheprovider tests_e2e
+	$(PY) -m tools.cluster.offline -- $(PY) -m pytest -q -p no:cacheprovider --durations=20 tests_e2e
 
 bench: $(VENV)/.installed
 	$(PY) -m tools.bench

@@ -59,7 +59,7 @@ def _amounts(quotas: dict[str, dict[str, str]]) -> dict[str, dict[str, object]]:
 def test_quotas_equal_what_the_pools_provide(committed_stack):
     _, plan = committed_stack
     assert _amounts(cq_quotas(plan)) == _amounts(expected_quotas(plan))
-    assert list(cq_quotas(plan))[0] == "pathways-head"  # tried first: head PodSets land there, workers cannot (no TPU quota)
+    assert list(cq_quotas(plan))[-1] == "pathways-head"  # tried last: a waiting head's status names its quota
 
 
 def test_prod_quotas_written_out():
@@ -95,7 +95,7 @@ def test_two_workloads_share_a_group_through_one_queue_with_their_priorities():
                   for lq in objects(plan, "LocalQueue")) == [("probe", "pathways", "pathways", "None"), ("train", "pathways", "pathways", "None")]
     (cq,) = objects(plan, "ClusterQueue")
     assert cq["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority"} and "cohortName" not in cq["spec"]
-    # the flavor search stops where a PodSet fits or can preempt: a head PodSet never looks past the head flavor
+    # the flavor search stops where a PodSet fits or can preempt
     assert cq["spec"]["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"}
     assert cq["spec"]["namespaceSelector"] == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["pathways"]}]}
     wpc = {o["metadata"]["name"]: o["value"] for o in objects(plan, "WorkloadPriorityClass")}
@@ -207,10 +207,10 @@ def test_more_slice_groups_than_a_resource_group_holds_share_a_cohort():
     cqs = objects(plan, "ClusterQueue")
     assert [cq["metadata"]["name"] for cq in cqs] == ["pathways-0", "pathways-1"]
     flavors = [[f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]] for cq in cqs]
-    assert [len(f) for f in flavors] == [64, 2] and flavors[1] == ["pathways-head", "tpu-g63"]
+    assert [len(f) for f in flavors] == [64, 2] and flavors[1] == ["tpu-g63", "pathways-head"]
     assert all(len(f) <= kq.MAX_FLAVORS_PER_RESOURCE_GROUP for f in flavors)
     # the head pool's quota is lent by the first queue and borrowed by the others, in one cohort
-    head = [{r["name"]: r["nominalQuota"] for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]} for cq in cqs]
+    head = [{r["name"]: r["nominalQuota"] for r in cq["spec"]["resourceGroups"][0]["flavors"][-1]["resources"]} for cq in cqs]
     assert head[0]["cpu"] != "0" and head[1] == {"cpu": "0", "memory": "0", "google.com/tpu": "0"}  # "0": the API server stores a zero quantity that way (tests/test_quantities.py)
     assert {cq["spec"]["cohortName"] for cq in cqs} == {"pathways"}
     assert cqs[1]["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",

@@ -110,7 +110,7 @@ CASES = [
     ("pathways-network-exposure", lambda p: mutate(p, "gcp:compute/firewall:Firewall", "pathways-ports-allow", "sourceRanges", ["0.0.0.0/0"]), "opens Pathways ports [8080, 8471, 29000, 29001, 29002, 29005, 29006, 50051] to the internet"),
     ("pathways-network-exposure", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "masterAuthorizedNetworksConfig", {"cidrBlocks": [{"cidrBlock": "0.0.0.0/0"}]}), "is the whole internet"),
     ("pathways-network-exposure", lambda p: Plan(p.stack, [r for r in p.resources if r.type != "gcp:compute/routerNat:RouterNat"], p.outputs), "private nodes in a VPC without Cloud NAT"),
-    ("pathways-kueue-quota", lambda p: mutate(p, "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.1.resources.2.nominalQuota", "9999"), "has a google.com/tpu quota of 9999, but its pools hold 32 chips"),
+    ("pathways-kueue-quota", lambda p: mutate(p, "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.0.resources.2.nominalQuota", "9999"), "has a google.com/tpu quota of 9999, but its pools hold 32 chips"),
     ("pathways-kueue-quota", lambda p: mutate(p, JOBSET, "workload-train", "metadata.labels", {"pathways/workload": "train"}), "JobSet train is not queued"),
     ("pathways-tpu-pool-matches-catalog", lambda p: mutate(TPU7X, POOL, "slices-main-0", "placementPolicy.policyName", None), "multi-host tpu7x slice without a workload policy"),
     ("pathways-cluster-hardening", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "enableShieldedNodes", False), "enable shielded nodes"),
@@ -351,7 +351,7 @@ def test_jobset_may_depend_on_the_crd_instead_of_the_chart():
 def test_kueue_quota_of_a_flavor_without_pools():
     queue = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
     # the head flavor has no slice-group label: it holds no TPU chips
-    head_tpu = mutate(BATCH, queue, "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.0.resources.2.nominalQuota", "1")
+    head_tpu = mutate(BATCH, queue, "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.1.resources.2.nominalQuota", "1")
     assert _only(head_tpu, "pathways-kueue-quota") == [
         "ClusterQueue pathways: flavor pathways-head has a google.com/tpu quota of 1, but its pools hold 0 chips; derive quotas from the pools"]
     # a flavor naming a slice group that has no pools
@@ -431,7 +431,7 @@ def test_kueue_quota_counts_a_pool_without_a_size_as_empty_and_a_flavor_without_
     assert _only(unsized, "pathways-kueue-quota") == [
         "ClusterQueue pathways: flavor tpu-main has a google.com/tpu quota of 32, but its pools hold 16 chips; derive quotas from the pools"]
     # a flavor that lists no google.com/tpu resource asks for no chips
-    cpu_only = mutate(BATCH, queue, "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.0.resources",
+    cpu_only = mutate(BATCH, queue, "kueue-clusterqueue-pathways", "spec.resourceGroups.0.flavors.1.resources",
                       [{"name": "cpu", "nominalQuota": "124"}, {"name": "memory", "nominalQuota": "484Gi"}])
     assert _only(cpu_only, "pathways-kueue-quota") == []
 

@@ -10,9 +10,13 @@ merges the chosen ResourceFlavor's nodeLabels and tolerations into the pod templ
 - ClusterQueues covering cpu, memory and google.com/tpu. Quotas are what the pools provide: a group's
   chips are its slices x hosts x chips per VM (spares are provisioned for hot-swap, never queue quota),
   its cpu and memory the TPU VMs' allocatable; the head flavor holds what the head pool can allocate.
-  The head flavor is listed first, with no TPU quota, and the search for a flavor stops where a PodSet
-  fits or could preempt (flavorFungibility MayStopSearch: Kueue's default for whenCanPreempt is
-  TryNextFlavor, which would let a head PodSet look past a full head flavor).
+  Kueue matches a PodSet against a flavor by that flavor's nodeLabels keys only, so head pods require a
+  node without a TPU accelerator label (a key every TPU flavor carries): a head PodSet matches the head
+  flavor alone, a worker PodSet its slice group's flavor (and the head flavor, which has no TPU quota).
+  The head flavor is listed last, so a head PodSet's pass over the flavors ends where its status names
+  the head flavor's quota. The search stops where a PodSet fits or could preempt (flavorFungibility
+  MayStopSearch: Kueue's default for whenCanPreempt, TryNextFlavor, would look past a flavor it could
+  preempt in).
 - A resource group holds at most 64 flavors (v1beta2 CRD, resourceGroups[].flavors maxItems 64), so a
   stack with more slice groups gets several ClusterQueues of at most 63 TPU flavors each, in one cohort:
   the first holds the head pool's quota, the others borrow it (and it reclaims what they borrow).
@@ -114,10 +118,12 @@ def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
     sharded = len(shards) > 1
     out = []
     for i, (name, groups) in enumerate(shards):
-        flavors = [{"name": HEAD_FLAVOR, "resources": [
-            {"name": r, "nominalQuota": _quantity(r, q[HEAD_FLAVOR][r] if i == 0 else 0)} for r in RESOURCES]}]
-        flavors += [{"name": flavor_name(g), "resources": [{"name": r, "nominalQuota": _quantity(r, q[flavor_name(g)][r])} for r in RESOURCES]}
-                    for g in groups]
+        flavors = [{"name": flavor_name(g), "resources": [{"name": r, "nominalQuota": _quantity(r, q[flavor_name(g)][r])} for r in RESOURCES]}
+                   for g in groups]
+        # last: a head PodSet's one pass over the flavors then ends at the one it matches, and its status names
+        # that flavor's quota (Kueue resumes the next pass after the flavor it stopped at)
+        flavors.append({"name": HEAD_FLAVOR, "resources": [
+            {"name": r, "nominalQuota": _quantity(r, q[HEAD_FLAVOR][r] if i == 0 else 0)} for r in RESOURCES]})
         preemption: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
         spec: dict[str, Any] = {
             "namespaceSelector": {"matchExpressions": [

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ from tools.pulumi_real.run import POLICIES, PulumiRun, Result
 
 from .gke_nodes import plan_nodes
 from .local import ClusterError, LocalCluster, chart_dir, log
+
+POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE labels each node with its pool (tools/cluster/gke_nodes.py)
 
 # The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
 CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
@@ -241,7 +244,19 @@ def drain(cluster: LocalCluster, nodes: list[str]) -> None:
     for namespace, names in by_namespace.items():  # one call a namespace: the scale stack drains 1,000 pods
         cluster.kubectl("delete", "pods", "-n", namespace, *names, "--wait=false", check=False, timeout=300)
     cluster.wait_for("the controllers available on the remaining nodes", lambda: controllers_available(cluster), timeout=180, interval=1)
-    cluster.kubectl("delete", "nodes", *nodes, "--wait=true", check=False, timeout=300)
+    # kubectl deletes one node a request; the API server's delete-collection takes whole pools in one
+    by_pool: dict[str, set[str]] = {}
+    for n in cluster.get("nodes")["items"]:
+        by_pool.setdefault(n["metadata"]["labels"].get(POOL_LABEL, ""), set()).add(n["metadata"]["name"])
+    whole = sorted(pool for pool, names in by_pool.items() if pool and names <= going)
+    for i in range(0, len(whole), 50):
+        selector = urllib.parse.quote(f"{POOL_LABEL} in ({','.join(whole[i:i + 50])})")
+        cluster.kubectl("delete", "--raw", f"/api/v1/nodes?labelSelector={selector}", timeout=300)
+    some = sorted(going - {name for pool in whole for name in by_pool[pool]})
+    if some:
+        cluster.kubectl("delete", "nodes", *some, "--wait=false", "--ignore-not-found", timeout=300)
+    cluster.wait_for(f"{len(nodes)} nodes gone", lambda: not going & {n["metadata"]["name"] for n in cluster.get("nodes")["items"]},
+                     timeout=300, interval=1)
 
 
 def transition(cluster: LocalCluster, deployed: Deployed, name: str, config: dict[str, Any],
@@ -288,7 +303,7 @@ def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> 
         return
     if result.returncode != 0:
         raise ClusterError(f"pulumi destroy of stack {deployed.name} failed ({result.returncode}):\n{result.output[-4000:]}")
-    cluster.kubectl("delete", "nodes", "--all", "--wait=false", check=False, timeout=600)
+    cluster.kubectl("delete", "--raw", "/api/v1/nodes", timeout=600)  # one delete-collection, not a request a node
     cluster.wait_for("nodes gone", lambda: not cluster.get("nodes")["items"], timeout=600, interval=2)
     left = leftovers(cluster)
     if left:
