@@ -12,6 +12,7 @@ SPOT_LABEL = "cloud.google.com/gke-spot"
 # GKE labels every TPU node with its accelerator and topology (PLATFORM-FACTS §2); other nodes have neither.
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE labels every node with its pool
 # GCP label on the cluster and buckets of a stack with pathways:protected: true. The policy pack reads
 # it: the stack's own flag is the one source of truth for "protected" (not the stack's name).
 PROTECTED_LABEL: tuple[str, str] = ("pathways-protected", "true")

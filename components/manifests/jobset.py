@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from ..labels import (
+    HEAD_ROLE,
+    HEAD_TAINT,
+    NODE_POOL_LABEL,
+    ROLE_LABEL,
+    SLICE_GROUP_LABEL,
+    SPOT_LABEL,
+    TPU_ACCELERATOR_LABEL,
+    TPU_TOPOLOGY_LABEL,
+)
 from ..model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
@@ -304,7 +313,7 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
         "name": rw.worker_job,
         "replicas": rw.slices,
         "template": {
-            "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"}},
+            "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}},
             "spec": {
                 "backoffLimit": rw.worker_backoff_limit,
                 "completionMode": "Indexed",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from ..labels import NODE_POOL_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 from ..model.common import JETSTREAM_ENGINE_RESOURCES, JETSTREAM_HTTP_RESOURCES, PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
@@ -36,7 +36,7 @@ API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 SUBGROUP_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+NODEPOOL_LABEL = NODE_POOL_LABEL
 APP_LABEL = "app"
 LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
 # jetstream-http's /healthcheck asks the engine's gRPC HealthCheck (127.0.0.1:9000). Loading a 405B

@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 import yaml
 
+from components.labels import NODE_POOL_LABEL as POOL_LABEL
 from components.model.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
 from components.resource_types import NODE_POOL
 from infra.offline.engine import Plan
@@ -33,8 +34,6 @@ from tools.pulumi_real.run import POLICIES, PulumiRun, Result
 
 from .gke_nodes import plan_nodes
 from .local import ClusterError, LocalCluster, chart_dir, log
-
-POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE labels each node with its pool (tools/cluster/gke_nodes.py)
 
 # The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
 CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
