@@ -8,7 +8,7 @@ STACK  ?= dev
 
 REF    ?= origin/main
 
-.PHONY: plan diff render test bench bench-real mutation lock clean toolchain e2e crds help
+.PHONY: plan diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -55,6 +55,8 @@ $(CLIENT_VENV)/.installed: tools/cluster/client-requirements.lock
 	test -x $(CLIENT_VENV)/bin/python || $(PYTHON) -m venv $(CLIENT_VENV)
 	$(CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r tools/cluster/client-requirements.lock
 	touch $@
+
+client-venv: $(CLIENT_VENV)/.installed
 
 # The real-engine tier: the stacks' Kubernetes layer on a local control plane (tests_e2e/).
 e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed

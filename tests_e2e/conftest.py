@@ -18,7 +18,7 @@ from typing import Any, Iterator, Optional
 import pytest
 
 from tools.cluster.deploy import Deployed, deploy_stack, pulumi_up, take_down, transition
-from tools.cluster.local import ROOT, ClusterError, LocalCluster, leftover_processes
+from tools.cluster.local import ROOT, ClusterError, LocalCluster, leftover_processes, log
 from tools.pulumi_real.run import Result
 
 
@@ -40,6 +40,7 @@ class Stacks:
         self.workdir = workdir
         self.current: Optional[Deployed] = None
         self._key: Optional[str] = None
+        self._left_to_the_cluster = False
 
     def use(self, name: str, config: dict[str, Any], secrets: Optional[dict[str, str]] = None) -> Deployed:
         """The stack `name` with `config`, deployed (charts included) by a `pulumi up` of the running stack
@@ -47,6 +48,7 @@ class Stacks:
         key = json.dumps([name, config, secrets], sort_keys=True)
         if self.current is not None and key == self._key:
             return self.current
+        self._left_to_the_cluster = False
         if self.current is None:
             self.current = deploy_stack(self.cluster, name, config, self.workdir / f"{name}-{time.monotonic_ns()}", secrets)
         else:
@@ -73,7 +75,16 @@ class Stacks:
             raise ClusterError(f"pulumi up of the changed stack {self.current.name} failed:\n{result.output[-4000:]}")
         return result
 
-    def close(self) -> None:
+    def leave_to_the_cluster(self) -> None:
+        """The running stack is the session's last: the control plane, stopped after it, takes its objects and
+        nodes along, and the session ends without its `pulumi destroy` (the scale stack's takes minutes, and
+        what destroy leaves is test_pulumi's scenario). A later use() of another stack takes it down as usual."""
+        self._left_to_the_cluster = True
+
+    def close(self, at_session_end: bool = False) -> None:
+        if at_session_end and self._left_to_the_cluster:
+            log(f"stack {self.current.name if self.current else '-'}: left to the control plane, which stops now")
+            return
         if self.current is not None:
             current, self.current, self._key = self.current, None, None
             take_down(self.cluster, current)
@@ -89,7 +100,7 @@ def expect_no_changes(deployed: Deployed) -> None:
 def stacks(cluster: LocalCluster) -> Iterator[Stacks]:
     s = Stacks(cluster, cluster.workdir / "stacks")
     yield s
-    s.close()
+    s.close(at_session_end=True)
 
 
 # --- the tier's own report: every scenario ran (a skip fails the tier) -------------------------------------

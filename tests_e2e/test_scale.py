@@ -61,3 +61,4 @@ def test_256_slices_run_where_they_belong(cluster, stacks):
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2) + "\n")
     log(f"scale: {json.dumps(figures)}")
+    stacks.leave_to_the_cluster()  # the last scenario (tests_e2e/conftest.py ORDER): its 1,024 nodes go with the cluster
