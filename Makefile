@@ -97,6 +97,7 @@ help:
 	  'make test                    ruff, basedpyright and the unit suite (fetches the upstream CRDs first)' \
 	  'make crds                    the upstream JobSet, Kueue and LWS CRDs and charts from their pinned Go modules (needs Go)' \
 	  'make toolchain               build the real engines from their pinned Go modules (cached)' \
+	  'make client-venv             the e2e tier'"'"'s own venv: Google'"'"'s pathwaysutils client and its JAX' \
 	  'make e2e                     the real-engine tier: the stacks on a local control plane, the real Pulumi CLI' \
 	  'make bench                   plan time, memory and deploy-time estimates as the stack grows' \
 	  'make bench-real              the real pulumi preview: time and memory beside the offline plan (needs Go)' \
