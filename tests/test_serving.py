@@ -290,3 +290,17 @@ def test_the_change_review_says_what_serving_loses():
     # in a protected stack the replacement needs an allowance
     verdict = guard(list(changes.values()), before_plan, after_plan, True, [])
     assert any(r.startswith("serve-llama (LeaderWorkerSet)") for r in verdict.refusals)
+
+
+def test_without_kueue_a_serve_workload_counts_its_replicas_slices_not_its_group():
+    # a Kueue-off stack refuses workloads whose slices exceed their group's (components/model/pools_checks.py
+    # sharing): an endpoint of one replica on a four-slice group leaves three slices to a batch run of three
+    four = [{"name": "main", "tpu": "v6e-16", "count": 4}]
+    serve = {"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS, "replicas": 1}}
+    batch = {"name": "train", "image": "example.com/t:1", "slices": 3}
+    cfg = config_with(slices=four, pathwaysVersion=VERSION, kubernetes={"kueue": {"enabled": False}}, workloads=[serve, batch])
+    flat, _ = flatten(cfg)
+    load({k.split(":", 1)[1]: (json.loads(v) if v[:1] in "[{" else v) for k, v in flat.items()}, stack="test")
+    # two replicas disaggregated take four: with the batch run's three, seven of four
+    serve["serve"] = {**serve["serve"], "replicas": 2, "disaggregated": True}
+    assert any("want 7 slices of group 'main', which has 4" in line for line in _errors(cfg))

@@ -195,6 +195,10 @@ class StackConfig(_Model):
         return self.slice_group(w.slice_group or self.slices[0].name)
 
     def workload_slices(self, w: Workload) -> int:
+        """Slices the workload runs on: a serve workload's replicas (two slices each when disaggregated), a
+        JobSet's `slices`, or its whole group."""
+        if w.mode == "serve" and w.serve is not None:
+            return w.serve.replicas * w.serve.slices_per_replica
         return w.slices or self.workload_group(w).count
 
 
