@@ -444,3 +444,40 @@ def test_no_error_prints_a_secret_value(workloads):
     text = str(err.value)
     assert TOKEN not in text and "hf_4f8a9d2c1b7e" not in text, text
     assert text.startswith("pathways:workloads"), text
+
+
+# The serve Service selects a LeaderWorkerSet's leaders by LWS's own labels (lws.py leader_selector); a pod that
+# copied them would receive the endpoint's prompts. Only the LWS controller's StatefulSets make such pods.
+LWS_LABELS = {"leaderworkerset.sigs.k8s.io/name": "chat", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+
+
+@pytest.mark.parametrize("namespace,operation,labels,old_labels,user,admitted", [
+    ("pathways", "CREATE", LWS_LABELS, None, STATEFULSET_CONTROLLER, True),  # a leader, from its StatefulSet
+    ("pathways", "CREATE", LWS_LABELS, None, "system:kube-controller-manager", True),  # the same without per-controller credentials
+    ("pathways", "CREATE", LWS_LABELS, None, ALICE, False),  # a bare pod posing as a leader
+    ("pathways", "CREATE", LWS_LABELS, None, JOB_CONTROLLER, False),  # a Job's pod posing as one
+    ("pathways", "CREATE", {"app": "chat"}, None, ALICE, True),  # other labels are not the guard's business
+    ("team-a", "CREATE", LWS_LABELS, None, ALICE, True),  # the Service selects in its own namespace only
+    ("pathways", "UPDATE", LWS_LABELS, {}, ALICE, False),  # `kubectl label` onto a running pod
+    ("pathways", "UPDATE", {**LWS_LABELS, "leaderworkerset.sigs.k8s.io/name": "other"}, LWS_LABELS, ALICE, False),
+    ("pathways", "UPDATE", {**LWS_LABELS, "extra": "x"}, LWS_LABELS, ALICE, True),  # the label kept as it was
+    ("pathways", "UPDATE", {"a": "b"}, {}, ALICE, True),
+])
+def test_only_lws_statefulsets_make_pods_the_serve_service_selects(namespace, operation, labels, old_labels, user, admitted):
+    policy = guardrails.node_guard_policy("pathways")
+    request = {"namespace": namespace, "operation": operation, "userInfo": {"username": user}}
+    old = None if old_labels is None else {"metadata": {"labels": old_labels}, "spec": {}}
+    assert _admitted(policy, request, {"metadata": {"labels": labels}, "spec": {}}, old) == admitted
+
+
+@pytest.mark.parametrize("resource,operation,user,admitted", [
+    (STATEFULSETS, "CREATE", LWS_CONTROLLER, True),
+    (STATEFULSETS, "CREATE", ALICE, False),  # an ordinary StatefulSet whose pods would join the endpoint
+    (JOBS, "CREATE", JOBSET_CONTROLLER, False),  # a JobSet's Job whose pods would
+    (STATEFULSETS, "UPDATE", ALICE, True),  # the garbage collector's metadata update: the template as it was
+])
+def test_only_the_lws_controller_makes_workloads_whose_pods_the_serve_service_selects(resource, operation, user, admitted):
+    policy = guardrails.template_guard_policy("pathways")
+    sts = {"spec": {"template": {"metadata": {"labels": LWS_LABELS}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+    request = {"namespace": "pathways", "operation": operation, "userInfo": {"username": user}, "resource": resource}
+    assert _admitted(policy, request, sts, sts if operation == "UPDATE" else None) == admitted

@@ -60,7 +60,7 @@ def test_leader_worker_set_has_googles_shape():
     assert t["size"] == 4 + 1  # a v6e-16 slice has four TPU hosts, plus the leader
     assert t["restartPolicy"] == "RecreateGroupOnPodRestart" and "subGroupPolicy" not in t
     leader = t["leaderTemplate"]
-    assert leader["metadata"]["labels"]["app"] == "chat"
+    assert leader["metadata"]["labels"] == {"pathways/workload": "chat"}  # LWS adds its own (leader_selector)
     c = containers(leader)
     assert list(c) == ["pathways-proxy", "pathways-rm", "jax-tpu", "jetstream-http"]
     assert c["pathways-proxy"]["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:{VERSION}"
@@ -113,7 +113,9 @@ def test_deliberate_differences_from_googles_example():
 def test_the_http_service_and_outputs():
     (svc,) = objects(PLAN, "Service")
     assert svc["metadata"]["name"] == "chat-http" and svc["spec"]["type"] == "ClusterIP"
-    assert svc["spec"]["selector"] == {"app": "chat"}
+    # the leaders by LWS's own labels, as the LWS controller selects them (no pod of the namespace can copy them:
+    # tests/test_security.py)
+    assert svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "chat", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
     assert svc["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP"}]
     # never a load balancer unless asked; never awaited: Pulumi's await wants every leader ready within 10 minutes,
     # a model may load for longer (a first up or a rolling update would fail)

@@ -115,7 +115,7 @@ def test_the_endpoint_holds_only_leaders_whose_probes_pass(cluster, stacks):
 
 
 def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
-    serving_stack(stacks)
+    serving_stack(stacks)  # its guards
     sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "sneaky", "namespace": "pathways"},
            "spec": {"serviceName": "sneaky", "selector": {"matchLabels": {"app": "sneaky"}},
                     "template": {"metadata": {"labels": {"app": "sneaky"}}, "spec": {
@@ -126,6 +126,18 @@ def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
     del sts["spec"]["template"]["spec"]["tolerations"]
     proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(sts), check=False)
     assert proc.returncode == 0, proc.stderr  # an ordinary StatefulSet is none of the guard's business
+    # ...unless its pods would carry LWS's own labels, by which the serve Service selects the leaders
+    name, namespace = sts["metadata"]["name"], sts["metadata"]["namespace"]
+    sts["spec"]["template"]["metadata"]["labels"][LWS_NAME] = name
+    proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(sts), check=False)
+    assert proc.returncode != 0 and "pathways-workload-templates" in proc.stderr, proc.stderr
+    # and a bare pod posing as a leader (LWS's size annotation, so that LWS's own pod webhook lets it through)
+    leader, _, _, _ = serving_stack(stacks)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": f"{leader}-0", "namespace": namespace, "annotations": {"leaderworkerset.sigs.k8s.io/size": "5"},
+        "labels": {LWS_NAME: leader, WORKER_INDEX: "0"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+    proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(pod), check=False)
+    assert proc.returncode != 0 and "pathways-nodes-reserved" in proc.stderr and LWS_NAME in proc.stderr, proc.stderr
 
 
 # last: it leaves another stack running than the serving one

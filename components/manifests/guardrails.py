@@ -39,7 +39,17 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SLICE_LABEL, TPU_ACCELERATOR_LABEL, TPU_TAINT, TPU_TOPOLOGY_LABEL
+from ..labels import (
+    HEAD_ROLE,
+    HEAD_TAINT,
+    LWS_NAME_LABEL,
+    ROLE_LABEL,
+    SLICE_GROUP_LABEL,
+    SLICE_LABEL,
+    TPU_ACCELERATOR_LABEL,
+    TPU_TAINT,
+    TPU_TOPOLOGY_LABEL,
+)
 from ..model.common import PRIORITY_CLASSES
 
 PSA = "pod-security.kubernetes.io"
@@ -80,6 +90,9 @@ TPU_RESOURCE = TPU_TAINT[0]
 # serviceaccount.yaml; the release is named lws, so its full name is lws).
 POD_CREATORS = ("system:serviceaccount:kube-system:job-controller", "system:serviceaccount:kube-system:statefulset-controller",
                 "system:kube-controller-manager")
+# A pod labelled as a LeaderWorkerSet's member comes from a StatefulSet: the serve Service selects the leaders by
+# that label (lws.py), so no other creator may make one.
+LWS_POD_CREATORS = ("system:serviceaccount:kube-system:statefulset-controller", "system:kube-controller-manager")
 JOB_CREATORS = ("system:serviceaccount:jobset-system:jobset-controller",)
 STATEFULSET_CREATORS = ("system:serviceaccount:lws-system:lws-controller-manager",)
 
@@ -136,6 +149,18 @@ def _reaches_pathways(spec: str) -> str:
     return f"({_tolerates_pathways(spec)} || {_selects_pathways_nodes(spec)} || {_host_network(spec)})"
 
 
+def _has_lws_label(metadata: str) -> str:
+    """The object whose metadata is at `metadata` carries the LeaderWorkerSet name label."""
+    return f"(has({metadata}) && has({metadata}.labels) && '{LWS_NAME_LABEL}' in {metadata}.labels)"
+
+
+def _lws_label_kept() -> str:
+    """An update leaves the pod's LeaderWorkerSet label as it was (absent, or the same value)."""
+    old, new = "oldObject.metadata", "object.metadata"
+    return (f"({_has_lws_label(old)} && {_has_lws_label(new)} && {old}.labels['{LWS_NAME_LABEL}'] == {new}.labels['{LWS_NAME_LABEL}'])"
+            f" || (!{_has_lws_label(old)} && !{_has_lws_label(new)})")
+
+
 def _created_by(users: tuple[str, ...]) -> str:
     """A pod's creator (pods: who may change what reaches the Pathways nodes is the next rule's)."""
     return f"(request.operation != 'CREATE' || request.userInfo.username in [{_quoted(users)}])"
@@ -184,6 +209,10 @@ def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...]
             {"expression": f"!{_namespace_is(workload)} || !({_tolerates_pathways(pod)} || {_host_network(pod)}) || {_created_by(POD_CREATORS)}",
              "message": (f"in {names}, pods on the Pathways nodes or the host network come from Pathways Jobs only; "
                          "create a JobSet (or a serve workload's LeaderWorkerSet) instead of a bare pod")},
+            {"expression": (f"!{_namespace_is(workload)} || (request.operation == 'CREATE' ? (!{_has_lws_label('object.metadata')} || "
+                            f"request.userInfo.username in [{_quoted(LWS_POD_CREATORS)}]) : ({_lws_label_kept()}))"),
+             "message": (f"in {names}, only a LeaderWorkerSet's StatefulSets make pods labelled {LWS_NAME_LABEL} (a serve "
+                         "endpoint sends its prompts to them), and no update adds, changes or removes it; remove the label")},
             {"expression": f"request.operation != 'UPDATE' || !{_tolerates_pathways(pod)} || {_tolerates_pathways('oldObject.spec')}",
              "message": ("a pod may not be changed to tolerate the Pathways head or TPU taints; only a pod created "
                          "tolerating them (from a JobSet or a LeaderWorkerSet) runs there")},
@@ -223,6 +252,10 @@ def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, 
         [{"name": "in-pathways-namespaces", "expression": _namespace_is(workload)}],
         [
             {"expression": f"!{_reaches_pathways(pod)} || {' || '.join(allowed)}", "message": TEMPLATE_MESSAGE},
+            {"expression": (f"!{_has_lws_label('object.spec.template.metadata')} || "
+                            f"(request.resource.resource == 'statefulsets' && {_acted_by(STATEFULSET_CREATORS)})"),
+             "message": (f"only the LeaderWorkerSet controller makes StatefulSets whose pods are labelled {LWS_NAME_LABEL} "
+                         "(a serve endpoint sends its prompts to them), and no Job's pods carry it; remove the label")},
             {"expression": (f"!{pod}.containers.exists({powerful}) && "
                             f"!(has({pod}.initContainers) && {pod}.initContainers.exists({powerful}))"),
              "message": "no privileged container and no added capability in the Pathways namespaces"},

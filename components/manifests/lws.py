@@ -24,7 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import NODE_POOL_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from ..labels import (
+    LWS_NAME_LABEL,
+    LWS_WORKER_INDEX_LABEL,
+    NODE_POOL_LABEL,
+    SLICE_GROUP_LABEL,
+    SPOT_LABEL,
+    TPU_ACCELERATOR_LABEL,
+    TPU_TOPOLOGY_LABEL,
+)
 from ..model.common import JETSTREAM_ENGINE_RESOURCES, JETSTREAM_HTTP_RESOURCES, PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
@@ -37,7 +45,6 @@ KIND = "LeaderWorkerSet"
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 SUBGROUP_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
 NODEPOOL_LABEL = NODE_POOL_LABEL
-APP_LABEL = "app"
 LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
 # jetstream-http's /healthcheck asks the engine's gRPC HealthCheck (127.0.0.1:9000). Loading a 405B
 # model took 7-20 minutes in Google's runs: the startup probe waits at least 10 minutes before its first
@@ -157,7 +164,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
         },
     ]
     return {
-        "metadata": {"labels": {APP_LABEL: w.name, WORKLOAD_LABEL: w.name}},
+        "metadata": {"labels": {WORKLOAD_LABEL: w.name}},
         "spec": {**_pod_common(w), "containers": containers},
     }
 
@@ -216,6 +223,10 @@ def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, An
 SKIP_AWAIT = "pulumi.com/skipAwait"
 
 
+def leader_selector(w: ResolvedWorkload) -> dict[str, str]:
+    return {LWS_NAME_LABEL: w.name, LWS_WORKER_INDEX_LABEL: "0"}
+
+
 def http_service(w: ResolvedWorkload) -> dict[str, Any]:
     """The ClusterIP Service of the leaders' HTTP front ends; with serve.internalLoadBalancer, a GKE internal
     passthrough load balancer instead (reachable from the VPC only; GKE docs, "LoadBalancer Service
@@ -231,7 +242,10 @@ def http_service(w: ResolvedWorkload) -> dict[str, Any]:
                                 "annotations": {SKIP_AWAIT: "true"}}
     spec: dict[str, Any] = {
         "type": "ClusterIP",
-        "selector": {APP_LABEL: w.name},
+        # the set's leaders by LWS's own labels, as its controller selects them: only the StatefulSet controller may
+        # create a pod carrying them there, from a StatefulSet only the LWS controller may make (guardrails.py), so no
+        # other pod of the namespace can join the endpoint and receive its prompts
+        "selector": leader_selector(w),
         "ports": [{"name": "http", "port": SERVE_HTTP_PORT, "targetPort": SERVE_HTTP_PORT, "protocol": "TCP"}],
     }
     if sv.internal_load_balancer:
