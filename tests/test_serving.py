@@ -77,6 +77,8 @@ def test_leader_worker_set_has_googles_shape():
         "MaxText/configs/base.yml", "model_name=llama3.1-8b", f"load_parameters_path={WEIGHTS}",
         "max_prefill_predict_length=1024", "max_target_length=2048", "per_device_batch_size=1", "scan_layers=false",
         "weight_dtype=bfloat16", "enable_single_controller=true", "enable_model_warmup=true",
+        # Llama 3's own tokenizer, not base.yml's Llama 2 default (components/model/maxtext.py)
+        "tokenizer_path=assets/tokenizer_llama3.tiktoken", "tokenizer_type=tiktoken",
     ]
     probe = {"httpGet": {"path": "/healthcheck", "port": 8000}}
     assert engine["startupProbe"] == {**probe, "periodSeconds": 1, "initialDelaySeconds": 600, "failureThreshold": 10000}
@@ -210,6 +212,18 @@ def _with_workload(**w):
                   slices=[{"name": "main", "tpu": "v6e-16", "count": 2}]), "pathways:workloads[0].serve", "ExperimentalMaxtextDisaggregatedServer_8"),
     (serve_config(replicas=0), "pathways:workloads[0].serve.replicas", "greater than or equal to 1"),
     (config_with(kubernetes={"lwsVersion": "0.5.0"}), "pathways:kubernetes.lwsVersion", "older than 0.6.0"),
+    # a model the image has no tokenizer for (base.yml's default is Llama 2's: nonsense for any other model)
+    (_with_workload(serve={"model": "qwen3-8b", "weights": WEIGHTS}), "pathways:workloads[0].serve.tokenizer",
+     "required for model 'qwen3-8b'"),
+    (serve_config(tokenizer="../etc/passwd"), "pathways:workloads[0].serve.tokenizer", "not a tokenizer path"),
+    (serve_config(extraArgs=["tokenizer_path=assets/tokenizer.llama2"]), "pathways:workloads[0].serve.extraArgs", "set by the stack"),
+    # MaxText's fill_unspecified_mesh_axes on the 16 chips of a v6e-16 slice
+    (serve_config(parallelism={"tensor": 32}), "pathways:workloads[0].serve.parallelism", "does not divide the slice's 16 chips"),
+    (serve_config(parallelism={"tensor": 3}), "pathways:workloads[0].serve.parallelism", "multiply to 3"),
+    (serve_config(parallelism={"tensor": -1, "autoregressive": -1}), "pathways:workloads[0].serve.parallelism",
+     "tensor, autoregressive are all -1"),
+    (serve_config(parallelism={"tensor": 4, "fsdp": 2}), "pathways:workloads[0].serve.parallelism",
+     "multiply to 8, not the slice's 16 chips"),
 ])
 def test_bad_serve_configs_give_one_clear_error(config, key, text):
     lines = _errors(config)
@@ -306,3 +320,29 @@ def test_without_kueue_a_serve_workload_counts_its_replicas_slices_not_its_group
     # two replicas disaggregated take four: with the batch run's three, seven of four
     serve["serve"] = {**serve["serve"], "replicas": 2, "disaggregated": True}
     assert any("want 7 slices of group 'main', which has 4" in line for line in _errors(cfg))
+
+
+@pytest.mark.parametrize("model,path,kind", [
+    ("llama2-70b", "assets/tokenizer.llama2", "sentencepiece"),
+    ("llama3.1-405b", "assets/tokenizer_llama3.tiktoken", "tiktoken"),
+    ("llama3.3-70b", "assets/tokenizer_llama3.tiktoken", "tiktoken"),
+    ("gemma3-27b", "assets/tokenizer.gemma3", "sentencepiece"),
+    ("gemma2-9b", "assets/tokenizer.gemma", "sentencepiece"),
+    ("mixtral-8x22b", "assets/tokenizer.mistral-v3", "sentencepiece"),
+    ("mixtral-8x7b", "assets/tokenizer.mistral-v1", "sentencepiece"),
+])
+def test_each_model_family_gets_the_tokenizer_maxtext_pairs_with_it(model, path, kind):
+    args = containers(the_lws(plan_of(serve_config(model=model)))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["jax-tpu"]["args"]
+    assert f"tokenizer_path={path}" in args and f"tokenizer_type={kind}" in args
+
+
+def test_a_tokenizer_the_stack_names_is_used_as_given():
+    lws = the_lws(plan_of(serve_config(model="qwen3-8b", tokenizer="Qwen/Qwen3-8B", tokenizerType="huggingface")))
+    args = containers(lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["jax-tpu"]["args"]
+    assert "tokenizer_path=Qwen/Qwen3-8B" in args and "tokenizer_type=huggingface" in args
+
+
+@pytest.mark.parametrize("parallelism", [{"tensor": 16}, {"tensor": 8}, {"tensor": 8, "autoregressive": 2, "fsdp": 1},
+                                         {"tensor": -1}, {"tensor": 4, "fsdp": -1}])
+def test_meshes_maxtext_can_fill_pass(parallelism):
+    plan_of(serve_config(parallelism=parallelism))

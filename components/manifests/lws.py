@@ -102,6 +102,9 @@ def engine_args(w: ResolvedWorkload) -> list[str]:
         "enable_single_controller=true",
         "enable_model_warmup=true",
     ]
+    tokenizer = sv.tokenizer_args
+    assert tokenizer is not None  # serving_checks refuses a model without one
+    args += [f"tokenizer_path={tokenizer[0]}", f"tokenizer_type={tokenizer[1]}"]
     args += [f"ici_{axis}_parallelism={n}" for axis, n in sorted(sv.parallelism.items())]
     if sv.quantization:
         args.append(f"quantization={sv.quantization}")

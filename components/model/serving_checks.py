@@ -4,7 +4,7 @@ its source. Registered, in the order load() reports them, in ``checks``.
 
 from __future__ import annotations
 
-from . import machines
+from . import machines, maxtext
 from .errors import Problem, config_key
 from .stack import StackConfig
 from .workload import MAX_LABEL_VALUE, Workload, head_pod_demand
@@ -60,6 +60,17 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
             f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) does not fit beside a worker on a "
             f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable); "
             "serve from a slice group with larger TPU VMs"
+        )))
+    if sv.tokenizer_args is None:
+        problems.append(Problem(config_key(("workloads", i, "serve", "tokenizer")), (
+            f"required for model {sv.model!r}: the JetStream image has no tokenizer MaxText pairs with it (base.yml's "
+            "default is Llama 2's, which decodes any other model into nonsense); set the model's tokenizer (a file in the "
+            "image or a Hugging Face id) and serve.tokenizerType"
+        )))
+    mesh = maxtext.mesh_problem(sv.parallelism, group.tpu.chips, sv.config_file)
+    if mesh:
+        problems.append(Problem(config_key(("workloads", i, "serve", "parallelism")), (
+            f"{mesh}; each replica's engine spans one {group.tpu.name} slice ({group.tpu.chips} chips)"
         )))
     if w.priority is not None and w.priority != "serving":
         problems.append(Problem(config_key(("workloads", i, "priority")), (

@@ -13,7 +13,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import machines, quantity
+from . import machines, maxtext, quantity
 from .common import (
     DEFAULT_USER_RESOURCES,
     INT32_MAX,
@@ -181,7 +181,7 @@ DISAGGREGATED_SERVER = "ExperimentalMaxtextDisaggregatedServer_8"
 SERVE_KEYS = frozenset({
     "model_name", "load_parameters_path", "max_prefill_predict_length", "max_target_length", "per_device_batch_size",
     "scan_layers", "weight_dtype", "enable_single_controller", "enable_model_warmup", "quantization",
-    "quantize_kvcache", "inference_server",
+    "quantize_kvcache", "inference_server", "tokenizer_path", "tokenizer_type",
 })
 _MAXTEXT_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
 PARALLELISM_AXES = ("data", "fsdp", "fsdp_transpose", "sequence", "tensor", "tensor_transpose", "tensor_sequence",
@@ -192,7 +192,13 @@ class ServeConfig(_Model):
     replicas: int = Field(default=1, ge=1, le=100, description="Model replicas: one LeaderWorkerSet group each, on its own slice (two when disaggregated).")
     model: str = Field(description="MaxText model_name, e.g. llama3.1-405b.")
     weights: str = Field(description="gs:// path of the checkpoint (MaxText load_parameters_path); the nodes get read access to that bucket only.")
-    config_file: str = Field(default="MaxText/configs/base.yml", description="MaxText config file inside the JetStream image.")
+    config_file: str = Field(default=maxtext.DEFAULT_CONFIG_FILE, description="MaxText config file inside the JetStream image.")
+    tokenizer: Optional[str] = Field(default=None, description=(
+        "MaxText tokenizer_path: a file in the JetStream image (e.g. assets/tokenizer_llama3.tiktoken) or a Hugging Face "
+        "tokenizer id. Default: the one MaxText's own scripts pair with the model family (llama2, llama3, llama3.1, "
+        "llama3.3, gemma, gemma2, gemma3, mistral-7b, mixtral); required for any other model."))
+    tokenizer_type: Optional[maxtext.TokenizerType] = Field(default=None, description=(
+        "MaxText tokenizer_type; default: the family's (tiktoken for Llama 3), else sentencepiece."))
     per_device_batch_size: float = Field(default=1, gt=0, le=1024, description="MaxText per_device_batch_size.")
     max_prefill_predict_length: int = Field(default=1024, ge=1, le=1_048_576, description="MaxText max_prefill_predict_length (prompt tokens).")
     max_target_length: int = Field(default=2048, ge=2, le=1_048_576, description="MaxText max_target_length (prompt + generated tokens).")
@@ -224,6 +230,13 @@ class ServeConfig(_Model):
     def _weights(cls, v: str) -> str:
         if not re.fullmatch(r"gs://[a-z0-9][a-z0-9._-]{1,61}[a-z0-9](/[^\s]{0,1000})?", v):
             raise ValueError(f"{v[:80]!r} is not a gs://<bucket>/<path> checkpoint location")
+        return v
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (not re.fullmatch(r"[A-Za-z0-9_./-]{1,300}", v) or ".." in v.split("/")):
+            raise ValueError(f"{v[:80]!r} is not a tokenizer path in the image or a Hugging Face id (e.g. assets/tokenizer.gemma)")
         return v
 
     @field_validator("config_file")
@@ -270,6 +283,17 @@ class ServeConfig(_Model):
                              "JetStream image has; with another image give its disaggregated server in extraArgs "
                              "(inference_server=...)")
         return self
+
+    @property
+    def tokenizer_args(self) -> Optional[tuple[str, maxtext.TokenizerType]]:
+        """(tokenizer_path, tokenizer_type) the engine gets: the stack's own, else the model family's; None when
+        neither is known (serving_checks refuses that)."""
+        known = maxtext.known_tokenizer(self.model)
+        if self.tokenizer is None:
+            return (known[0], self.tokenizer_type or known[1]) if known else None
+        if self.tokenizer_type is not None:
+            return self.tokenizer, self.tokenizer_type
+        return self.tokenizer, known[1] if known and known[0] == self.tokenizer else "sentencepiece"
 
     @property
     def weights_bucket(self) -> str:
