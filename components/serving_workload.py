@@ -1,4 +1,4 @@
-"""ServingWorkload: one serve workload's LeaderWorkerSet and the Service of its HTTP front ends."""
+"""ServingWorkload: one serve workload's LeaderWorkerSet, the Service of its HTTP front ends and the NetworkPolicy of its ports."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ class ServingWorkloadArgs:
     leader_worker_set: dict[str, Any]
     """Built by components.manifests.lws (pure) from the resolved stack."""
     service: dict[str, Any]
+    network_policy: dict[str, Any]
     depends_on: tuple[Dependency, ...]
     """The LWS controller (CRD and webhooks), the namespace, the PriorityClass, the slices, the queues."""
 
@@ -24,12 +25,18 @@ class ServingWorkloadArgs:
 class ServingWorkload(pulumi.ComponentResource):
     def __init__(self, name: str, args: ServingWorkloadArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:k8s:ServingWorkload", name, None, opts)
+        netpol = args.network_policy
+        # created before the pods it guards, so that no port is open while the set starts
+        self.network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-ingress", metadata=netpol["metadata"], spec=netpol["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(args.depends_on)),
+        )
         lws = args.leader_worker_set
         # A template change rolls the replicas one group at a time (LWS's rollingUpdate default, maxUnavailable 1):
         # an update in place, not a replacement; only the subgroup policy cannot change in place.
         self.leader_worker_set = k8s.apiextensions.CustomResource(
             name, api_version=API_VERSION, kind=KIND, metadata=lws["metadata"], spec=lws["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(args.depends_on),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=all_of((*args.depends_on, self.network_policy)),
                                         replace_on_changes=list(REPLACE_ON_CHANGES), delete_before_replace=True),
         )
         svc = args.service

@@ -211,6 +211,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     for w in stack.serve_workloads:
         ServingWorkload(f"serve-{w.name}", ServingWorkloadArgs(
             leader_worker_set=lws_manifest.leader_worker_set(stack, w), service=lws_manifest.http_service(w),
+            network_policy=lws_manifest.network_policy(w),
             depends_on=(*serving_controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues),
         ), opts=k8s_opts)

@@ -19,7 +19,7 @@ from infra.offline.render import check_builtins, manifests
 from infra.offline.stackfile import flatten, stack_path
 from tests.conftest import config_with, plan_of, stack_plan
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.5.3"  # the Pathways release Google pairs with jetstream-pathways:v0.2.0
 WEIGHTS = "gs://acme-models/llama3.1-8b/checkpoints/0/items"
 POOL = "gcp:container/nodePool:NodePool"
 BUCKET_IAM = "gcp:storage/bucketIAMMember:BucketIAMMember"
@@ -130,6 +130,10 @@ def test_the_http_service_and_outputs():
     assert set(out) == {"service", "portForward", "generate", "health"}
     (ilb,) = objects(plan_of(serve_config(internalLoadBalancer=True)), "Service")
     assert ilb["spec"]["type"] == "LoadBalancer"
+    # only the cluster's own subnet (nodes and pods) may call it unless the stack lists its clients
+    assert ilb["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/20", "10.4.0.0/14"]
+    (ilb,) = objects(plan_of(serve_config(internalLoadBalancer=True, loadBalancerSourceRanges=["10.30.0.0/16"])), "Service")
+    assert ilb["spec"]["loadBalancerSourceRanges"] == ["10.30.0.0/16"]
     assert ilb["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true", "networking.gke.io/load-balancer-type": "Internal"}
 
 
@@ -217,6 +221,17 @@ def _with_workload(**w):
      "required for model 'qwen3-8b'"),
     (serve_config(tokenizer="../etc/passwd"), "pathways:workloads[0].serve.tokenizer", "not a tokenizer path"),
     (serve_config(extraArgs=["tokenizer_path=assets/tokenizer.llama2"]), "pathways:workloads[0].serve.extraArgs", "set by the stack"),
+    # Google runs jetstream-pathways:v0.2.0 on Pathways jax-0.5.3 only (the engine's JAX talks to the proxy)
+    (config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}}]),
+     "pathways:pathwaysVersion", "jax-0.7.2 for serve workload 'chat', but its JetStream image v0.2.0 runs on Pathways jax-0.5.3"),
+    (_with_workload(serverImage="us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.7.2"), "pathways:workloads[0].serverImage",
+     "use jax-0.5.3"),
+    (serve_config(loadBalancerSourceRanges=["10.30.0.0/16"]), "pathways:workloads[0].serve.loadBalancerSourceRanges",
+     "only with serve.internalLoadBalancer: true"),
+    (serve_config(internalLoadBalancer=True, loadBalancerSourceRanges=["0.0.0.0/0"]),
+     "pathways:workloads[0].serve.loadBalancerSourceRanges", "every address"),
+    ({**serve_config(internalLoadBalancer=True), "pathways:network": {"existingNetwork": "shared-vpc", "existingSubnetwork": "ml"}},
+     "pathways:workloads[0].serve.loadBalancerSourceRanges", "required with serve.internalLoadBalancer on an existing network"),
     # MaxText's fill_unspecified_mesh_axes on the 16 chips of a v6e-16 slice
     (serve_config(parallelism={"tensor": 32}), "pathways:workloads[0].serve.parallelism", "does not divide the slice's 16 chips"),
     (serve_config(parallelism={"tensor": 3}), "pathways:workloads[0].serve.parallelism", "multiply to 3"),
@@ -346,3 +361,33 @@ def test_a_tokenizer_the_stack_names_is_used_as_given():
                                          {"tensor": -1}, {"tensor": 4, "fsdp": -1}])
 def test_meshes_maxtext_can_fill_pass(parallelism):
     plan_of(serve_config(parallelism=parallelism))
+
+
+def test_a_serve_workload_beside_batch_work_of_another_jax_runs_on_its_engines_pathways():
+    # the batch program's JAX is 0.7.2; the endpoint's Pathways images follow its engine's (serverImage, proxy derived)
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.7.2", workloads=[
+        {"name": "train", "image": "example.com/t:1", "slices": 1},
+        {"name": "chat", "mode": "serve", "serverImage": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
+         "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}}])
+    leader = containers(the_lws(plan_of(cfg))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
+    assert leader["pathways-proxy"]["image"].endswith("/proxy_server:jax-0.5.3") and leader["pathways-rm"]["image"].endswith("/server:jax-0.5.3")
+    # a JetStream image of another repository is the user's to pair
+    load_ok = plan_of(config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "chat", "mode": "serve", "serve": {
+        "model": "llama3.1-8b", "weights": WEIGHTS, "jetstreamImage": "example.com/my-jetstream:jax-0.7.2"}}]))
+    assert the_lws(load_ok)
+
+
+def test_only_the_endpoint_port_is_open_beyond_the_sets_own_pods():
+    # the serve pods use the pod network, where Dataplane V2 enforces NetworkPolicy: the proxy (38681), resource
+    # manager (38677), worker (38679) and engine gRPC (9000) ports only from the set's own pods; HTTP 8000 for clients
+    (netpol,) = objects(PLAN, "NetworkPolicy")
+    assert netpol["metadata"]["namespace"] == "pathways"
+    members = {"podSelector": {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "chat"}}}
+    assert netpol["spec"] == {**members, "policyTypes": ["Ingress"],
+                              "ingress": [{"from": [members]}, {"ports": [{"protocol": "TCP", "port": 8000}]}]}
+    # it selects every pod of the set: LWS puts its name label on both templates' pods
+    report = check_builtins(PLAN)["NetworkPolicy/chat-serve"]  # Kubernetes' strict schema
+    assert not report.violations, [str(v) for v in report.violations]
+    (policy,) = [r for r in PLAN.resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
+    (lws,) = [r for r in PLAN.resources if r.type == LWS]
+    assert policy.urn in lws.dependencies  # in place before the first pod starts

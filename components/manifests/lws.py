@@ -254,7 +254,33 @@ def http_service(w: ResolvedWorkload) -> dict[str, Any]:
     if sv.internal_load_balancer:
         metadata["annotations"]["networking.gke.io/load-balancer-type"] = "Internal"
         spec["type"] = "LoadBalancer"
+        # GKE turns these into the load balancer's firewall rules (GKE docs, "LoadBalancer Service parameters":
+        # spec.loadBalancerSourceRanges); without them any address that reaches the VPC may call the endpoint
+        spec["loadBalancerSourceRanges"] = list(w.load_balancer_source_ranges)
     return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def network_policy(w: ResolvedWorkload) -> dict[str, Any]:
+    """Ingress to a serve workload's pods: the HTTP front end (SERVE_HTTP_PORT) from anywhere the Service and the
+    load balancer let clients in; every other port (the proxy, the resource manager, the workers, the engine's
+    gRPC) only from the set's own pods. Unlike the JobSet path's hostNetwork pods, these use the pod network,
+    where the cluster's Dataplane V2 enforces NetworkPolicy (components/cluster.py ADVANCED_DATAPATH); the
+    kubelet's probes come from the node, which GKE's network policies always admit."""
+    members = {"podSelector": {"matchLabels": {LWS_NAME_LABEL: w.name}}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"{w.name}-serve", "namespace": w.namespace,
+                     "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}},
+        "spec": {
+            **members,
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": [members]},
+                {"ports": [{"protocol": "TCP", "port": SERVE_HTTP_PORT}]},
+            ],
+        },
+    }
 
 
 def serving_access(w: ResolvedWorkload) -> dict[str, str]:

@@ -273,7 +273,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             spec=w, name=w.name, mode=w.mode, state=w.state,
             namespace=cfg.workload_namespace(w),
             group=group,
-            slices=w.serve.replicas * w.serve.slices_per_replica if w.serve else w.slices or group.count,
+            slices=cfg.workload_slices(w),
             server_image=server_image(cfg.pathways_version, w),
             proxy_image=proxy_image(cfg.pathways_version, w),
             restarts=w.restarts,
@@ -285,6 +285,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             cluster_queue=cluster_queue_name(tuple(cfg.slices), group) if cfg.kubernetes.kueue.enabled else None,
             profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,
             env_secret=f"{w.name}-env" if cfg.secret_env and w.env else None,
+            load_balancer_source_ranges=cfg.load_balancer_source_ranges(w),
         ))
     service = cfg.service_workload
     return ResolvedStack(

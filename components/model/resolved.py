@@ -54,6 +54,8 @@ class ResolvedWorkload:
     cluster_queue: Optional[str]
     profiling_secret: Optional[str]
     env_secret: Optional[str]
+    load_balancer_source_ranges: tuple[str, ...] = ()
+    """A serve workload's internal load balancer: the client ranges it admits."""
 
     @property
     def active(self) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from . import machines, maxtext
 from .errors import Problem, config_key
+from .resolved import server_image
 from .stack import StackConfig
-from .workload import MAX_LABEL_VALUE, Workload, head_pod_demand
+from .workload import JETSTREAM_IMAGE, JETSTREAM_PATHWAYS_VERSION, MAX_LABEL_VALUE, Workload, head_pod_demand, image_tag
 
 # Keys a LeaderWorkerSet has no use for: they configure the JobSet path (its restart budget, elastic slices,
 # the colocated sidecar, the head's proxy and user container).
@@ -61,6 +62,14 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
             f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable); "
             "serve from a slice group with larger TPU VMs"
         )))
+    problems += _engine_pathways_pair(cfg, i, w)
+    if sv.load_balancer_source_ranges and not sv.internal_load_balancer:
+        problems.append(Problem(config_key(("workloads", i, "serve", "loadBalancerSourceRanges")), (
+            "only with serve.internalLoadBalancer: true (the ClusterIP Service has no load balancer to restrict); remove it")))
+    elif sv.internal_load_balancer and not cfg.load_balancer_source_ranges(w):
+        problems.append(Problem(config_key(("workloads", i, "serve", "loadBalancerSourceRanges")), (
+            "required with serve.internalLoadBalancer on an existing network or cluster (the stack knows no client "
+            "ranges there, and an unrestricted load balancer admits the whole VPC and its peers); list the clients' CIDRs")))
     if sv.tokenizer_args is None:
         problems.append(Problem(config_key(("workloads", i, "serve", "tokenizer")), (
             f"required for model {sv.model!r}: the JetStream image has no tokenizer MaxText pairs with it (base.yml's "
@@ -77,3 +86,21 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
             f"{w.priority} would let training preempt a serving endpoint; a serve workload runs at serving (remove it)"
         )))
     return problems
+
+
+def _engine_pathways_pair(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """The Pathways server and proxy are the release Google documents with the JetStream image (one JAX on both
+    sides of the proxy); an image of another repository is the user's to pair."""
+    assert w.serve is not None
+    engine = w.serve.jetstream_image
+    tag = image_tag(engine)
+    wanted = JETSTREAM_PATHWAYS_VERSION.get(tag or "") if engine.split("@")[0].rsplit(":", 1)[0] == JETSTREAM_IMAGE.rsplit(":", 1)[0] else None
+    running = image_tag(server_image(cfg.pathways_version, w))
+    if wanted is None or running == wanted:
+        return []
+    key = ("workloads", i, "serverImage") if w.server_image else ("pathwaysVersion",)
+    return [Problem(config_key(key), (
+        f"{running} for serve workload {w.name!r}, but its JetStream image {tag} runs on Pathways {wanted} (Google's "
+        f"pairing: the engine's JAX talks to the IFRT proxy); use {wanted}, or give this workload "
+        f"serverImage .../pathways/server:{wanted} (its proxy follows) where other workloads need {running}"
+    ))]

@@ -194,6 +194,17 @@ class StackConfig(_Model):
     def workload_group(self, w: Workload) -> SliceGroup:
         return self.slice_group(w.slice_group or self.slices[0].name)
 
+    def load_balancer_source_ranges(self, w: Workload) -> tuple[str, ...]:
+        """The client ranges a serve workload's internal load balancer admits: its own, else the created subnet's
+        node and pod ranges (the cluster's own clients); none without a load balancer, or where neither is known."""
+        if w.serve is None or not w.serve.internal_load_balancer:
+            return ()
+        if w.serve.load_balancer_source_ranges:
+            return tuple(w.serve.load_balancer_source_ranges)
+        if self.network.create and self.cluster.existing is None:
+            return (self.network.nodes_cidr, self.network.pods_cidr)
+        return ()
+
     def workload_slices(self, w: Workload) -> int:
         """Slices the workload runs on: a serve workload's replicas (two slices each when disaggregated), a
         JobSet's `slices`, or its whole group."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -177,6 +178,11 @@ class SharedService(_Model):
 JETSTREAM_IMAGE = "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0"
 JETSTREAM_HTTP_IMAGE = "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3"
 DISAGGREGATED_SERVER = "ExperimentalMaxtextDisaggregatedServer_8"
+# The Pathways release Google runs beside each JetStream engine tag: the engine's JAX talks to the IFRT proxy, so
+# the two must be one JAX (GKE tutorial "Serve an LLM using multi-host TPUs with JetStream and Pathways", updated
+# 2026-04-10, = GoogleCloudPlatform/kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/
+# jetstream-pathways-llama-3-1-405b-4x4.yaml: server and proxy_server jax-0.5.3 beside jetstream-pathways:v0.2.0).
+JETSTREAM_PATHWAYS_VERSION = {"v0.2.0": "jax-0.5.3"}
 # MaxText keys the stack sets itself (a user's extraArgs may not repeat them).
 SERVE_KEYS = frozenset({
     "model_name", "load_parameters_path", "max_prefill_predict_length", "max_target_length", "per_device_batch_size",
@@ -217,6 +223,9 @@ class ServeConfig(_Model):
     internal_load_balancer: bool = Field(default=False, description=(
         "Also expose port 8000 to the VPC through a GKE internal passthrough load balancer (never a public one)."
     ))
+    load_balancer_source_ranges: list[str] = Field(default_factory=list, max_length=20, description=(
+        "Client ranges (CIDRs) the internal load balancer admits (its Service's loadBalancerSourceRanges). Default: the "
+        "created subnet's node and pod ranges; required on an existing network or cluster."))
 
     @field_validator("model")
     @classmethod
@@ -237,6 +246,18 @@ class ServeConfig(_Model):
     def _tokenizer(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and (not re.fullmatch(r"[A-Za-z0-9_./-]{1,300}", v) or ".." in v.split("/")):
             raise ValueError(f"{v[:80]!r} is not a tokenizer path in the image or a Hugging Face id (e.g. assets/tokenizer.gemma)")
+        return v
+
+    @field_validator("load_balancer_source_ranges")
+    @classmethod
+    def _source_ranges(cls, v: list[str]) -> list[str]:
+        for cidr in v:
+            try:
+                net = ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                raise ValueError(f"{cidr[:60]!r} is not a CIDR range (e.g. 10.20.0.0/16)") from None
+            if net.prefixlen == 0:
+                raise ValueError(f"{cidr} is every address; list the ranges of the clients that call the endpoint")
         return v
 
     @field_validator("config_file")
