@@ -270,3 +270,19 @@ def test_what_runs_only_while_scaled_up_is_counted_in_its_own_unit():
     two_heads = summary_text(summary_of("dev", workloads=[{"name": "notebook", "mode": "interactive", "state": "suspended"}],
                                         headPool={"scaleToZero": True, "nodeCount": 2}))
     assert "  only while scaled up: head VMs n2-standard-64 (scale to zero): 2 VMs, $6.22/h (list)" in two_heads
+
+
+def test_a_serve_workload_on_a_cluster_made_elsewhere_lists_what_that_cluster_must_give_it():
+    serve = {"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": "gs://acme-models/llama/items"}}
+    existing = {"cluster": {"existing": {"kubeconfig": "/tmp/kubeconfig"}}, "bucket": {"name": "team-bucket"}, "headPool": {},
+                "pathwaysVersion": "jax-0.5.3", "slices": [{"name": "main", "tpu": "v6e-16"}], "workloads": [serve]}
+    s = summary_of("dev", **existing)
+    (pools,) = [n for n in s["notices"] if n.startswith("serve workload chat on a cluster made elsewhere")]
+    assert "GCE_METADATA" in pools and "roles/storage.objectViewer on gs://acme-models" in pools
+    assert not [n for n in s["notices"] if "installControllers: false" in n]  # the stack installs LWS and Kueue itself
+    s = summary_of("dev", **existing, kubernetes={"installControllers": False})
+    assert ("serve workloads with kubernetes.installControllers: false: the cluster must run the LeaderWorkerSet controller "
+            "(0.6.0 or later) and Kueue with its leaderworkerset.x-k8s.io/leaderworkerset integration enabled") in s["notices"]
+    # the stack's own cluster makes its serving pools and the weights grant itself: nothing to say
+    own = summary_of("dev", pathwaysVersion="jax-0.5.3", slices=[{"name": "main", "tpu": "v6e-16"}], workloads=[serve])
+    assert not [n for n in own["notices"] if n.startswith("serve workload")]

@@ -305,5 +305,6 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         slices=tuple(cfg.slices), workloads=tuple(workloads),
         monitoring=cfg.monitoring, prices=cfg.prices, labels=dict(cfg.default_labels),
         existing_cluster=cfg.cluster.existing is not None,
+        install_controllers=cfg.kubernetes.install_controllers,
     )
 

@@ -118,6 +118,8 @@ class ResolvedStack:
     """gcp:defaultLabels: on every GCP resource (the provider) and Kubernetes object (the program)."""
     existing_cluster: bool = False
     """cluster.existing: the stack makes only the Kubernetes layer; nodes, buckets and alerts are someone else's."""
+    install_controllers: bool = True
+    """The stack installs the JobSet, Kueue and LWS controllers (kubernetes.installControllers)."""
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:

@@ -70,7 +70,26 @@ def notices(stack: ResolvedStack) -> list[str]:
     elif not stack.monitoring.notification_channels:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
+    out += serving_prerequisites(stack)
     out += oversubscribed(stack)
+    return out
+
+
+def serving_prerequisites(stack: ResolvedStack) -> list[str]:
+    """What a serve workload needs of a cluster made elsewhere that the stack would otherwise make itself."""
+    if not stack.existing_cluster:
+        return []
+    out = []
+    for w in stack.serve_workloads:
+        assert w.spec.serve is not None
+        out.append(f"serve workload {w.name} on a cluster made elsewhere: its slice group's TPU pools must run with the GCE "
+                   f"metadata server (workloadMetadataConfig GCE_METADATA, as the stack's own serving pools do: the pods act "
+                   f"as the node service account), and that account needs roles/storage.objectViewer on "
+                   f"gs://{w.spec.serve.weights_bucket}")
+    if stack.serve_workloads and not stack.install_controllers:
+        out.append("serve workloads with kubernetes.installControllers: false: the cluster must run the LeaderWorkerSet "
+                   "controller (0.6.0 or later)" + (" and Kueue with its leaderworkerset.x-k8s.io/leaderworkerset integration "
+                                                   "enabled" if stack.kueue else ""))
     return out
 
 
