@@ -391,3 +391,12 @@ def test_only_the_endpoint_port_is_open_beyond_the_sets_own_pods():
     (policy,) = [r for r in PLAN.resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
     (lws,) = [r for r in PLAN.resources if r.type == LWS]
     assert policy.urn in lws.dependencies  # in place before the first pod starts
+
+
+def test_xla_flags_go_to_the_leaders_proxy():
+    # Google's disaggregated serving manifest passes its XLA flags to the IFRT proxy, as the JobSet path does
+    cfg = serve_config()
+    cfg["pathways:workloads"][0]["xlaFlags"] = ["--xla_tpu_enable_flash_attention=true"]
+    leader = containers(the_lws(plan_of(cfg))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
+    assert leader["pathways-proxy"]["args"][-1] == "--xla_tpu_enable_flash_attention=true"
+    assert not any("xla" in a for a in leader["jax-tpu"]["args"] + leader["pathways-rm"]["args"])

@@ -127,6 +127,8 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
                 f"--resource_manager_address={LEADER_ADDRESS}:{SERVE_RM_PORT}",
                 f"--server_port={SERVE_PROXY_PORT}",
                 f"--gcs_scratch_location={stack.cache_location}",
+                # as on the JobSet path (jobset.py proxy) and in Google's disaggregated serving manifest
+                *w.spec.xla_flags,
             ],
             "ports": [_port(SERVE_PROXY_PORT, "proxy")],
             "resources": guaranteed_resources(*PROXY_RESOURCES),

@@ -11,9 +11,10 @@ from .stack import StackConfig
 from .workload import JETSTREAM_IMAGE, JETSTREAM_PATHWAYS_VERSION, MAX_LABEL_VALUE, Workload, head_pod_demand, image_tag
 
 # Keys a LeaderWorkerSet has no use for: they configure the JobSet path (its restart budget, elastic slices,
-# the colocated sidecar, the head's proxy and user container).
+# the colocated sidecar, the head's user container). xlaFlags are not among them: they go to the leader's IFRT
+# proxy, as Google's disaggregated serving manifest passes its XLA flags.
 JOBSET_ONLY_KEYS = ("slices", "max_restarts", "worker_restarts_per_host", "elastic", "colocated_python", "subdomain",
-                    "xla_flags", "hlo_dump", "profiling", "persistence", "ttl_seconds_after_finished",
+                    "hlo_dump", "profiling", "persistence", "ttl_seconds_after_finished",
                     "data_loader_workers", "shm_size", "cpu", "memory")
 # LWS names its leader StatefulSet <name> and each group's workers <name>-<group>; a StatefulSet's pods carry
 # controller-revision-hash=<statefulset>-<10-character hash>, a label value of at most 63 characters.
