@@ -140,7 +140,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         if service.service_settings.clients:
             types.add("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
     if stack.serve_workloads:
-        types |= {"kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "kubernetes:core/v1:Service"}
+        types |= {"kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "kubernetes:core/v1:Service",
+                  "kubernetes:networking.k8s.io/v1:NetworkPolicy"}
     if stack.jobset_workloads:
         types.add("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
     if any(w.profiling_secret or w.env_secret for w in stack.jobset_workloads):

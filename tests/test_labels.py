@@ -17,9 +17,9 @@ LABELS = {"team": "ml-platform", "cost-center": "c123"}
 
 
 def labelled(**changes):
-    cfg = config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "nb", "mode": "interactive"},
+    cfg = config_with(pathwaysVersion="jax-0.5.3", workloads=[{"name": "nb", "mode": "interactive"},
                                                               {"name": "chat", "mode": "serve", "sliceGroup": "main",
-                                                               "serve": {"model": "m", "weights": "gs://acme-models/w"}}], **changes)
+                                                               "serve": {"model": "llama3.1-8b", "weights": "gs://acme-models/w"}}], **changes)
     cfg["pathways:slices"] = [{"name": "main", "tpu": "v6e-16", "count": 3}]
     cfg["gcp:defaultLabels"] = dict(LABELS)
     return cfg

@@ -25,7 +25,7 @@ EXTRA_ARG = "pathways:workloads[0].serve.extraArgs[0]"
 CONFIG = {
     "gcp:project": "test-proj-123", "gcp:region": "us-east5", "gcp:zone": "us-east5-b",
     "pathways:slices": [{"name": "main", "tpu": "v6e-16", "count": 2}],
-    "pathways:pathwaysVersion": "jax-0.7.2",
+    "pathways:pathwaysVersion": "jax-0.5.3",  # the release jetstream-pathways:v0.2.0 runs on
     "pathways:cluster": {"existing": {"kubeconfig": "/nonexistent/e2e-secrets/kubeconfig"}},
     "pathways:bucket": {"name": "test-proj-123-e2e-pathways"},
     "pathways:kubernetes": {"installControllers": False},

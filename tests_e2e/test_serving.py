@@ -142,7 +142,7 @@ def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
 
 # last: it leaves another stack running than the serving one
 def test_disaggregated_replica_spans_two_slices(cluster, stacks):
-    stacks.use("disagg", config_with(pathwaysVersion="jax-0.7.2", workloads=[{
+    stacks.use("disagg", config_with(pathwaysVersion="jax-0.5.3", workloads=[{
         "name": "disagg", "mode": "serve",
         "serve": {"model": "llama3.1-8b", "weights": "gs://test-models/llama3.1-8b", "disaggregated": True},
     }]))

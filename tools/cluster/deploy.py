@@ -25,6 +25,7 @@ from typing import Any, Optional
 import yaml
 
 from components.labels import NODE_POOL_LABEL as POOL_LABEL
+from components.model.cluster import NetworkConfig
 from components.model.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
 from components.resource_types import NODE_POOL
 from infra.offline.engine import Plan
@@ -64,6 +65,14 @@ def existing_mode(config: dict[str, Any], cluster: LocalCluster) -> dict[str, An
     a named bucket, the GCP-only keys dropped, and the three controllers installed from the pinned charts."""
     # the keys of the GCP half, which a cluster made elsewhere refuses (components/model/cluster_checks.py)
     out = {k: copy.deepcopy(v) for k, v in config.items() if k not in {f"pathways:{x}" for x in GCP_ONLY_SECTIONS}}
+    # an internal load balancer admits the client ranges its stack gives it, by default the stack's own subnet's node
+    # and pod ranges; on a cluster made elsewhere the stack must name them: those of the network the stack had
+    network = config.get("pathways:network") or {}
+    own = [network.get("nodesCidr", NetworkConfig().nodes_cidr), network.get("podsCidr", NetworkConfig().pods_cidr)]
+    for w in out.get("pathways:workloads") or []:
+        serve = w.get("serve") or {}
+        if serve.get("internalLoadBalancer") and not serve.get("loadBalancerSourceRanges"):
+            serve["loadBalancerSourceRanges"] = own
     for key in GCP_ONLY_KEYS:
         _drop(out, f"pathways:{key.split('.', 1)[0]}", key.split(".")[1:])
     # the cluster made elsewhere is this control plane, under its one name whatever the stack: the Kubernetes
