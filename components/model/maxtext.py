@@ -15,8 +15,11 @@ tokenizer is a Hugging Face one (llama4, deepseek, qwen3) have no file in the im
 
 The ICI mesh: MaxText's `fill_unspecified_mesh_axes` (MaxText/max_utils.py; src/maxtext/utils/max_utils.py at HEAD)
 allows at most one axis of -1, fills it with the devices per slice over the product of the others, and asserts
-"Number of devices per slice {n} does not match the product of the ICI parallelism {p}". base.yml leaves
-`ici_fsdp_parallelism: -1` and every other ICI axis 1.
+"Number of devices per slice {n} does not match the product of the ICI parallelism {p}". base.yml at MaxText's HEAD
+leaves `ici_fsdp_parallelism: -1` and every other ICI axis 1; Google's disaggregated manifest for the image passes
+`ici_tensor_parallelism=-1` with base.yml, so the image's fsdp default may be 1: the check refuses only what fails
+either way (two -1 given, a product that does not divide the chips, or every axis fixed by the stack with fsdp given
+and a product other than the chips).
 """
 
 from __future__ import annotations
