@@ -95,7 +95,10 @@ def test_leader_worker_set_has_googles_shape():
     assert worker["image"] == f"us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:{VERSION}"
     assert worker["args"] == ["--server_port=38679", "--resource_manager_address=$(LWS_LEADER_ADDRESS):38677",
                               "--gcs_scratch_location=gs://test-proj-123-test-pathways/pathways-cache"]
-    assert worker["resources"] == {"requests": {"google.com/tpu": "4"}, "limits": {"google.com/tpu": "4"}}
+    # half the ct6e-standard-4t's allocatable (178.48 vCPU, 696.7 GiB), no CPU or memory limit: Burstable, never the
+    # kubelet's first eviction beside the Guaranteed leader (workload.serve_worker_request)
+    assert worker["resources"] == {"requests": {"google.com/tpu": "4", "cpu": "89", "memory": "348Gi"},
+                                   "limits": {"google.com/tpu": "4"}}
 
 
 def test_deliberate_differences_from_googles_example():
@@ -248,7 +251,23 @@ def test_bad_serve_configs_give_one_clear_error(config, key, text):
 def test_the_leader_must_fit_beside_a_worker():
     # a one-chip v5e host (ct5lp-hightpu-1t: 24 vCPU, 48 GB) cannot hold the leader's proxy, RM and engine
     lines = _errors(serve_config(slices=[{"name": "main", "tpu": "v5e-1", "count": 1}]))
-    assert any(line.startswith("pathways:workloads[0].sliceGroup: ") and "does not fit beside a worker" in line for line in lines), lines
+    assert any(line.startswith("pathways:workloads[0].sliceGroup: ") and "leaves its worker less than half" in line for line in lines), lines
+
+
+def test_the_leader_leaves_its_worker_half_of_the_vm():
+    # ct5lp-hightpu-4t (192 GB, 179.3 GiB allocatable): the default leader (166 GiB) would leave the worker about
+    # 13 GiB, the first pod evicted under pressure (issue #35); the worker requests half, 89 GiB
+    v5e = [{"name": "main", "tpu": "v5e-16", "count": 1}]
+    (line,) = [x for x in _errors(serve_config(slices=v5e)) if x.startswith("pathways:workloads[0].sliceGroup: ")]
+    assert "166.0 GiB" in line and "requests 55 vCPU, 89 GiB" in line and "within 56 vCPU and 90 GiB" in line, line
+    # a smaller proxy and engine fit, and the rendered pods say so
+    small = serve_config(slices=v5e, proxyResources={"cpu": "16", "memory": "40Gi"}, engineResources={"cpu": "8", "memory": "16Gi"})
+    t = the_lws(plan_of(small))["spec"]["leaderWorkerTemplate"]
+    c = containers(t["leaderTemplate"])
+    assert c["pathways-proxy"]["resources"]["limits"] == {"cpu": "16", "memory": "40Gi"}
+    assert c["jax-tpu"]["resources"]["requests"] == {"cpu": "8", "memory": "16Gi"}
+    (worker,) = t["workerTemplate"]["spec"]["containers"]
+    assert worker["resources"]["requests"] == {"google.com/tpu": "4", "cpu": "55", "memory": "89Gi"}
 
 
 def test_serving_pools_run_on_the_node_identity_with_read_on_the_weights_only():

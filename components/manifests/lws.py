@@ -10,8 +10,9 @@ LWS_LEADER_ADDRESS (<lws>-<group>.<lws>.<namespace>) first in every container's 
 Where this project deliberately differs from Google's example (README, "Serving a model"):
 - images pinned: the Pathways server and proxy at the stack's jax-<version>, JetStream at its documented
   tags; the scratch location is the stack's own bucket;
-- the leader's containers request CPU and memory (requests = limits, Guaranteed), the workers the TPU chips
-  only, so leader and worker share a TPU host without either being evicted first;
+- the leader's containers request CPU and memory (requests = limits, Guaranteed), the workers their chips and
+  half their VM (Burstable, no CPU or memory limit), and a leader that leaves a worker less is refused: neither
+  is the kubelet's first eviction on the host they share (Google's manifests request the chips only);
 - every container drops its capabilities except what the root worker needs (as on the JobSet path), with the
   runtime's seccomp profile; no service account token is mounted;
 - the workload's PriorityClass (pathways-serving), its Kueue queue, and a nodeSelector on the slice group, so
@@ -33,11 +34,11 @@ from ..labels import (
     TPU_ACCELERATOR_LABEL,
     TPU_TOPOLOGY_LABEL,
 )
-from ..model.common import JETSTREAM_ENGINE_RESOURCES, JETSTREAM_HTTP_RESOURCES, PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
+from ..model.common import JETSTREAM_HTTP_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
 from ..model.resolved import ResolvedStack, ResolvedWorkload
-from ..model.workload import DISAGGREGATED_SERVER, serve_service_name
+from ..model.workload import DISAGGREGATED_SERVER, serve_service_name, serve_worker_request
 from .jobset import DROP_ALL, POD_SECURITY, ROOTLESS, TPU_RESOURCE, WORKER_SECURITY, WORKLOAD_LABEL, guaranteed_resources, workload_metadata
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
@@ -131,7 +132,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
                 *w.spec.xla_flags,
             ],
             "ports": [_port(SERVE_PROXY_PORT, "proxy")],
-            "resources": guaranteed_resources(*PROXY_RESOURCES),
+            "resources": guaranteed_resources(sv.proxy_resources.cpu, sv.proxy_resources.memory),
             "securityContext": ROOTLESS,
         },
         {
@@ -157,7 +158,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
             "startupProbe": {**probe, "periodSeconds": 1, "initialDelaySeconds": STARTUP_DELAY_SECONDS, "failureThreshold": 10000},
             "livenessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
             "readinessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
-            "resources": guaranteed_resources(*JETSTREAM_ENGINE_RESOURCES),
+            "resources": guaranteed_resources(sv.engine_resources.cpu, sv.engine_resources.memory),
             "securityContext": DROP_ALL,
         },
         {
@@ -176,6 +177,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
 
 def worker_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     chips = str(w.group.tpu.chips_per_vm)
+    cpu, memory_gib = serve_worker_request(w.group.tpu.machine_type)
     return {
         "metadata": {"labels": {WORKLOAD_LABEL: w.name}},
         "spec": {
@@ -189,9 +191,11 @@ def worker_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
                     f"--gcs_scratch_location={stack.cache_location}",
                 ],
                 "ports": [_port(SERVE_WORKER_PORT, "worker")],
-                # The chips only, as on the JobSet path: the worker owns its TPU VM and shares it with the
-                # leader on one host of the replica.
-                "resources": {"requests": {TPU_RESOURCE: chips}, "limits": {TPU_RESOURCE: chips}},
+                # Half the VM (workload.serve_worker_request): unlike the JobSet path's workers, one worker per
+                # replica shares its VM with the Guaranteed leader and must not be the kubelet's first eviction.
+                # No CPU or memory limit: the other workers own their VMs whole.
+                "resources": {"requests": {TPU_RESOURCE: chips, "cpu": str(cpu), "memory": f"{memory_gib}Gi"},
+                              "limits": {TPU_RESOURCE: chips}},
                 "securityContext": WORKER_SECURITY,
             }],
         },

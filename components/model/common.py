@@ -38,8 +38,9 @@ PRIORITY_CLASSES = {
     "experiment": (100_000, "Pathways experiments: the first to give way"),
 }
 # A serve leader's own containers (Google runs them without requests; these keep the leader Guaranteed on
-# the TPU host it shares with a worker, whose request is the chips only): the JetStream engine is a JAX
-# client on the IFRT proxy (its weights load on the workers); the HTTP front end is a thin gRPC bridge.
+# the TPU host it shares with a worker, which requests half the VM): the JetStream engine is a JAX client on
+# the IFRT proxy (its weights load on the workers); the HTTP front end is a thin gRPC bridge. The engine's
+# figure is this project's default, not Google's: serve.engineResources changes it.
 JETSTREAM_ENGINE_RESOURCES = ("8", "32Gi")
 JETSTREAM_HTTP_RESOURCES = ("1", "2Gi")
 

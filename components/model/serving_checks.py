@@ -8,7 +8,15 @@ from . import machines, maxtext
 from .errors import Problem, config_key
 from .resolved import server_image
 from .stack import StackConfig
-from .workload import JETSTREAM_IMAGE, JETSTREAM_PATHWAYS_VERSION, MAX_LABEL_VALUE, Workload, head_pod_demand, image_tag
+from .workload import (
+    JETSTREAM_IMAGE,
+    JETSTREAM_PATHWAYS_VERSION,
+    MAX_LABEL_VALUE,
+    Workload,
+    head_pod_demand,
+    image_tag,
+    serve_worker_request,
+)
 
 # Keys a LeaderWorkerSet has no use for: they configure the JobSet path (its restart budget, elastic slices,
 # the colocated sidecar, the head's user container). xlaFlags are not among them: they go to the leader's IFRT
@@ -54,14 +62,19 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
             f"{MAX_LWS_STATEFULSET_NAME} a StatefulSet name may have (its pods' controller-revision-hash label adds 11); "
             "use a shorter name"
         )))
-    # The leader runs on a TPU host beside a worker (common.py, JETSTREAM_ENGINE_RESOURCES); machines.py: its allocatable.
+    # The leader runs on a TPU host beside a worker that requests half the VM (workload.serve_worker_request);
+    # machines.py: the VM's allocatable.
     vm = machines.tpu_vm_shape(group.tpu.machine_type)
     cpu, mem, parts = head_pod_demand(w)
-    if not machines.fits(vm, cpu, mem):
+    w_cpu, w_mem = serve_worker_request(group.tpu.machine_type)
+    if not machines.fits(vm, cpu + w_cpu, mem + w_mem):
+        room_cpu, room_mem = vm.allocatable_cpu - w_cpu, vm.allocatable_memory_gib - w_mem
         problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
-            f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) does not fit beside a worker on a "
-            f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable); "
-            "serve from a slice group with larger TPU VMs"
+            f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) leaves its worker less than half of a "
+            f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable; the "
+            f"worker requests {w_cpu} vCPU, {w_mem} GiB so that it is not evicted first); keep the leader within "
+            f"{room_cpu:.0f} vCPU and {room_mem:.0f} GiB (serve.proxyResources, serve.engineResources) or serve from a "
+            "slice group with larger TPU VMs"
         )))
     problems += _engine_pathways_pair(cfg, i, w)
     if sv.load_balancer_source_ranges and not sv.internal_load_balancer:

@@ -194,6 +194,19 @@ PARALLELISM_AXES = ("data", "fsdp", "fsdp_transpose", "sequence", "tensor", "ten
                     "autoregressive", "expert", "pipeline")
 
 
+class ContainerResources(_Model):
+    """A serve leader container's CPU and memory (request = limit: the leader pod stays Guaranteed)."""
+
+    cpu: str = Field(description="CPU (request = limit), e.g. 8.")
+    memory: str = Field(description="Memory (request = limit), e.g. 32Gi.")
+
+    @field_validator("cpu", "memory", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        quantity.parse(v)
+        return str(v)
+
+
 class ServeConfig(_Model):
     replicas: int = Field(default=1, ge=1, le=100, description="Model replicas: one LeaderWorkerSet group each, on its own slice (two when disaggregated).")
     model: str = Field(description="MaxText model_name, e.g. llama3.1-405b.")
@@ -220,6 +233,14 @@ class ServeConfig(_Model):
     ))
     jetstream_image: str = Field(default=JETSTREAM_IMAGE, description="JetStream MaxText engine image (pinned).")
     http_image: str = Field(default=JETSTREAM_HTTP_IMAGE, description="JetStream HTTP front end image (pinned).")
+    engine_resources: ContainerResources = Field(
+        default_factory=lambda: ContainerResources(cpu=JETSTREAM_ENGINE_RESOURCES[0], memory=JETSTREAM_ENGINE_RESOURCES[1]),
+        description=("The engine container's CPU and memory on the leader (request = limit). Google's manifests set "
+                     "none; raise the memory for a model whose restore or tokenizer needs more host memory."))
+    proxy_resources: ContainerResources = Field(
+        default_factory=lambda: ContainerResources(cpu=PROXY_RESOURCES[0], memory=PROXY_RESOURCES[1]),
+        description=("The leader's IFRT proxy CPU and memory (request = limit); the default is the JobSet head's. Lower "
+                     "it where the leader must leave a worker half of a small TPU VM (v5e: 192 GB)."))
     internal_load_balancer: bool = Field(default=False, description=(
         "Also expose port 8000 to the VPC through a GKE internal passthrough load balancer (never a public one)."
     ))
@@ -470,12 +491,15 @@ class Workload(_Model):
     def head_containers(self) -> list[tuple[str, str, str]]:
         """(container, cpu, memory) of the head pod (a serve workload's leader pod)."""
         out: list[tuple[str, str, str]] = [("resource manager", *RESOURCE_MANAGER_RESOURCES)]
+        if self.mode == "serve" and self.serve is not None:
+            sv = self.serve
+            return [*out, ("IFRT proxy", sv.proxy_resources.cpu, sv.proxy_resources.memory),
+                    ("JetStream engine", sv.engine_resources.cpu, sv.engine_resources.memory),
+                    ("JetStream HTTP", *JETSTREAM_HTTP_RESOURCES)]
         if self.mode != "service":  # a service's clients bring their own proxies
             out.append(("IFRT proxy", *PROXY_RESOURCES))
         if self.mode == "batch":
             out.append(("user container", self.cpu, self.memory))
-        if self.mode == "serve":
-            out += [("JetStream engine", *JETSTREAM_ENGINE_RESOURCES), ("JetStream HTTP", *JETSTREAM_HTTP_RESOURCES)]
         return out
 
 
@@ -523,6 +547,18 @@ def worker_resources(machine_type: str, sidecar: Optional["ColocatedPython"]) ->
     s_mem = quantity.parse(sidecar.memory) / quantity.GIB
     shm = quantity.parse(sidecar.shm_size) / quantity.GIB
     return WorkerResources(cpu, mem, int(cpu - s_cpu), int(mem - s_mem - shm), s_cpu, s_mem, shm)
+
+
+def serve_worker_request(machine_type: str) -> tuple[int, int]:
+    """(vCPU, GiB) a serve worker requests: half of its TPU VM's allocatable, rounded down. The leader shares one
+    VM of each replica with a worker and is Guaranteed; a worker with no request would be BestEffort, the first pod
+    the kubelet evicts under memory pressure (and RecreateGroupOnPodRestart then recreates the whole replica). With
+    half the VM requested, the worker is evicted only when it uses more than that, and serving_checks refuses a
+    leader that leaves less. Half, not all the rest: a request near the VM's size leaves the pod Pending once GKE's
+    reservations or DaemonSets grow (docs/workloads.md, Worker resources); the worker may still use the whole VM
+    (no CPU or memory limit)."""
+    vm = machines.tpu_vm_shape(machine_type)
+    return int(vm.allocatable_cpu / 2), int(vm.allocatable_memory_gib / 2)
 
 
 def head_pod_demand(w: Optional[Workload]) -> tuple[Decimal, Decimal, str]:
