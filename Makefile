@@ -8,7 +8,7 @@ STACK  ?= dev
 
 REF    ?= origin/main
 
-.PHONY: plan diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv help
+.PHONY: plan diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -38,7 +38,18 @@ crds: $(CRDS)
 render: $(VENV)/.installed $(CRDS)
 	$(PY) -m infra.offline render --stack $(STACK) --out build/render/$(STACK)
 
-test: $(VENV)/.installed $(CRDS)
+# The pinned vLLM TPU and tpu-inference wheels, unpacked for tests/test_vllm_sources.py to read (hash-locked).
+SERVING_SOURCES := build/serving-sources/.installed
+$(SERVING_SOURCES): tools/serving/sources.lock $(VENV)/.installed
+	@echo "==> unpacking the pinned vllm-tpu and tpu-inference wheels into build/serving-sources (first run only; about 10 s)"
+	rm -rf build/serving-sources
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
+	  --target build/serving-sources -r tools/serving/sources.lock
+	touch $@
+
+serving-sources: $(SERVING_SOURCES)
+
+test: $(VENV)/.installed $(CRDS) $(SERVING_SOURCES)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/basedpyright
 	$(PY) -m pytest -q -n 2
@@ -75,7 +86,7 @@ bench-real: toolchain $(VENV)/.installed
 # results to build/mutation.json. Run before a release.
 MODULE ?=
 SAMPLE ?= 0
-mutation: $(VENV)/.installed $(CRDS)
+mutation: $(VENV)/.installed $(CRDS) $(SERVING_SOURCES)
 	$(PY) -m tools.mutation $(if $(MODULE),--module $(MODULE)) $(if $(FIRST),--first $(FIRST)) \
 		$(if $(RERUN),--rerun $(RERUN) --out build/mutation-rerun.json) --sample $(SAMPLE)
 
@@ -98,6 +109,7 @@ help:
 	  'make crds                    the upstream JobSet, Kueue and LWS CRDs and charts from their pinned Go modules (needs Go)' \
 	  'make toolchain               build the real engines from their pinned Go modules (cached)' \
 	  'make client-venv             the e2e tier'"'"'s own venv: Google'"'"'s pathwaysutils client and its JAX' \
+	  'make serving-sources         the pinned vLLM TPU and tpu-inference wheels, unpacked for the tests to read' \
 	  'make e2e                     the real-engine tier: the stacks on a local control plane, the real Pulumi CLI' \
 	  'make bench                   plan time, memory and deploy-time estimates as the stack grows' \
 	  'make bench-real              the real pulumi preview: time and memory beside the offline plan (needs Go)' \

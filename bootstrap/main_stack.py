@@ -61,7 +61,7 @@ class MainStack:
         """The buckets the stack creates or grants on (its storage roles reach these only)."""
         if not self.creates_cluster:
             return ()
-        weights = [w.serve.weights_bucket for w in self.config.workloads if w.serve and w.state != "finished"]
+        weights = [b for w in self.config.workloads if w.serve and w.state != "finished" and (b := w.serve.weights_bucket)]
         return tuple(dict.fromkeys([self.config.bucket_name, self.config.artifacts_bucket_name, *weights]))
 
 

@@ -105,7 +105,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         ))
         for g in cfg.slices
     }
-    weights = tuple(dict.fromkeys(w.spec.serve.weights_bucket for w in stack.serve_workloads if w.spec.serve))
+    weights = tuple(dict.fromkeys(b for w in stack.serve_workloads if w.spec.serve and (b := w.spec.serve.weights_bucket)))
     weights_reader = ModelWeightsReader("model-weights", ModelWeightsReaderArgs(
         buckets=tuple(b for b in weights if b != cfg.bucket_name), member=pathways_sa.member,
     )) if weights else None

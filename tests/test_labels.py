@@ -19,7 +19,7 @@ LABELS = {"team": "ml-platform", "cost-center": "c123"}
 def labelled(**changes):
     cfg = config_with(pathwaysVersion="jax-0.5.3", workloads=[{"name": "nb", "mode": "interactive"},
                                                               {"name": "chat", "mode": "serve", "sliceGroup": "main",
-                                                               "serve": {"model": "llama3.1-8b", "weights": "gs://acme-models/w"}}], **changes)
+                                                               "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": "gs://acme-models/w"}}], **changes)
     cfg["pathways:slices"] = [{"name": "main", "tpu": "v6e-16", "count": 3}]
     cfg["gcp:defaultLabels"] = dict(LABELS)
     return cfg

@@ -273,9 +273,9 @@ def test_what_runs_only_while_scaled_up_is_counted_in_its_own_unit():
 
 
 def test_a_serve_workload_on_a_cluster_made_elsewhere_lists_what_that_cluster_must_give_it():
-    serve = {"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": "gs://acme-models/llama/items"}}
+    serve = {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "weights": "gs://acme-models/llama"}}
     existing = {"cluster": {"existing": {"kubeconfig": "/tmp/kubeconfig"}}, "bucket": {"name": "team-bucket"}, "headPool": {},
-                "pathwaysVersion": "jax-0.5.3", "slices": [{"name": "main", "tpu": "v6e-16"}], "workloads": [serve]}
+                "pathwaysVersion": "jax-0.9.2", "slices": [{"name": "main", "tpu": "v6e-16"}], "workloads": [serve]}
     s = summary_of("dev", **existing)
     (pools,) = [n for n in s["notices"] if n.startswith("serve workload chat on a cluster made elsewhere")]
     assert "GCE_METADATA" in pools and "roles/storage.objectViewer on gs://acme-models" in pools
@@ -284,5 +284,21 @@ def test_a_serve_workload_on_a_cluster_made_elsewhere_lists_what_that_cluster_mu
     assert ("serve workloads with kubernetes.installControllers: false: the cluster must run the LeaderWorkerSet controller "
             "(0.6.0 or later) and Kueue with its leaderworkerset.x-k8s.io/leaderworkerset integration enabled") in s["notices"]
     # the stack's own cluster makes its serving pools and the weights grant itself: nothing to say
-    own = summary_of("dev", pathwaysVersion="jax-0.5.3", slices=[{"name": "main", "tpu": "v6e-16"}], workloads=[serve])
+    own = summary_of("dev", pathwaysVersion="jax-0.9.2", slices=[{"name": "main", "tpu": "v6e-16"}], workloads=[serve])
     assert not [n for n in own["notices"] if n.startswith("serve workload")]
+    # without gs:// weights the engine downloads from Hugging Face: the cluster needs a route out
+    del serve["serve"]["weights"]
+    (pools,) = [n for n in summary_of("dev", **existing)["notices"] if n.startswith("serve workload chat on a cluster made elsewhere")]
+    assert "downloads the weights from Hugging Face" in pools and "objectViewer" not in pools
+
+
+def test_a_jetstream_endpoint_is_told_that_its_engine_is_archived():
+    jetstream = {"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": "gs://acme-models/llama"}}
+    s = summary_of("dev", pathwaysVersion="jax-0.5.3", slices=[{"name": "main", "tpu": "v6e-16"}], workloads=[jetstream])
+    (notice,) = [n for n in s["notices"] if "archived" in n]
+    assert notice.startswith("serve workload chat runs JetStream, which its maintainers archived on 2026-02-01") and "serve.engine: vllm" in notice
+    assert s["workloads"][0]["images"] == {
+        "server": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
+        "proxy": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:jax-0.5.3",
+        "jetstream": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
+        "http": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3"}

@@ -29,8 +29,9 @@ LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 
 
 def serve_config(slices=None, **serve):
+    """A JetStream serve workload (engine: jetstream, as an existing stack must now say); tests/test_vllm.py has vLLM's."""
     return config_with(slices=slices or [{"name": "main", "tpu": "v6e-16", "count": 2}], pathwaysVersion=VERSION, workloads=[
-        {"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS, **serve}},
+        {"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS, **serve}},
     ])
 
 
@@ -130,7 +131,7 @@ def test_the_http_service_and_outputs():
     assert out["generate"].startswith("curl -s -X POST http://127.0.0.1:8000/generate ") and '"max_tokens"' in out["generate"]
     # the health check through the port-forward: jetstream-http's /healthcheck, which asks the engine (lws.py HEALTH_PATH)
     assert out["health"] == "curl -s http://127.0.0.1:8000/healthcheck"
-    assert set(out) == {"service", "portForward", "generate", "health"}
+    assert set(out) == {"engine", "service", "portForward", "generate", "health"} and out["engine"] == "jetstream"
     (ilb,) = objects(plan_of(serve_config(internalLoadBalancer=True)), "Service")
     assert ilb["spec"]["type"] == "LoadBalancer"
     # only the cluster's own subnet (nodes and pods) may call it unless the stack lists its clients
@@ -195,7 +196,7 @@ def _errors(config) -> list[str]:
 
 def _with_workload(**w):
     return config_with(pathwaysVersion=VERSION, workloads=[{"name": "chat", "mode": "serve",
-                                                            "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}, **w}])
+                                                            "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}, **w}])
 
 
 @pytest.mark.parametrize("config,key,text", [
@@ -210,9 +211,9 @@ def _with_workload(**w):
     (serve_config(replicas=2, disaggregated=True), "pathways:workloads[0].serve.replicas", "need 4 slices"),
     (serve_config(weights="s3://bucket/x"), "pathways:workloads[0].serve.weights", "gs://<bucket>/<path>"),
     (serve_config(maxPrefillPredictLength=2048, maxTargetLength=2048), "pathways:workloads[0].serve", "must exceed maxPrefillPredictLength"),
-    (serve_config(extraArgs=["model_name=other"]), "pathways:workloads[0].serve.extraArgs", "set by the stack"),
-    (serve_config(extraArgs=["ici_tensor_parallelism=4"]), "pathways:workloads[0].serve.extraArgs", "set by the stack"),
-    (serve_config(extraArgs=["no-equals"]), "pathways:workloads[0].serve.extraArgs", "not a MaxText key=value"),
+    (serve_config(extraArgs=["model_name=other"]), "pathways:workloads[0].serve.extraArgs[0]", "set by the stack"),
+    (serve_config(extraArgs=["ici_tensor_parallelism=4"]), "pathways:workloads[0].serve.extraArgs[0]", "set by the stack"),
+    (serve_config(extraArgs=["no-equals"]), "pathways:workloads[0].serve.extraArgs[0]", "not a MaxText key=value"),
     (serve_config(parallelism={"warp": 2}), "pathways:workloads[0].serve.parallelism", "not a MaxText parallelism axis"),
     (serve_config(jetstreamImage="us-docker.pkg.dev/x/jetstream:latest"), "pathways:workloads[0].serve.jetstreamImage", "latest"),
     (serve_config(disaggregated=True, jetstreamImage="us-docker.pkg.dev/x/jetstream:v0.3.0",
@@ -220,13 +221,13 @@ def _with_workload(**w):
     (serve_config(replicas=0), "pathways:workloads[0].serve.replicas", "greater than or equal to 1"),
     (config_with(kubernetes={"lwsVersion": "0.5.0"}), "pathways:kubernetes.lwsVersion", "older than 0.6.0"),
     # a model the image has no tokenizer for (base.yml's default is Llama 2's: nonsense for any other model)
-    (_with_workload(serve={"model": "qwen3-8b", "weights": WEIGHTS}), "pathways:workloads[0].serve.tokenizer",
+    (_with_workload(serve={"engine": "jetstream", "model": "qwen3-8b", "weights": WEIGHTS}), "pathways:workloads[0].serve.tokenizer",
      "required for model 'qwen3-8b'"),
     (serve_config(tokenizer="../etc/passwd"), "pathways:workloads[0].serve.tokenizer", "not a tokenizer path"),
-    (serve_config(extraArgs=["tokenizer_path=assets/tokenizer.llama2"]), "pathways:workloads[0].serve.extraArgs", "set by the stack"),
+    (serve_config(extraArgs=["tokenizer_path=assets/tokenizer.llama2"]), "pathways:workloads[0].serve.extraArgs[0]", "set by the stack"),
     # Google runs jetstream-pathways:v0.2.0 on Pathways jax-0.5.3 only (the engine's JAX talks to the proxy)
-    (config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}}]),
-     "pathways:pathwaysVersion", "jax-0.7.2 for serve workload 'chat', but its JetStream image v0.2.0 runs on Pathways jax-0.5.3"),
+    (config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}}]),
+     "pathways:pathwaysVersion", "jax-0.7.2 for serve workload 'chat', but its engine image v0.2.0 runs on Pathways jax-0.5.3"),
     (_with_workload(serverImage="us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.7.2"), "pathways:workloads[0].serverImage",
      "use jax-0.5.3"),
     (serve_config(loadBalancerSourceRanges=["10.30.0.0/16"]), "pathways:workloads[0].serve.loadBalancerSourceRanges",
@@ -273,7 +274,7 @@ def test_the_leader_leaves_its_worker_half_of_the_vm():
 def test_serving_pools_run_on_the_node_identity_with_read_on_the_weights_only():
     plan = plan_of(config_with(pathwaysVersion=VERSION, slices=[
         {"name": "main", "tpu": "v6e-16", "count": 1}, {"name": "train", "tpu": "v6e-16", "count": 1}], workloads=[
-        {"name": "chat", "mode": "serve", "sliceGroup": "main", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}},
+        {"name": "chat", "mode": "serve", "sliceGroup": "main", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}},
         {"name": "fit", "sliceGroup": "train", "image": "x:1"}]))
     modes = {p.input("name"): p.input("nodeConfig.workloadMetadataConfig.mode") for p in plan.by_type(POOL)}
     # Google runs JetStream-on-Pathways pools without Workload Identity; every other pool keeps it
@@ -325,7 +326,7 @@ def _serving_config():
 def test_the_change_review_says_what_serving_loses():
     before = _serving_config()
     after = copy.deepcopy(before)
-    after["pathways:workloads"][0]["serve"]["maxTargetLength"] = 4096
+    after["pathways:workloads"][0]["serve"]["maxModelLen"] = 8192
     changes = {c.name: c for c in diff(plan_of(before, "serving"), plan_of(after, "serving"))}
     c = changes["serve-llama"]
     assert c.action == "update" and c.disruptive
@@ -346,7 +347,7 @@ def test_without_kueue_a_serve_workload_counts_its_replicas_slices_not_its_group
     # a Kueue-off stack refuses workloads whose slices exceed their group's (components/model/pools_checks.py
     # sharing): an endpoint of one replica on a four-slice group leaves three slices to a batch run of three
     four = [{"name": "main", "tpu": "v6e-16", "count": 4}]
-    serve = {"name": "chat", "mode": "serve", "serve": {"model": "llama3.1-8b", "weights": WEIGHTS, "replicas": 1}}
+    serve = {"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS, "replicas": 1}}
     batch = {"name": "train", "image": "example.com/t:1", "slices": 3}
     cfg = config_with(slices=four, pathwaysVersion=VERSION, kubernetes={"kueue": {"enabled": False}}, workloads=[serve, batch])
     flat, _ = flatten(cfg)
@@ -387,12 +388,12 @@ def test_a_serve_workload_beside_batch_work_of_another_jax_runs_on_its_engines_p
     cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.7.2", workloads=[
         {"name": "train", "image": "example.com/t:1", "slices": 1},
         {"name": "chat", "mode": "serve", "serverImage": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
-         "serve": {"model": "llama3.1-8b", "weights": WEIGHTS}}])
+         "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}}])
     leader = containers(the_lws(plan_of(cfg))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
     assert leader["pathways-proxy"]["image"].endswith("/proxy_server:jax-0.5.3") and leader["pathways-rm"]["image"].endswith("/server:jax-0.5.3")
     # a JetStream image of another repository is the user's to pair
     load_ok = plan_of(config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "chat", "mode": "serve", "serve": {
-        "model": "llama3.1-8b", "weights": WEIGHTS, "jetstreamImage": "example.com/my-jetstream:jax-0.7.2"}}]))
+        "engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS, "jetstreamImage": "example.com/my-jetstream:jax-0.7.2"}}]))
     assert the_lws(load_ok)
 
 

@@ -1,5 +1,9 @@
 """Real-time serving manifests (pure Python): a LeaderWorkerSet and its HTTP Service per serve workload.
 
+Two engines. vLLM TPU (the default; components/model/vllm.py): the leader runs the IFRT proxy, the resource
+manager and `vllm serve` as a JAX client of the proxy (JAX_PLATFORMS=proxy), which serves the OpenAI-compatible
+API on port 8000 itself. JetStream (archived by its maintainers) in Google's documented shape below.
+
 Google's documented shape (PLATFORM-FACTS §7: "Perform multihost inference using Pathways", the GKE
 tutorial "Serve an LLM using multi-host TPUs with JetStream and Pathways"): each LWS group is one model
 replica on its own slice (two with disaggregated serving). The leader runs the IFRT proxy, the resource
@@ -34,6 +38,7 @@ from ..labels import (
     TPU_ACCELERATOR_LABEL,
     TPU_TOPOLOGY_LABEL,
 )
+from ..model import vllm
 from ..model.common import JETSTREAM_HTTP_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
@@ -116,10 +121,92 @@ def engine_args(w: ResolvedWorkload) -> list[str]:
     return [*args, *sv.extra_args]
 
 
+def _probes(path: str, port: int) -> dict[str, Any]:
+    """Google's probe timings: a first try after 10 minutes, then every second for a model that loads for hours;
+    liveness and readiness every minute, ten failures allowed."""
+    probe = {"httpGet": {"path": path, "port": port}}
+    return {
+        "startupProbe": {**probe, "periodSeconds": 1, "initialDelaySeconds": STARTUP_DELAY_SECONDS, "failureThreshold": 10000},
+        "livenessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
+        "readinessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
+    }
+
+
+def _jetstream_containers(w: ResolvedWorkload) -> list[dict[str, Any]]:
+    sv = w.spec.serve
+    assert sv is not None
+    return [
+        {
+            "name": "jax-tpu",
+            "image": sv.jetstream_image,
+            "args": engine_args(w),
+            "ports": [_port(SERVE_GRPC_PORT, "grpc")],
+            **_probes(HEALTH_PATH, SERVE_HTTP_PORT),
+            "resources": guaranteed_resources(*sv.engine_container_resources),
+            "securityContext": DROP_ALL,
+        },
+        {
+            "name": "jetstream-http",
+            "image": sv.http_image,
+            "ports": [_port(SERVE_HTTP_PORT, "http")],
+            "resources": guaranteed_resources(*JETSTREAM_HTTP_RESOURCES),
+            "securityContext": DROP_ALL,
+        },
+    ]
+
+
+def vllm_args(w: ResolvedWorkload) -> list[str]:
+    """`vllm serve` arguments (components/model/vllm.py, each name from the pinned vLLM): the model (or its gs://
+    weights, streamed), the port, one slice's chips as the tensor-parallel size, the name clients ask for."""
+    sv = w.spec.serve
+    assert sv is not None
+    args = [sv.weights or sv.model, f"{vllm.FLAG_PORT}={vllm.PORT}",
+            f"{vllm.FLAG_TENSOR_PARALLEL}={w.group.tpu.chips}", f"{vllm.FLAG_SERVED_MODEL_NAME}={sv.model}"]
+    if sv.weights:
+        args.append(f"{vllm.FLAG_LOAD_FORMAT}={vllm.LOAD_FORMAT_STREAMER}")
+    if sv.max_model_len:
+        args.append(f"{vllm.FLAG_MAX_MODEL_LEN}={sv.max_model_len}")
+    return [*args, *sv.extra_args]
+
+
+def vllm_env(w: ResolvedWorkload) -> list[dict[str, Any]]:
+    """The engine on Pathways: the proxy platform and address (the proxy shares the pod), vLLM's engine core
+    in-process (tpu-inference refuses anything else on Pathways), and for disaggregated serving the chips of the
+    prefill and of the decode slice (in jax.devices() order: the first slice prefills)."""
+    sv = w.spec.serve
+    assert sv is not None
+    env: list[dict[str, Any]] = [
+        {"name": vllm.ENV_PLATFORMS, "value": "proxy"},
+        {"name": vllm.ENV_BACKEND_TARGET, "value": f"grpc://localhost:{SERVE_PROXY_PORT}"},
+        {"name": vllm.ENV_MULTIPROCESSING, "value": "0"},
+    ]
+    if sv.disaggregated:
+        chips = str(w.group.tpu.chips)
+        env += [{"name": vllm.ENV_PREFILL_SLICES, "value": chips}, {"name": vllm.ENV_DECODE_SLICES, "value": chips}]
+    if sv.hugging_face_token_secret:
+        env.append({"name": vllm.ENV_HF_TOKEN, "valueFrom": {"secretKeyRef": {"name": sv.hugging_face_token_secret, "key": vllm.ENV_HF_TOKEN}}})
+    return env
+
+
+def _vllm_containers(w: ResolvedWorkload) -> list[dict[str, Any]]:
+    sv = w.spec.serve
+    assert sv is not None
+    return [{
+        "name": "vllm",
+        "image": sv.vllm_image,
+        "command": list(vllm.COMMAND),
+        "args": vllm_args(w),
+        "env": vllm_env(w),
+        "ports": [_port(vllm.PORT, "http")],
+        **_probes(vllm.HEALTH_PATH, vllm.PORT),
+        "resources": guaranteed_resources(*sv.engine_container_resources),
+        "securityContext": DROP_ALL,
+    }]
+
+
 def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     sv = w.spec.serve
     assert sv is not None
-    probe = {"httpGet": {"path": HEALTH_PATH, "port": SERVE_HTTP_PORT}}
     containers = [
         {
             "name": "pathways-proxy",
@@ -150,24 +237,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
             "resources": guaranteed_resources(*RESOURCE_MANAGER_RESOURCES),
             "securityContext": DROP_ALL,
         },
-        {
-            "name": "jax-tpu",
-            "image": sv.jetstream_image,
-            "args": engine_args(w),
-            "ports": [_port(SERVE_GRPC_PORT, "grpc")],
-            "startupProbe": {**probe, "periodSeconds": 1, "initialDelaySeconds": STARTUP_DELAY_SECONDS, "failureThreshold": 10000},
-            "livenessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
-            "readinessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
-            "resources": guaranteed_resources(sv.engine_resources.cpu, sv.engine_resources.memory),
-            "securityContext": DROP_ALL,
-        },
-        {
-            "name": "jetstream-http",
-            "image": sv.http_image,
-            "ports": [_port(SERVE_HTTP_PORT, "http")],
-            "resources": guaranteed_resources(*JETSTREAM_HTTP_RESOURCES),
-            "securityContext": DROP_ALL,
-        },
+        *(_vllm_containers(w) if sv.engine_name == "vllm" else _jetstream_containers(w)),
     ]
     return {
         "metadata": {"labels": {WORKLOAD_LABEL: w.name}},
@@ -291,15 +361,30 @@ def network_policy(w: ResolvedWorkload) -> dict[str, Any]:
 
 def serving_access(w: ResolvedWorkload) -> dict[str, str]:
     """What a user runs to reach the endpoint (the outputs)."""
+    sv = w.spec.serve
+    assert sv is not None
     name, ns = serve_service_name(w.name), w.namespace
+    local = f"http://127.0.0.1:{SERVE_HTTP_PORT}"
     out = {
+        "engine": sv.engine_name,
         "service": f"{name}.{ns}.svc.cluster.local:{SERVE_HTTP_PORT}",
         "portForward": f"kubectl -n {ns} port-forward svc/{name} {SERVE_HTTP_PORT}:{SERVE_HTTP_PORT}",
-        "generate": (f"curl -s -X POST http://127.0.0.1:{SERVE_HTTP_PORT}/generate -H 'Content-Type: application/json' "
-                     "-d '{\"prompt\": \"What are the top 5 programming languages\", \"max_tokens\": 200}'"),
-        "health": f"curl -s http://127.0.0.1:{SERVE_HTTP_PORT}{HEALTH_PATH}",
     }
-    if w.spec.serve and w.spec.serve.internal_load_balancer:
+    if sv.engine_name == "vllm":
+        # vLLM's OpenAI-compatible routes (components/model/vllm.py); the model is the name clients ask for
+        out["completions"] = (f"curl -s {local}{vllm.COMPLETIONS_PATH} -H 'Content-Type: application/json' "
+                              f"-d '{{\"model\": \"{sv.model}\", \"prompt\": \"What are the top 5 programming languages\", \"max_tokens\": 200}}'")
+        out["chat"] = (f"curl -s {local}{vllm.CHAT_PATH} -H 'Content-Type: application/json' "
+                       f"-d '{{\"model\": \"{sv.model}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello\"}}]}}'")
+        out["health"] = f"curl -s -o /dev/null -w '%{{http_code}}\\n' {local}{vllm.HEALTH_PATH}"
+        out["metrics"] = f"curl -s {local}{vllm.METRICS_PATH} | grep -E '^vllm:(num_requests_waiting|kv_cache_usage_perc)'"
+        path = vllm.COMPLETIONS_PATH
+    else:
+        out["generate"] = (f"curl -s -X POST {local}/generate -H 'Content-Type: application/json' "
+                           "-d '{\"prompt\": \"What are the top 5 programming languages\", \"max_tokens\": 200}'")
+        out["health"] = f"curl -s {local}{HEALTH_PATH}"
+        path = "/generate"
+    if sv.internal_load_balancer:
         out["internalAddress"] = (f"kubectl -n {ns} get svc {name} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}' "
-                                  f"(then http://<address>:{SERVE_HTTP_PORT}/generate from the VPC)")
+                                  f"(then http://<address>:{SERVE_HTTP_PORT}{path} from the VPC)")
     return out

@@ -43,6 +43,10 @@ PRIORITY_CLASSES = {
 # figure is this project's default, not Google's: serve.engineResources changes it.
 JETSTREAM_ENGINE_RESOURCES = ("8", "32Gi")
 JETSTREAM_HTTP_RESOURCES = ("1", "2Gi")
+# vLLM's engine process is the JAX client and serves HTTP itself; it reads the weights (from gs:// or Hugging
+# Face) and streams them to the TPUs through the proxy, so it holds more host memory than JetStream's engine,
+# whose checkpoint the workers restore. This project's default, not Google's (serve.engineResources).
+VLLM_ENGINE_RESOURCES = ("16", "64Gi")
 
 # Upper bounds. From GKE ("Quotas and limits", Standard clusters): 15,000 nodes per cluster and
 # 1,000 nodes per node pool per zone. From this project: at most 1,000 TPU slice pools and 100

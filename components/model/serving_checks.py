@@ -4,14 +4,17 @@ its source. Registered, in the order load() reports them, in ``checks``.
 
 from __future__ import annotations
 
-from . import machines, maxtext
+from . import machines, maxtext, vllm
 from .errors import Problem, config_key
 from .resolved import server_image
 from .stack import StackConfig
 from .workload import (
+    _MAXTEXT_KEY,
     JETSTREAM_IMAGE,
     JETSTREAM_PATHWAYS_VERSION,
     MAX_LABEL_VALUE,
+    SERVE_KEYS,
+    ServeConfig,
     Workload,
     head_pod_demand,
     image_tag,
@@ -24,6 +27,11 @@ from .workload import (
 JOBSET_ONLY_KEYS = ("slices", "max_restarts", "worker_restarts_per_host", "elastic", "colocated_python", "subdomain",
                     "hlo_dump", "profiling", "persistence", "ttl_seconds_after_finished",
                     "data_loader_workers", "shm_size", "cpu", "memory")
+# serve.* keys of one engine only.
+JETSTREAM_KEYS = ("config_file", "tokenizer", "tokenizer_type", "per_device_batch_size", "max_prefill_predict_length",
+                  "max_target_length", "parallelism", "quantization", "quantize_kvcache", "weight_dtype", "jetstream_image",
+                  "http_image")
+VLLM_KEYS = ("max_model_len", "hugging_face_token_secret", "vllm_image")
 # LWS names its leader StatefulSet <name> and each group's workers <name>-<group>; a StatefulSet's pods carry
 # controller-revision-hash=<statefulset>-<10-character hash>, a label value of at most 63 characters.
 MAX_LWS_STATEFULSET_NAME = MAX_LABEL_VALUE - 11
@@ -37,7 +45,7 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
         return []
     if w.serve is None:
         return [Problem(config_key(("workloads", i, "serve")), (
-            "required for mode: serve (at least serve.model and serve.weights, the gs:// checkpoint)"
+            "required for mode: serve (at least serve.model: a Hugging Face id for vLLM, the default engine)"
         ))]
     problems = []
     fields = type(w).model_fields
@@ -84,17 +92,11 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
         problems.append(Problem(config_key(("workloads", i, "serve", "loadBalancerSourceRanges")), (
             "required with serve.internalLoadBalancer on an existing network or cluster (the stack knows no client "
             "ranges there, and an unrestricted load balancer admits the whole VPC and its peers); list the clients' CIDRs")))
-    if sv.tokenizer_args is None:
-        problems.append(Problem(config_key(("workloads", i, "serve", "tokenizer")), (
-            f"required for model {sv.model!r}: the JetStream image has no tokenizer MaxText pairs with it (base.yml's "
-            "default is Llama 2's, which decodes any other model into nonsense); set the model's tokenizer (a file in the "
-            "image or a Hugging Face id) and serve.tokenizerType"
-        )))
-    mesh = maxtext.mesh_problem(sv.parallelism, group.tpu.chips, sv.config_file)
-    if mesh:
-        problems.append(Problem(config_key(("workloads", i, "serve", "parallelism")), (
-            f"{mesh}; each replica's engine spans one {group.tpu.name} slice ({group.tpu.chips} chips)"
-        )))
+    problems += _engine_keys(i, sv)
+    if sv.engine_name == "jetstream":
+        problems += _jetstream(i, sv, group.tpu.chips, group.tpu.name)
+    else:
+        problems += _vllm(i, sv)
     if w.priority is not None and w.priority != "serving":
         problems.append(Problem(config_key(("workloads", i, "priority")), (
             f"{w.priority} would let training preempt a serving endpoint; a serve workload runs at serving (remove it)"
@@ -103,18 +105,88 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
 
 
 def _engine_pathways_pair(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
-    """The Pathways server and proxy are the release Google documents with the JetStream image (one JAX on both
-    sides of the proxy); an image of another repository is the user's to pair."""
+    """The Pathways server and proxy are the release the engine image's JAX needs (one JAX on both sides of the
+    proxy): for vLLM, what its tpu-inference requires (vllm.py); for JetStream, what Google documents beside the
+    image. An image of another repository is the user's to pair."""
     assert w.serve is not None
-    engine = w.serve.jetstream_image
-    tag = image_tag(engine)
-    wanted = JETSTREAM_PATHWAYS_VERSION.get(tag or "") if engine.split("@")[0].rsplit(":", 1)[0] == JETSTREAM_IMAGE.rsplit(":", 1)[0] else None
+    sv = w.serve
+    engine = sv.engine_image
+    tag = image_tag(engine) or ""
+    repository = engine.split("@")[0].rsplit(":", 1)[0]
+    if sv.engine_name == "vllm":
+        wanted = vllm.pathways_version(tag) if repository == vllm.VLLM_IMAGE_REPOSITORY else None
+        source = f"its tpu-inference requires jax {wanted[len('jax-'):]}" if wanted else ""
+    else:
+        wanted = JETSTREAM_PATHWAYS_VERSION.get(tag) if repository == JETSTREAM_IMAGE.rsplit(":", 1)[0] else None
+        source = "Google's pairing: the engine's JAX talks to the IFRT proxy"
     running = image_tag(server_image(cfg.pathways_version, w))
     if wanted is None or running == wanted:
         return []
     key = ("workloads", i, "serverImage") if w.server_image else ("pathwaysVersion",)
     return [Problem(config_key(key), (
-        f"{running} for serve workload {w.name!r}, but its JetStream image {tag} runs on Pathways {wanted} (Google's "
-        f"pairing: the engine's JAX talks to the IFRT proxy); use {wanted}, or give this workload "
-        f"serverImage .../pathways/server:{wanted} (its proxy follows) where other workloads need {running}"
+        f"{running} for serve workload {w.name!r}, but its engine image {tag} runs on Pathways {wanted} ({source}); "
+        f"use {wanted}, or give this workload serverImage .../pathways/server:{wanted} (its proxy follows) where other "
+        f"workloads need {running}"
     ))]
+
+
+def _engine_keys(i: int, sv: ServeConfig) -> list[Problem]:
+    """Keys of the other engine are refused; JetStream's keys without serve.engine say that vllm is now the default
+    (an existing JetStream stack must not switch engines silently)."""
+    fields = type(sv).model_fields
+    out = []
+    if sv.engine_name == "vllm":
+        for name in JETSTREAM_KEYS:
+            if name in sv.model_fields_set:
+                why = ("serve.engine is not set, and the default engine is vllm: set serve.engine: jetstream to keep "
+                       "JetStream (archived by its maintainers on 2026-02-01), or remove it and configure vLLM"
+                       if sv.engine is None else "a JetStream (MaxText) key, not for engine: vllm; remove it")
+                out.append(Problem(config_key(("workloads", i, "serve", fields[name].alias or name)), why))
+    else:
+        for name in VLLM_KEYS:
+            if name in sv.model_fields_set:
+                out.append(Problem(config_key(("workloads", i, "serve", fields[name].alias or name)),
+                                   "a vLLM key, not for engine: jetstream; remove it"))
+    return out
+
+
+def _vllm(i: int, sv: ServeConfig) -> list[Problem]:
+    out = []
+    if not vllm.is_hugging_face_id(sv.model):
+        out.append(Problem(config_key(("workloads", i, "serve", "model")), (
+            f"{sv.model!r} is not a Hugging Face model id, which vLLM serves (e.g. meta-llama/Llama-3.1-8B-Instruct); "
+            "a MaxText model name needs serve.engine: jetstream")))
+    for j, arg in enumerate(sv.extra_args):
+        why = vllm.flag_problem(arg)
+        if why:
+            out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)), why))
+    return out
+
+
+def _jetstream(i: int, sv: ServeConfig, chips: int, tpu_name: str) -> list[Problem]:
+    out = []
+    if sv.weights is None:
+        out.append(Problem(config_key(("workloads", i, "serve", "weights")), (
+            "required for engine: jetstream: the gs:// MaxText checkpoint (load_parameters_path)")))
+    if not _MAXTEXT_KEY.fullmatch(sv.model.replace("-", "_").replace(".", "_")) or "/" in sv.model:
+        out.append(Problem(config_key(("workloads", i, "serve", "model")), (
+            f"{sv.model!r} is not a MaxText model name (e.g. llama3.1-8b), which JetStream serves")))
+    for j, arg in enumerate(sv.extra_args):
+        key, sep, _ = arg.partition("=")
+        if not sep or not _MAXTEXT_KEY.fullmatch(key):
+            out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)), f"{arg[:80]!r} is not a MaxText key=value argument"))
+        elif key in SERVE_KEYS or key.startswith("ici_"):
+            out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)),
+                               f"{key} is set by the stack from its own keys (serve.*); set it there instead"))
+    if sv.tokenizer_args is None:
+        out.append(Problem(config_key(("workloads", i, "serve", "tokenizer")), (
+            f"required for model {sv.model!r}: the JetStream image has no tokenizer MaxText pairs with it (base.yml's "
+            "default is Llama 2's, which decodes any other model into nonsense); set the model's tokenizer (a file in the "
+            "image or a Hugging Face id) and serve.tokenizerType"
+        )))
+    mesh = maxtext.mesh_problem(sv.parallelism, chips, sv.config_file)
+    if mesh:
+        out.append(Problem(config_key(("workloads", i, "serve", "parallelism")), (
+            f"{mesh}; each replica's engine spans one {tpu_name} slice ({chips} chips)"
+        )))
+    return out

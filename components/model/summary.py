@@ -26,7 +26,9 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
             images["proxy"] = w.proxy_image
         if w.spec.image:
             images["user"] = w.spec.image
-        if w.spec.serve:
+        if w.spec.serve and w.spec.serve.engine_name == "vllm":
+            images["vllm"] = w.spec.serve.vllm_image
+        elif w.spec.serve:
             images["jetstream"] = w.spec.serve.jetstream_image
             images["http"] = w.spec.serve.http_image
         workloads.append({
@@ -71,6 +73,9 @@ def notices(stack: ResolvedStack) -> list[str]:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
     out += serving_prerequisites(stack)
+    out += [f"serve workload {w.name} runs JetStream, which its maintainers archived on 2026-02-01 (its core moved to "
+            "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
+            for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]
     out += oversubscribed(stack)
     return out
 
@@ -82,10 +87,12 @@ def serving_prerequisites(stack: ResolvedStack) -> list[str]:
     out = []
     for w in stack.serve_workloads:
         assert w.spec.serve is not None
+        bucket = w.spec.serve.weights_bucket
+        read = (f", and that account needs roles/storage.objectViewer on gs://{bucket}" if bucket else
+                ": the engine downloads the weights from Hugging Face, so the nodes need a route out (Cloud NAT)")
         out.append(f"serve workload {w.name} on a cluster made elsewhere: its slice group's TPU pools must run with the GCE "
                    f"metadata server (workloadMetadataConfig GCE_METADATA, as the stack's own serving pools do: the pods act "
-                   f"as the node service account), and that account needs roles/storage.objectViewer on "
-                   f"gs://{w.spec.serve.weights_bucket}")
+                   f"as the node service account){read}")
     if stack.serve_workloads and not stack.install_controllers:
         out.append("serve workloads with kubernetes.installControllers: false: the cluster must run the LeaderWorkerSet "
                    "controller (0.6.0 or later)" + (" and Kueue with its leaderworkerset.x-k8s.io/leaderworkerset integration "

@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import machines, maxtext, quantity
+from . import machines, maxtext, quantity, vllm
 from .common import (
     DEFAULT_USER_RESOURCES,
     INT32_MAX,
@@ -26,6 +26,7 @@ from .common import (
     PROXY_RESOURCES,
     RESOURCE_MANAGER_RESOURCES,
     UNLIMITED_RESTARTS_PER_HOST,
+    VLLM_ENGINE_RESOURCES,
     _dns_label,
     _Model,
 )
@@ -208,35 +209,50 @@ class ContainerResources(_Model):
 
 
 class ServeConfig(_Model):
+    engine: Optional[Literal["vllm", "jetstream"]] = Field(default=None, description=(
+        "vllm (default): vLLM TPU (tpu-inference) on Pathways, OpenAI-compatible API; jetstream: JetStream MaxText "
+        "(archived by its maintainers on 2026-02-01), which the JetStream keys below configure."))
     replicas: int = Field(default=1, ge=1, le=100, description="Model replicas: one LeaderWorkerSet group each, on its own slice (two when disaggregated).")
-    model: str = Field(description="MaxText model_name, e.g. llama3.1-405b.")
-    weights: str = Field(description="gs:// path of the checkpoint (MaxText load_parameters_path); the nodes get read access to that bucket only.")
-    config_file: str = Field(default=maxtext.DEFAULT_CONFIG_FILE, description="MaxText config file inside the JetStream image.")
+    model: str = Field(description=(
+        "vllm: the Hugging Face model id (e.g. meta-llama/Llama-3.1-8B-Instruct), the name clients ask for; "
+        "jetstream: the MaxText model_name (e.g. llama3.1-8b)."))
+    weights: Optional[str] = Field(default=None, description=(
+        "gs:// location of the weights; the nodes get read access to that bucket only. vllm: a Hugging Face-format "
+        "directory (config, tokenizer, safetensors) streamed with runai_streamer; absent: downloaded from Hugging Face. "
+        "jetstream (required): the MaxText checkpoint (load_parameters_path)."))
+    max_model_len: Optional[int] = Field(default=None, ge=16, le=10_485_760, description=(
+        "vllm: --max-model-len (prompt + generated tokens); default: the model's own."))
+    hugging_face_token_secret: Optional[str] = Field(default=None, description=(
+        "vllm: a Secret in the workload namespace whose HF_TOKEN key holds a Hugging Face token (gated models)."))
+    vllm_image: str = Field(default=vllm.VLLM_IMAGE, description="vllm: the vLLM TPU image (pinned; its tpu-inference sets the Pathways JAX).")
+    config_file: str = Field(default=maxtext.DEFAULT_CONFIG_FILE, description="jetstream: MaxText config file inside the JetStream image.")
     tokenizer: Optional[str] = Field(default=None, description=(
-        "MaxText tokenizer_path: a file in the JetStream image (e.g. assets/tokenizer_llama3.tiktoken) or a Hugging Face "
+        "jetstream: MaxText tokenizer_path: a file in the JetStream image (e.g. assets/tokenizer_llama3.tiktoken) or a Hugging Face "
         "tokenizer id. Default: the one MaxText's own scripts pair with the model family (llama2, llama3, llama3.1, "
         "llama3.3, gemma, gemma2, gemma3, mistral-7b, mixtral); required for any other model."))
     tokenizer_type: Optional[maxtext.TokenizerType] = Field(default=None, description=(
-        "MaxText tokenizer_type; default: the family's (tiktoken for Llama 3), else sentencepiece."))
-    per_device_batch_size: float = Field(default=1, gt=0, le=1024, description="MaxText per_device_batch_size.")
-    max_prefill_predict_length: int = Field(default=1024, ge=1, le=1_048_576, description="MaxText max_prefill_predict_length (prompt tokens).")
-    max_target_length: int = Field(default=2048, ge=2, le=1_048_576, description="MaxText max_target_length (prompt + generated tokens).")
+        "jetstream: MaxText tokenizer_type; default: the family's (tiktoken for Llama 3), else sentencepiece."))
+    per_device_batch_size: float = Field(default=1, gt=0, le=1024, description="jetstream: MaxText per_device_batch_size.")
+    max_prefill_predict_length: int = Field(default=1024, ge=1, le=1_048_576, description="jetstream: MaxText max_prefill_predict_length (prompt tokens).")
+    max_target_length: int = Field(default=2048, ge=2, le=1_048_576, description="jetstream: MaxText max_target_length (prompt + generated tokens).")
     parallelism: dict[str, int] = Field(default_factory=dict, max_length=len(PARALLELISM_AXES), description=(
-        "MaxText ici_<axis>_parallelism by axis, e.g. {tensor: 8}; axes: " + ", ".join(PARALLELISM_AXES) + "."
+        "jetstream: MaxText ici_<axis>_parallelism by axis, e.g. {tensor: 8}; axes: " + ", ".join(PARALLELISM_AXES) + "."
     ))
-    quantization: Optional[Literal["int8", "int4", "fp8", "int8w", "int4w"]] = Field(default=None, description="MaxText quantization.")
-    quantize_kvcache: bool = Field(default=False, description="MaxText quantize_kvcache.")
-    weight_dtype: Literal["bfloat16", "float32"] = Field(default="bfloat16", description="MaxText weight_dtype.")
-    extra_args: list[str] = Field(default_factory=list, max_length=50, description="More MaxText key=value arguments.")
+    quantization: Optional[Literal["int8", "int4", "fp8", "int8w", "int4w"]] = Field(default=None, description="jetstream: MaxText quantization.")
+    quantize_kvcache: bool = Field(default=False, description="jetstream: MaxText quantize_kvcache.")
+    weight_dtype: Literal["bfloat16", "float32"] = Field(default="bfloat16", description="jetstream: MaxText weight_dtype.")
+    extra_args: list[str] = Field(default_factory=list, max_length=50, description=(
+        "More engine arguments: vllm serve flags (--name=value) for vllm, MaxText key=value for jetstream."))
     disaggregated: bool = Field(default=False, description=(
-        "Prefill and decode on separate slices (two slices a replica), as Google's disaggregated example does."
+        "Prefill and decode on separate slices (two slices a replica): tpu-inference's PREFILL_SLICES / DECODE_SLICES "
+        "for vllm, Google's disaggregated MaxText server for jetstream."
     ))
-    jetstream_image: str = Field(default=JETSTREAM_IMAGE, description="JetStream MaxText engine image (pinned).")
-    http_image: str = Field(default=JETSTREAM_HTTP_IMAGE, description="JetStream HTTP front end image (pinned).")
-    engine_resources: ContainerResources = Field(
-        default_factory=lambda: ContainerResources(cpu=JETSTREAM_ENGINE_RESOURCES[0], memory=JETSTREAM_ENGINE_RESOURCES[1]),
-        description=("The engine container's CPU and memory on the leader (request = limit). Google's manifests set "
-                     "none; raise the memory for a model whose restore or tokenizer needs more host memory."))
+    jetstream_image: str = Field(default=JETSTREAM_IMAGE, description="jetstream: JetStream MaxText engine image (pinned).")
+    http_image: str = Field(default=JETSTREAM_HTTP_IMAGE, description="jetstream: JetStream HTTP front end image (pinned).")
+    engine_resources: Optional[ContainerResources] = Field(default=None, description=(
+        "The engine container's CPU and memory on the leader (request = limit). Google's manifests set none; the "
+        "defaults are this project's (vllm 16 / 64Gi: the engine process streams the weights to the TPUs through the "
+        "proxy; jetstream 8 / 32Gi): raise the memory for a larger model."))
     proxy_resources: ContainerResources = Field(
         default_factory=lambda: ContainerResources(cpu=PROXY_RESOURCES[0], memory=PROXY_RESOURCES[1]),
         description=("The leader's IFRT proxy CPU and memory (request = limit); the default is the JobSet head's. Lower "
@@ -251,15 +267,22 @@ class ServeConfig(_Model):
     @field_validator("model")
     @classmethod
     def _model(cls, v: str) -> str:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,99}", v):
-            raise ValueError(f"{v[:80]!r} is not a MaxText model name (e.g. llama3.1-405b)")
+        # the engine's own form (a MaxText name or a Hugging Face id) is serving_checks' to judge, with its key
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?", v):
+            raise ValueError(f"{v[:80]!r} is not a model name (a Hugging Face id such as meta-llama/Llama-3.1-8B-Instruct, "
+                             "or a MaxText name such as llama3.1-8b with engine: jetstream)")
         return v
+
+    @field_validator("hugging_face_token_secret")
+    @classmethod
+    def _secret(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else _dns_label(v, 253)
 
     @field_validator("weights")
     @classmethod
-    def _weights(cls, v: str) -> str:
-        if not re.fullmatch(r"gs://[a-z0-9][a-z0-9._-]{1,61}[a-z0-9](/[^\s]{0,1000})?", v):
-            raise ValueError(f"{v[:80]!r} is not a gs://<bucket>/<path> checkpoint location")
+    def _weights(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not re.fullmatch(r"gs://[a-z0-9][a-z0-9._-]{1,61}[a-z0-9](/[^\s]{0,1000})?", v):
+            raise ValueError(f"{v[:80]!r} is not a gs://<bucket>/<path> location")
         return v
 
     @field_validator("tokenizer")
@@ -301,21 +324,21 @@ class ServeConfig(_Model):
     @field_validator("extra_args")
     @classmethod
     def _extra(cls, v: list[str]) -> list[str]:
+        # the form (a vllm flag or a MaxText key=value) depends on the engine: serving_checks.extra_args
         for arg in v:
-            key, sep, value = arg.partition("=")
-            if not sep or not _MAXTEXT_KEY.fullmatch(key) or len(value) > 1000 or not value.isprintable():
-                raise ValueError(f"{arg[:80]!r} is not a MaxText key=value argument")
-            if key in SERVE_KEYS or key.startswith("ici_"):
-                raise ValueError(f"{key} is set by the stack from its own keys (serve.*); set it there instead")
+            if len(arg) > 1100 or not arg.isprintable():
+                raise ValueError(f"{arg[:80]!r} is not an engine argument (printable, at most 1,100 characters)")
         return v
 
-    @field_validator("jetstream_image", "http_image")
+    @field_validator("jetstream_image", "http_image", "vllm_image")
     @classmethod
     def _pinned(cls, v: str) -> str:
         return check_pinned_image(v)
 
     @model_validator(mode="after")
     def _lengths(self) -> "ServeConfig":
+        if self.engine_name != "jetstream":
+            return self
         if self.max_target_length <= self.max_prefill_predict_length:
             raise ValueError(f"maxTargetLength {self.max_target_length} must exceed maxPrefillPredictLength "
                              f"{self.max_prefill_predict_length} (it counts the prompt and the generated tokens)")
@@ -338,8 +361,23 @@ class ServeConfig(_Model):
         return self.tokenizer, known[1] if known and known[0] == self.tokenizer else "sentencepiece"
 
     @property
-    def weights_bucket(self) -> str:
-        return self.weights[len("gs://"):].split("/", 1)[0]
+    def engine_name(self) -> Literal["vllm", "jetstream"]:
+        """The engine: vllm unless serve.engine says jetstream (serving_checks refuses JetStream keys without it)."""
+        return self.engine or "vllm"
+
+    @property
+    def weights_bucket(self) -> Optional[str]:
+        return self.weights[len("gs://"):].split("/", 1)[0] if self.weights else None
+
+    @property
+    def engine_image(self) -> str:
+        return self.vllm_image if self.engine_name == "vllm" else self.jetstream_image
+
+    @property
+    def engine_container_resources(self) -> tuple[str, str]:
+        if self.engine_resources is not None:
+            return self.engine_resources.cpu, self.engine_resources.memory
+        return VLLM_ENGINE_RESOURCES if self.engine_name == "vllm" else JETSTREAM_ENGINE_RESOURCES
 
     @property
     def slices_per_replica(self) -> int:
@@ -355,7 +393,7 @@ class Workload(_Model):
     mode: Literal["batch", "interactive", "service", "serve"] = Field(default="batch", description=(
         "batch: user container on the head; interactive: RM + proxy only; service: a Shared Pathways Service "
         "(RM-only head, long-lived workers; each client brings its own proxy); serve: real-time inference with "
-        "JetStream on a LeaderWorkerSet (serve.*)."
+        "vLLM (or JetStream) on a LeaderWorkerSet (serve.*)."
     ))
     state: Literal["running", "suspended", "finished"] = Field(default="running", description=(
         "running; suspended (its Kueue LocalQueue is held, stopPolicy HoldAndDrain: pods stop, the JobSet stays; "
@@ -493,9 +531,10 @@ class Workload(_Model):
         out: list[tuple[str, str, str]] = [("resource manager", *RESOURCE_MANAGER_RESOURCES)]
         if self.mode == "serve" and self.serve is not None:
             sv = self.serve
-            return [*out, ("IFRT proxy", sv.proxy_resources.cpu, sv.proxy_resources.memory),
-                    ("JetStream engine", sv.engine_resources.cpu, sv.engine_resources.memory),
-                    ("JetStream HTTP", *JETSTREAM_HTTP_RESOURCES)]
+            out.append(("IFRT proxy", sv.proxy_resources.cpu, sv.proxy_resources.memory))
+            if sv.engine_name == "vllm":
+                return [*out, ("vLLM engine", *sv.engine_container_resources)]
+            return [*out, ("JetStream engine", *sv.engine_container_resources), ("JetStream HTTP", *JETSTREAM_HTTP_RESOURCES)]
         if self.mode != "service":  # a service's clients bring their own proxies
             out.append(("IFRT proxy", *PROXY_RESOURCES))
         if self.mode == "batch":

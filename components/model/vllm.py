@@ -1,0 +1,105 @@
+"""vLLM TPU (tpu-inference) on Pathways: the pinned engine and every name the stack passes it.
+
+JetStream's maintainers archived it on 2026-02-01 and moved its core to tpu-inference, vLLM's TPU backend.
+tpu-inference runs on Pathways as a JAX client of the IFRT proxy: with ``proxy`` in ``JAX_PLATFORMS`` it
+initialises pathwaysutils before any JAX call (``tpu_inference/__init__.py``), and it refuses to start unless
+vLLM's engine core runs in-process (``platforms/tpu_platform.py`` ``check_and_update_config``:
+"VLLM_ENABLE_V1_MULTIPROCESSING must be 0 when using Pathways(JAX_PLATFORMS=proxy)"; vLLM's ``envs.py``
+derives ``VLLM_TPU_USING_PATHWAYS`` from ``"proxy" in JAX_PLATFORMS``).
+
+Pins, each read from the released wheels (tools/engines/serving-sources.lock hash-locks them, and
+tests/test_vllm_sources.py checks every name below against them):
+- ``docker.io/vllm/vllm-tpu:v0.21.0`` is vLLM's TPU image of the ``vllm-tpu`` 0.21.0 release, whose wheel
+  requires ``tpu-inference==0.21.0`` (METADATA);
+- tpu-inference 0.21.0 requires ``jax==0.9.2``, ``pathwaysutils`` and ``runai-model-streamer[gcs,s3]`` (METADATA):
+  the Pathways server and proxy must be ``jax-0.9.2`` (one JAX on both sides of the proxy), and the image can
+  stream safetensors from ``gs://``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VllmRelease:
+    vllm: str  # the vllm-tpu wheel's version (the image's tag without its v)
+    tpu_inference: str  # what that wheel requires
+    jax: str  # what tpu-inference requires
+
+
+VLLM_IMAGE_REPOSITORY = "docker.io/vllm/vllm-tpu"
+RELEASES = {"v0.21.0": VllmRelease(vllm="0.21.0", tpu_inference="0.21.0", jax="0.9.2")}
+VLLM_IMAGE = f"{VLLM_IMAGE_REPOSITORY}:v0.21.0"
+
+
+def pathways_version(image_tag: str) -> str | None:
+    """The Pathways release (jax-<version>) an engine tag of the vLLM TPU image runs on; None when unknown."""
+    release = RELEASES.get(image_tag)
+    return f"jax-{release.jax}" if release else None
+
+
+# The OpenAI-compatible server: `vllm serve` (console script `vllm`, subcommand `serve`), its default port
+# (FrontendArgs.port) and its routes.
+COMMAND = ("vllm", "serve")
+PORT = 8000
+HEALTH_PATH = "/health"
+COMPLETIONS_PATH = "/v1/completions"
+CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
+METRICS_PATH = "/metrics"
+# Prometheus metrics the engine exports (vllm/v1/metrics/loggers.py): the queue and the KV cache, what an
+# autoscaler or a dashboard reads.
+METRIC_WAITING = "vllm:num_requests_waiting"
+METRIC_RUNNING = "vllm:num_requests_running"
+METRIC_KV_CACHE = "vllm:kv_cache_usage_perc"
+
+# Environment the engine gets on the leader. The proxy address: JAX's jax_backend_target, which pathwaysutils'
+# proxy backend reads (pathwaysutils/proxy_backend.py), as on the JobSet path.
+ENV_PLATFORMS = "JAX_PLATFORMS"
+ENV_BACKEND_TARGET = "JAX_BACKEND_TARGET"
+ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
+# Disaggregated serving in one engine process (tpu_inference/core/core_tpu.py, core/disagg_utils.py): the
+# chips given to prefill and to decode, taken in jax.devices() order, "N" or "NxM" per slice.
+ENV_PREFILL_SLICES = "PREFILL_SLICES"
+ENV_DECODE_SLICES = "DECODE_SLICES"
+# A gated Hugging Face model's token: read by huggingface_hub, which vLLM downloads with (not a vLLM name).
+ENV_HF_TOKEN = "HF_TOKEN"
+
+# `vllm serve` flags, from EngineArgs / FrontendArgs field names (vllm/engine/arg_utils.py,
+# vllm/entrypoints/openai/cli_args.py: --<field with - for _>).
+FLAG_PORT = "--port"
+FLAG_TENSOR_PARALLEL = "--tensor-parallel-size"
+FLAG_MAX_MODEL_LEN = "--max-model-len"
+FLAG_SERVED_MODEL_NAME = "--served-model-name"
+FLAG_LOAD_FORMAT = "--load-format"
+LOAD_FORMAT_STREAMER = "runai_streamer"  # vllm/model_executor/model_loader: streams safetensors from gs://
+FLAG_QUANTIZATION = "--quantization"
+FLAG_MAX_NUM_SEQS = "--max-num-seqs"
+# What the stack sets itself: extraArgs may not repeat them (the last one would win silently).
+STACK_FLAGS = frozenset({"--model", "--host", FLAG_PORT, FLAG_TENSOR_PARALLEL, FLAG_MAX_MODEL_LEN, FLAG_SERVED_MODEL_NAME,
+                         FLAG_LOAD_FORMAT, "--pipeline-parallel-size", "--data-parallel-size", "--distributed-executor-backend"})
+STACK_FLAG_KEYS = {
+    "--model": "serve.model / serve.weights", "--host": "the stack (every interface of the pod)", FLAG_PORT: "the stack (8000)",
+    FLAG_TENSOR_PARALLEL: "the stack (the chips of one slice)", FLAG_MAX_MODEL_LEN: "serve.maxModelLen",
+    FLAG_SERVED_MODEL_NAME: "serve.model", FLAG_LOAD_FORMAT: "serve.weights (runai_streamer for gs://)",
+    "--pipeline-parallel-size": "the stack (one engine spans its slice)", "--data-parallel-size": "serve.replicas",
+    "--distributed-executor-backend": "the stack (Pathways: one process drives every chip)",
+}
+_FLAG = re.compile(r"--[a-z][a-z0-9-]{0,63}")
+_HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+def is_hugging_face_id(model: str) -> bool:
+    return bool(_HF_ID.fullmatch(model))
+
+
+def flag_problem(arg: str) -> str | None:
+    """Why a `vllm serve` extra argument is refused, or None."""
+    flag, _, value = arg.partition("=")
+    if not _FLAG.fullmatch(flag) or len(value) > 1000 or not arg.isprintable():
+        return f"{arg[:80]!r} is not a vllm serve flag (--name or --name=value)"
+    if flag in STACK_FLAGS:
+        return f"{flag} is set by the stack from {STACK_FLAG_KEYS[flag]}; set it there instead"
+    return None

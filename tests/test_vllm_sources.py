@@ -1,0 +1,165 @@
+"""Every name the stack passes the vLLM TPU engine, read from the pinned engine's own sources.
+
+build/serving-sources holds the vllm-tpu wheel of the pinned image tag and the tpu-inference it requires, installed
+hash-locked without dependencies (tools/serving/sources.lock, `make serving-sources`, which `make test` runs). The
+sources are parsed, never imported: a flag, an environment variable, a route, a metric or a version the pinned
+release lacks fails here, not on a TPU at the endpoint's first start.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from components.manifests import lws
+from components.model import vllm
+from tests.conftest import config_with, plan_of
+
+SOURCES = Path(__file__).resolve().parent.parent / "build" / "serving-sources"
+TAG = vllm.VLLM_IMAGE.rsplit(":", 1)[1]
+RELEASE = vllm.RELEASES[TAG]
+
+
+def _read(relative: str) -> str:
+    path = SOURCES / relative
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `make serving-sources` (make test does)")
+    return path.read_text()
+
+
+def _metadata(dist: str) -> tuple[str, list[str]]:
+    text = _read(dist + "/METADATA")
+    version = re.search(r"^Version: (.+)$", text, re.M)
+    assert version, dist
+    return version.group(1).strip(), re.findall(r"^Requires-Dist: (.+)$", text, re.M)
+
+
+@cache
+def _env_names(relative: str) -> frozenset[str]:
+    """The keys of a module's `environment_variables = {...}` table."""
+    for node in ast.parse(_read(relative)).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "environment_variables":
+            assert isinstance(node.value, ast.Dict)
+            return frozenset(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+    raise AssertionError(f"no environment_variables table in {relative}")
+
+
+@cache
+def _dataclass_fields(relative: str, *classes: str) -> dict[str, ast.expr | None]:
+    """Annotated fields (name -> default) of the named classes: vLLM derives `--<name with - for _>` from them."""
+    out: dict[str, ast.expr | None] = {}
+    for node in ast.parse(_read(relative)).body:
+        if isinstance(node, ast.ClassDef) and node.name in classes:
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    out[item.target.id] = item.value
+    assert out, (relative, classes)
+    return out
+
+
+def _flags() -> dict[str, ast.expr | None]:
+    fields = {**_dataclass_fields("vllm/engine/arg_utils.py", "EngineArgs"),
+              **_dataclass_fields("vllm/entrypoints/openai/cli_args.py", "BaseFrontendArgs", "FrontendArgs")}
+    return {"--" + name.replace("_", "-"): default for name, default in fields.items()}
+
+
+def _rendered_engine(**serve) -> dict:
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], pathwaysVersion=vllm.pathways_version(TAG), workloads=[
+        {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", **serve}}])
+    from infra.offline.render import manifests
+
+    (lws_object,) = [o for o in manifests(plan_of(cfg)) if o["kind"] == "LeaderWorkerSet"]
+    (engine,) = [c for c in lws_object["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"] if c["name"] == "vllm"]
+    return engine
+
+
+ENGINES = {
+    "hugging-face": {},
+    "gs-weights-disaggregated": {"weights": "gs://models/llama", "maxModelLen": 4096, "disaggregated": True,
+                                 "huggingFaceTokenSecret": "hf", "extraArgs": ["--max-num-seqs=128"]},
+}
+
+
+def test_the_image_tag_is_the_vllm_tpu_release_and_its_tpu_inference_and_jax():
+    version, requires = _metadata(f"vllm_tpu-{RELEASE.vllm}.dist-info")
+    assert version == RELEASE.vllm and TAG == f"v{version}"
+    assert f"tpu-inference=={RELEASE.tpu_inference}" in requires
+    version, requires = _metadata(f"tpu_inference-{RELEASE.tpu_inference}.dist-info")
+    assert version == RELEASE.tpu_inference
+    # the Pathways server and proxy follow this JAX (serving_checks._engine_pathways_pair)
+    assert f"jax=={RELEASE.jax}" in requires and vllm.pathways_version(TAG) == f"jax-{RELEASE.jax}"
+    assert "pathwaysutils" in requires
+    # gs:// weights stream through the Run:ai streamer's GCS backend, which the image carries
+    assert any(r.startswith("runai-model-streamer[") and "gcs" in r.split("]")[0] for r in requires), requires
+
+
+def test_tpu_inference_runs_on_pathways_as_the_stack_configures_it():
+    init = _read("tpu_inference/__init__.py")
+    assert 'if "proxy" in envs.JAX_PLATFORMS:' in init and "pathwaysutils.initialize()" in init
+    platforms = re.search(r'"JAX_PLATFORMS":\s*env_with_choices\("JAX_PLATFORMS",\s*"",\s*\[([^\]]*)\]', _read("tpu_inference/envs.py"))
+    assert platforms and '"proxy"' in platforms.group(1)
+    # vLLM's own switch: Pathways when JAX_PLATFORMS names the proxy
+    assert re.search(r'"VLLM_TPU_USING_PATHWAYS": lambda: bool\(\s*"proxy" in os\.getenv\("JAX_PLATFORMS", ""\)\.lower\(\)', _read("vllm/envs.py"))
+    platform = _read("tpu_inference/platforms/tpu_platform.py")
+    assert re.search(r"if vllm_envs\.VLLM_TPU_USING_PATHWAYS:\s*assert not vllm_envs\.VLLM_ENABLE_V1_MULTIPROCESSING", platform)
+    # the stack's values satisfy those rules
+    env = {e["name"]: e.get("value") for e in _rendered_engine()["env"]}
+    assert env[vllm.ENV_PLATFORMS] == "proxy" and env[vllm.ENV_MULTIPROCESSING] == "0"
+
+
+@pytest.mark.parametrize("variant", sorted(ENGINES))
+def test_every_environment_variable_the_stack_sets_is_the_engines(variant):
+    known = _env_names("vllm/envs.py") | _env_names("tpu_inference/envs.py")
+    # JAX_BACKEND_TARGET is JAX's jax_backend_target (pathwaysutils' proxy backend reads it), HF_TOKEN huggingface_hub's:
+    # names outside vLLM, used as on the JobSet path and in Hugging Face's docs
+    outside = {vllm.ENV_BACKEND_TARGET, vllm.ENV_HF_TOKEN}
+    names = [e["name"] for e in _rendered_engine(**ENGINES[variant])["env"]]
+    assert [n for n in names if n not in known and n not in outside] == []
+
+
+@pytest.mark.parametrize("variant", sorted(ENGINES))
+def test_every_flag_the_stack_passes_is_a_vllm_serve_flag(variant):
+    flags = _flags()
+    engine = _rendered_engine(**ENGINES[variant])
+    given = [a.split("=", 1)[0] for a in engine["args"] if a.startswith("--")]
+    assert given and [f for f in given if f not in flags] == []
+    # the flags the stack reserves for itself (serving_checks refuses them in extraArgs) exist too
+    assert [f for f in (*vllm.STACK_FLAGS, vllm.FLAG_QUANTIZATION, vllm.FLAG_MAX_NUM_SEQS) if f not in flags] == []
+    # `vllm serve <model>`: the console script and the subcommand
+    assert "vllm = vllm.entrypoints.cli.main:main" in _read(f"vllm_tpu-{RELEASE.vllm}.dist-info/entry_points.txt")
+    assert engine["command"] == list(vllm.COMMAND) and 'name = "serve"' in _read("vllm/entrypoints/cli/serve.py")
+
+
+def test_the_port_routes_load_format_and_metrics_are_the_engines():
+    port = _flags()["--port"]
+    assert isinstance(port, ast.Constant) and port.value == vllm.PORT
+    routes = {vllm.HEALTH_PATH: "vllm/entrypoints/serve/instrumentator/health.py",
+              vllm.COMPLETIONS_PATH: "vllm/entrypoints/openai/completion/api_router.py",
+              vllm.CHAT_PATH: "vllm/entrypoints/openai/chat_completion/api_router.py",
+              vllm.MODELS_PATH: "vllm/entrypoints/openai/models/api_router.py",
+              vllm.METRICS_PATH: "vllm/entrypoints/serve/instrumentator/metrics.py"}
+    for route, source in routes.items():
+        assert f'"{route}"' in _read(source), route
+    assert f'"{vllm.LOAD_FORMAT_STREAMER}"' in _read("vllm/model_executor/model_loader/__init__.py")
+    loggers = _read("vllm/v1/metrics/loggers.py")
+    for metric in (vllm.METRIC_WAITING, vllm.METRIC_RUNNING, vllm.METRIC_KV_CACHE):
+        assert f'name="{metric}"' in loggers, metric
+    # the probes and the Service use that port and route
+    engine = _rendered_engine()
+    assert engine["ports"] == [{"containerPort": vllm.PORT, "name": "http", "protocol": "TCP"}]
+    assert engine["readinessProbe"]["httpGet"] == {"path": vllm.HEALTH_PATH, "port": vllm.PORT} and lws.SERVE_HTTP_PORT == vllm.PORT
+
+
+def test_disaggregated_serving_gives_tpu_inference_slice_sizes_it_parses():
+    utils = _read("tpu_inference/core/disagg_utils.py")
+    assert "return bool(envs.PREFILL_SLICES)" in utils  # PREFILL_SLICES alone turns the disaggregated engine on
+    assert "if len(dims) == 1:\n                slice_sizes.append(int(dims[0]))" in utils  # "N": a slice of N chips
+    core = _read("tpu_inference/core/core_tpu.py")
+    assert "assert decode_chip_cnt + prefill_chip_cnt <= len(devices)" in core
+    env = {e["name"]: e["value"] for e in _rendered_engine(**ENGINES["gs-weights-disaggregated"])["env"] if "value" in e}
+    # one v6e-16 slice each: 16 + 16 chips of the replica's two slices
+    assert env[vllm.ENV_PREFILL_SLICES] == env[vllm.ENV_DECODE_SLICES] == "16"
