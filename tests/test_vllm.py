@@ -137,3 +137,11 @@ def test_the_plan_names_the_engine_image():
     s = stack_summary(resolve(load(_raw(vllm_config(weights=WEIGHTS)), stack="test")))
     assert s["workloads"][0]["images"]["vllm"] == "docker.io/vllm/vllm-tpu:v0.21.0"
     assert not [n for n in s["notices"] if "archived" in n]
+
+
+def test_the_endpoint_alert_watches_the_vllm_engine_container():
+    plan = plan_of(vllm_config(weights=WEIGHTS))
+    (alert,) = [a for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if a.input("displayName").endswith("serving endpoint not ready")]
+    query = alert.input("conditions")[0]["conditionPrometheusQueryLanguage"]["query"]
+    # the container the leader runs (a query on JetStream's jax-tpu would never fire for a vLLM endpoint)
+    assert 'container="vllm"' in query and "jax-tpu" not in query

@@ -142,9 +142,9 @@ def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
 
 # last: it leaves another stack running than the serving one
 def test_disaggregated_replica_spans_two_slices(cluster, stacks):
-    stacks.use("disagg", config_with(pathwaysVersion="jax-0.5.3", workloads=[{
+    stacks.use("disagg", config_with(pathwaysVersion="jax-0.9.2", workloads=[{
         "name": "disagg", "mode": "serve",
-        "serve": {"model": "llama3.1-8b", "weights": "gs://test-models/llama3.1-8b", "disaggregated": True},
+        "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "weights": "gs://test-models/llama3.1-8b", "disaggregated": True},
     }]))
     ps = wait_lws_running(cluster, "pathways", "disagg", 2 * 4 + 1)
     labels = nodes(cluster)
@@ -155,3 +155,10 @@ def test_disaggregated_replica_spans_two_slices(cluster, stacks):
     # prefill and decode each own a slice: the leader and workers 1-4 on one pool, workers 5-8 on the other
     assert sorted(sorted(v) for v in by_pool.values()) == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
     check_leader_address(ps, "disagg", "pathways")
+    # vLLM's disaggregated engine takes PREFILL_SLICES chips, then DECODE_SLICES chips, of the replica's devices
+    # (tpu_inference/core/core_tpu.py): each must be the chips of one slice the scheduler gave the replica
+    chips = {pool: sum(int(node["status"]["allocatable"].get("google.com/tpu", "0"))
+                       for node in cluster.get("nodes", "-l", f"{POOL}={pool}")["items"]) for pool in by_pool}
+    (engine,) = [c for c in members[0]["spec"]["containers"] if c["name"] == "vllm"]
+    env = {e["name"]: e.get("value") for e in engine["env"]}
+    assert {int(env["PREFILL_SLICES"]), int(env["DECODE_SLICES"])} == set(chips.values()) == {16}, (env, chips)

@@ -139,9 +139,10 @@ def dashboard(stack: ResolvedStack) -> dict[str, Any]:
     return {"displayName": f"Pathways {stack.cluster_name}", "mosaicLayout": {"columns": 48, "tiles": tiles}}
 
 
-# A serve workload's leaders are the pods of its leader StatefulSet, <name>-<group>; the JetStream engine
-# container (jax-tpu) is ready when the HTTP front end's /healthcheck answers (manifests/lws.py).
-SERVING_ENGINE = "jax-tpu"
+# A serve workload's leaders are the pods of its leader StatefulSet, <name>-<group>; the engine container is
+# ready when its health check answers (manifests/lws.py): vLLM's /health, or for JetStream (jax-tpu) the HTTP
+# front end's /healthcheck, which asks the engine.
+SERVING_ENGINES = {"vllm": "vllm", "jetstream": "jax-tpu"}
 # Loading a model took 7-20 minutes in Google's runs (PLATFORM-FACTS §7): the endpoint alert waits longer.
 SERVING_NOT_READY_SECONDS = 1800
 
@@ -151,7 +152,8 @@ def _serving_leaders(stack: ResolvedStack, w: ResolvedWorkload) -> str:
 
 
 def _serving_engines(stack: ResolvedStack, w: ResolvedWorkload) -> str:
-    return f'{_serving_leaders(stack, w)}, container="{SERVING_ENGINE}"'
+    assert w.spec.serve is not None
+    return f'{_serving_leaders(stack, w)}, container="{SERVING_ENGINES[w.spec.serve.engine_name]}"'
 
 
 # The interruption count is a GAUGE of interruptions per sample: summing the samples of a period counts
@@ -224,11 +226,12 @@ def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
                    f'and on (pod) max by (pod) (kube_pod_status_phase{{{_serving_leaders(stack, w)}, phase="Running"}}) == 1)'
                    for w in serving]
         policies.append(policy("serving endpoint not ready", {
-            "displayName": f"a serving leader's JetStream engine not ready for {SERVING_NOT_READY_SECONDS // 60} minutes",
+            "displayName": f"a serving leader's engine not ready for {SERVING_NOT_READY_SECONDS // 60} minutes",
             "conditionPrometheusQueryLanguage": {"query": " or ".join(queries), "duration": f"{SERVING_NOT_READY_SECONDS}s",
                                                  "evaluationInterval": "60s"},
-        }, "A model replica's health check (/healthcheck on port 8000, the JetStream engine's gRPC HealthCheck) fails: "
-           "that replica takes no requests. Look at the leader's jax-tpu and jetstream-http logs."))
+        }, "A model replica's health check on port 8000 fails (vLLM: /health; JetStream: /healthcheck, the engine's gRPC "
+           "HealthCheck): that replica takes no requests. Look at the leader's engine logs (container vllm, or jax-tpu "
+           "and jetstream-http) and its pathways-proxy and pathways-rm."))
     return {ALERT_SLOTS[p["displayName"].split(": ", 1)[1]]: p for p in policies}
 
 
