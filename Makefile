@@ -31,7 +31,7 @@ diff: $(VENV)/.installed
 # The upstream JobSet, Kueue and LWS CRDs the admission checks read and their charts plan and render expand, from
 # the Go modules of the versions the stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
 CRDS := build/crds/.stamp
-$(CRDS): tools/engines/control-plane/go.sum tools/engines/crds.py
+$(CRDS): tools/engines/control-plane/go.sum tools/engines/gke-crds/go.sum tools/engines/crds.py
 	$(PYTHON) tools/engines/crds.py
 crds: $(CRDS)
 
@@ -70,7 +70,7 @@ $(CLIENT_VENV)/.installed: tools/cluster/client-requirements.lock
 client-venv: $(CLIENT_VENV)/.installed
 
 # The real-engine tier: the stacks' Kubernetes layer on a local control plane (tests_e2e/).
-e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed
+e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed $(CRDS)
 	$(PY) -m tools.cluster.offline -- $(PY) -m pytest -q -p no:cacheprovider --durations=20 tests_e2e
 
 bench: $(VENV)/.installed

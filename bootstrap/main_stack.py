@@ -142,6 +142,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
     if stack.serve_workloads:
         types |= {"kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "kubernetes:core/v1:Service",
                   "kubernetes:networking.k8s.io/v1:NetworkPolicy"}
+        if any(w.spec.serve and w.spec.serve.autoscale for w in stack.serve_workloads):
+            types |= {"kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"}
     if stack.jobset_workloads:
         types.add("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
     if any(w.profiling_secret or w.env_secret for w in stack.jobset_workloads):

@@ -1,4 +1,5 @@
-"""ServingWorkload: one serve workload's LeaderWorkerSet, the Service of its HTTP front ends and the NetworkPolicy of its ports."""
+"""ServingWorkload: one serve workload's LeaderWorkerSet, the Service of its HTTP port, the NetworkPolicy of its ports
+and, when it autoscales, its HorizontalPodAutoscaler and the PodMonitoring that scrapes its metric."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ class ServingWorkloadArgs:
     """Built by components.manifests.lws (pure) from the resolved stack."""
     service: dict[str, Any]
     network_policy: dict[str, Any]
+    autoscaler: Optional[dict[str, Any]]
+    """With serve.autoscale: its HorizontalPodAutoscaler and the PodMonitoring that feeds it."""
+    pod_monitoring: Optional[dict[str, Any]]
     depends_on: tuple[Dependency, ...]
     """The LWS controller (CRD and webhooks), the namespace, the PriorityClass, the slices, the queues."""
 
@@ -39,6 +43,18 @@ class ServingWorkload(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=all_of((*args.depends_on, self.network_policy)),
                                         replace_on_changes=list(REPLACE_ON_CHANGES), delete_before_replace=True),
         )
+        if args.pod_monitoring is not None:
+            pm = args.pod_monitoring
+            self.pod_monitoring = k8s.apiextensions.CustomResource(
+                f"{name}-metrics", api_version=pm["apiVersion"], kind=pm["kind"], metadata=pm["metadata"], spec=pm["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(args.depends_on)),
+            )
+        if args.autoscaler is not None:
+            hpa = args.autoscaler
+            self.autoscaler = k8s.autoscaling.v2.HorizontalPodAutoscaler(
+                f"{name}-autoscaler", metadata=hpa["metadata"], spec=hpa["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.leader_worker_set]),
+            )
         svc = args.service
         self.service = k8s.core.v1.Service(
             f"{name}-http", metadata=svc["metadata"], spec=svc["spec"],

@@ -212,6 +212,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         ServingWorkload(f"serve-{w.name}", ServingWorkloadArgs(
             leader_worker_set=lws_manifest.leader_worker_set(stack, w), service=lws_manifest.http_service(w),
             network_policy=lws_manifest.network_policy(w),
+            autoscaler=lws_manifest.autoscaler(w) if w.spec.serve and w.spec.serve.autoscale else None,
+            pod_monitoring=lws_manifest.pod_monitoring(w) if w.spec.serve and w.spec.serve.autoscale else None,
             depends_on=(*serving_controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues),
         ), opts=k8s_opts)

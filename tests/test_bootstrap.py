@@ -271,6 +271,10 @@ FEATURES = {
     "no kueue, no controllers": config_with(pathwaysVersion="jax-0.7.2", kubernetes={"kueue": {"enabled": False}, "installControllers": False},
                                             workloads=[{"name": "nb", "mode": "interactive"}]),
     "existing cluster": config_with(cluster={"existing": {"kubeconfig": "build/kubeconfig"}}, bucket={"name": "b-cache"}),
+    "serving": config_with(pathwaysVersion="jax-0.9.2", workloads=[
+        {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct"}}]),
+    "autoscaled serving": config_with(pathwaysVersion="jax-0.9.2", workloads=[
+        {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "autoscale": {"maxReplicas": 1, "target": 4}}}]),
 }
 
 

@@ -330,17 +330,20 @@ def test_the_change_review_says_what_serving_loses():
     changes = {c.name: c for c in diff(plan_of(before, "serving"), plan_of(after, "serving"))}
     c = changes["serve-llama"]
     assert c.action == "update" and c.disruptive
-    assert c.interrupts == ["llama (serve, 2 replica(s)): drops in-flight requests on each replica as it is recreated, one at a time"]
-    # turning disaggregation on cannot happen in place (the LWS webhook refuses a new subGroupSize): replaced
-    after["pathways:slices"][0]["count"] = 4
+    # the example autoscales: the count is the autoscaler's, and at its floor of one replica the endpoint goes down
+    assert c.interrupts == ["llama (serve, autoscaled replica(s)): drops in-flight requests on each replica as it is recreated, one "
+                            "at a time; at one replica the endpoint is down until it has loaded the model again"]
+    # turning (JetStream's) disaggregation on cannot happen in place (the LWS webhook refuses a new subGroupSize): replaced
+    before = serve_config(slices=[{"name": "main", "tpu": "v6e-16", "count": 4}], replicas=2)
+    after = copy.deepcopy(before)
     after["pathways:workloads"][0]["serve"]["disaggregated"] = True
-    before_plan, after_plan = plan_of(before, "serving"), plan_of(after, "serving")
+    before_plan, after_plan = plan_of(before), plan_of(after)
     changes = {c.name: c for c in diff(before_plan, after_plan)}
-    assert changes["serve-llama"].action == "replace"
-    assert "drops in-flight requests; the endpoint is down" in changes["serve-llama"].interrupts[0]
+    assert changes["serve-chat"].action == "replace"
+    assert "drops in-flight requests; the endpoint is down" in changes["serve-chat"].interrupts[0]
     # in a protected stack the replacement needs an allowance
     verdict = guard(list(changes.values()), before_plan, after_plan, True, [])
-    assert any(r.startswith("serve-llama (LeaderWorkerSet)") for r in verdict.refusals)
+    assert any(r.startswith("serve-chat (LeaderWorkerSet)") for r in verdict.refusals)
 
 
 def test_without_kueue_a_serve_workload_counts_its_replicas_slices_not_its_group():

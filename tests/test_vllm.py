@@ -10,7 +10,7 @@ import yaml
 
 from components.model.config import load, resolve
 from components.model.errors import ConfigError
-from components.model.summary import stack_summary
+from components.model.summary import stack_summary, summary_text
 from infra.offline.render import manifests
 from infra.offline.stackfile import flatten, stack_path
 from tests.conftest import config_with, plan_of, stack_plan
@@ -81,16 +81,6 @@ def test_without_weights_the_model_comes_from_hugging_face_with_the_teams_token(
     assert engine["env"][-1] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}
 
 
-def test_disaggregated_vllm_gives_each_phase_one_slice():
-    lws = the_lws(plan_of(vllm_config(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], weights=WEIGHTS, disaggregated=True)))
-    t = lws["spec"]["leaderWorkerTemplate"]
-    assert t["size"] == 2 * 4 + 1 and t["subGroupPolicy"] == {"subGroupSize": 4}
-    c = containers(t["leaderTemplate"])
-    assert "--instance_count=2" in c["pathways-rm"]["args"]
-    env = {e["name"]: e["value"] for e in c["vllm"]["env"]}
-    assert env["PREFILL_SLICES"] == env["DECODE_SLICES"] == "16"
-
-
 def test_the_example_serving_stack_runs_vllm():
     cfg = load(_raw(yaml.safe_load(stack_path("serving").read_text())["config"]), stack="serving")
     (w,) = cfg.workloads
@@ -117,6 +107,9 @@ def test_the_example_serving_stack_runs_vllm():
     (vllm_config(weights="s3://bucket/model"), "pathways:workloads[0].serve.weights", "is not a gs://<bucket>/<path> location"),
     (vllm_config(huggingFaceTokenSecret="HF_Token"), "pathways:workloads[0].serve.huggingFaceTokenSecret", ""),
     (vllm_config(model="not a model"), "pathways:workloads[0].serve.model", "is not a model name"),
+    # tpu-inference's disaggregated engine is not reachable from `vllm serve` (tests/test_vllm_sources.py)
+    (vllm_config(disaggregated=True), "pathways:workloads[0].serve.disaggregated",
+     "not with engine: vllm: tpu-inference 0.21.0's disaggregated engine (DisaggEngineCore) is not reachable from `vllm serve`"),
     # the other engine's keys
     (vllm_config(engine="jetstream", model="llama3.1-8b", weights=WEIGHTS, maxModelLen=4096, version="jax-0.5.3"),
      "pathways:workloads[0].serve.maxModelLen", "a vLLM key, not for engine: jetstream"),
@@ -145,3 +138,110 @@ def test_the_endpoint_alert_watches_the_vllm_engine_container():
     query = alert.input("conditions")[0]["conditionPrometheusQueryLanguage"]["query"]
     # the container the leader runs (a query on JetStream's jax-tpu would never fire for a vLLM endpoint)
     assert 'container="vllm"' in query and "jax-tpu" not in query
+
+
+AUTOSCALE = {"minReplicas": 1, "maxReplicas": 4, "metric": "queue", "target": 8}
+FOUR = [{"name": "main", "tpu": "v6e-16", "count": 4}]
+
+
+def test_autoscale_scales_the_leader_worker_set_on_vllms_queue():
+    plan = plan_of(vllm_config(slices=FOUR, weights=WEIGHTS, autoscale=AUTOSCALE))
+    objects = manifests(plan)
+    lws = the_lws(plan)
+    # the autoscaler owns the count: the stack sends no spec.replicas, so `pulumi up` never resets it
+    assert "replicas" not in lws["spec"]
+    (hpa,) = [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    spec = hpa["spec"]
+    assert spec["scaleTargetRef"] == {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "chat"}
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (1, 4)
+    assert spec["metrics"] == [{"type": "Pods", "pods": {"metric": {"name": "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"},
+                                                         "target": {"type": "AverageValue", "averageValue": "8"}}}]
+    # one replica per model load, a 30-minute lull before one is dropped
+    assert spec["behavior"]["scaleUp"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 600}]
+    assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 1800
+    (pm,) = [o for o in objects if o["kind"] == "PodMonitoring"]
+    assert pm["apiVersion"] == "monitoring.googleapis.com/v1"
+    # the leaders only (one per replica, where vLLM runs), as the LWS scale subresource's selector picks them
+    assert pm["spec"]["selector"] == {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "chat", "leaderworkerset.sigs.k8s.io/worker-index": "0"}}
+    assert pm["spec"]["endpoints"] == [{"port": 8000, "path": "/metrics", "interval": "15s"}]
+
+
+def test_autoscale_on_the_kv_cache_takes_a_fraction():
+    plan = plan_of(vllm_config(slices=FOUR, autoscale={**AUTOSCALE, "metric": "kvCache", "target": 0.8}))
+    (hpa,) = [o for o in manifests(plan) if o["kind"] == "HorizontalPodAutoscaler"]
+    assert hpa["spec"]["metrics"][0]["pods"] == {"metric": {"name": "prometheus.googleapis.com|vllm:kv_cache_usage_perc|gauge"},
+                                                 "target": {"type": "AverageValue", "averageValue": "800m"}}
+
+
+@pytest.mark.parametrize(("config", "key", "text"), [
+    (vllm_config(autoscale={**AUTOSCALE, "maxReplicas": 3}), "pathways:workloads[0].serve.autoscale.maxReplicas",
+     "3 replica(s) of one slice need 3 slices, but group 'main' has 2; use at most 2 replica(s)"),
+    (vllm_config(slices=FOUR, disaggregated=True, autoscale={**AUTOSCALE, "maxReplicas": 3}), "pathways:workloads[0].serve.autoscale.maxReplicas",
+     "need 6 slices, but group 'main' has 4"),
+    (vllm_config(slices=FOUR, replicas=2, autoscale=AUTOSCALE), "pathways:workloads[0].serve.replicas", "not with serve.autoscale"),
+    (vllm_config(slices=FOUR, autoscale={**AUTOSCALE, "minReplicas": 5}), "pathways:workloads[0].serve.autoscale",
+     "minReplicas 5 exceeds maxReplicas 4"),
+    (vllm_config(slices=FOUR, autoscale={**AUTOSCALE, "metric": "kvCache", "target": 80}), "pathways:workloads[0].serve.autoscale",
+     "target 80 is not a KV-cache fraction"),
+    (vllm_config(slices=FOUR, autoscale={"maxReplicas": 2}), "pathways:workloads[0].serve.autoscale.target", "required"),
+    (vllm_config(slices=FOUR, engine="jetstream", model="llama3.1-8b", weights=WEIGHTS, version="jax-0.5.3", autoscale=AUTOSCALE),
+     "pathways:workloads[0].serve.autoscale", "only for engine: vllm"),
+])
+def test_bad_autoscale_configs_give_one_clear_error(config, key, text):
+    lines = _errors(config)
+    assert any(line.startswith(f"{key}: ") and text in line for line in lines), lines
+
+
+def test_an_autoscaled_endpoint_suspends_through_kueue_only():
+    cfg = vllm_config(slices=FOUR, autoscale=AUTOSCALE)
+    cfg["pathways:workloads"][0]["state"] = "suspended"
+    plan = plan_of(cfg)
+    assert "replicas" not in the_lws(plan)["spec"]  # the autoscaler keeps its count; the queue holds the groups
+    (lq,) = [o for o in manifests(plan) if o["kind"] == "LocalQueue"]
+    assert lq["spec"]["stopPolicy"] == "HoldAndDrain"
+    cfg["pathways:kubernetes"] = {"kueue": {"enabled": False}}
+    assert any(line.startswith("pathways:workloads[0].state: ") and "needs Kueue" in line for line in _errors(cfg))
+
+
+def test_the_plan_costs_an_autoscaled_endpoint_at_min_and_max():
+    scale_to_zero = [{"name": "main", "tpu": "v6e-16", "count": 4, "scaleToZero": True}]
+    s = stack_summary(resolve(load(_raw(vllm_config(slices=scale_to_zero, autoscale={**AUTOSCALE, "minReplicas": 1})), stack="test")))
+    cost = s["cost"]
+    (kept,) = [line for line in cost["lines"] if line["item"].startswith("TPU v6e")]
+    (used,) = [line for line in cost["whenUsed"] if line["item"].startswith("TPU v6e")]
+    # the idle floor holds minReplicas' slice (16 chips); the other three slices run only when the autoscaler adds replicas
+    assert kept["quantity"] == 16 and used["quantity"] == 48
+    (w,) = s["workloads"]
+    a = w["autoscale"]
+    assert {k: a[k] for k in ("minReplicas", "maxReplicas", "metric", "target", "chipsAtMin", "chipsAtMax")} == {
+        "minReplicas": 1, "maxReplicas": 4, "metric": "vllm:num_requests_waiting", "target": 8.0, "chipsAtMin": 16, "chipsAtMax": 64}
+    # at min the chips kept up cost what the cost table's kept line says; at max four times that
+    assert a["hourlyAtMin"] == kept["hourly"] and a["hourlyAtMax"] == pytest.approx(4 * kept["hourly"])
+
+
+def test_the_plan_text_shows_engine_endpoint_bounds_and_cost():
+    s = stack_summary(resolve(load(_raw(vllm_config(slices=FOUR, weights=WEIGHTS, autoscale=AUTOSCALE)), stack="test")))
+    text = "\n".join(summary_text(s))
+    assert "  chat endpoint: vllm at chat-http.pathways.svc.cluster.local:8000" in text
+    a = s["workloads"][0]["autoscale"]
+    assert a["hourlyAtMax"] == pytest.approx(4 * a["hourlyAtMin"])
+    assert (f"  chat autoscale: 1-4 replicas on vllm:num_requests_waiting (target 8 per replica), 16-64 chips; "
+            f"TPU chips ${a['hourlyAtMin']:,.2f}/h at min, ${a['hourlyAtMax']:,.2f}/h at max") in text
+    # what the stack does not install is said out loud
+    assert any("Custom Metrics Stackdriver Adapter: the stack does not install it" in n for n in s["notices"])
+
+
+def test_the_pod_monitoring_is_checked_against_gmps_own_crd():
+    from components.manifests.admission import check_gke_custom
+    from infra.offline.render import check_builtins
+
+    plan = plan_of(vllm_config(slices=FOUR, autoscale=AUTOSCALE))
+    reports = check_builtins(plan)
+    assert reports["PodMonitoring/chat-vllm"].violations == [] and reports["HorizontalPodAutoscaler/chat"].violations == []
+    (pm,) = [o for o in manifests(plan) if o["kind"] == "PodMonitoring"]
+    # prometheus-engine v0.17.2's schema (build/crds/gke): a misspelt field and a value of the wrong type are refused
+    pm["spec"]["endpoints"][0]["scrapeInterval"] = "15s"
+    pm["spec"]["endpoints"][0]["path"] = 9
+    found = {v.path for v in check_gke_custom(pm).violations}
+    assert found == {"spec.endpoints[0].scrapeInterval", "spec.endpoints[0].path"}, found

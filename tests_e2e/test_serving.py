@@ -55,15 +55,62 @@ def check_leader_address(ps: list[dict[str, Any]], name: str, namespace: str) ->
 
 
 def serving_stack(stacks):
+    """The example serving stack (autoscaled: its HorizontalPodAutoscaler owns the count between its bounds); the
+    replicas it may run at most, which its slice group holds."""
     stacks.use("serving", stack_config("serving"))
     m = model("serving")
     (w,) = m.serve_workloads
-    assert w.spec.serve is not None
-    return w.name, w.namespace, w.spec.serve.replicas, w.group.tpu.hosts + 1
+    assert w.spec.serve is not None and w.spec.serve.autoscale is not None
+    return w.name, w.namespace, w.spec.serve.max_replicas, w.group.tpu.hosts + 1
+
+
+def lws_replicas(cluster, namespace: str, name: str) -> int:
+    return cluster.get("leaderworkersets.leaderworkerset.x-k8s.io", "-n", namespace, name)["spec"]["replicas"]
+
+
+def scaled_to(cluster, namespace: str, name: str, replicas: int) -> None:
+    """Scale the set through its scale subresource, as the autoscaler does on load (no metrics run here)."""
+    cluster.kubectl("scale", "-n", namespace, f"leaderworkerset/{name}", f"--replicas={replicas}")
+    cluster.wait_for(f"{name} at {replicas} replicas", lambda: lws_replicas(cluster, namespace, name) == replicas or None)
+
+
+def hpa_condition(hpa: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (hpa.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
+
+
+def test_the_autoscaler_owns_the_replica_count_within_its_bounds(cluster, stacks):
+    # The real controller-manager's HPA controller reads the LeaderWorkerSet through its scale subresource
+    # (the CRD's .status.hpaPodSelector: the leaders) and holds the count within the stack's bounds; no metrics
+    # API runs here, so it cannot scale on load, and says so. (Kubernetes' HPA controller, reconcileAutoscaler:
+    # a count above maxReplicas is brought back to it before any metric is read.)
+    name, namespace, max_replicas, _ = serving_stack(stacks)
+    hpa = cluster.wait_for("the HorizontalPodAutoscaler resolves its scale target", lambda: (
+        lambda h: h if hpa_condition(h, "AbleToScale").get("status") == "True" else None)(
+        cluster.get("horizontalpodautoscalers", "-n", namespace, name)), timeout=120)
+    assert hpa_condition(hpa, "AbleToScale")["reason"] == "SucceededGetScale", hpa["status"]
+    assert hpa["status"]["currentReplicas"] == lws_replicas(cluster, namespace, name) == hpa["spec"]["minReplicas"] == 1
+    # beyond maxReplicas, the autoscaler brings the set back to it
+    cluster.kubectl("scale", "-n", namespace, f"leaderworkerset/{name}", f"--replicas={max_replicas + 1}")
+    cluster.wait_for(f"the autoscaler caps {name} at {max_replicas}", lambda: lws_replicas(cluster, namespace, name) == max_replicas or None,
+                     timeout=120)
+    hpa = cluster.get("horizontalpodautoscalers", "-n", namespace, name)
+    able = hpa_condition(hpa, "AbleToScale")
+    assert able.get("reason") == "SucceededRescale" and f"update the target scale to {max_replicas}" in able.get("message", ""), hpa["status"]
+    events = cluster.get("events", "-n", namespace, "--field-selector", f"involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name={name}")
+    assert any(e.get("reason") == "SuccessfulRescale" and "above Spec.MaxReplicas" in e.get("message", "") for e in events["items"]), \
+        [e.get("message") for e in events["items"]]
+    assert hpa_condition(hpa, "ScalingActive").get("status") == "False", hpa["status"]  # no custom metrics API here
+    # `pulumi up` of a change leaves the autoscaler's count alone: the stack sends no spec.replicas
+    config = stack_config("serving")
+    config["pathways:workloads"][0]["serve"]["autoscale"]["target"] = 9
+    stacks.update(config)
+    assert cluster.get("horizontalpodautoscalers", "-n", namespace, name)["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "9"
+    assert lws_replicas(cluster, namespace, name) == max_replicas
 
 
 def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stacks):
     name, namespace, replicas, size = serving_stack(stacks)
+    scaled_to(cluster, namespace, name, replicas)  # the autoscaler's maximum: every slice of the group
 
     # Kueue's LeaderWorkerSet integration admits each group as one workload, at the serving priority
     def admitted():
@@ -102,6 +149,7 @@ def test_the_endpoint_holds_only_leaders_whose_probes_pass(cluster, stacks):
     # kwok runs the pod but makes it Ready only when its probes pass (tools/cluster/stages.yaml), which is the
     # scenario's to say. Until then the Service has no ready endpoint; then exactly the leaders that answer.
     name, namespace, replicas, size = serving_stack(stacks)
+    scaled_to(cluster, namespace, name, replicas)
     ps = wait_lws_running(cluster, namespace, name, replicas * size)
     leaders = sorted(m[0]["metadata"]["name"] for m in groups_of(ps).values())
     service = serve_service_name(name)
@@ -142,9 +190,10 @@ def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
 
 # last: it leaves another stack running than the serving one
 def test_disaggregated_replica_spans_two_slices(cluster, stacks):
-    stacks.use("disagg", config_with(pathwaysVersion="jax-0.9.2", workloads=[{
+    # JetStream's disaggregated server (vLLM's `vllm serve` cannot run tpu-inference's disaggregated engine)
+    stacks.use("disagg", config_with(pathwaysVersion="jax-0.5.3", workloads=[{
         "name": "disagg", "mode": "serve",
-        "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "weights": "gs://test-models/llama3.1-8b", "disaggregated": True},
+        "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": "gs://test-models/llama3.1-8b", "disaggregated": True},
     }]))
     ps = wait_lws_running(cluster, "pathways", "disagg", 2 * 4 + 1)
     labels = nodes(cluster)
@@ -155,10 +204,3 @@ def test_disaggregated_replica_spans_two_slices(cluster, stacks):
     # prefill and decode each own a slice: the leader and workers 1-4 on one pool, workers 5-8 on the other
     assert sorted(sorted(v) for v in by_pool.values()) == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
     check_leader_address(ps, "disagg", "pathways")
-    # vLLM's disaggregated engine takes PREFILL_SLICES chips, then DECODE_SLICES chips, of the replica's devices
-    # (tpu_inference/core/core_tpu.py): each must be the chips of one slice the scheduler gave the replica
-    chips = {pool: sum(int(node["status"]["allocatable"].get("google.com/tpu", "0"))
-                       for node in cluster.get("nodes", "-l", f"{POOL}={pool}")["items"]) for pool in by_pool}
-    (engine,) = [c for c in members[0]["spec"]["containers"] if c["name"] == "vllm"]
-    env = {e["name"]: e.get("value") for e in engine["env"]}
-    assert {int(env["PREFILL_SLICES"]), int(env["DECODE_SLICES"])} == set(chips.values()) == {16}, (env, chips)

@@ -499,6 +499,42 @@ def _lws_validator() -> Optional[tuple[jsonschema.Draft7Validator, dict[str, Any
     return jsonschema.Draft7Validator(schema), schema
 
 
+GKE_CRDS = CRDS / "gke"
+
+
+@functools.lru_cache(maxsize=None)
+def _gke_validator(api_version: str, kind: str) -> Optional[tuple[jsonschema.Draft7Validator, dict[str, Any]]]:
+    """The schema of a kind whose CRD GKE installs (build/crds/gke, from the pinned modules: tools/engines/crds.py)."""
+    group, _, version = api_version.rpartition("/")
+    for path in sorted(GKE_CRDS.glob("*.yaml")):
+        crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        spec = crd.get("spec") or {}
+        if spec.get("group") == group and spec.get("names", {}).get("kind") == kind:
+            entry = next((v for v in spec["versions"] if v["name"] == version and v.get("served")), None)
+            if entry is None:
+                return None
+            schema = entry["schema"]["openAPIV3Schema"]
+            return jsonschema.Draft7Validator(schema), schema
+    return None
+
+
+def gke_kind(api_version: str) -> bool:
+    return api_version.startswith(("monitoring.googleapis.com/", "inference.networking.k8s.io/"))
+
+
+def check_gke_custom(obj: dict[str, Any]) -> Report:
+    """A kind GKE's own CRDs define (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool),
+    against that CRD's schema, unknown fields refused."""
+    report = Report()
+    found = _gke_validator(str(obj.get("apiVersion")), str(obj.get("kind")))
+    if found is None:
+        report.add("gke-crd", ".", f"no CRD for {obj.get('apiVersion')} {obj.get('kind')} in {GKE_CRDS} (run `make crds`)")
+        return report
+    validator, schema = found
+    _crd_schema_errors(obj, validator, schema, "gke-crd", report)
+    return report
+
+
 def check_lws(obj: dict[str, Any]) -> Report:
     """The CRD's schema (unknown fields refused), each pod template against the Pod schema, and the rules
     the LWS webhook applies on create: a DNS-1035 name (it names the headless Service), size >= 1,

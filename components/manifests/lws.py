@@ -170,9 +170,8 @@ def vllm_args(w: ResolvedWorkload) -> list[str]:
 
 
 def vllm_env(w: ResolvedWorkload) -> list[dict[str, Any]]:
-    """The engine on Pathways: the proxy platform and address (the proxy shares the pod), vLLM's engine core
-    in-process (tpu-inference refuses anything else on Pathways), and for disaggregated serving the chips of the
-    prefill and of the decode slice (in jax.devices() order: the first slice prefills)."""
+    """The engine on Pathways: the proxy platform and address (the proxy shares the pod) and vLLM's engine core
+    in-process (tpu-inference refuses anything else on Pathways)."""
     sv = w.spec.serve
     assert sv is not None
     env: list[dict[str, Any]] = [
@@ -180,9 +179,6 @@ def vllm_env(w: ResolvedWorkload) -> list[dict[str, Any]]:
         {"name": vllm.ENV_BACKEND_TARGET, "value": f"grpc://localhost:{SERVE_PROXY_PORT}"},
         {"name": vllm.ENV_MULTIPROCESSING, "value": "0"},
     ]
-    if sv.disaggregated:
-        chips = str(w.group.tpu.chips)
-        env += [{"name": vllm.ENV_PREFILL_SLICES, "value": chips}, {"name": vllm.ENV_DECODE_SLICES, "value": chips}]
     if sv.hugging_face_token_secret:
         env.append({"name": vllm.ENV_HF_TOKEN, "valueFrom": {"secretKeyRef": {"name": sv.hugging_face_token_secret, "key": vllm.ENV_HF_TOKEN}}})
     return env
@@ -291,8 +287,10 @@ def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, An
         "kind": KIND,
         "metadata": workload_metadata(w, annotations),
         "spec": {
-            # Suspended: no replica runs (a LeaderWorkerSet has no suspend); the Kueue queue holds it too.
-            "replicas": 0 if w.state == "suspended" else sv.replicas,
+            # Suspended: no replica runs (a LeaderWorkerSet has no suspend); the Kueue queue holds it too. With
+            # autoscale the HorizontalPodAutoscaler owns the count: the stack leaves spec.replicas out, so `pulumi up`
+            # never resets it (server-side apply manages only the fields it sends), and suspension is Kueue's.
+            **({} if sv.autoscale else {"replicas": 0 if w.state == "suspended" else sv.replicas}),
             "startupPolicy": "LeaderCreated",
             "leaderWorkerTemplate": template,
         },
@@ -300,6 +298,64 @@ def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, An
 
 
 SKIP_AWAIT = "pulumi.com/skipAwait"
+# The Custom Metrics Stackdriver Adapter's name for a Managed Prometheus metric (Google Cloud docs, "Horizontal Pod
+# autoscaling (HPA)" for Managed Service for Prometheus: prometheus.googleapis.com|<metric>|<kind>).
+AUTOSCALE_METRICS = {"queue": vllm.METRIC_WAITING, "kvCache": vllm.METRIC_KV_CACHE}
+# A new replica serves only after it has loaded and compiled the model (STARTUP_DELAY_SECONDS and more): the
+# autoscaler adds one replica per such period, so that a queue that stays long while the first loads does not
+# raise every replica at once, and keeps a replica through 30 minutes of lull before it drops it (a reload costs
+# the same again).
+SCALE_UP_PERIOD_SECONDS = 600
+SCALE_DOWN_STABILIZATION_SECONDS = 1800
+SCRAPE_INTERVAL = "15s"
+
+
+def _target_quantity(value: float) -> str:
+    """A Kubernetes quantity for an average: whole numbers as they are, fractions in milli-units (0.8 -> 800m)."""
+    return str(int(value)) if value == int(value) else f"{round(value * 1000)}m"
+
+
+def autoscaler(w: ResolvedWorkload) -> dict[str, Any]:
+    """The HorizontalPodAutoscaler of an autoscaled endpoint, on the LeaderWorkerSet's scale subresource (whose
+    selector, .status.hpaPodSelector, picks the leaders: one per replica, where vLLM runs and exports its metrics)."""
+    sv = w.spec.serve
+    assert sv is not None and sv.autoscale is not None
+    a = sv.autoscale
+    metric = f"prometheus.googleapis.com|{AUTOSCALE_METRICS[a.metric]}|gauge"
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": w.name, "namespace": w.namespace,
+                     "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": API_VERSION, "kind": KIND, "name": w.name},
+            "minReplicas": a.min_replicas,
+            "maxReplicas": a.max_replicas,
+            "metrics": [{"type": "Pods", "pods": {"metric": {"name": metric},
+                                                  "target": {"type": "AverageValue", "averageValue": _target_quantity(a.target)}}}],
+            "behavior": {
+                "scaleUp": {"stabilizationWindowSeconds": 0,
+                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": SCALE_UP_PERIOD_SECONDS}]},
+                "scaleDown": {"stabilizationWindowSeconds": SCALE_DOWN_STABILIZATION_SECONDS,
+                              "policies": [{"type": "Pods", "value": 1, "periodSeconds": SCALE_UP_PERIOD_SECONDS}]},
+            },
+        },
+    }
+
+
+def pod_monitoring(w: ResolvedWorkload) -> dict[str, Any]:
+    """Managed Service for Prometheus scrapes vLLM's /metrics on the leaders (monitoring.googleapis.com/v1
+    PodMonitoring; the cluster runs managed collection, components/cluster.py)."""
+    return {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": f"{w.name}-vllm", "namespace": w.namespace,
+                     "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}},
+        "spec": {
+            "selector": {"matchLabels": leader_selector(w)},
+            "endpoints": [{"port": vllm.PORT, "path": vllm.METRICS_PATH, "interval": SCRAPE_INTERVAL}],
+        },
+    }
 
 
 def leader_selector(w: ResolvedWorkload) -> dict[str, str]:

@@ -94,7 +94,8 @@ def estimate(stack: ResolvedStack) -> CostEstimate:
         if g.autoscaled:
             # Interactive, service and serve workloads run until they are stopped: their slices stay up.
             always_on = [w for w in stack.active_workloads if w.group is g and w.state == "running" and w.mode != "batch"]
-            slices = min(g.count, sum(w.slices for w in always_on))
+            # an autoscaled endpoint holds its minReplicas' slices; the rest come up only as it scales
+            slices = min(g.count, sum(w.idle_slices for w in always_on))
             if slices:
                 held[(g.tpu.family, g.capacity)] = held.get((g.tpu.family, g.capacity), 0) + slices * g.tpu.chips
                 holders.setdefault((g.tpu.family, g.capacity), []).extend(w.name for w in always_on)

@@ -196,6 +196,8 @@ TABLE: dict[str, Access] = {
     "kubernetes:core/v1:Secret": _k8s_object("container.secrets.create"),
     "kubernetes:core/v1:Service": _k8s_object("container.services.create"),
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": _k8s_object("container.networkPolicies.create"),
+    "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": _k8s_object("container.horizontalPodAutoscalers.create"),
+    "kubernetes:monitoring.googleapis.com/v1:PodMonitoring": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": _k8s_object("container.priorityClasses.create"),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": _k8s_object("container.thirdPartyObjects.create"),

@@ -71,6 +71,12 @@ class ResolvedWorkload:
         return self.group.tpu.hosts
 
     @property
+    def idle_slices(self) -> int:
+        """Slices the workload keeps up however idle: an autoscaled endpoint's minReplicas, else all of them."""
+        sv = self.spec.serve
+        return sv.min_replicas * sv.slices_per_replica if sv else self.slices
+
+    @property
     def slices_per_replica(self) -> int:
         """Slices one serving replica (a LeaderWorkerSet group) spans: one, or prefill + decode."""
         return self.spec.serve.slices_per_replica if self.spec.serve else self.slices

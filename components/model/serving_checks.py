@@ -56,14 +56,25 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
             problems.append(Problem(config_key(("workloads", i, fields[name].alias or name)), f"not for mode: serve; {hint}: remove it"))
     sv = w.serve
     group = cfg.workload_group(w)
-    wanted = sv.replicas * sv.slices_per_replica
+    wanted = sv.max_replicas * sv.slices_per_replica
     if wanted > group.count:
         each = "two slices (prefill and decode)" if sv.disaggregated else "one slice"
-        problems.append(Problem(config_key(("workloads", i, "serve", "replicas")), (
-            f"{sv.replicas} replica(s) of {each} need {wanted} slices, but group {group.name!r} has {group.count}; "
+        key = ("workloads", i, "serve", "autoscale", "maxReplicas") if sv.autoscale else ("workloads", i, "serve", "replicas")
+        problems.append(Problem(config_key(key), (
+            f"{sv.max_replicas} replica(s) of {each} need {wanted} slices, but group {group.name!r} has {group.count}; "
             f"use at most {group.count // sv.slices_per_replica} replica(s) or raise that group's count"
         )))
-    longest = f"{w.name}-{max(sv.replicas - 1, 0)}"
+    if sv.autoscale and "replicas" in sv.model_fields_set:
+        problems.append(Problem(config_key(("workloads", i, "serve", "replicas")), (
+            "not with serve.autoscale: the autoscaler sets the replicas between minReplicas and maxReplicas; remove it")))
+    if sv.autoscale and sv.engine_name != "vllm":
+        problems.append(Problem(config_key(("workloads", i, "serve", "autoscale")), (
+            "only for engine: vllm (it scales on vLLM's queue or KV-cache metric); remove it")))
+    if sv.autoscale and w.state == "suspended" and not cfg.kubernetes.kueue.enabled:
+        problems.append(Problem(config_key(("workloads", i, "state")), (
+            "suspended with serve.autoscale needs Kueue (kubernetes.kueue.enabled): its queue's HoldAndDrain stops the "
+            "replicas while the autoscaler keeps its count; without Kueue remove autoscale to suspend (replicas: 0)")))
+    longest = f"{w.name}-{max(sv.max_replicas - 1, 0)}"
     if len(longest) > MAX_LWS_STATEFULSET_NAME:
         problems.append(Problem(config_key(("workloads", i, "name")), (
             f"the LeaderWorkerSet's worker StatefulSet {longest!r} would be {len(longest)} characters, over the "
@@ -152,6 +163,11 @@ def _engine_keys(i: int, sv: ServeConfig) -> list[Problem]:
 
 def _vllm(i: int, sv: ServeConfig) -> list[Problem]:
     out = []
+    if sv.disaggregated:
+        out.append(Problem(config_key(("workloads", i, "serve", "disaggregated")), (
+            f"not with engine: vllm: tpu-inference {vllm.RELEASES[vllm.VLLM_IMAGE.rsplit(':', 1)[1]].tpu_inference}'s "
+            f"disaggregated engine ({vllm.DISAGGREGATED_ENGINE}) is not reachable from `vllm serve`; serve one slice per "
+            "replica, or use engine: jetstream for prefill and decode on separate slices")))
     if not vllm.is_hugging_face_id(sv.model):
         out.append(Problem(config_key(("workloads", i, "serve", "model")), (
             f"{sv.model!r} is not a Hugging Face model id, which vLLM serves (e.g. meta-llama/Llama-3.1-8B-Instruct); "

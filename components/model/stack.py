@@ -209,7 +209,7 @@ class StackConfig(_Model):
         """Slices the workload runs on: a serve workload's replicas (two slices each when disaggregated), a
         JobSet's `slices`, or its whole group."""
         if w.mode == "serve" and w.serve is not None:
-            return w.serve.replicas * w.serve.slices_per_replica
+            return w.serve.max_replicas * w.serve.slices_per_replica
         return w.slices or self.workload_group(w).count
 
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import cost, rollout
+from . import cost, rollout, vllm
 from .common import PRIORITY_CLASSES
+from .ports import SERVE_HTTP_PORT
+from .pricing import tpu_chip_price
 from .resolved import ResolvedStack
+from .workload import serve_service_name
 
 
 def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
@@ -31,10 +34,26 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
         elif w.spec.serve:
             images["jetstream"] = w.spec.serve.jetstream_image
             images["http"] = w.spec.serve.http_image
-        workloads.append({
+        entry = {
             "name": w.name, "mode": w.mode, "state": w.state, "sliceGroup": w.group.name, "slices": w.slices,
             "chips": w.chips, "namespace": w.namespace, "images": images,
-        })
+        }
+        if w.spec.serve:
+            sv = w.spec.serve
+            entry["engine"] = sv.engine_name
+            entry["endpoint"] = f"{serve_service_name(w.name)}.{w.namespace}.svc.cluster.local:{SERVE_HTTP_PORT}"
+            if sv.autoscale:
+                per_replica = sv.slices_per_replica * w.group.tpu.chips
+                entry["autoscale"] = {
+                    "minReplicas": sv.autoscale.min_replicas, "maxReplicas": sv.autoscale.max_replicas,
+                    "metric": vllm.METRIC_WAITING if sv.autoscale.metric == "queue" else vllm.METRIC_KV_CACHE,
+                    "target": sv.autoscale.target,
+                    "chipsAtMin": sv.autoscale.min_replicas * per_replica, "chipsAtMax": sv.autoscale.max_replicas * per_replica,
+                }
+                price, _ = tpu_chip_price(w.group.tpu.family, w.group.capacity, stack.prices)
+                entry["autoscale"]["hourlyAtMin"] = None if price is None else round(price * entry["autoscale"]["chipsAtMin"], 2)
+                entry["autoscale"]["hourlyAtMax"] = None if price is None else round(price * entry["autoscale"]["chipsAtMax"], 2)
+        workloads.append(entry)
     pools = stack.node_pools
     return {
         "sliceGroups": groups,
@@ -73,6 +92,11 @@ def notices(stack: ResolvedStack) -> list[str]:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
     out += serving_prerequisites(stack)
+    out += [f"serve workload {w.name} autoscales on a Managed Prometheus metric, which the HorizontalPodAutoscaler reads "
+            "through the Custom Metrics Stackdriver Adapter: the stack does not install it; deploy it in the cluster "
+            "(with roles/monitoring.viewer for its identity; Google Cloud docs, Managed Service for Prometheus, "
+            "'Horizontal Pod autoscaling'), or the autoscaler holds the count and reports FailedGetPodsMetric"
+            for w in stack.serve_workloads if w.spec.serve and w.spec.serve.autoscale]
     out += [f"serve workload {w.name} runs JetStream, which its maintainers archived on 2026-02-01 (its core moved to "
             "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
             for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]
@@ -160,6 +184,14 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         lines += _table(rows)
         for w in s["workloads"]:
             lines += [f"  {w['name']} images:"] + [f"    {k}: {v}" for k, v in w["images"].items()]
+            if "engine" in w:
+                lines.append(f"  {w['name']} endpoint: {w['engine']} at {w['endpoint']}")
+            if "autoscale" in w:
+                a = w["autoscale"]
+                money = (f"; TPU chips {_money(a['hourlyAtMin'])}/h at min, {_money(a['hourlyAtMax'])}/h at max"
+                         if a["hourlyAtMin"] is not None else "")
+                lines.append(f"  {w['name']} autoscale: {a['minReplicas']}-{a['maxReplicas']} replicas on {a['metric']} "
+                             f"(target {a['target']:g} per replica), {a['chipsAtMin']}-{a['chipsAtMax']} chips{money}")
     else:
         lines.append("  (none)")
     lines += _cost_lines(s["cost"])

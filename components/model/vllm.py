@@ -60,10 +60,11 @@ METRIC_KV_CACHE = "vllm:kv_cache_usage_perc"
 ENV_PLATFORMS = "JAX_PLATFORMS"
 ENV_BACKEND_TARGET = "JAX_BACKEND_TARGET"
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
-# Disaggregated serving in one engine process (tpu_inference/core/core_tpu.py, core/disagg_utils.py): the
-# chips given to prefill and to decode, taken in jax.devices() order, "N" or "NxM" per slice.
-ENV_PREFILL_SLICES = "PREFILL_SLICES"
-ENV_DECODE_SLICES = "DECODE_SLICES"
+# Disaggregated serving: tpu-inference 0.21.0 has an engine for it in one process (core/core_tpu.py
+# DisaggEngineCore, over PREFILL_SLICES / DECODE_SLICES chips), but `vllm serve` never selects it: nothing in
+# vLLM or the rest of tpu-inference refers to it (its examples patch vLLM's EngineCore). serving_checks refuses
+# serve.disaggregated with vllm; tests/test_vllm_sources.py fails when a pinned release wires it.
+DISAGGREGATED_ENGINE = "DisaggEngineCore"
 # A gated Hugging Face model's token: read by huggingface_hub, which vLLM downloads with (not a vLLM name).
 ENV_HF_TOKEN = "HF_TOKEN"
 

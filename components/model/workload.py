@@ -208,6 +208,28 @@ class ContainerResources(_Model):
         return str(v)
 
 
+class ServeAutoscale(_Model):
+    """A HorizontalPodAutoscaler on the LeaderWorkerSet's scale subresource, on a vLLM metric of the leaders
+    (scraped by Managed Service for Prometheus, read through the Custom Metrics Stackdriver Adapter)."""
+
+    min_replicas: int = Field(default=1, ge=1, le=100, description="Replicas kept running however idle (each holds its slices).")
+    max_replicas: int = Field(ge=1, le=100, description="At most this many replicas; x slices per replica must fit the slice group.")
+    metric: Literal["queue", "kvCache"] = Field(default="queue", description=(
+        "queue: requests waiting per replica (vllm:num_requests_waiting); kvCache: the KV cache's use per replica, "
+        "0 to 1 (vllm:kv_cache_usage_perc)."))
+    target: float = Field(gt=0, le=100_000, description=(
+        "The average per replica above which the autoscaler adds replicas: waiting requests for queue, a fraction "
+        "(e.g. 0.8) for kvCache. Measure your model's latency under load to choose it."))
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "ServeAutoscale":
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"minReplicas {self.min_replicas} exceeds maxReplicas {self.max_replicas}")
+        if self.metric == "kvCache" and self.target > 1:
+            raise ValueError(f"target {self.target:g} is not a KV-cache fraction (kvCache: above 0, at most 1, e.g. 0.8)")
+        return self
+
+
 class ServeConfig(_Model):
     engine: Optional[Literal["vllm", "jetstream"]] = Field(default=None, description=(
         "vllm (default): vLLM TPU (tpu-inference) on Pathways, OpenAI-compatible API; jetstream: JetStream MaxText "
@@ -244,8 +266,8 @@ class ServeConfig(_Model):
     extra_args: list[str] = Field(default_factory=list, max_length=50, description=(
         "More engine arguments: vllm serve flags (--name=value) for vllm, MaxText key=value for jetstream."))
     disaggregated: bool = Field(default=False, description=(
-        "Prefill and decode on separate slices (two slices a replica): tpu-inference's PREFILL_SLICES / DECODE_SLICES "
-        "for vllm, Google's disaggregated MaxText server for jetstream."
+        "jetstream: prefill and decode on separate slices (two slices a replica), Google's disaggregated MaxText server. "
+        "Not with vllm: `vllm serve` of the pinned tpu-inference cannot run its disaggregated engine."
     ))
     jetstream_image: str = Field(default=JETSTREAM_IMAGE, description="jetstream: JetStream MaxText engine image (pinned).")
     http_image: str = Field(default=JETSTREAM_HTTP_IMAGE, description="jetstream: JetStream HTTP front end image (pinned).")
@@ -257,6 +279,8 @@ class ServeConfig(_Model):
         default_factory=lambda: ContainerResources(cpu=PROXY_RESOURCES[0], memory=PROXY_RESOURCES[1]),
         description=("The leader's IFRT proxy CPU and memory (request = limit); the default is the JobSet head's. Lower "
                      "it where the leader must leave a worker half of a small TPU VM (v5e: 192 GB)."))
+    autoscale: Optional[ServeAutoscale] = Field(default=None, description=(
+        "vllm: scale the replicas between minReplicas and maxReplicas on a vLLM metric (replaces serve.replicas)."))
     internal_load_balancer: bool = Field(default=False, description=(
         "Also expose port 8000 to the VPC through a GKE internal passthrough load balancer (never a public one)."
     ))
@@ -359,6 +383,15 @@ class ServeConfig(_Model):
         if self.tokenizer_type is not None:
             return self.tokenizer, self.tokenizer_type
         return self.tokenizer, known[1] if known and known[0] == self.tokenizer else "sentencepiece"
+
+    @property
+    def min_replicas(self) -> int:
+        return self.autoscale.min_replicas if self.autoscale else self.replicas
+
+    @property
+    def max_replicas(self) -> int:
+        """The replicas the endpoint may run at most: what its slice group must hold."""
+        return self.autoscale.max_replicas if self.autoscale else self.replicas
 
     @property
     def engine_name(self) -> Literal["vllm", "jetstream"]:

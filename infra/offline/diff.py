@@ -127,13 +127,18 @@ def _workloads_on(plan: Plan) -> dict[str, list[Registration]]:
 
 
 def _serving_effect(lws: Registration, verb: str) -> str:
-    name, replicas = lws.input("metadata.name"), lws.input("spec.replicas") or 0
+    # an autoscaled set has no spec.replicas (its HorizontalPodAutoscaler owns the count): at least one replica
+    name, replicas = lws.input("metadata.name"), lws.input("spec.replicas")
+    if replicas is None:
+        replicas = 1
     if verb == "roll":
+        autoscaled = lws.input("spec.replicas") is None
         what = ("drops in-flight requests on each replica as it is recreated, one at a time"
-                + ("; with one replica the endpoint is down until it has loaded the model again" if replicas <= 1 else ""))
+                + ("; at one replica the endpoint is down until it has loaded the model again" if autoscaled else
+                   "; with one replica the endpoint is down until it has loaded the model again" if replicas <= 1 else ""))
     else:
         what = "drops in-flight requests; the endpoint is down until new replicas have loaded the model"
-    return f"{name} (serve, {replicas} replica(s)): {what}"
+    return f"{name} (serve, {replicas if lws.input('spec.replicas') is not None else 'autoscaled'} replica(s)): {what}"
 
 
 def _run_effect(js: Registration, verb: str) -> str:

@@ -23,10 +23,12 @@ from components.manifests.admission import (
     PoolFacts,
     Report,
     check_builtin,
+    check_gke_custom,
     check_jobset,
     check_kueue,
     check_lws,
     check_pod_security,
+    gke_kind,
 )
 from components.manifests.jobset import KIND
 from components.manifests.pod_security import namespace_policies
@@ -81,6 +83,8 @@ def check_plan(plan: Plan) -> dict[str, Report]:
 def _schema_check(obj: dict[str, Any]) -> Report:
     """Built-in kinds against kubernetes-validate, Kueue's and LWS's against their upstream CRDs."""
     api = str(obj.get("apiVersion", ""))
+    if gke_kind(api):
+        return check_gke_custom(obj)
     check = check_kueue if api.startswith("kueue.x-k8s.io/") else check_lws if api.startswith("leaderworkerset.x-k8s.io/") else check_builtin
     return check(obj)
 

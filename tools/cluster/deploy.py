@@ -34,7 +34,7 @@ from infra.offline.stackfile import flatten
 from tools.pulumi_real.run import POLICIES, PulumiRun, Result
 
 from .gke_nodes import plan_nodes
-from .local import ClusterError, LocalCluster, chart_dir, log
+from .local import GKE_CRDS, ClusterError, LocalCluster, chart_dir, log
 
 # The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
 CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
@@ -319,10 +319,15 @@ def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> 
     log(f"stack {deployed.name}: destroyed in {time.monotonic() - t0:.0f} s")
 
 
+def gke_crd_names() -> set[str]:
+    """The CRDs the control plane starts with, as GKE's does (LocalCluster.install_gke_crds): not the stack's."""
+    return {yaml.safe_load(p.read_text())["metadata"]["name"] for p in GKE_CRDS.glob("*.yaml")}
+
+
 def leftovers(cluster: LocalCluster) -> list[str]:
     """What a destroyed stack may not leave: namespaces, CRDs, webhooks, cluster roles of the charts, pods."""
     out = [f"namespace {n['metadata']['name']}" for n in cluster.get("namespaces")["items"] if n["metadata"]["name"] not in KEPT_NAMESPACES]
-    out += [f"CRD {c['metadata']['name']}" for c in cluster.get("crds")["items"]]
+    out += [f"CRD {c['metadata']['name']}" for c in cluster.get("crds")["items"] if c["metadata"]["name"] not in gke_crd_names()]
     for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations", "validatingadmissionpolicies",
                  "priorityclasses", "apiservices"):
         for o in cluster.get(kind)["items"]:

@@ -2,13 +2,14 @@
 modules of the controller versions the stack installs (tools/engines/control-plane pins them; go.sum
 verifies what the module proxy serves):
 
-    python tools/engines/crds.py          # -> build/crds/{jobset,kueue,lws}/*.yaml, build/charts/{jobset,kueue,lws}/
+    python tools/engines/crds.py          # -> build/crds/{jobset,kueue,lws,gke}/*.yaml, build/charts/{jobset,kueue,lws}/
 
 JobSet v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml, Kueue v0.19.2
 config/components/crd/bases/kueue.x-k8s.io_*.yaml and LeaderWorkerSet v0.9.0
 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml, byte for byte; and each module's
 charts/<name> directory, the chart `pulumi up` installs (a local copy of what registry.k8s.io serves as
-oci://registry.k8s.io/<name>/charts/<name>). A second run with the same pins copies nothing. Only
+oci://registry.k8s.io/<name>/charts/<name>). Beside them, build/crds/gke: the CRDs GKE installs itself that the
+stack's objects use (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool). A second run with the same pins copies nothing. Only
 `go mod download` of three modules is needed (no build): a fresh machine with Go gets them in seconds."""
 
 from __future__ import annotations
@@ -32,6 +33,16 @@ SOURCES = {
     "kueue": (WRAPPER, "sigs.k8s.io/kueue", "config/components/crd/bases", "*.yaml"),
     "lws": (WRAPPER, "sigs.k8s.io/lws", "config/crd/bases", "leaderworkerset.x-k8s.io_*.yaml"),
 }
+# CRDs GKE itself installs (no chart of the stack's): the tier applies them when it starts the control plane,
+# as a GKE cluster has them (tools/engines/gke-crds pins the modules).
+GKE_WRAPPER = "gke-crds"
+GKE_SOURCES = {
+    "gmp": (GKE_WRAPPER, "github.com/GoogleCloudPlatform/prometheus-engine", "charts/operator/crds",
+            "monitoring.googleapis.com_podmonitorings.yaml"),
+    "inference": (GKE_WRAPPER, "sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases",
+                  "inference.networking.k8s.io_inferencepools.yaml"),
+}
+GKE_OUT = OUT / "gke"
 
 
 def module_dir(wrapper: str, module: str) -> Path:
@@ -45,7 +56,8 @@ def module_dir(wrapper: str, module: str) -> Path:
 def stamp() -> str:
     h = hashlib.sha256()
     h.update(repr(sorted(SOURCES.items())).encode())
-    for wrapper in sorted({w for w, *_ in SOURCES.values()}):
+    h.update(repr(sorted(GKE_SOURCES.items())).encode())
+    for wrapper in sorted({w for w, *_ in (*SOURCES.values(), *GKE_SOURCES.values())}):
         h.update((HERE / wrapper / "go.sum").read_bytes())
     return h.hexdigest()[:16]
 
@@ -69,6 +81,11 @@ def main() -> int:
         shutil.rmtree(chart, ignore_errors=True)
         # the module cache is read-only: copy the files, not their modes
         shutil.copytree(root / "charts" / name, chart, copy_function=shutil.copyfile)
+    shutil.rmtree(GKE_OUT, ignore_errors=True)
+    GKE_OUT.mkdir(parents=True)
+    for wrapper, module, directory, pattern in GKE_SOURCES.values():
+        for crd in sorted((module_dir(wrapper, module) / directory).glob(pattern)):
+            shutil.copyfile(crd, GKE_OUT / crd.name)
     marker.write_text(key)
     return 0
 
