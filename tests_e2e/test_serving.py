@@ -78,7 +78,7 @@ def hpa_condition(hpa: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in (hpa.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
 
 
-def test_the_autoscaler_owns_the_replica_count_within_its_bounds(cluster, stacks):
+def check_the_autoscaler_owns_the_replica_count_within_its_bounds(cluster, stacks) -> None:
     # The real controller-manager's HPA controller reads the LeaderWorkerSet through its scale subresource
     # (the CRD's .status.hpaPodSelector: the leaders) and holds the count within the stack's bounds; no metrics
     # API runs here, so it cannot scale on load, and says so. (Kubernetes' HPA controller, reconcileAutoscaler:
@@ -109,6 +109,7 @@ def test_the_autoscaler_owns_the_replica_count_within_its_bounds(cluster, stacks
 
 
 def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stacks):
+    check_the_autoscaler_owns_the_replica_count_within_its_bounds(cluster, stacks)
     name, namespace, replicas, size = serving_stack(stacks)
     scaled_to(cluster, namespace, name, replicas)  # the autoscaler's maximum: every slice of the group
 

@@ -158,6 +158,20 @@ class _ChartWatch:
                         # does, and the ReplicaSet tries again
                         if c["type"] == "ReplicaFailure" and c["status"] == "True" and "violates PodSecurity" in c.get("message", ""):
                             self.problem = f"Deployment {ns}/{d['metadata']['name']}: {c.get('reason')}: {c.get('message')}"
+                # The Deployment's ReplicaFailure keeps the first failure's message: when a chart's pod webhook (LWS's
+                # mpod.kb.io) is registered before its server runs, that is "failed calling webhook", and the Pod
+                # Security refusal that follows shows only in the ReplicaSet's events.
+                if self.problem is None:
+                    try:
+                        events = api.get(f"/api/v1/namespaces/{ns}/events")["items"]
+                    except Exception:
+                        continue
+                    for e in events:
+                        obj = e.get("involvedObject") or {}
+                        if obj.get("kind") == "ReplicaSet" and e.get("reason") == "FailedCreate" and "violates PodSecurity" in e.get("message", ""):
+                            deployment = obj.get("name", "").rsplit("-", 1)[0]
+                            self.problem = f"Deployment {ns}/{deployment}: FailedCreate: {e.get('message')}"
+                            break
             kubelet = self.cluster.kubelet
             if kubelet is not None and self.problem is None:
                 if len(kubelet.errors) > self._errors_before:
