@@ -348,7 +348,7 @@ class ServeConfig(_Model):
     @field_validator("extra_args")
     @classmethod
     def _extra(cls, v: list[str]) -> list[str]:
-        # the form (a vllm flag or a MaxText key=value) depends on the engine: serving_checks.extra_args
+        # the form (a vllm flag or a MaxText key=value) depends on the engine: serving_checks._vllm and _jetstream
         for arg in v:
             if len(arg) > 1100 or not arg.isprintable():
                 raise ValueError(f"{arg[:80]!r} is not an engine argument (printable, at most 1,100 characters)")
