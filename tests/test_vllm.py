@@ -105,7 +105,8 @@ def test_the_example_serving_stack_runs_vllm():
     (vllm_config(extraArgs=["--max-num-seqs=64", "--port=9000"]), "pathways:workloads[0].serve.extraArgs[1]", "--port is set by the stack"),
     (vllm_config(extraArgs=["max_num_seqs=64"]), "pathways:workloads[0].serve.extraArgs[0]", "is not a vllm serve flag"),
     (vllm_config(weights="s3://bucket/model"), "pathways:workloads[0].serve.weights", "is not a gs://<bucket>/<path> location"),
-    (vllm_config(huggingFaceTokenSecret="HF_Token"), "pathways:workloads[0].serve.huggingFaceTokenSecret", ""),
+    (vllm_config(huggingFaceTokenSecret="HF_Token"), "pathways:workloads[0].serve.huggingFaceTokenSecret",
+     "'HF_Token' is not a valid name; use lowercase letters"),
     (vllm_config(model="not a model"), "pathways:workloads[0].serve.model", "is not a model name"),
     # tpu-inference's disaggregated engine is not reachable from `vllm serve` (tests/test_vllm_sources.py)
     (vllm_config(disaggregated=True), "pathways:workloads[0].serve.disaggregated",

@@ -298,14 +298,16 @@ def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, An
 
 
 SKIP_AWAIT = "pulumi.com/skipAwait"
-# The Custom Metrics Stackdriver Adapter's name for a Managed Prometheus metric (Google Cloud docs, "Horizontal Pod
-# autoscaling (HPA)" for Managed Service for Prometheus: prometheus.googleapis.com|<metric>|<kind>).
-AUTOSCALE_METRICS = {"queue": vllm.METRIC_WAITING, "kvCache": vllm.METRIC_KV_CACHE}
+
+
+def _owned_metadata(w: ResolvedWorkload, name: str) -> dict[str, Any]:
+    """Metadata of an object the stack makes beside a serve workload's LeaderWorkerSet."""
+    return {"name": name, "namespace": w.namespace, "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}}
 # A new replica serves only after it has loaded and compiled the model (STARTUP_DELAY_SECONDS and more): the
 # autoscaler adds one replica per such period, so that a queue that stays long while the first loads does not
 # raise every replica at once, and keeps a replica through 30 minutes of lull before it drops it (a reload costs
 # the same again).
-SCALE_UP_PERIOD_SECONDS = 600
+REPLICA_STEP_SECONDS = 600
 SCALE_DOWN_STABILIZATION_SECONDS = 1800
 SCRAPE_INTERVAL = "15s"
 
@@ -321,12 +323,13 @@ def autoscaler(w: ResolvedWorkload) -> dict[str, Any]:
     sv = w.spec.serve
     assert sv is not None and sv.autoscale is not None
     a = sv.autoscale
-    metric = f"prometheus.googleapis.com|{AUTOSCALE_METRICS[a.metric]}|gauge"
+    # the Custom Metrics Stackdriver Adapter's name for a Managed Prometheus metric (Google Cloud docs, Managed
+    # Service for Prometheus, "Horizontal Pod autoscaling": prometheus.googleapis.com|<metric>|<kind>)
+    metric = f"prometheus.googleapis.com|{vllm.AUTOSCALE_METRICS[a.metric]}|gauge"
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": w.name, "namespace": w.namespace,
-                     "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}},
+        "metadata": _owned_metadata(w, w.name),
         "spec": {
             "scaleTargetRef": {"apiVersion": API_VERSION, "kind": KIND, "name": w.name},
             "minReplicas": a.min_replicas,
@@ -335,9 +338,9 @@ def autoscaler(w: ResolvedWorkload) -> dict[str, Any]:
                                                   "target": {"type": "AverageValue", "averageValue": _target_quantity(a.target)}}}],
             "behavior": {
                 "scaleUp": {"stabilizationWindowSeconds": 0,
-                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": SCALE_UP_PERIOD_SECONDS}]},
+                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": REPLICA_STEP_SECONDS}]},
                 "scaleDown": {"stabilizationWindowSeconds": SCALE_DOWN_STABILIZATION_SECONDS,
-                              "policies": [{"type": "Pods", "value": 1, "periodSeconds": SCALE_UP_PERIOD_SECONDS}]},
+                              "policies": [{"type": "Pods", "value": 1, "periodSeconds": REPLICA_STEP_SECONDS}]},
             },
         },
     }
@@ -349,8 +352,7 @@ def pod_monitoring(w: ResolvedWorkload) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.googleapis.com/v1",
         "kind": "PodMonitoring",
-        "metadata": {"name": f"{w.name}-vllm", "namespace": w.namespace,
-                     "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}},
+        "metadata": _owned_metadata(w, f"{w.name}-vllm"),
         "spec": {
             "selector": {"matchLabels": leader_selector(w)},
             "endpoints": [{"port": vllm.PORT, "path": vllm.METRICS_PATH, "interval": SCRAPE_INTERVAL}],
@@ -372,9 +374,7 @@ def http_service(w: ResolvedWorkload) -> dict[str, Any]:
     # pkg/await/service.go: no notReadyAddresses), within 10 minutes, while a leader loading its model may take
     # hours within its startup probe: every first `pulumi up` and every rolling update of a model that loads for
     # longer than 10 minutes would fail. The outputs are commands, not the Service's status, so nothing waits on it.
-    metadata: dict[str, Any] = {"name": serve_service_name(w.name), "namespace": w.namespace,
-                                "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"},
-                                "annotations": {SKIP_AWAIT: "true"}}
+    metadata: dict[str, Any] = {**_owned_metadata(w, serve_service_name(w.name)), "annotations": {SKIP_AWAIT: "true"}}
     spec: dict[str, Any] = {
         "type": "ClusterIP",
         # the set's leaders by LWS's own labels, as its controller selects them: only the StatefulSet controller may
@@ -402,8 +402,7 @@ def network_policy(w: ResolvedWorkload) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": f"{w.name}-serve", "namespace": w.namespace,
-                     "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}},
+        "metadata": _owned_metadata(w, f"{w.name}-serve"),
         "spec": {
             **members,
             "policyTypes": ["Ingress"],

@@ -4,6 +4,8 @@ its source. Registered, in the order load() reports them, in ``checks``.
 
 from __future__ import annotations
 
+import re
+
 from . import machines, maxtext, vllm
 from .errors import Problem, config_key
 from .resolved import server_image
@@ -27,6 +29,8 @@ from .workload import (
 JOBSET_ONLY_KEYS = ("slices", "max_restarts", "worker_restarts_per_host", "elastic", "colocated_python", "subdomain",
                     "hlo_dump", "profiling", "persistence", "ttl_seconds_after_finished",
                     "data_loader_workers", "shm_size", "cpu", "memory")
+# MaxText model names (MaxText/configs/models/<name>.yml): lowercase, e.g. llama3.1-8b, gemma2-9b.
+_MAXTEXT_MODEL = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
 # serve.* keys of one engine only.
 JETSTREAM_KEYS = ("config_file", "tokenizer", "tokenizer_type", "per_device_batch_size", "max_prefill_predict_length",
                   "max_target_length", "parallelism", "quantization", "quantize_kvcache", "weight_dtype", "jetstream_image",
@@ -184,7 +188,7 @@ def _jetstream(i: int, sv: ServeConfig, chips: int, tpu_name: str) -> list[Probl
     if sv.weights is None:
         out.append(Problem(config_key(("workloads", i, "serve", "weights")), (
             "required for engine: jetstream: the gs:// MaxText checkpoint (load_parameters_path)")))
-    if not _MAXTEXT_KEY.fullmatch(sv.model.replace("-", "_").replace(".", "_")) or "/" in sv.model:
+    if not _MAXTEXT_MODEL.fullmatch(sv.model):
         out.append(Problem(config_key(("workloads", i, "serve", "model")), (
             f"{sv.model!r} is not a MaxText model name (e.g. llama3.1-8b), which JetStream serves")))
     for j, arg in enumerate(sv.extra_args):

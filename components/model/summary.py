@@ -46,7 +46,7 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
                 per_replica = sv.slices_per_replica * w.group.tpu.chips
                 entry["autoscale"] = {
                     "minReplicas": sv.autoscale.min_replicas, "maxReplicas": sv.autoscale.max_replicas,
-                    "metric": vllm.METRIC_WAITING if sv.autoscale.metric == "queue" else vllm.METRIC_KV_CACHE,
+                    "metric": vllm.AUTOSCALE_METRICS[sv.autoscale.metric],
                     "target": sv.autoscale.target,
                     "chipsAtMin": sv.autoscale.min_replicas * per_replica, "chipsAtMax": sv.autoscale.max_replicas * per_replica,
                 }

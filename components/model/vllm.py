@@ -54,6 +54,8 @@ METRICS_PATH = "/metrics"
 METRIC_WAITING = "vllm:num_requests_waiting"
 METRIC_RUNNING = "vllm:num_requests_running"
 METRIC_KV_CACHE = "vllm:kv_cache_usage_perc"
+# serve.autoscale.metric -> the gauge it scales on
+AUTOSCALE_METRICS = {"queue": METRIC_WAITING, "kvCache": METRIC_KV_CACHE}
 
 # Environment the engine gets on the leader. The proxy address: JAX's jax_backend_target, which pathwaysutils'
 # proxy backend reads (pathwaysutils/proxy_backend.py), as on the JobSet path.

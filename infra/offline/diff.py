@@ -127,18 +127,15 @@ def _workloads_on(plan: Plan) -> dict[str, list[Registration]]:
 
 
 def _serving_effect(lws: Registration, verb: str) -> str:
-    # an autoscaled set has no spec.replicas (its HorizontalPodAutoscaler owns the count): at least one replica
+    # an autoscaled set has no spec.replicas (its HorizontalPodAutoscaler owns the count), and may be at one replica
     name, replicas = lws.input("metadata.name"), lws.input("spec.replicas")
-    if replicas is None:
-        replicas = 1
     if verb == "roll":
-        autoscaled = lws.input("spec.replicas") is None
+        down = "at one replica" if replicas is None else "with one replica" if replicas <= 1 else None
         what = ("drops in-flight requests on each replica as it is recreated, one at a time"
-                + ("; at one replica the endpoint is down until it has loaded the model again" if autoscaled else
-                   "; with one replica the endpoint is down until it has loaded the model again" if replicas <= 1 else ""))
+                + (f"; {down} the endpoint is down until it has loaded the model again" if down else ""))
     else:
         what = "drops in-flight requests; the endpoint is down until new replicas have loaded the model"
-    return f"{name} (serve, {replicas if lws.input('spec.replicas') is not None else 'autoscaled'} replica(s)): {what}"
+    return f"{name} (serve, {'autoscaled' if replicas is None else replicas} replica(s)): {what}"
 
 
 def _run_effect(js: Registration, verb: str) -> str:
