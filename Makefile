@@ -31,7 +31,7 @@ diff: $(VENV)/.installed
 # The upstream JobSet, Kueue and LWS CRDs the admission checks read and their charts plan and render expand, from
 # the Go modules of the versions the stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
 CRDS := build/crds/.stamp
-$(CRDS): tools/engines/control-plane/go.sum tools/engines/gke-crds/go.sum tools/engines/crds.py
+$(CRDS): tools/engines/control-plane/go.sum tools/engines/gke-crds/go.sum $(wildcard tools/engines/gke-crds/*.yaml) tools/engines/crds.py
 	$(PYTHON) tools/engines/crds.py
 crds: $(CRDS)
 

@@ -144,6 +144,10 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
                   "kubernetes:networking.k8s.io/v1:NetworkPolicy"}
         if any(w.spec.serve and w.spec.serve.autoscale for w in stack.serve_workloads):
             types |= {"kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"}
+        if cfg.gateway_workloads:
+            # the inferencepool chart of each, and the Gateway and HTTPRoute in front of it
+            types |= {"kubernetes:helm.sh/v4:Chart", "kubernetes:gateway.networking.k8s.io/v1:Gateway",
+                      "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"}
     if stack.jobset_workloads:
         types.add("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
     if any(w.profiling_secret or w.env_secret for w in stack.jobset_workloads):

@@ -72,6 +72,9 @@ class GkeClusterArgs:
     """(CIDR, display name) pairs allowed to reach the control plane; empty means unrestricted."""
     resource_labels: dict[str, str] = field(default_factory=dict)
     """GCP labels of the cluster (the protected marker the policy pack reads, PROTECTED_LABEL)."""
+    gateway_api: bool = False
+    """Enable GKE's Gateway API (standard channel: the GatewayClasses and the Gateway controller), which an
+    inference gateway needs (GKE docs, "Deploy GKE Inference Gateway")."""
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -149,6 +152,8 @@ class GkeCluster(pulumi.ComponentResource):
                     ) for n, start, end, scope in args.maintenance_exclusions
                 ] or None,
             ),
+            # only when a serve workload has an inference gateway: off, GKE installs no Gateway API CRDs of its own
+            gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if args.gateway_api else None,
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=list(args.monitoring_components),
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),

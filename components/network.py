@@ -15,6 +15,8 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from .model.inference_gateway import PROXY_ONLY_PURPOSE
+
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
 
@@ -41,6 +43,9 @@ class PathwaysNetworkArgs:
     """Subnet of existing_network."""
     cloud_nat: bool = False
     """Create a Cloud Router and Cloud NAT in the region for the nodes' egress."""
+    proxy_only_cidr: Optional[str] = None
+    """Create the region's proxy-only subnet in the created VPC with this range (an inference gateway's
+    regional Application Load Balancer runs its proxies there)."""
 
 
 class PathwaysNetwork(pulumi.ComponentResource):
@@ -82,6 +87,14 @@ class PathwaysNetwork(pulumi.ComponentResource):
             )
             self.network = vpc.self_link
             self.subnetwork = subnet.self_link
+            if args.proxy_only_cidr:
+                # GKE's regional gateway classes need one ACTIVE proxy-only subnet in the region (GKE docs, "Gateway
+                # controller requirements"; VPC docs, "Proxy-only subnets for Envoy-based load balancers").
+                gcp.compute.Subnetwork(
+                    f"{name}-proxy-only", project=args.project, name=f"{args.name}-proxy-only", region=args.region,
+                    network=vpc.id, ip_cidr_range=args.proxy_only_cidr, purpose=PROXY_ONLY_PURPOSE, role="ACTIVE",
+                    opts=child,
+                )
         self.nat: Optional[gcp.compute.RouterNat] = None
         if args.cloud_nat:
             router = gcp.compute.Router(

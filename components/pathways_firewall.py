@@ -22,7 +22,7 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from .model.ports import PROXY_PORT
+from .model.ports import PROXY_PORT, SERVE_HTTP_PORT
 
 ALLOW_PRIORITY = 900
 DENY_PRIORITY = 910
@@ -43,6 +43,9 @@ class PathwaysFirewallArgs:
     """Every port a Pathways pod listens on (Pathways' and the workloads' profilers)."""
     client_ranges: tuple[str, ...] = field(default_factory=tuple)
     """CIDRs that may also reach the proxy port (opt-in)."""
+    gateway_ranges: tuple[str, ...] = field(default_factory=tuple)
+    """With an inference gateway: its load balancer's proxy-only subnet and Google's health-check ranges, which
+    reach the serving leaders' HTTP port."""
 
 
 class PathwaysFirewall(pulumi.ComponentResource):
@@ -65,6 +68,16 @@ class PathwaysFirewall(pulumi.ComponentResource):
                 description="IFRT proxy port: from the listed client ranges (network.pathwaysClientRanges)",
                 allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(PROXY_PORT)])],
                 source_ranges=list(args.client_ranges), opts=child,
+            )
+        if args.gateway_ranges:
+            # An Envoy-based load balancer sends from its proxy-only subnet and probes from Google's health-check
+            # ranges; neither is among the ranges GKE's own rules admit (Cloud Load Balancing docs, "Firewall rules").
+            gcp.compute.Firewall(
+                f"{name}-gateway", name=f"{args.name}-serving-gateway", priority=ALLOW_PRIORITY,
+                project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
+                description="Serving HTTP port: from the inference gateway's proxies and health checks",
+                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(SERVE_HTTP_PORT)])],
+                source_ranges=list(args.gateway_ranges), opts=child,
             )
         self.deny = gcp.compute.Firewall(
             f"{name}-deny", name=f"{args.name}-pathways-deny", priority=DENY_PRIORITY,

@@ -1,5 +1,6 @@
-"""ServingWorkload: one serve workload's LeaderWorkerSet, the Service of its HTTP port, the NetworkPolicy of its ports
-and, when it autoscales, its HorizontalPodAutoscaler and the PodMonitoring that scrapes its metric."""
+"""ServingWorkload: one serve workload's LeaderWorkerSet, the Service of its HTTP port, the NetworkPolicy of its ports;
+when it autoscales, its HorizontalPodAutoscaler and the PodMonitoring that scrapes its metric; with serve.gateway,
+the inferencepool chart (InferencePool and endpoint picker), the GKE Gateway and the HTTPRoute to the pool."""
 
 from __future__ import annotations
 
@@ -24,6 +25,19 @@ class ServingWorkloadArgs:
     pod_monitoring: Optional[dict[str, Any]]
     depends_on: tuple[Dependency, ...]
     """The LWS controller (CRD and webhooks), the namespace, the PriorityClass, the slices, the queues."""
+    gateway: Optional["GatewayArgs"] = None
+    """With serve.gateway.enabled."""
+
+
+@dataclass(frozen=True)
+class GatewayArgs:
+    chart: str
+    """The inferencepool chart: its OCI reference, or a local chart directory."""
+    version: str
+    chart_values: dict[str, Any]
+    """components/manifests/inference_gateway.py chart_values (the offline render expands the same)."""
+    gateway: dict[str, Any]
+    http_route: dict[str, Any]
 
 
 class ServingWorkload(pulumi.ComponentResource):
@@ -55,6 +69,8 @@ class ServingWorkload(pulumi.ComponentResource):
                 f"{name}-autoscaler", metadata=hpa["metadata"], spec=hpa["spec"],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.leader_worker_set]),
             )
+        if args.gateway is not None:
+            self._gateway(name, lws["metadata"], args.gateway, args.depends_on)
         svc = args.service
         self.service = k8s.core.v1.Service(
             f"{name}-http", metadata=svc["metadata"], spec=svc["spec"],
@@ -62,3 +78,20 @@ class ServingWorkload(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.leader_worker_set]),
         )
         self.register_outputs({})
+
+    def _gateway(self, name: str, lws_metadata: dict[str, Any], args: GatewayArgs, depends_on: tuple[Dependency, ...]) -> None:
+        # The release is the workload's name: the chart names the InferencePool after it, and the HTTPRoute sends there.
+        chart = k8s.helm.v4.Chart(
+            f"{name}-inference-pool", name=lws_metadata["name"], namespace=lws_metadata["namespace"], chart=args.chart,
+            version=args.version if args.chart.startswith("oci://") else None, values=args.chart_values,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(depends_on)),
+        )
+        gw, route = args.gateway, args.http_route
+        gateway = k8s.apiextensions.CustomResource(
+            f"{name}-gateway", api_version=gw["apiVersion"], kind=gw["kind"], metadata=gw["metadata"], spec=gw["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(depends_on)),
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-route", api_version=route["apiVersion"], kind=route["kind"], metadata=route["metadata"],
+            spec=route["spec"], opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway, chart]),
+        )

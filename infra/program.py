@@ -15,6 +15,7 @@ from components.jobset_controller import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
 from components.labels import PROTECTED_LABEL, SYSTEM_ROLE
 from components.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
+from components.manifests import inference_gateway as gateway_manifest
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
 from components.manifests import lws as lws_manifest
@@ -23,6 +24,7 @@ from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
 from components.model.identities import ci_account_email
+from components.model.inference_gateway import HEALTH_CHECK_RANGES
 from components.model.ports import PATHWAYS_PORTS
 from components.model.resolved import ResolvedStack
 from components.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
@@ -33,7 +35,7 @@ from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
-from components.serving_workload import ServingWorkload, ServingWorkloadArgs
+from components.serving_workload import GatewayArgs, ServingWorkload, ServingWorkloadArgs
 from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAccess, SharedServiceAccessArgs
 from components.stack_labels import label_kubernetes_objects
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
@@ -61,6 +63,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         project=cfg.project, region=cfg.region, name=cfg.cluster_name,
         nodes_cidr=net.nodes_cidr, pods_cidr=net.pods_cidr, services_cidr=net.services_cidr, mtu=net.mtu,
         existing_network=net.existing_network, existing_subnetwork=net.existing_subnetwork, cloud_nat=cfg.cloud_nat,
+        proxy_only_cidr=net.proxy_only_cidr if cfg.creates_proxy_only_subnet else None,
     ))
     # Two identities: system nodes get no data access; Pathways nodes (head + TPU) get the bucket. The bootstrap
     # creates both accounts and their project roles (components/node_identity.py).
@@ -80,11 +83,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
         maintenance_exclusions=tuple((e.name, e.start_time, e.end_time, e.scope) for e in c.maintenance.exclusions),
         monitoring_components=monitoring.MONITORING_COMPONENTS,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
-        resource_labels=protected_labels,
+        resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads),
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
         ports=(*PATHWAYS_PORTS, *cfg.profiling_ports), client_ranges=tuple(net.pathways_client_ranges),
+        gateway_ranges=(net.proxy_only_cidr, *HEALTH_CHECK_RANGES) if cfg.gateway_workloads else (),
     ))
     location = cfg.region if c.regional else cfg.zone
     serving_groups = {w.group.name for w in stack.serve_workloads}
@@ -214,10 +218,18 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             network_policy=lws_manifest.network_policy(w),
             autoscaler=lws_manifest.autoscaler(w) if w.spec.serve and w.spec.serve.autoscale else None,
             pod_monitoring=lws_manifest.pod_monitoring(w) if w.spec.serve and w.spec.serve.autoscale else None,
+            gateway=GatewayArgs(
+                chart=kube.inference_pool_chart, version=kube.inference_pool_version,
+                chart_values=gateway_manifest.chart_values(w, kube.inference_pool_version, SYSTEM_ROLE),
+                gateway=gateway_manifest.gateway(w), http_route=gateway_manifest.http_route(w),
+            ) if w.spec.serve and w.spec.serve.gateway.enabled else None,
             depends_on=(*serving_controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues),
         ), opts=k8s_opts)
-        serving[w.name] = lws_manifest.serving_access(w)
+        access = lws_manifest.serving_access(w)
+        if w.spec.serve and w.spec.serve.gateway.enabled:
+            access |= gateway_manifest.gateway_access(w)
+        serving[w.name] = access
     for w in stack.jobset_workloads:
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
             manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,

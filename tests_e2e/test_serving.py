@@ -134,6 +134,44 @@ def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stacks):
         pools_used += pools
     assert len(set(pools_used)) == replicas  # each replica on its own slice
     check_leader_address(ps, name, namespace)
+    check_the_inference_gateway_fronts_exactly_the_leaders(cluster, name, namespace, ps)
+
+
+def check_the_inference_gateway_fronts_exactly_the_leaders(cluster, name: str, namespace: str, ps: list[dict[str, Any]]) -> None:
+    # The example stack's serve.gateway: the pinned inferencepool chart (GAIE v1.5.0, as its release packages it),
+    # installed by the real `pulumi up`, and the Gateway API objects, all stored by the API server under the pinned
+    # CRDs (their CEL rules included). GKE's Gateway controller does not run here: no address, no load balancer.
+    pool = cluster.get("inferencepools.inference.networking.k8s.io", "-n", namespace, name)
+    # the API server's label selection with the pool's selector finds exactly the leaders the LWS controller made,
+    # one per replica, and no worker (a worker in the pool would be sent prompts it cannot answer)
+    selector = ",".join(f"{k}={v}" for k, v in pool["spec"]["selector"]["matchLabels"].items())
+    selected = sorted(p["metadata"]["name"] for p in cluster.get("pods", "-n", namespace, "-l", selector)["items"])
+    assert selected == sorted(m[0]["metadata"]["name"] for m in groups_of(ps).values()), selected
+    # the endpoint picker the pool names: its pod admitted (Pod Security, the stack's guards), bound by the real
+    # scheduler to a system-pool node, and its Deployment available (the tier grants its readiness: its image does
+    # not run here, tools/cluster/cloud.py READY_STAND_INS)
+    picker = pool["spec"]["endpointPickerRef"]["name"]
+    deployment = cluster.get("deployments", "-n", namespace, picker)
+    assert is_true(deployment, "Available"), deployment.get("status")
+    (pod,) = cluster.get("pods", "-n", namespace, "-l", f"inferencepool={picker}")["items"]
+    assert nodes(cluster)[pod["spec"]["nodeName"]]["pathways/role"] == "system", pod["spec"]["nodeName"]
+    # what RBAC lets the picker's ServiceAccount do: watch its pool and the pods, read no Secret, touch no LWS
+    account = f"system:serviceaccount:{namespace}:{pod['spec']['serviceAccountName']}"
+
+    def can(verb: str, resource: str) -> bool:
+        proc = cluster.kubectl("auth", "can-i", verb, resource, "-n", namespace, f"--as={account}", check=False)
+        return proc.stdout.strip() == "yes"
+    assert can("watch", "inferencepools.inference.networking.k8s.io") and can("list", "pods")
+    assert not can("get", "secrets") and not can("patch", "leaderworkersets.leaderworkerset.x-k8s.io")
+    # GKE's health check (the chart's HealthCheckPolicy) probes the port the pool sends to
+    check = cluster.get("healthcheckpolicies.networking.gke.io", "-n", namespace, name)["spec"]
+    assert check["targetRef"]["name"] == name and check["default"]["config"]["httpHealthCheck"]["port"] == pool["spec"]["targetPorts"][0]["number"]
+    # the stack's route sends to the chart's pool, through the stack's Gateway
+    route = cluster.get("httproutes.gateway.networking.k8s.io", "-n", namespace, name)
+    (backend,) = route["spec"]["rules"][0]["backendRefs"]
+    assert (backend["group"], backend["kind"], backend["name"]) == ("inference.networking.k8s.io", "InferencePool", name)
+    (parent,) = route["spec"]["parentRefs"]
+    assert cluster.get("gateways.gateway.networking.k8s.io", "-n", namespace, parent["name"])["spec"]["gatewayClassName"] == "gke-l7-rilb"
 
 
 def ready_endpoints(cluster, namespace: str, service: str) -> dict[str, bool]:

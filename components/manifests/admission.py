@@ -519,12 +519,13 @@ def _gke_validator(api_version: str, kind: str) -> Optional[tuple[jsonschema.Dra
 
 
 def gke_kind(api_version: str) -> bool:
-    return api_version.startswith(("monitoring.googleapis.com/", "inference.networking.k8s.io/"))
+    return api_version.startswith(("monitoring.googleapis.com/", "inference.networking.k8s.io/", "gateway.networking.k8s.io/",
+                                   "networking.gke.io/"))
 
 
 def check_gke_custom(obj: dict[str, Any]) -> Report:
-    """A kind GKE's own CRDs define (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool),
-    against that CRD's schema, unknown fields refused."""
+    """A kind whose CRD GKE installs (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool, the
+    Gateway API's Gateway and HTTPRoute, GKE's Gateway policies), against that CRD's schema, unknown fields refused."""
     report = Report()
     found = _gke_validator(str(obj.get("apiVersion")), str(obj.get("kind")))
     if found is None:

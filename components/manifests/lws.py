@@ -300,7 +300,7 @@ def leader_worker_set(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, An
 SKIP_AWAIT = "pulumi.com/skipAwait"
 
 
-def _owned_metadata(w: ResolvedWorkload, name: str) -> dict[str, Any]:
+def owned_metadata(w: ResolvedWorkload, name: str) -> dict[str, Any]:
     """Metadata of an object the stack makes beside a serve workload's LeaderWorkerSet."""
     return {"name": name, "namespace": w.namespace, "labels": {WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi"}}
 # A new replica serves only after it has loaded and compiled the model (STARTUP_DELAY_SECONDS and more): the
@@ -329,7 +329,7 @@ def autoscaler(w: ResolvedWorkload) -> dict[str, Any]:
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
-        "metadata": _owned_metadata(w, w.name),
+        "metadata": owned_metadata(w, w.name),
         "spec": {
             "scaleTargetRef": {"apiVersion": API_VERSION, "kind": KIND, "name": w.name},
             "minReplicas": a.min_replicas,
@@ -352,7 +352,7 @@ def pod_monitoring(w: ResolvedWorkload) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.googleapis.com/v1",
         "kind": "PodMonitoring",
-        "metadata": _owned_metadata(w, f"{w.name}-vllm"),
+        "metadata": owned_metadata(w, f"{w.name}-vllm"),
         "spec": {
             "selector": {"matchLabels": leader_selector(w)},
             "endpoints": [{"port": vllm.PORT, "path": vllm.METRICS_PATH, "interval": SCRAPE_INTERVAL}],
@@ -374,7 +374,7 @@ def http_service(w: ResolvedWorkload) -> dict[str, Any]:
     # pkg/await/service.go: no notReadyAddresses), within 10 minutes, while a leader loading its model may take
     # hours within its startup probe: every first `pulumi up` and every rolling update of a model that loads for
     # longer than 10 minutes would fail. The outputs are commands, not the Service's status, so nothing waits on it.
-    metadata: dict[str, Any] = {**_owned_metadata(w, serve_service_name(w.name)), "annotations": {SKIP_AWAIT: "true"}}
+    metadata: dict[str, Any] = {**owned_metadata(w, serve_service_name(w.name)), "annotations": {SKIP_AWAIT: "true"}}
     spec: dict[str, Any] = {
         "type": "ClusterIP",
         # the set's leaders by LWS's own labels, as its controller selects them: only the StatefulSet controller may
@@ -402,7 +402,7 @@ def network_policy(w: ResolvedWorkload) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _owned_metadata(w, f"{w.name}-serve"),
+        "metadata": owned_metadata(w, f"{w.name}-serve"),
         "spec": {
             **members,
             "policyTypes": ["Ingress"],

@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import machines
+from . import inference_gateway, machines
 from .common import (
     _GKE_VERSION,
     _NETWORK_REF,
@@ -342,6 +342,10 @@ class NetworkConfig(_Model):
     nodes_cidr: str = Field(default="10.0.0.0/20", description="Primary range of the created subnet.")
     pods_cidr: str = Field(default="10.4.0.0/14", description="Secondary range for pods.")
     services_cidr: str = Field(default="10.8.0.0/20", description="Secondary range for services.")
+    proxy_only_cidr: str = Field(default=inference_gateway.DEFAULT_PROXY_ONLY_CIDR, description=(
+        "The region's proxy-only subnet, where an inference gateway's load balancer runs its proxies (the firewall "
+        "admits it to the serving leaders): created with this range in a created VPC when a serve workload has "
+        "serve.gateway; on an existing network, the range of its own proxy-only subnet (one per region and VPC)."))
     # 8896 is the largest GCP MTU; multislice DCN traffic benefits from jumbo frames.
     mtu: int = Field(default=8896, ge=1300, le=8896, description="MTU of the created VPC.")
     cloud_nat: Optional[bool] = Field(default=None, description=(
@@ -361,7 +365,7 @@ class NetworkConfig(_Model):
                 raise ValueError(f"{cidr} is the whole internet; list the ranges of the clients that need the proxy")
         return v
 
-    @field_validator("nodes_cidr", "pods_cidr", "services_cidr")
+    @field_validator("nodes_cidr", "pods_cidr", "services_cidr", "proxy_only_cidr")
     @classmethod
     def _cidr(cls, v: str) -> str:
         net = _network(v)
@@ -382,12 +386,16 @@ class NetworkConfig(_Model):
         if (self.existing_network is None) != (self.existing_subnetwork is None):
             raise ValueError("set both existingNetwork and existingSubnetwork, or neither (a VPC is then created)")
         # The VPC API refuses a subnet whose primary and secondary ranges overlap.
-        named = (("nodesCidr", self.nodes_cidr), ("podsCidr", self.pods_cidr), ("servicesCidr", self.services_cidr))
-        for i, (a, ra) in enumerate(named):
-            for b, rb in named[i + 1:]:
+        for i, (a, ra) in enumerate(self.named_ranges):
+            for b, rb in self.named_ranges[i + 1:]:
                 if _network(ra).overlaps(_network(rb)):
                     raise ValueError(f"{a} {ra} and {b} {rb} overlap; the three ranges must be disjoint")
         return self
+
+    @property
+    def named_ranges(self) -> tuple[tuple[str, str], ...]:
+        """The created subnet's ranges by key (the proxy-only subnet's, made only for a gateway, is checked there)."""
+        return (("nodesCidr", self.nodes_cidr), ("podsCidr", self.pods_cidr), ("servicesCidr", self.services_cidr))
 
     @property
     def create(self) -> bool:

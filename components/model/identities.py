@@ -71,6 +71,7 @@ def _src(service: str, *permissions: str) -> str:
 
 COMPUTE, CONTAINER, IAM, STORAGE, MONITORING = (f"{s}.googleapis.com" for s in ("compute", "container", "iam", "storage", "monitoring"))
 RESOURCE_MANAGER, LOGGING, DNS = "cloudresourcemanager.googleapis.com", "logging.googleapis.com", "dns.googleapis.com"
+NETWORK_SERVICES = "networkservices.googleapis.com"
 
 # The roles the node service accounts hold on the project (the bootstrap grants them, bootstrap/program.py): to log,
 # report metrics and pull images, nothing more.
@@ -198,6 +199,13 @@ TABLE: dict[str, Access] = {
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": _k8s_object("container.networkPolicies.create"),
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": _k8s_object("container.horizontalPodAutoscalers.create"),
     "kubernetes:monitoring.googleapis.com/v1:PodMonitoring": _k8s_object("container.thirdPartyObjects.create"),
+    # GKE's Gateway controller makes the load balancer and, for an InferencePool backend, the Service Extension
+    # callout to the endpoint picker: the project needs the Compute Engine and Network Services APIs (GKE docs,
+    # "Deploy GKE Inference Gateway": before you begin)
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway": Access(
+        ("roles/container.developer",), ("roles/container.viewer",), (CONTAINER, COMPUTE, NETWORK_SERVICES),
+        _src("container", "container.thirdPartyObjects.create")),
+    "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": _k8s_object("container.priorityClasses.create"),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": _k8s_object("container.thirdPartyObjects.create"),

@@ -6,6 +6,7 @@ import re
 
 from pydantic import Field, field_validator
 
+from . import inference_gateway
 from .common import _dns_label, _Model
 
 
@@ -29,6 +30,8 @@ MIN_KUEUE = "0.15.0"
 # LeaderWorkerSet moved its subgroup annotation from leaderworkerset.gke.io/ to leaderworkerset.sigs.k8s.io/
 # in v0.6.0 (PLATFORM-FACTS §7); the stack writes the new keys.
 MIN_LWS = "0.6.0"
+# The InferencePool went GA (inference.networking.k8s.io/v1) in GAIE v1.0.0.
+MIN_INFERENCE_POOL = "1.0.0"
 
 
 def _chart_source(v: str) -> str:
@@ -83,7 +86,15 @@ class KubernetesConfig(_Model):
         "Where the LeaderWorkerSet chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
     ))
 
-    @field_validator("jobset_chart", "lws_chart")
+    inference_pool_version: str = Field(default=inference_gateway.CHART_VERSION, description=(
+        "Gateway API Inference Extension inferencepool chart version (InferencePool and its endpoint picker), "
+        "installed per serve workload with serve.gateway.enabled."
+    ))
+    inference_pool_chart: str = Field(default=inference_gateway.CHART, description=(
+        "Where the inferencepool chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
+    ))
+
+    @field_validator("jobset_chart", "lws_chart", "inference_pool_chart")
     @classmethod
     def _chart(cls, v: str) -> str:
         return _chart_source(v)
@@ -92,6 +103,11 @@ class KubernetesConfig(_Model):
     @classmethod
     def _lws_version(cls, v: str) -> str:
         return _chart_version(v, MIN_LWS, "the leaderworkerset.sigs.k8s.io annotations the stack writes")
+
+    @field_validator("inference_pool_version")
+    @classmethod
+    def _inference_pool_version(cls, v: str) -> str:
+        return _chart_version(v, MIN_INFERENCE_POOL, "the inference.networking.k8s.io/v1 InferencePool the stack selects")
 
     @field_validator("namespace")
     @classmethod

@@ -47,6 +47,10 @@ HEAD_CANDIDATES = (
 )
 
 
+# Candidates for the system pool (controllers, the inference gateway's endpoint picker), smallest first.
+SYSTEM_CANDIDATES = ("e2-standard-4", "e2-standard-8", "e2-standard-16", "e2-standard-32")
+
+
 class MachineError(ValueError):
     pass
 
@@ -125,8 +129,8 @@ def fits(machine: MachineShape, cpu: Decimal, memory_gib: Decimal) -> bool:
     return cpu <= machine.allocatable_cpu and memory_gib <= machine.allocatable_memory_gib
 
 
-def smallest_fitting(cpu: Decimal, memory_gib: Decimal) -> str:
-    for name in HEAD_CANDIDATES:
+def smallest_fitting(cpu: Decimal, memory_gib: Decimal, candidates: tuple[str, ...] = HEAD_CANDIDATES) -> str:
+    for name in candidates:
         if fits(shape(name), cpu, memory_gib):
             return name
-    return "none of " + ", ".join(HEAD_CANDIDATES)
+    return "none of " + ", ".join(candidates)

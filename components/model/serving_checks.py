@@ -4,9 +4,10 @@ its source. Registered, in the order load() reports them, in ``checks``.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
-from . import machines, maxtext, vllm
+from . import machines, maxtext, quantity, vllm
 from .errors import Problem, config_key
 from .resolved import server_image
 from .stack import StackConfig
@@ -112,6 +113,8 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
         problems += _jetstream(i, sv, group.tpu.chips, group.tpu.name)
     else:
         problems += _vllm(i, sv)
+    if sv.gateway.enabled:
+        problems += _gateway(cfg, i, w)
     if w.priority is not None and w.priority != "serving":
         problems.append(Problem(config_key(("workloads", i, "priority")), (
             f"{w.priority} would let training preempt a serving endpoint; a serve workload runs at serving (remove it)"
@@ -209,4 +212,43 @@ def _jetstream(i: int, sv: ServeConfig, chips: int, tpu_name: str) -> list[Probl
         out.append(Problem(config_key(("workloads", i, "serve", "parallelism")), (
             f"{mesh}; each replica's engine spans one {tpu_name} slice ({chips} chips)"
         )))
+    return out
+
+
+# The chart names its picker <release truncated to 40>-epp (epplib _helpers.tpl gateway-api-inference-extension.name).
+MAX_GATEWAY_RELEASE = 40
+
+
+def _gateway(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """serve.gateway: what the inferencepool chart and GKE's Gateway need (components/model/inference_gateway.py)."""
+    sv = w.serve
+    assert sv is not None
+    key = ("workloads", i, "serve", "gateway")
+    out = []
+    if sv.engine_name != "vllm":
+        out.append(Problem(config_key((*key, "enabled")), (
+            "only for engine: vllm; the endpoint picker of the pinned chart reads one of the model servers "
+            "vllm, sglang, triton-tensorrt-llm, trtllm-serve (values.yaml modelServerType), not JetStream: remove it")))
+    if len(w.name) > MAX_GATEWAY_RELEASE:
+        out.append(Problem(config_key(("workloads", i, "name")), (
+            f"{len(w.name)} characters; with serve.gateway at most {MAX_GATEWAY_RELEASE}: the chart cuts the pool's "
+            "name to 40 characters in its endpoint picker's name, which the InferencePool then would not find")))
+    if cfg.cluster.existing is None:
+        # the picker runs on the system pool (components/manifests/inference_gateway.py)
+        system = cfg.cluster.system_pool.machine_type
+        node = machines.shape(system)
+        cpu, memory, _ = sv.gateway.picker_requests
+        need_cpu, need_mem = quantity.parse(cpu), quantity.parse(memory) / quantity.GIB
+        if not machines.fits(node, need_cpu, need_mem):
+            out.append(Problem(config_key((*key, "pickerResources")), (
+                f"the endpoint picker requests {cpu} CPU and {memory} (the chart's sizing unless set here), more than one "
+                f"{system} system-pool node holds ({node.allocatable_cpu:.2f} CPU, {node.allocatable_memory_gib:.1f} GiB "
+                f"allocatable); set cluster.systemPool.machineType to {machines.smallest_fitting(need_cpu, need_mem, machines.SYSTEM_CANDIDATES)} "
+                "or larger, or lower serve.gateway.pickerResources")))
+    if cfg.creates_proxy_only_subnet and w is cfg.gateway_workloads[0]:
+        proxy = ipaddress.ip_network(cfg.network.proxy_only_cidr)
+        for name, cidr in cfg.network.named_ranges:
+            if proxy.overlaps(ipaddress.ip_network(cidr)):
+                out.append(Problem(config_key(("network", "proxyOnlyCidr")), (
+                    f"{proxy} overlaps {name} {cidr}; the gateway's proxy-only subnet needs a range of its own (e.g. a /23)")))
     return out

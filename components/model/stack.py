@@ -205,6 +205,16 @@ class StackConfig(_Model):
             return (self.network.nodes_cidr, self.network.pods_cidr)
         return ()
 
+    @property
+    def gateway_workloads(self) -> tuple[Workload, ...]:
+        """Serve workloads fronted by an inference gateway (serve.gateway.enabled)."""
+        return tuple(w for w in self.workloads if w.mode == "serve" and w.serve is not None and w.serve.gateway.enabled)
+
+    @property
+    def creates_proxy_only_subnet(self) -> bool:
+        """The stack makes the region's proxy-only subnet: a gateway needs one, and the stack makes the VPC."""
+        return bool(self.gateway_workloads) and self.network.create and self.cluster.existing is None
+
     def workload_slices(self, w: Workload) -> int:
         """Slices the workload runs on: a serve workload's replicas (two slices each when disaggregated), a
         JobSet's `slices`, or its whole group."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import cost, rollout, vllm
+from ..labels import ROLE_LABEL, SYSTEM_ROLE
+from . import cost, inference_gateway, rollout, vllm
 from .common import PRIORITY_CLASSES
 from .ports import SERVE_HTTP_PORT
 from .pricing import tpu_chip_price
@@ -42,6 +43,11 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
             sv = w.spec.serve
             entry["engine"] = sv.engine_name
             entry["endpoint"] = f"{serve_service_name(w.name)}.{w.namespace}.svc.cluster.local:{SERVE_HTTP_PORT}"
+            if sv.gateway.enabled:
+                cpu, memory, _ = sv.gateway.picker_requests
+                entry["gateway"] = {"access": sv.gateway.access, "class": inference_gateway.GATEWAY_CLASSES[sv.gateway.access],
+                                    "name": f"{w.namespace}/{inference_gateway.gateway_name(w.name)}",
+                                    "picker": {"cpu": cpu, "memory": memory}}
             if sv.autoscale:
                 per_replica = sv.slices_per_replica * w.group.tpu.chips
                 entry["autoscale"] = {
@@ -117,6 +123,15 @@ def serving_prerequisites(stack: ResolvedStack) -> list[str]:
         out.append(f"serve workload {w.name} on a cluster made elsewhere: its slice group's TPU pools must run with the GCE "
                    f"metadata server (workloadMetadataConfig GCE_METADATA, as the stack's own serving pools do: the pods act "
                    f"as the node service account){read}")
+    gateways = [w.name for w in stack.serve_workloads if w.spec.serve and w.spec.serve.gateway.enabled]
+    if gateways:
+        out.append(f"serve workload(s) {', '.join(gateways)} with serve.gateway on a cluster made elsewhere: the cluster must "
+                   "have GKE's Gateway API enabled (gatewayApiConfig CHANNEL_STANDARD), the HttpLoadBalancing add-on, a "
+                   "proxy-only subnet in its region (network.proxyOnlyCidr names its range for the firewall rule, which "
+                   "the stack does not make here) and a firewall rule admitting it and Google's health checks "
+                   f"({', '.join(inference_gateway.HEALTH_CHECK_RANGES)}) to the TPU nodes on port {SERVE_HTTP_PORT}; the "
+                   f"endpoint picker requests {inference_gateway.PICKER_CPU} CPU and {inference_gateway.PICKER_MEMORY} on a "
+                   f"node labelled {ROLE_LABEL}={SYSTEM_ROLE} unless serve.gateway.pickerResources")
     if stack.serve_workloads and not stack.install_controllers:
         out.append("serve workloads with kubernetes.installControllers: false: the cluster must run the LeaderWorkerSet "
                    "controller (0.6.0 or later)" + (" and Kueue with its leaderworkerset.x-k8s.io/leaderworkerset integration "
@@ -186,6 +201,11 @@ def summary_text(s: dict[str, Any]) -> list[str]:
             lines += [f"  {w['name']} images:"] + [f"    {k}: {v}" for k, v in w["images"].items()]
             if "engine" in w:
                 lines.append(f"  {w['name']} endpoint: {w['engine']} at {w['endpoint']}")
+            if "gateway" in w:
+                g = w["gateway"]
+                access = "EXTERNAL (reachable from the internet)" if g["access"] == "external" else "internal"
+                lines.append(f"  {w['name']} gateway: {access} {g['class']} {g['name']} -> InferencePool "
+                             f"{w['name']} (endpoint picker {g['picker']['cpu']} CPU, {g['picker']['memory']} on the system pool)")
             if "autoscale" in w:
                 a = w["autoscale"]
                 money = (f"; TPU chips {_money(a['hourlyAtMin'])}/h at min, {_money(a['hourlyAtMax'])}/h at max"

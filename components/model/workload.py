@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import machines, maxtext, quantity, vllm
+from . import inference_gateway, machines, maxtext, quantity, vllm
 from .common import (
     DEFAULT_USER_RESOURCES,
     INT32_MAX,
@@ -230,6 +230,47 @@ class ServeAutoscale(_Model):
         return self
 
 
+class PickerResources(_Model):
+    """The endpoint picker container's requests; its memory limit is twice the request, the chart's own ratio."""
+
+    cpu: str = Field(description="CPU request, e.g. 2.")
+    memory: str = Field(description="Memory request, e.g. 4Gi (the limit is twice this).")
+
+    @field_validator("cpu", "memory", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        quantity.parse(v)
+        return str(v)
+
+
+class ServeGateway(_Model):
+    """GKE Inference Gateway: an InferencePool over the replicas' leaders, the pool's endpoint picker (which sends
+    each request to the replica with the shortest queue and the most free KV cache), a GKE Gateway and an HTTPRoute
+    to the pool (components/model/inference_gateway.py gives the sources)."""
+
+    enabled: bool = Field(default=False, description="Front the endpoint with the GKE Inference Gateway (vllm only).")
+    external: bool = Field(default=False, description=(
+        "Opt-in: a regional external Application Load Balancer (gke-l7-regional-external-managed), reachable from "
+        "the internet. Default: the internal one (gke-l7-rilb), reachable from the VPC only."))
+    picker_resources: Optional[PickerResources] = Field(default=None, description=(
+        "The endpoint picker's CPU and memory requests; default the chart's (4 CPU, 8Gi; limit 16Gi), sized by its "
+        "maintainers for high request rates. It runs on the system pool, whose nodes must hold it."))
+
+    @property
+    def access(self) -> inference_gateway.GatewayAccess:
+        return "external" if self.external else "internal"
+
+    @property
+    def picker_requests(self) -> tuple[str, str, str]:
+        """(cpu, memory, memory limit) of the endpoint picker."""
+        if self.picker_resources is None:
+            return inference_gateway.PICKER_CPU, inference_gateway.PICKER_MEMORY, inference_gateway.PICKER_MEMORY_LIMIT
+        limit = quantity.parse(self.picker_resources.memory) * 2
+        mib = limit / 2**20
+        text = quantity.canonical(f"{int(mib)}Mi") if mib == mib.to_integral_value() else str(int(limit))
+        return self.picker_resources.cpu, self.picker_resources.memory, text
+
+
 class ServeConfig(_Model):
     engine: Optional[Literal["vllm", "jetstream"]] = Field(default=None, description=(
         "vllm (default): vLLM TPU (tpu-inference) on Pathways, OpenAI-compatible API; jetstream: JetStream MaxText "
@@ -281,6 +322,8 @@ class ServeConfig(_Model):
                      "it where the leader must leave a worker half of a small TPU VM (v5e: 192 GB)."))
     autoscale: Optional[ServeAutoscale] = Field(default=None, description=(
         "vllm: scale the replicas between minReplicas and maxReplicas on a vLLM metric (replaces serve.replicas)."))
+    gateway: ServeGateway = Field(default_factory=ServeGateway, description=(
+        "vllm: the GKE Inference Gateway in front of the replicas (gateway.enabled), internal by default."))
     internal_load_balancer: bool = Field(default=False, description=(
         "Also expose port 8000 to the VPC through a GKE internal passthrough load balancer (never a public one)."
     ))

@@ -170,7 +170,8 @@ def render_chart(path: Path, release: str, namespace: str, values: dict[str, Any
     for o in objects:
         if not o.get("kind") or not o.get("apiVersion") or not (o.get("metadata") or {}).get("name"):
             raise ChartError(f"chart {release}: an object without kind, apiVersion or metadata.name")
-        if _namespaced(o, crd_scopes, release) and not o["metadata"].get("namespace"):
+        # an object its template already places needs no scope (the provider asks the cluster only to place one)
+        if not o["metadata"].get("namespace") and _namespaced(o, crd_scopes, release):
             o["metadata"]["namespace"] = namespace
     return objects
 

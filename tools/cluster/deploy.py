@@ -34,7 +34,7 @@ from infra.offline.stackfile import flatten
 from tools.pulumi_real.run import POLICIES, PulumiRun, Result
 
 from .gke_nodes import plan_nodes
-from .local import GKE_CRDS, ClusterError, LocalCluster, chart_dir, log
+from .local import GKE_CRDS, INFERENCE_POOL_CHART, ClusterError, LocalCluster, chart_dir, log
 
 # The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
 CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
@@ -62,7 +62,8 @@ def _drop(config: dict[str, Any], top: str, path: Sequence[str]) -> None:
 
 def existing_mode(config: dict[str, Any], cluster: LocalCluster) -> dict[str, Any]:
     """A stack's config as its Kubernetes layer on `cluster`: cluster.existing (this control plane, by its name),
-    a named bucket, the GCP-only keys dropped, and the three controllers installed from the pinned charts."""
+    a named bucket, the GCP-only keys dropped, and the three controllers (and any inference gateway's chart) installed
+    from the pinned charts."""
     # the keys of the GCP half, which a cluster made elsewhere refuses (components/model/cluster_checks.py)
     out = {k: copy.deepcopy(v) for k, v in config.items() if k not in {f"pathways:{x}" for x in GCP_ONLY_SECTIONS}}
     # an internal load balancer admits the client ranges its stack gives it, by default the stack's own subnet's node
@@ -85,7 +86,8 @@ def existing_mode(config: dict[str, Any], cluster: LocalCluster) -> dict[str, An
     kueue = dict(kube.get("kueue") or {})
     if kueue.get("enabled", True):
         kueue["chart"] = str(chart_dir("kueue"))
-    kube.update(installControllers=True, jobsetChart=str(chart_dir("jobset")), lwsChart=str(chart_dir("lws")), kueue=kueue)
+    kube.update(installControllers=True, jobsetChart=str(chart_dir("jobset")), lwsChart=str(chart_dir("lws")), kueue=kueue,
+                inferencePoolChart=str(INFERENCE_POOL_CHART))
     out["pathways:kubernetes"] = kube
     return out
 

@@ -28,7 +28,7 @@ from typing import Any, Iterator, Optional
 import yaml
 
 from .api import Api
-from .cloud import LoadBalancerController
+from .cloud import LoadBalancerController, ReadyStandIns
 from .kubelet import ControllerKubelet, Engine
 
 HERE = Path(__file__).resolve().parent
@@ -85,6 +85,8 @@ def chart_dir(name: str) -> Path:
 
 
 GKE_CRDS = Path(__file__).resolve().parents[2] / "build" / "crds" / "gke"
+# The inference gateway's chart as its release packages it (tools/engines/crds.py copies it from the pinned module).
+INFERENCE_POOL_CHART = Path(__file__).resolve().parents[2] / "build" / "charts" / "inferencepool"
 
 
 class LocalCluster:
@@ -96,6 +98,7 @@ class LocalCluster:
         self.api: Optional[Api] = None
         self.kubelet: Optional[ControllerKubelet] = None
         self.load_balancers: Optional[LoadBalancerController] = None
+        self.ready_stand_ins: Optional[ReadyStandIns] = None
         self.env = {
             **os.environ,
             "KWOK_WORKDIR": str(self.kwok_workdir),
@@ -231,6 +234,8 @@ class LocalCluster:
         self.kubelet.start()
         self.load_balancers = LoadBalancerController(self.api)
         self.load_balancers.start()
+        self.ready_stand_ins = ReadyStandIns(self.api)
+        self.ready_stand_ins.start()
 
     @property
     def pki(self) -> Path:
@@ -269,6 +274,8 @@ class LocalCluster:
     def stop(self) -> None:
         if self.load_balancers is not None:
             self.load_balancers.stop()
+        if self.ready_stand_ins is not None:
+            self.ready_stand_ins.stop()
         if self.kubelet is not None:
             self.kubelet.stop()
         if (self.kwok_workdir / "clusters" / self.name).exists():

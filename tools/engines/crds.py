@@ -9,7 +9,8 @@ config/components/crd/bases/kueue.x-k8s.io_*.yaml and LeaderWorkerSet v0.9.0
 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml, byte for byte; and each module's
 charts/<name> directory, the chart `pulumi up` installs (a local copy of what registry.k8s.io serves as
 oci://registry.k8s.io/<name>/charts/<name>). Beside them, build/crds/gke: the CRDs GKE installs itself that the
-stack's objects use (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool). A second run with the same pins copies nothing. Only
+stack's objects use (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool, the Gateway API's
+standard channel, and stand-ins for GKE's own Gateway policies), and build/charts/inferencepool. A second run with the same pins copies nothing. Only
 `go mod download` of three modules is needed (no build): a fresh machine with Go gets them in seconds."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,8 +43,17 @@ GKE_SOURCES = {
             "monitoring.googleapis.com_podmonitorings.yaml"),
     "inference": (GKE_WRAPPER, "sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases",
                   "inference.networking.k8s.io_inferencepools.yaml"),
+    "gateway": (GKE_WRAPPER, "sigs.k8s.io/gateway-api", "config/crd/standard", "gateway.networking.k8s.io_*.yaml"),
 }
 GKE_OUT = OUT / "gke"
+# GKE's Gateway policy CRDs, which no public module holds: the project's stand-ins (their files say so).
+GKE_STAND_INS = sorted((HERE / GKE_WRAPPER).glob("networking.gke.io_*.yaml"))
+# The Inference Extension's inferencepool chart, packaged as its release does (hack/push-chart.sh: `helm dependency
+# update` puts config/charts/epplib in as its inference-extension dependency, `helm package --version <tag>
+# --app-version <tag>` stamps the release): the chart oci://registry.k8s.io/gateway-api-inference-extension/charts/
+# inferencepool serves at that tag.
+INFERENCE_CHART = (GKE_WRAPPER, "sigs.k8s.io/gateway-api-inference-extension", "config/charts/inferencepool",
+                   "config/charts/epplib", "inference-extension")
 
 
 def module_dir(wrapper: str, module: str) -> Path:
@@ -56,7 +67,9 @@ def module_dir(wrapper: str, module: str) -> Path:
 def stamp() -> str:
     h = hashlib.sha256()
     h.update(repr(sorted(SOURCES.items())).encode())
-    h.update(repr(sorted(GKE_SOURCES.items())).encode())
+    h.update(repr(sorted(GKE_SOURCES.items())).encode() + repr(INFERENCE_CHART).encode())
+    for stand_in in GKE_STAND_INS:
+        h.update(stand_in.read_bytes())
     for wrapper in sorted({w for w, *_ in (*SOURCES.values(), *GKE_SOURCES.values())}):
         h.update((HERE / wrapper / "go.sum").read_bytes())
     return h.hexdigest()[:16]
@@ -86,8 +99,30 @@ def main() -> int:
     for wrapper, module, directory, pattern in GKE_SOURCES.values():
         for crd in sorted((module_dir(wrapper, module) / directory).glob(pattern)):
             shutil.copyfile(crd, GKE_OUT / crd.name)
+    for stand_in in GKE_STAND_INS:
+        shutil.copyfile(stand_in, GKE_OUT / stand_in.name)
+    copy_inference_chart()
     marker.write_text(key)
     return 0
+
+
+def copy_inference_chart() -> None:
+    wrapper, module, chart_path, library_path, library_name = INFERENCE_CHART
+    info = json.loads(subprocess.run(["go", "list", "-m", "-json", module], cwd=HERE / wrapper, capture_output=True,
+                                     text=True, check=True, env={**os.environ, "GOFLAGS": "-mod=readonly"}).stdout)
+    root = module_dir(wrapper, module)
+    dest = CHARTS / Path(chart_path).name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(root / chart_path, dest, copy_function=shutil.copyfile)
+    shutil.copytree(root / library_path, dest / "charts" / library_name, copy_function=shutil.copyfile)
+    chart_yaml = dest / "Chart.yaml"
+    text = chart_yaml.read_text()
+    # the two lines the release's `helm package --version --app-version` rewrites
+    for field in ("version", "appVersion"):
+        text, n = re.subn(rf'(?m)^{field}: .*$', f'{field}: "{info["Version"]}"', text, count=1)
+        if n != 1:
+            raise SystemExit(f"crds: {chart_yaml} has no top-level {field}: the chart's layout changed")
+    chart_yaml.write_text(text)
 
 
 if __name__ == "__main__":

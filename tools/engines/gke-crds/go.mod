@@ -5,11 +5,17 @@ module pathways-gke/tools/engines/gke-crds
 // - Managed Service for Prometheus (GKE's managed collection): PodMonitoring, from
 //   github.com/GoogleCloudPlatform/prometheus-engine v0.17.2 charts/operator/crds;
 // - the Gateway API Inference Extension: InferencePool (inference.networking.k8s.io/v1), from
-//   sigs.k8s.io/gateway-api-inference-extension v1.5.0 config/crd/bases.
+//   sigs.k8s.io/gateway-api-inference-extension v1.5.0 config/crd/bases, and its inferencepool chart (the stack
+//   installs it per gateway-fronted serve workload; crds.py copies it to build/charts as the release packages it);
+// - the Gateway API: Gateway, HTTPRoute and the rest of the standard channel, from sigs.k8s.io/gateway-api v1.4.1
+//   config/crd/standard (GKE installs them with the cluster's Gateway API enabled).
+// GKE's own Gateway policy CRDs (networking.gke.io HealthCheckPolicy, GCPBackendPolicy) come from no public module:
+// networking.gke.io_*.yaml beside this file are the project's stand-ins, their schemas from GKE's docs.
 
 go 1.26.0
 
 require (
 	github.com/GoogleCloudPlatform/prometheus-engine v0.17.2
+	sigs.k8s.io/gateway-api v1.4.1
 	sigs.k8s.io/gateway-api-inference-extension v1.5.0
 )
