@@ -5,18 +5,22 @@ HTTPRoute to the pool, and the GCP half GKE's gateway classes need (components/m
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 
 import pytest
 import yaml
 
 from components.model import inference_gateway as igw
 from components.model.config import load, resolve
+from components.model.kubernetes import KubernetesConfig
 from components.model.summary import stack_summary, summary_text
 from infra.offline.charts import CHARTS, chart_objects
 from infra.offline.render import check_builtins, check_charts, manifests
 from tests.conftest import plan_of
 from tests.test_vllm import _errors, _raw, vllm_config
 
+ROOT = Path(__file__).resolve().parents[1]
 SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -148,3 +152,12 @@ def test_a_long_name_the_chart_would_cut_is_refused():
     config["pathways:workloads"][0]["name"] = "a" * 41
     errors = _errors(config)
     assert any(e.startswith("pathways:workloads[0].name: 41 characters; with serve.gateway at most 40") for e in errors), errors
+
+
+def test_the_tier_builds_the_picker_of_the_version_the_stack_installs():
+    # the chart and CRD pin (tools/engines/gke-crds) and the picker binary the real-engine tier runs
+    # (tools/engines/control-plane) are the same GAIE release as the stack's default chart version
+    for wrapper in ("gke-crds", "control-plane"):
+        text = (ROOT / "tools" / "engines" / wrapper / "go.mod").read_text()
+        assert re.search(rf"^\s*sigs\.k8s\.io/gateway-api-inference-extension v{re.escape(igw.CHART_VERSION)}\b", text, re.M), wrapper
+    assert KubernetesConfig().inference_pool_version == igw.CHART_VERSION

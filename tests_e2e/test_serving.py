@@ -2,8 +2,10 @@
 the LWS controller (with its webhooks) and Kueue's LeaderWorkerSet integration run a serve workload's replicas
 on GKE-shaped TPU nodes as Google's shape needs them: Kueue admits each replica (LWS group) at the serving
 priority, LWS places it whole on a slice of its own, its webhook injects LWS_LEADER_ADDRESS into every
-container; the HTTP Service's endpoints hold only leaders, and only those whose probes pass; disaggregated
-replicas spread prefill and decode over two slices; and only the LWS controller may make TPU StatefulSets."""
+container; the HTTP Service's endpoints hold only leaders, and only those whose probes pass; the inference
+gateway's pool selects exactly the leaders and its real endpoint picker runs on the system pool and reads it;
+disaggregated replicas spread prefill and decode over two slices, and a replica past the group's quota is held by
+Kueue whole; and only the LWS controller may make TPU StatefulSets."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import yaml
 
 from components.model.workload import serve_service_name
 from tests.conftest import config_with
-from tests_e2e.helpers import is_true, nodes, running
+from tests_e2e.helpers import condition, is_true, nodes, running
 from tests_e2e.test_stacks import model, stack_config
 from tools.cluster.kubelet import PROBES_PASSED
 
@@ -148,8 +150,10 @@ def check_the_inference_gateway_fronts_exactly_the_leaders(cluster, name: str, n
     selected = sorted(p["metadata"]["name"] for p in cluster.get("pods", "-n", namespace, "-l", selector)["items"])
     assert selected == sorted(m[0]["metadata"]["name"] for m in groups_of(ps).values()), selected
     # the endpoint picker the pool names: its pod admitted (Pod Security, the stack's guards), bound by the real
-    # scheduler to a system-pool node, and its Deployment available (the tier grants its readiness: its image does
-    # not run here, tools/cluster/cloud.py READY_STAND_INS)
+    # scheduler to a system-pool node, where the tier runs the picker built from the pinned module as the chart
+    # runs it (its args, its ConfigMap, its ServiceAccount); its Deployment is available only once the picker's own
+    # gRPC health check says SERVING, which it says when it has read its InferencePool (cmd/epp/runner/health.go:
+    # PoolHasSynced) under the chart's RBAC
     picker = pool["spec"]["endpointPickerRef"]["name"]
     deployment = cluster.get("deployments", "-n", namespace, picker)
     assert is_true(deployment, "Available"), deployment.get("status")
@@ -243,3 +247,20 @@ def test_disaggregated_replica_spans_two_slices(cluster, stacks):
     # prefill and decode each own a slice: the leader and workers 1-4 on one pool, workers 5-8 on the other
     assert sorted(sorted(v) for v in by_pool.values()) == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
     check_leader_address(ps, "disagg", "pathways")
+
+    # Scaled past its slice group (by hand: the stack refuses replicas the group cannot hold), the set gets a
+    # second group, which Kueue holds whole: its workload waits for quota and none of its pods is bound, while the
+    # first replica keeps running. Kueue's LeaderWorkerSet integration, one workload per group, decides.
+    cluster.kubectl("scale", "-n", "pathways", "leaderworkerset/disagg", "--replicas=2")
+
+    def held():
+        wls = [w for w in cluster.get("workloads.kueue.x-k8s.io", "-n", "pathways")["items"]
+               if any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == "disagg" for o in w["metadata"].get("ownerReferences", []))]
+        waiting = [w for w in wls if not is_true(w, "Admitted")]
+        reserved = condition(waiting[0], "QuotaReserved") if len(waiting) == 1 else None
+        return waiting[0] if len(wls) == 2 and reserved and reserved["status"] == "False" else None
+    waiting = cluster.wait_for("Kueue holds the second disaggregated replica", held, timeout=120)
+    assert "insufficient" in condition(waiting, "QuotaReserved")["message"], waiting["status"]
+    second = [p for p in lws_pods(cluster, "pathways", "disagg") if p["metadata"]["labels"][GROUP_INDEX] == "1"]
+    assert second and not [p["metadata"]["name"] for p in second if p["spec"].get("nodeName")], second
+    assert len([p for p in lws_pods(cluster, "pathways", "disagg") if running(p)]) == 2 * 4 + 1

@@ -1,6 +1,6 @@
 """The kubelet's part for the controllers' pods that the charts create: where the real scheduler binds a pod
-of the JobSet, Kueue or LeaderWorkerSet Deployment to a (kwok) node, this runs the pinned controller binary
-as that pod would run it:
+of the JobSet, Kueue or LeaderWorkerSet Deployment, or of an inference gateway's endpoint picker (the
+inferencepool chart), to a (kwok) node, this runs the pinned binary as that pod would run it:
 
 - in a sandbox of its own (tools/cluster/sandbox.py): a network namespace with the pod IP kwok gave it
   (a veth pair, routed from the host), and a root of its own with the pod's volumes at their mount paths:
@@ -10,7 +10,7 @@ as that pod would run it:
 - with the container's command, args and environment (downward API fields resolved), and the in-cluster
   variables KUBERNETES_SERVICE_HOST/PORT pointing at the API server: the controller acts as the chart's
   ServiceAccount, under the chart's RBAC;
-- its readiness probe polled as the kubelet would; once it passes, the pod's status says Ready (the kubelet's
+- its readiness probe (httpGet; gRPC health for the picker) polled as the kubelet would; once it passes, the pod's status says Ready (the kubelet's
   write to pods/status; kwok's `pod-running` stage left a probed pod unready), so the Deployment becomes
   available only when the real controller is (Pulumi's await depends on it); a controller that exits is restarted in its sandbox
   after a back-off, as the kubelet does for restartPolicy Always (Kueue, started before its CRDs are
@@ -52,6 +52,14 @@ CRASH_LOOP = 3
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A readiness probe the stand-in runs: httpGet (a path) or grpc (the gRPC health service's name)."""
+    kind: str
+    port: int
+    target: str
+
+
+@dataclass(frozen=True)
 class Engine:
     repository: str
     version: str
@@ -73,7 +81,7 @@ class PodProcess:
     root: Path
     process: subprocess.Popen[bytes]
     log: Path
-    probe: Optional[tuple[int, str]]
+    probe: Optional["Probe"]
     secrets: dict[str, Path] = field(default_factory=dict)
     """Secret name -> the directory its keys are written to (kept in sync)."""
     secret_versions: dict[str, str] = field(default_factory=dict)
@@ -81,6 +89,23 @@ class PodProcess:
     ready: bool = False
     restarts: int = 0
     restart_at: float = 0.0
+
+
+def _grpc_serving(ip: str, port: int, service: str) -> bool:
+    """The gRPC health protocol's Check, as the kubelet's grpc probe sends it: true when the answer is SERVING.
+    The two messages are encoded by hand (grpc.health.v1 HealthCheckRequest{service = 1}, HealthCheckResponse
+    {status = 1}, SERVING = 1): grpcio is here (Pulumi's SDK needs it), its health protos are not."""
+    import grpc  # only the gRPC probe needs it
+
+    name = service.encode()
+    assert len(name) < 128, service  # one varint byte
+    request = (b"\x0a" + bytes([len(name)]) + name) if name else b""
+    try:
+        with grpc.insecure_channel(f"{ip}:{port}", options=[("grpc.enable_http_proxy", 0)]) as channel:
+            check = channel.unary_unary("/grpc.health.v1.Health/Check")
+            return check(request, timeout=1) == b"\x08\x01"
+    except grpc.RpcError:
+        return False
 
 
 def log(msg: str) -> None:
@@ -356,15 +381,18 @@ class ControllerKubelet:
     # --- probes and secret volumes ------------------------------------------------------------------
 
     @staticmethod
-    def _probe_target(container: dict[str, Any]) -> Optional[tuple[int, str]]:
+    def _probe_target(container: dict[str, Any]) -> Optional[Probe]:
         probe = container.get("readinessProbe") or {}
+        if probe.get("grpc"):
+            # the kubelet's gRPC probe: grpc.health.v1.Health/Check for the named service (the picker's)
+            return Probe("grpc", int(probe["grpc"]["port"]), str(probe["grpc"].get("service") or ""))
         get = probe.get("httpGet")
         if not get:
             return None
         port = get["port"]
         if isinstance(port, str):
             port = next(p["containerPort"] for p in container.get("ports", []) if p.get("name") == port)
-        return int(port), get.get("path", "/")
+        return Probe("http", int(port), get.get("path", "/"))
 
     def _probe_loop(self) -> None:
         while not self._stop.wait(1.0):
@@ -420,9 +448,10 @@ class ControllerKubelet:
     def _probe(p: PodProcess) -> bool:
         if p.probe is None:
             return True
-        port, path = p.probe
+        if p.probe.kind == "grpc":
+            return _grpc_serving(p.ip, p.probe.port, p.probe.target)
         try:
-            with urllib.request.urlopen(f"http://{p.ip}:{port}{path}", timeout=1) as r:
+            with urllib.request.urlopen(f"http://{p.ip}:{p.probe.port}{p.probe.target}", timeout=1) as r:
                 return 200 <= r.status < 400
         except OSError:
             return False

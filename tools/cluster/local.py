@@ -27,8 +27,10 @@ from typing import Any, Iterator, Optional
 
 import yaml
 
+from components.model import inference_gateway as igw
+
 from .api import Api
-from .cloud import LoadBalancerController, ReadyStandIns
+from .cloud import LoadBalancerController
 from .kubelet import ControllerKubelet, Engine
 
 HERE = Path(__file__).resolve().parent
@@ -68,7 +70,11 @@ CONTROLLER_IMAGES = {"jobset": "jobset-controller", "kueue": "kueue", "lws": "lw
 def controller_engines() -> dict[str, Engine]:
     spec = json.loads((ENGINES / CONTROL_PLANE / "engine.json").read_text())
     versions = spec["controllerVersions"]
-    return {name: Engine(f"registry.k8s.io/{name}/{name}", versions[name], BIN / binary) for name, binary in CONTROLLER_IMAGES.items()}
+    engines = {name: Engine(f"registry.k8s.io/{name}/{name}", versions[name], BIN / binary) for name, binary in CONTROLLER_IMAGES.items()}
+    # the inference gateway's endpoint picker, built from the Go module of the version the stack pins (the image's
+    # ENTRYPOINT is /epp: the module's Dockerfile)
+    engines["epp"] = Engine(f"{igw.EPP_IMAGE_REGISTRY}/{igw.EPP_IMAGE_REPOSITORY}", igw.CHART_VERSION, BIN / "epp", entrypoint="/epp")
+    return engines
 
 
 def chart_dir(name: str) -> Path:
@@ -98,7 +104,7 @@ class LocalCluster:
         self.api: Optional[Api] = None
         self.kubelet: Optional[ControllerKubelet] = None
         self.load_balancers: Optional[LoadBalancerController] = None
-        self.ready_stand_ins: Optional[ReadyStandIns] = None
+
         self.env = {
             **os.environ,
             "KWOK_WORKDIR": str(self.kwok_workdir),
@@ -234,8 +240,7 @@ class LocalCluster:
         self.kubelet.start()
         self.load_balancers = LoadBalancerController(self.api)
         self.load_balancers.start()
-        self.ready_stand_ins = ReadyStandIns(self.api)
-        self.ready_stand_ins.start()
+
 
     @property
     def pki(self) -> Path:
@@ -274,8 +279,7 @@ class LocalCluster:
     def stop(self) -> None:
         if self.load_balancers is not None:
             self.load_balancers.stop()
-        if self.ready_stand_ins is not None:
-            self.ready_stand_ins.stop()
+
         if self.kubelet is not None:
             self.kubelet.stop()
         if (self.kwok_workdir / "clusters" / self.name).exists():
