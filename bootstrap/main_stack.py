@@ -52,6 +52,12 @@ class MainStack:
         return self.config.cluster.existing is None
 
     @property
+    def installs_metrics_adapter(self) -> bool:
+        """The stack installs the Custom Metrics Stackdriver Adapter (an autoscaled serve workload), whose project
+        role the bootstrap grants."""
+        return self.config.kubernetes.install_metrics_adapter and bool(resolve(self.config).autoscaled_workloads)
+
+    @property
     def node_account_ids(self) -> tuple[str, ...]:
         """The node service accounts the stack's pools run as (the bootstrap creates them): none on an existing cluster."""
         return (self.config.service_account_id("sys"), self.config.service_account_id("nodes")) if self.creates_cluster else ()
@@ -142,8 +148,12 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
     if stack.serve_workloads:
         types |= {"kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "kubernetes:core/v1:Service",
                   "kubernetes:networking.k8s.io/v1:NetworkPolicy"}
-        if any(w.spec.serve and w.spec.serve.autoscale for w in stack.serve_workloads):
+        if stack.autoscaled_workloads:
             types |= {"kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"}
+            if kube.install_metrics_adapter:  # components/manifests/metrics_adapter.py
+                types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:apps/v1:Deployment",
+                          "kubernetes:apiregistration.k8s.io/v1:APIService", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+                          "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"}
         if cfg.gateway_workloads:
             # the inferencepool chart of each, and the Gateway and HTTPRoute in front of it
             types |= {"kubernetes:helm.sh/v4:Chart", "kubernetes:gateway.networking.k8s.io/v1:Gateway",

@@ -18,7 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi.runtime import config as runtime_config
 
-from components.model import identities
+from components.model import identities, metrics_adapter
 from components.model.bucket import check_bucket_name
 from components.model.common import PROJECT_NAMESPACE
 from components.model.errors import ConfigError, Problem
@@ -248,6 +248,13 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
             f"key-{k.name}", name=k.name, key_ring=rings[(k.location, k.key_ring)].id, rotation_period=KEY_ROTATION,
             opts=pulumi.ResourceOptions(protect=True))
 
+    if any(s.installs_metrics_adapter for s in cfg.stacks):
+        # One binding for every stack that installs the adapter (they share the project's Workload Identity pool and
+        # the adapter's namespace and name): its Kubernetes service account reads Cloud Monitoring, where Managed
+        # Prometheus writes the metrics its autoscalers scale on (components/model/metrics_adapter.py).
+        gcp.projects.IAMMember("metrics-adapter-monitoring-viewer", project=project, role=metrics_adapter.MONITORING_ROLE,
+                               member=metrics_adapter.workload_identity_member(project, cfg.project_number),
+                               opts=after("cloudresourcemanager.googleapis.com"))
     out_environments: dict[str, Any] = {}
     roles: dict[str, Any] = {}
     for s in cfg.stacks:

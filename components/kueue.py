@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pulumi
-from pulumi_kubernetes import _utilities as k8s_utilities
 
 from .controller_chart import install_chart
 from .dependencies import Dependency, all_of
+from .kubernetes_object import KubernetesObject
 from .manifests.controller_charts import KUEUE
 from .manifests.kueue import references
 
@@ -25,16 +25,6 @@ class KueueArgs:
     """Value of the pathways/role label on the system pool, where the controller runs."""
     objects: list[dict[str, Any]] = field(default_factory=list)
     """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses (built from the stack)."""
-
-
-class KubernetesObject(pulumi.CustomResource):
-    """Any object of a CRD, top-level fields and all (apiextensions.CustomResource takes only `spec`,
-    while e.g. a WorkloadPriorityClass has `value` at the top). Registered exactly as CustomResource
-    registers itself: type kubernetes:<apiVersion>:<kind>, handled by the Kubernetes provider."""
-
-    def __init__(self, name: str, obj: dict[str, Any], opts: Optional[pulumi.ResourceOptions] = None):
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_utilities.get_version()))
-        super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, dict(obj), opts)
 
 
 class Kueue(pulumi.ComponentResource):

@@ -25,6 +25,8 @@ class ServingWorkloadArgs:
     pod_monitoring: Optional[dict[str, Any]]
     depends_on: tuple[Dependency, ...]
     """The LWS controller (CRD and webhooks), the namespace, the PriorityClass, the slices, the queues."""
+    autoscaler_depends_on: tuple[Dependency, ...] = ()
+    """The custom metrics adapter the autoscaler reads its metric through, when the stack installs it."""
     gateway: Optional["GatewayArgs"] = None
     """With serve.gateway.enabled."""
 
@@ -67,7 +69,7 @@ class ServingWorkload(pulumi.ComponentResource):
             hpa = args.autoscaler
             self.autoscaler = k8s.autoscaling.v2.HorizontalPodAutoscaler(
                 f"{name}-autoscaler", metadata=hpa["metadata"], spec=hpa["spec"],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.leader_worker_set]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of((self.leader_worker_set, *args.autoscaler_depends_on))),
             )
         if args.gateway is not None:
             self._gateway(name, lws["metadata"], args.gateway, args.depends_on)

@@ -19,8 +19,10 @@ from components.manifests import inference_gateway as gateway_manifest
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
 from components.manifests import lws as lws_manifest
+from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.manifests import monitoring, service_access
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
+from components.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
 from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
 from components.model.identities import ci_account_email
@@ -209,6 +211,11 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(stack),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
+    metrics: tuple[Dependency, ...] = ()
+    if kube.install_metrics_adapter and stack.autoscaled_workloads:
+        metrics = tuple(CustomMetricsAdapter("metrics-adapter", CustomMetricsAdapterArgs(
+            objects=metrics_adapter_manifest.objects(SYSTEM_ROLE),
+            after=(namespace, guardrails, *controllers, *serving_controllers, *queues)), opts=k8s_opts).ready)
     interactive: dict[str, object] = {}
     services: dict[str, object] = {}
     serving: dict[str, object] = {}
@@ -217,6 +224,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             leader_worker_set=lws_manifest.leader_worker_set(stack, w), service=lws_manifest.http_service(w),
             network_policy=lws_manifest.network_policy(w),
             autoscaler=lws_manifest.autoscaler(w) if w.spec.serve and w.spec.serve.autoscale else None,
+            autoscaler_depends_on=metrics,
             pod_monitoring=lws_manifest.pod_monitoring(w) if w.spec.serve and w.spec.serve.autoscale else None,
             gateway=GatewayArgs(
                 chart=kube.inference_pool_chart, version=kube.inference_pool_version,

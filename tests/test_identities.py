@@ -212,7 +212,7 @@ def test_an_unknown_type_is_an_error_not_a_silent_skip():
         deploy_roles({"gcp:container/cluster:Cluster", "gcp:sql/databaseInstance:DatabaseInstance"})
     assert "gcp:sql/databaseInstance:DatabaseInstance" in str(e.value) and "identities.py" in str(e.value)
     with pytest.raises(identities.UnknownResourceType):
-        preview_roles({"kubernetes:apps/v1:Deployment"})
+        preview_roles({"kubernetes:apps/v1:StatefulSet"})
     assert project_roles("deploy", {"pathways:gcp:GkeCluster", "pulumi:providers:kubernetes"}) == []
 
 

@@ -306,5 +306,6 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         monitoring=cfg.monitoring, prices=cfg.prices, labels=dict(cfg.default_labels),
         existing_cluster=cfg.cluster.existing is not None,
         install_controllers=cfg.kubernetes.install_controllers,
+        install_metrics_adapter=cfg.kubernetes.install_metrics_adapter,
     )
 

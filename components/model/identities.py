@@ -206,6 +206,11 @@ TABLE: dict[str, Access] = {
         ("roles/container.developer",), ("roles/container.viewer",), (CONTAINER, COMPUTE, NETWORK_SERVICES),
         _src("container", "container.thirdPartyObjects.create")),
     "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute": _k8s_object("container.thirdPartyObjects.create"),
+    # the Custom Metrics Stackdriver Adapter (components/manifests/metrics_adapter.py): an aggregated API is
+    # cluster-wide API configuration, container.admin's as admission configuration is
+    "kubernetes:core/v1:ServiceAccount": _k8s_object("container.serviceAccounts.create"),
+    "kubernetes:apps/v1:Deployment": _k8s_object("container.deployments.create"),
+    "kubernetes:apiregistration.k8s.io/v1:APIService": _k8s("roles/container.admin", "container.apiServices.create"),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": _k8s_object("container.priorityClasses.create"),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": _k8s_object("container.thirdPartyObjects.create"),

@@ -86,6 +86,11 @@ class KubernetesConfig(_Model):
         "Where the LeaderWorkerSet chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
     ))
 
+    install_metrics_adapter: bool = Field(default=True, description=(
+        "Install the Custom Metrics Stackdriver Adapter when a serve workload autoscales (its HorizontalPodAutoscaler "
+        "reads the Managed Prometheus metric through it). Off: the cluster runs one already (Google's autoscaling "
+        "guides install it by hand)."
+    ))
     inference_pool_version: str = Field(default=inference_gateway.CHART_VERSION, description=(
         "Gateway API Inference Extension inferencepool chart version (InferencePool and its endpoint picker), "
         "installed per serve workload with serve.gateway.enabled."

@@ -126,6 +126,8 @@ class ResolvedStack:
     """cluster.existing: the stack makes only the Kubernetes layer; nodes, buckets and alerts are someone else's."""
     install_controllers: bool = True
     """The stack installs the JobSet, Kueue and LWS controllers (kubernetes.installControllers)."""
+    install_metrics_adapter: bool = True
+    """kubernetes.installMetricsAdapter: the Custom Metrics Stackdriver Adapter, when a serve workload autoscales."""
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:
@@ -139,6 +141,11 @@ class ResolvedStack:
     @property
     def serve_workloads(self) -> tuple[ResolvedWorkload, ...]:
         return tuple(w for w in self.active_workloads if w.mode == "serve")
+
+    @property
+    def autoscaled_workloads(self) -> tuple[ResolvedWorkload, ...]:
+        """Serve workloads with serve.autoscale (their HorizontalPodAutoscalers read the custom metrics API)."""
+        return tuple(w for w in self.serve_workloads if w.spec.serve is not None and w.spec.serve.autoscale is not None)
 
     @property
     def jobset_workloads(self) -> tuple[ResolvedWorkload, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..labels import ROLE_LABEL, SYSTEM_ROLE
-from . import cost, inference_gateway, rollout, vllm
+from . import cost, inference_gateway, metrics_adapter, rollout, vllm
 from .common import PRIORITY_CLASSES
 from .ports import SERVE_HTTP_PORT
 from .pricing import tpu_chip_price
@@ -98,11 +98,17 @@ def notices(stack: ResolvedStack) -> list[str]:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
     out += serving_prerequisites(stack)
-    out += [f"serve workload {w.name} autoscales on a Managed Prometheus metric, which the HorizontalPodAutoscaler reads "
-            "through the Custom Metrics Stackdriver Adapter: the stack does not install it; deploy it in the cluster "
-            "(with roles/monitoring.viewer for its identity; Google Cloud docs, Managed Service for Prometheus, "
-            "'Horizontal Pod autoscaling'), or the autoscaler holds the count and reports FailedGetPodsMetric"
-            for w in stack.serve_workloads if w.spec.serve and w.spec.serve.autoscale]
+    autoscaled = ", ".join(w.name for w in stack.autoscaled_workloads)
+    if autoscaled and not stack.install_metrics_adapter:
+        out.append(f"serve workload(s) {autoscaled} autoscale on a Managed Prometheus metric, which the HorizontalPodAutoscaler "
+                   "reads through the Custom Metrics Stackdriver Adapter; with kubernetes.installMetricsAdapter: false the "
+                   "cluster must run one (with roles/monitoring.viewer for its identity), or the autoscaler holds the count "
+                   "and reports FailedGetPodsMetric")
+    elif autoscaled and stack.existing_cluster:
+        out.append(f"serve workload(s) {autoscaled} on a cluster made elsewhere: the stack installs the Custom Metrics "
+                   f"Stackdriver Adapter there (its APIServices would clash with one the cluster runs already: then set "
+                   f"kubernetes.installMetricsAdapter: false); its identity needs {metrics_adapter.MONITORING_ROLE} on the "
+                   "cluster's project, which the bootstrap grants only in its own project")
     out += [f"serve workload {w.name} runs JetStream, which its maintainers archived on 2026-02-01 (its core moved to "
             "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
             for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]

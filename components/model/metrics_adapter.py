@@ -1,0 +1,46 @@
+"""The Custom Metrics Stackdriver Adapter, through which a HorizontalPodAutoscaler reads a Managed Service for
+Prometheus metric (serve.autoscale), as the stack pins it (pure Python).
+
+Source: GoogleCloudPlatform/k8s-stackdriver, custom-metrics-stackdriver-adapter/deploy/production/
+adapter_new_resource_model.yaml (read at commit 673c7dd, 2026-08-18; the repository publishes no Go module the
+proxy serves and no tagged release of the manifest, so the stack writes its own objects from it rather than
+fetching it): the image, the adapter's flags (the new resource model, the fallback for container metrics), its
+requests and limits (250m, 200Mi), its HTTPS readiness probe on /healthz:443, the APIServices
+v1beta1/v1beta2.custom.metrics.k8s.io and v1beta1.external.metrics.k8s.io served by its Service, and the RBAC:
+system:auth-delegator, extension-apiserver-authentication-reader in kube-system, read on pods and nodes, and the
+HPA controller's read on external metrics. Google's autoscaling guides apply that file as it is
+(GKE docs, "Configure autoscaling for LLM workloads on TPUs"; Managed Service for Prometheus, "Horizontal Pod
+Autoscaling") and grant the adapter's Kubernetes service account roles/monitoring.viewer on the project through
+Workload Identity Federation for GKE.
+"""
+
+from __future__ import annotations
+
+IMAGE = "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0"
+NAMESPACE = "custom-metrics"
+SERVICE_ACCOUNT = "custom-metrics-stackdriver-adapter"
+NAME = "custom-metrics-stackdriver-adapter"
+FLAGS = ("--use-new-resource-model=true", "--fallback-for-container-metrics=true")
+CPU = "250m"
+MEMORY = "200Mi"
+PORT = 443
+# (group, version, versionPriority) of the APIs the adapter serves
+API_SERVICES = (
+    ("custom.metrics.k8s.io", "v1beta1", 100),
+    ("custom.metrics.k8s.io", "v1beta2", 200),
+    ("external.metrics.k8s.io", "v1beta1", 100),
+)
+GROUP_PRIORITY_MINIMUM = 100
+# Its project role: read Cloud Monitoring (the metrics Managed Prometheus writes there).
+MONITORING_ROLE = "roles/monitoring.viewer"
+# Pod Security of its namespace: its manifest sets no securityContext (the image's user is not documented), so
+# `restricted` (runAsNonRoot) could keep it from starting; `baseline` admits it with the stack's additions.
+POD_SECURITY = "baseline"
+
+
+def workload_identity_member(project: str, project_number: str) -> str:
+    """The adapter's Kubernetes service account as an IAM principal (GKE docs, "Workload Identity Federation for
+    GKE": principal://iam.googleapis.com/projects/<number>/locations/global/workloadIdentityPools/<project>.svc.id.goog/
+    subject/ns/<namespace>/sa/<name>)."""
+    return (f"principal://iam.googleapis.com/projects/{project_number}/locations/global/workloadIdentityPools/"
+            f"{project}.svc.id.goog/subject/ns/{NAMESPACE}/sa/{SERVICE_ACCOUNT}")
