@@ -61,24 +61,22 @@ class PathwaysFirewall(pulumi.ComponentResource):
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
             source_service_accounts=[args.node_service_account], opts=child,
         )
-        if args.client_ranges:
+        def allow_from_ranges(suffix: str, rule: str, description: str, port: int, ranges: tuple[str, ...]) -> None:
             gcp.compute.Firewall(
-                f"{name}-clients", name=f"{args.name}-pathways-clients", priority=ALLOW_PRIORITY,
+                f"{name}-{suffix}", name=f"{args.name}-{rule}", priority=ALLOW_PRIORITY,
                 project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
-                description="IFRT proxy port: from the listed client ranges (network.pathwaysClientRanges)",
-                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(PROXY_PORT)])],
-                source_ranges=list(args.client_ranges), opts=child,
+                description=description, allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(port)])],
+                source_ranges=list(ranges), opts=child,
             )
+
+        if args.client_ranges:
+            allow_from_ranges("clients", "pathways-clients", "IFRT proxy port: from the listed client ranges (network.pathwaysClientRanges)",
+                              PROXY_PORT, args.client_ranges)
         if args.gateway_ranges:
             # An Envoy-based load balancer sends from its proxy-only subnet and probes from Google's health-check
             # ranges; neither is among the ranges GKE's own rules admit (Cloud Load Balancing docs, "Firewall rules").
-            gcp.compute.Firewall(
-                f"{name}-gateway", name=f"{args.name}-serving-gateway", priority=ALLOW_PRIORITY,
-                project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
-                description="Serving HTTP port: from the inference gateway's proxies and health checks",
-                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(SERVE_HTTP_PORT)])],
-                source_ranges=list(args.gateway_ranges), opts=child,
-            )
+            allow_from_ranges("gateway", "serving-gateway", "Serving HTTP port: from the inference gateway's proxies and health checks",
+                              SERVE_HTTP_PORT, args.gateway_ranges)
         self.deny = gcp.compute.Firewall(
             f"{name}-deny", name=f"{args.name}-pathways-deny", priority=DENY_PRIORITY,
             project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,

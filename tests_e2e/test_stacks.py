@@ -4,7 +4,8 @@ controllers, the scheduler and Kueue did:
 
 - the charts' controllers run: the API server admitted each chart pod under its namespace's Pod Security
   level, the real controller behind it became ready (its /readyz), so the Deployment became available and
-  Pulumi's await finished;
+  Pulumi's await finished; so did each serve.gateway's endpoint picker (the real picker, ready once it read its
+  InferencePool), and nothing else runs;
 - Kueue admitted exactly the workloads the slice groups hold, by priority, and held the others for
   insufficient quota, their JobSets suspended and podless;
 - every pod of an admitted workload was scheduled onto GKE-shaped nodes (GKE's allocatable: its requests fit),
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from components.model.config import load, resolve
+from components.model.inference_gateway import picker_name
 from infra.offline.stackfile import load_config, raw_values, stack_path
 from tests.conftest import STACKS
 from tests_e2e.helpers import condition, controller_pods, is_true, nodes, pods, wait_running, workload
@@ -64,7 +66,15 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
     assert set(controllers) == expected, controllers
     for ns, ps in controllers.items():
         assert ps and all(is_true(p, "Ready") for p in ps), (ns, [p["status"].get("conditions") for p in ps])
-    assert sorted(cluster.kubelet.running()) == sorted(f"{ns}/{p['metadata']['name']}" for ns, ps in controllers.items() for p in ps)
+    # and each serve.gateway's endpoint picker (the inferencepool chart's Deployment), ready once it read its pool
+    pickers = [p for w in m.serve_workloads if w.spec.serve is not None and w.spec.serve.gateway.enabled
+               for p in cluster.get("pods", "-n", w.namespace, "-l", f"inferencepool={picker_name(w.name)}")["items"]
+               if not p["metadata"].get("deletionTimestamp")]
+    assert len(pickers) == sum(1 for w in m.serve_workloads if w.spec.serve is not None and w.spec.serve.gateway.enabled)
+    assert all(is_true(p, "Ready") for p in pickers), [p["status"].get("conditions") for p in pickers]
+    assert sorted(cluster.kubelet.running()) == sorted(
+        [f"{ns}/{p['metadata']['name']}" for ns, ps in controllers.items() for p in ps]
+        + [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pickers])
 
     labels = nodes(cluster)
     admitted, waiting = expected_admission(m)

@@ -230,17 +230,11 @@ class ServeAutoscale(_Model):
         return self
 
 
-class PickerResources(_Model):
+class PickerResources(ContainerResources):
     """The endpoint picker container's requests; its memory limit is twice the request, the chart's own ratio."""
 
     cpu: str = Field(description="CPU request, e.g. 2.")
     memory: str = Field(description="Memory request, e.g. 4Gi (the limit is twice this).")
-
-    @field_validator("cpu", "memory", mode="before")
-    @classmethod
-    def _quantity(cls, v: Any) -> str:
-        quantity.parse(v)
-        return str(v)
 
 
 class ServeGateway(_Model):
