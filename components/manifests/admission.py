@@ -260,16 +260,40 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
         if pod.get("restartPolicy") not in ("Never", "OnFailure"):
             report.add("restart-policy", f"{ppath}.restartPolicy",
                        f"{pod.get('restartPolicy')!r}: a Job's pods restart Never or OnFailure")
+        job = rj.get("template", {}).get("spec", {})
+        if "podFailurePolicy" in job:
+            _check_pod_failure_policy(f"{base}.template.spec.podFailurePolicy", job["podFailurePolicy"], pod, report)
         vol_names = [v.get("name") for v in pod.get("volumes", [])]
         for _, _, mount_owner in containers:
             for m in mount_owner.get("volumeMounts", []):
                 if m.get("name") not in vol_names:
                     report.add("volumes", ppath, f"container {mount_owner.get('name')!r} mounts unknown volume {m.get('name')!r}")
-        job = rj.get("template", {}).get("spec", {})
         if job.get("parallelism") != job.get("completions"):
             report.add("parallelism", f"{base}.template.spec", "parallelism must equal completions (one pod per host)")
         if pools is not None:
             _check_placement(base, ppath, rj, job, pod, containers, pools, report)
+
+
+# The API server's Job validation (k8s v1.36 pkg/apis/batch/validation/validation.go, validatePodFailurePolicy):
+# rules the CRD's schema cannot say.
+def _check_pod_failure_policy(path: str, policy: dict[str, Any], pod: dict[str, Any], report: Report) -> None:
+    if pod.get("restartPolicy") != "Never":
+        report.add("pod-failure-policy", path, f"restartPolicy {pod.get('restartPolicy')!r}: only 'Never' is supported when podFailurePolicy is specified")
+    names = {c.get("name") for c in [*pod.get("containers", []), *pod.get("initContainers", [])]}
+    for i, rule in enumerate(policy.get("rules", [])):
+        on_exit = rule.get("onExitCodes")
+        if ("onPodConditions" in rule) == (on_exit is not None):
+            report.add("pod-failure-policy", f"{path}.rules[{i}]", "specify exactly one of onExitCodes and onPodConditions")
+        if on_exit is None:
+            continue
+        values = on_exit.get("values", [])
+        if on_exit.get("containerName") is not None and on_exit["containerName"] not in names:
+            report.add("pod-failure-policy", f"{path}.rules[{i}].onExitCodes.containerName",
+                       f"{on_exit['containerName']!r} must be one of the container or initContainer names in the pod template")
+        if on_exit.get("operator") == "In" and 0 in values:
+            report.add("pod-failure-policy", f"{path}.rules[{i}].onExitCodes.values", "must not be 0 for the In operator")
+        if not values or len(values) > 255 or values != sorted(set(values)):
+            report.add("pod-failure-policy", f"{path}.rules[{i}].onExitCodes.values", "1 to 255 values, ordered, each once")
 
 
 def _check_placement(base, ppath, rj, job, pod, containers, pools: list[PoolFacts], report: Report) -> None:

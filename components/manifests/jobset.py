@@ -51,6 +51,53 @@ JOBSET_NAME_ANNOTATION = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_ANNOTATION = "jobset.sigs.k8s.io/replicatedjob-name"
 
 
+# Failure handling (JobSet v0.12.0 failurePolicy over the Jobs' podFailurePolicy; docs/resilience.md gives the
+# sources). A pod the API server marked DisruptionTarget (an eviction, a preemption, a drain for node maintenance)
+# fails its Job at once with reason PodFailurePolicy and the message "Pod <ns>/<name> has condition
+# DisruptionTarget matching FailJob rule at index 0" (the Job controller's text), which the JobSet rule
+# `Disruption` restarts without spending maxRestarts, as JobSet's own host-maintenance example does. The batch
+# program's listed exit codes fail the head Job with "Container jax-program for pod <ns>/<name> failed with exit
+# code <n> matching FailJob rule at index 1", which `ProgramError` turns into a failed JobSet. Anything else (a
+# crash past the Job's backoffLimit) falls to JobSet's default action, RestartJobSet, which spends one.
+DISRUPTION_CONDITION = "DisruptionTarget"
+POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
+DISRUPTION_RULE = "Disruption"
+PROGRAM_ERROR_RULE = "ProgramError"
+DISRUPTION_MESSAGE_PATTERN = f"has condition {DISRUPTION_CONDITION} matching FailJob rule"
+USER_CONTAINER = "jax-program"
+PROGRAM_ERROR_MESSAGE_PATTERN = rf"^Container {USER_CONTAINER} for pod \S+ failed with exit code [0-9]+ matching FailJob rule"
+# GKE's cluster autoscaler never removes a node to evict a pod that says so (cluster-autoscaler FAQ, "What types
+# of pods can prevent CA from removing a node?"): a long-running Pathways pod is not moved to save a node.
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+POD_ANNOTATIONS = {SAFE_TO_EVICT: "false"}
+
+
+def pod_failure_policy(on_disruption: str, exit_codes: tuple[int, ...] = ()) -> dict[str, Any]:
+    """A Job's podFailurePolicy: the disruption rule first (an evicted pod's containers exit too), then the
+    program's exit codes."""
+    rules: list[dict[str, Any]] = [
+        {"action": on_disruption, "onPodConditions": [{"type": DISRUPTION_CONDITION, "status": "True"}]}]
+    if exit_codes:
+        rules.append({"action": "FailJob", "onExitCodes": {"containerName": USER_CONTAINER, "operator": "In", "values": list(exit_codes)}})
+    return {"rules": rules}
+
+
+def failure_policy(w: ResolvedWorkload) -> dict[str, Any]:
+    on_failure = w.spec.on_failure
+    if on_failure is None:
+        return {"maxRestarts": w.restarts}
+    rules: list[dict[str, Any]] = [{
+        "name": DISRUPTION_RULE, "action": "RestartJobSetAndIgnoreMaxRestarts",
+        "onJobFailureReasons": [POD_FAILURE_POLICY_REASON], "onJobFailureMessagePatterns": [DISRUPTION_MESSAGE_PATTERN],
+    }]
+    if w.fail_on_exit_codes:
+        rules.append({
+            "name": PROGRAM_ERROR_RULE, "action": "FailJobSet", "targetReplicatedJobs": [HEAD_JOB],
+            "onJobFailureReasons": [POD_FAILURE_POLICY_REASON], "onJobFailureMessagePatterns": [PROGRAM_ERROR_MESSAGE_PATTERN],
+        })
+    return {"maxRestarts": w.restarts, "restartStrategy": on_failure.restart_strategy, "rules": rules}
+
+
 def _label_env(name: str, label: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
 
@@ -187,7 +234,7 @@ def user_container(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]
         ]
         ports.append(w.profiling.port)
     env += user_env(rw)
-    container: dict[str, Any] = {"name": "jax-program", "image": w.image}
+    container: dict[str, Any] = {"name": USER_CONTAINER, "image": w.image}
     if w.command:
         container["command"] = list(w.command)
     if w.args:
@@ -236,10 +283,11 @@ def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
             "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: "kubernetes.io/hostname"}},
             "spec": {
                 "backoffLimit": 0,
+                **({"podFailurePolicy": pod_failure_policy("FailJob", w.fail_on_exit_codes)} if w.spec.on_failure else {}),
                 "completionMode": "Indexed",
                 "completions": 1,
                 "parallelism": 1,
-                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}}, "spec": pod},
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": dict(POD_ANNOTATIONS)}, "spec": pod},
             },
         },
     }
@@ -279,9 +327,11 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
         tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
     pod: dict[str, Any] = {
         **_pod_common(rw),
-        # As every peer (xpk, PathwaysJob, pathwaysutils): a crashed worker restarts in place on its
-        # TPU host, counted against backoffLimit, instead of a new pod waiting for the same node.
-        "restartPolicy": "OnFailure",
+        # As every peer (xpk, PathwaysJob, pathwaysutils): a crashed worker restarts in place on its TPU host,
+        # counted against backoffLimit. With failure rules, Never: the Job API takes a podFailurePolicy only with
+        # Never; a crashed worker is then replaced by a new pod, counted the same, which JobSet's exclusive
+        # placement (a required affinity to its Job's other pods) puts back on its slice's node pool.
+        "restartPolicy": "Never" if w.on_failure else "OnFailure",
         "nodeSelector": {
             TPU_ACCELERATOR_LABEL: tpu.accelerator,
             TPU_TOPOLOGY_LABEL: tpu.topology,
@@ -316,10 +366,13 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
             "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}},
             "spec": {
                 "backoffLimit": rw.worker_backoff_limit,
+                # An elastic workload keeps running without the slice: its disrupted worker is replaced when the
+                # slice's VMs return, without spending backoffLimit (Ignore); any other restarts the JobSet.
+                **({"podFailurePolicy": pod_failure_policy("Ignore" if w.elastic else "FailJob")} if w.on_failure else {}),
                 "completionMode": "Indexed",
                 "completions": tpu.hosts,
                 "parallelism": tpu.hosts,
-                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}}, "spec": pod},
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": dict(POD_ANNOTATIONS)}, "spec": pod},
             },
         },
     }
@@ -334,7 +387,7 @@ def jobset(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
         "coordinator": {"replicatedJob": HEAD_JOB, "jobIndex": 0, "podIndex": 0},
         "network": network,
         "startupPolicy": {"startupPolicyOrder": "InOrder"},
-        "failurePolicy": {"maxRestarts": w.restarts},
+        "failurePolicy": failure_policy(w),
         "replicatedJobs": [head_job(stack, w), worker_job(stack, w)],
     }
     if w.state == "suspended" and w.local_queue is None:

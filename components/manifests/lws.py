@@ -44,7 +44,17 @@ from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
 from ..model.resolved import ResolvedStack, ResolvedWorkload
 from ..model.workload import DISAGGREGATED_SERVER, serve_service_name, serve_worker_request
-from .jobset import DROP_ALL, POD_SECURITY, ROOTLESS, TPU_RESOURCE, WORKER_SECURITY, WORKLOAD_LABEL, guaranteed_resources, workload_metadata
+from .jobset import (
+    DROP_ALL,
+    POD_ANNOTATIONS,
+    POD_SECURITY,
+    ROOTLESS,
+    TPU_RESOURCE,
+    WORKER_SECURITY,
+    WORKLOAD_LABEL,
+    guaranteed_resources,
+    workload_metadata,
+)
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
@@ -236,7 +246,7 @@ def leader_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
         *(_vllm_containers(w) if sv.engine_name == "vllm" else _jetstream_containers(w)),
     ]
     return {
-        "metadata": {"labels": {WORKLOAD_LABEL: w.name}},
+        "metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": dict(POD_ANNOTATIONS)},
         "spec": {**_pod_common(w), "containers": containers},
     }
 
@@ -245,7 +255,7 @@ def worker_template(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]
     chips = str(w.group.tpu.chips_per_vm)
     cpu, memory_gib = serve_worker_request(w.group.tpu.machine_type)
     return {
-        "metadata": {"labels": {WORKLOAD_LABEL: w.name}},
+        "metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": dict(POD_ANNOTATIONS)},
         "spec": {
             **_pod_common(w),
             "containers": [{

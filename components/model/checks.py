@@ -48,6 +48,7 @@ PLACED_WORKLOAD_RULES: tuple[WorkloadRule, ...] = (
     workload_checks.interactive_keys,       # no profiling or persistence without a user container
     workload_checks.batch_image,            # a batch workload's image is required
     workload_checks.user_container_keys,    # no env, image, command or args without a user container
+    workload_checks.on_failure_keys,        # exit-code rules for batch only, no failure rules on serve
 )
 
 

@@ -17,7 +17,7 @@ from .bucket import BucketConfig
 from .common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
 from .pools import SliceGroup
 from .pricing import PricesConfig
-from .workload import PATHWAYS_REGISTRY, Workload, derived_proxy_image
+from .workload import DEFAULT_FAIL_ON_EXIT_CODES, PATHWAYS_REGISTRY, Workload, derived_proxy_image
 
 # The worker replicatedJob. pathwaysutils' Shared Pathways Service client counts only the pods of
 # `pathways-worker` (0.1.13 gke_utils.verify_pathways_service_is_up, PATHWAYS_WORKER_JOB_NAME); the
@@ -42,6 +42,8 @@ class ResolvedWorkload:
     proxy_image: str
     restarts: int
     """JobSet failurePolicy.maxRestarts."""
+    fail_on_exit_codes: tuple[int, ...]
+    """Exit codes of the batch program that fail the JobSet at once (none without failure rules or for the other modes)."""
     worker_backoff_limit: int
     """Worker Job backoffLimit: hosts x restarts per host, capped at int32."""
     priority: str
@@ -184,6 +186,14 @@ def worker_backoff_limit(group: SliceGroup, w: Workload) -> int:
     """Worker Job backoffLimit: hosts x restarts per host (4 for batch, unlimited otherwise), capped at int32."""
     per_host = w.worker_restarts_per_host or (DEFAULT_BATCH_RESTARTS_PER_HOST if w.mode == "batch" else UNLIMITED_RESTARTS_PER_HOST)
     return min(group.tpu.hosts * per_host, INT32_MAX)
+
+
+def fail_on_exit_codes(w: Workload) -> tuple[int, ...]:
+    """The batch program's exit codes that fail its JobSet at once: the workload's, or the defaults."""
+    if w.mode != "batch" or w.on_failure is None:
+        return ()
+    codes = w.on_failure.fail_on_exit_codes
+    return DEFAULT_FAIL_ON_EXIT_CODES if codes is None else tuple(codes)
 
 
 def server_image(pathways_version: Optional[str], w: Workload) -> str:

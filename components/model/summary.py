@@ -11,6 +11,7 @@ from typing import Any
 from ..labels import ROLE_LABEL, SYSTEM_ROLE
 from . import cost, inference_gateway, metrics_adapter, rollout, vllm
 from .common import PRIORITY_CLASSES
+from .failures import failure_handling
 from .ports import SERVE_HTTP_PORT
 from .pricing import tpu_chip_price
 from .resolved import ResolvedStack
@@ -38,6 +39,7 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
         entry = {
             "name": w.name, "mode": w.mode, "state": w.state, "sliceGroup": w.group.name, "slices": w.slices,
             "chips": w.chips, "namespace": w.namespace, "images": images,
+            "onFailure": [{"failure": kind, "outcome": outcome} for kind, outcome in failure_handling(w)],
         }
         if w.spec.serve:
             sv = w.spec.serve
@@ -205,6 +207,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         lines += _table(rows)
         for w in s["workloads"]:
             lines += [f"  {w['name']} images:"] + [f"    {k}: {v}" for k, v in w["images"].items()]
+            lines += [f"  {w['name']} on failure:"] + [f"    {f['failure']}: {f['outcome']}" for f in w["onFailure"]]
             if "engine" in w:
                 lines.append(f"  {w['name']} endpoint: {w['engine']} at {w['endpoint']}")
             if "gateway" in w:

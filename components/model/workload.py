@@ -123,6 +123,56 @@ class ColocatedPython(_Model):
         return m.group(2)
 
 
+# What a failure of a JobSet workload does (JobSet v0.12.0 failurePolicy, the Job's podFailurePolicy; the sources
+# are in docs/resilience.md). Exit codes that mean the program cannot run at all, whatever the slices do: 2 (Python's
+# and Unix's "command line syntax error": Python's docs, sys.exit; the interpreter's own exit when it cannot open
+# the script), 126 and 127 (the shell: found but not executable, not found; Bash manual, "Exit Status"). Not 1:
+# a Pathways program that lost a worker raises in JAX and exits 1 like any other exception, so exit 1 cannot say
+# "the program is wrong" (why xpk applies its exit-code rules to ordinary jobs only: commands/workload.py,
+# b/408465881).
+DEFAULT_FAIL_ON_EXIT_CODES = (2, 126, 127)
+# podFailurePolicy onExitCodes: 1..255 (0 is refused with operator In), at most 255 values (the Job API).
+MAX_EXIT_CODES = 255
+# JobSet v0.12.0's alpha restart strategy: refused, with the reason (OnFailure._strategy).
+ALPHA_RESTART_STRATEGIES = ("InPlaceRestart",)
+
+
+class OnFailure(_Model):
+    """Failure rules: a disruption (preemption, eviction, node maintenance) restarts the JobSet without spending
+    maxRestarts; an exit code listed here fails it at once; any other failure restarts it and spends one."""
+
+    fail_on_exit_codes: Optional[list[int]] = Field(default=None, description=(
+        "batch: exit codes of the program (the head's jax-program container) that fail the JobSet at once, no "
+        "restart. Default [2, 126, 127]: usage error, not executable, not found. [] restarts on every exit."))
+    restart_strategy: str = Field(default="Recreate", description=(
+        "JobSet failurePolicy.restartStrategy: Recreate (each Job recreated as soon as its pods are gone) or "
+        "BlockingRecreate (no new Job before every pod of the last attempt is gone)."))
+
+    @field_validator("fail_on_exit_codes")
+    @classmethod
+    def _exit_codes(cls, v: Optional[list[int]]) -> Optional[list[int]]:
+        if v is None:
+            return v
+        bad = [c for c in v if not 1 <= c <= 255]
+        if bad:
+            raise ValueError(f"{bad} are not failure exit codes; valid: 1 to 255 (0 is success)")
+        if len(set(v)) != len(v):
+            raise ValueError(f"{v} repeats a code; list each once")
+        return sorted(v)
+
+    @field_validator("restart_strategy")
+    @classmethod
+    def _strategy(cls, v: str) -> str:
+        if v in ALPHA_RESTART_STRATEGIES:
+            raise ValueError(
+                f"{v!r} is alpha in JobSet v0.12.0 behind its controller's {v} feature gate, which the pinned chart "
+                "cannot turn on (its controller args are fixed), so the JobSet webhook refuses it; and it restarts "
+                "pods in place through an agent in each pod that Pathways images do not run; valid: Recreate, BlockingRecreate")
+        if v not in ("Recreate", "BlockingRecreate"):
+            raise ValueError(f"{v!r} is not a restart strategy; valid: Recreate, BlockingRecreate")
+        return v
+
+
 class Elastic(_Model):
     # --num_elastic_slices is how many slices the job may lose, not the total (xpk help, PathwaysJob
     # docs; Google's elastic MaxText example runs 1 of 3).
@@ -490,6 +540,11 @@ class Workload(_Model):
     hlo_dump: bool = Field(default=False, description="Dump HLO to gs://<artifacts>/<prefix>/<workload>/hlo/ through the proxy.")
     colocated_python: Optional["ColocatedPython"] = Field(default=None, description="Colocated-Python sidecar on the workers.")
     elastic: Optional["Elastic"] = Field(default=None, description="Elastic slices: the job survives losing slices.")
+    on_failure: Optional[OnFailure] = Field(default=None, description=(
+        "JobSet workloads: failure rules (onFailure: {} for the defaults). With them a disruption restarts without "
+        "spending maxRestarts, failOnExitCodes fail at once, anything else restarts and spends one; without them "
+        "every failure spends one. Opt-in because a JobSet's failurePolicy is immutable: turning it on replaces "
+        "the workload's JobSet. docs/resilience.md."))
     priority: Optional[Literal["serving", "training", "interactive", "experiment"]] = Field(default=None, description=(
         "PriorityClass pathways-<priority> of its pods; default serving for serve, training for batch, interactive "
         "for interactive and service."

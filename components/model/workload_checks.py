@@ -208,6 +208,20 @@ def user_container_keys(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
     return problems
 
 
+def on_failure_keys(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """failOnExitCodes judges the program's exit, which only a batch workload's head runs; a serve workload is a
+    LeaderWorkerSet, which recreates a failed group and has no failure policy."""
+    if w.on_failure is None:
+        return []
+    if w.mode == "serve":
+        return [Problem(config_key(("workloads", i, "onFailure")), (
+            "serve workloads are LeaderWorkerSets, which recreate a group whose pod fails and take no failure rules; remove it"))]
+    if w.mode != "batch" and w.on_failure.fail_on_exit_codes is not None:
+        return [Problem(config_key(("workloads", i, "onFailure", "failOnExitCodes")), (
+            f"{w.mode} workloads run no program of their own, so no exit code is theirs to judge; remove it or use mode: batch"))]
+    return []
+
+
 # --- the workloads together ------------------------------------------------------------------
 
 
