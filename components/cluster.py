@@ -75,6 +75,9 @@ class GkeClusterArgs:
     gateway_api: bool = False
     """Enable GKE's Gateway API (standard channel: the GatewayClasses and the Gateway controller), which an
     inference gateway needs (GKE docs, "Deploy GKE Inference Gateway")."""
+    multi_tier_checkpointing: bool = False
+    """Enable the HighScaleCheckpointing add-on and the Cloud Storage FUSE CSI driver it requires (GKE's
+    multi-tier checkpointing how-to; the API refuses the first without the second)."""
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -154,6 +157,11 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             # only when a serve workload has an inference gateway: off, GKE installs no Gateway API CRDs of its own
             gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if args.gateway_api else None,
+            # only with resilience.mtc: GKE's checkpointing driver (its CRD, controller and node DaemonSet)
+            addons_config=gcp.container.ClusterAddonsConfigArgs(
+                high_scale_checkpointing_config=gcp.container.ClusterAddonsConfigHighScaleCheckpointingConfigArgs(enabled=True),
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
+            ) if args.multi_tier_checkpointing else None,
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=list(args.monitoring_components),
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),

@@ -21,6 +21,8 @@ class JobSetControllerArgs:
     """oci://registry.k8s.io/jobset/charts/jobset, or a local chart directory (air-gapped clusters)."""
     system_role: str
     """Value of the pathways/role label on the system pool, where the controller runs."""
+    mtc: bool = False
+    """The cluster runs multi-tier checkpointing: the controller gets the requests xpk gives it there."""
 
 
 class JobSetController(pulumi.ComponentResource):
@@ -32,6 +34,6 @@ class JobSetController(pulumi.ComponentResource):
         super().__init__("pathways:k8s:JobSetController", name, None, opts)
         # The values come from components/manifests/controller_charts.py, which the offline render uses too.
         chart = install_chart(self, name, namespace=JOBSET.namespace, pod_security=JOBSET.pod_security, chart=args.chart,
-                              version=args.version, values=JOBSET.values(args.version, args.system_role))
+                              version=args.version, values=JOBSET.values(args.version, args.system_role, args.mtc))
         self.ready = chart.resources  # the Chart and every object it made (components/dependencies.py)
         self.register_outputs({})

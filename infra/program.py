@@ -7,6 +7,7 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.checkpointing import CheckpointBackups, CheckpointBackupsArgs, CheckpointConfigurations, CheckpointConfigurationsArgs
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.dependencies import Dependency
 from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
@@ -15,6 +16,7 @@ from components.jobset_controller import JobSetController, JobSetControllerArgs
 from components.kueue import Kueue, KueueArgs
 from components.labels import PROTECTED_LABEL, SYSTEM_ROLE
 from components.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
+from components.manifests import checkpointing as checkpointing_manifest
 from components.manifests import inference_gateway as gateway_manifest
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
@@ -86,6 +88,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         monitoring_components=monitoring.MONITORING_COMPONENTS,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
         resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads),
+        multi_tier_checkpointing=stack.mtc is not None,
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
@@ -122,6 +125,10 @@ def build(cfg: StackConfig) -> dict[str, object]:
         soft_delete_days=b.soft_delete_days, role_id=cfg.scratch_role_id, members=(pathways_sa.member,),
         protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels},
     ))
+    backups = CheckpointBackups("checkpoint-backups", CheckpointBackupsArgs(
+        project=cfg.project, region=cfg.region, bucket=stack.mtc.bucket, soft_delete_days=b.soft_delete_days,
+        protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels}, after=(cluster,),
+    )) if stack.mtc else None
     observability = Observability("observability", ObservabilityArgs(
         project=cfg.project, dashboard=monitoring.dashboard(stack), alert_policies=monitoring.alert_policies(stack),
         notification_channels=list(cfg.monitoring.notification_channels),
@@ -146,7 +153,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     # The bucket and its grants too: the first compilation-cache write must not 403.
     k8s_outputs = kubernetes_layer(cfg, stack, provider, waits_per_group={
         name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
-        for name, group in groups.items()})
+        for name, group in groups.items()}, checkpoint_backups=(backups,) if backups else ())
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -172,7 +179,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
 
 
 def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider,
-                     waits_per_group: dict[str, tuple[pulumi.Resource, ...]]) -> dict[str, object]:
+                     waits_per_group: dict[str, tuple[pulumi.Resource, ...]],
+                     checkpoint_backups: tuple[pulumi.Resource, ...] = ()) -> dict[str, object]:
     """The controllers, namespaces, guardrails, queues and workloads, on a cluster the stack made or one made
     elsewhere (pathways:cluster.existing). `waits_per_group`: what a slice group's workloads wait for besides
     the Kubernetes objects (its pools, the head pool, the bucket grants)."""
@@ -181,7 +189,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     controllers: tuple[Dependency, ...] = ()
     if kube.install_controllers:
         controllers = (JobSetController("jobset", JobSetControllerArgs(
-            version=kube.jobset_version, chart=kube.jobset_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
+            version=kube.jobset_version, chart=kube.jobset_chart, system_role=SYSTEM_ROLE, mtc=stack.mtc is not None),
+            opts=k8s_opts).ready,)
     serving_controllers: tuple[Dependency, ...] = ()
     if kube.install_controllers and any(w.mode == "serve" for w in cfg.workloads):
         serving_controllers = (LeaderWorkerSetController("lws", LeaderWorkerSetControllerArgs(
@@ -216,6 +225,11 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         metrics = tuple(CustomMetricsAdapter("metrics-adapter", CustomMetricsAdapterArgs(
             objects=metrics_adapter_manifest.objects(SYSTEM_ROLE),
             after=(namespace, guardrails, *controllers, *serving_controllers, *queues)), opts=k8s_opts).ready)
+    # resilience.mtc: the RAM disks' configurations before any workload that mounts one
+    checkpointing: tuple[Dependency, ...] = ()
+    if stack.mtc is not None:
+        checkpointing = tuple(CheckpointConfigurations("checkpointing", CheckpointConfigurationsArgs(
+            objects=checkpointing_manifest.checkpoint_configurations(stack), after=checkpoint_backups), opts=k8s_opts).ready)
     interactive: dict[str, object] = {}
     services: dict[str, object] = {}
     serving: dict[str, object] = {}
@@ -243,7 +257,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
             env_secret=w.env_secret, env=dict(w.spec.env),
             depends_on=(*controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
-                        *waits_per_group.get(w.group.name, ()), *queues),
+                        *waits_per_group.get(w.group.name, ()), *queues, *(checkpointing if w.mtc_mount_path else ())),
         ), opts=k8s_opts)
         if w.mode == "interactive":
             interactive[w.name] = jobset_manifest.interactive_access(w)
@@ -259,6 +273,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         "interactive": interactive,
         "services": services,
         "serving": serving,
+        # what the program needs to use it (MaxText: local_checkpoint_directory; the backups' bucket)
+        "multiTierCheckpointing": {"localCheckpointDirectory": stack.mtc.mount_path, "bucket": stack.mtc.bucket} if stack.mtc else None,
     }
 
 

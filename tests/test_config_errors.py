@@ -70,12 +70,12 @@ INVALID = [
     ("head machine too small", dict(headPool={"machineType": "n2-standard-32"}),
      "pathways:headPool.machineType", "cannot hold the head pod of a default batch workload (48 vCPU, 232.0 GiB"),
     ("GKE version below the TPU minimum", dict(cluster={"minMasterVersion": "1.30.5-gke.100"}),
-     "pathways:cluster.minMasterVersion", "1.30.5-gke.100 is below what the slice groups need (v6e needs 1.31.1-gke.1146000)"),
+     "pathways:cluster.minMasterVersion", "1.30.5-gke.100 is below what the stack needs (v6e needs 1.31.1-gke.1146000)"),
     # A full version compares all four parts (the patch too); a minor compares as a minor.
     ("GKE version one patch below the v6e floor", dict(cluster={"minMasterVersion": "1.31.0-gke.2000000"}),
-     "pathways:cluster.minMasterVersion", "1.31.0-gke.2000000 is below what the slice groups need (v6e needs 1.31.1-gke.1146000)"),
+     "pathways:cluster.minMasterVersion", "1.31.0-gke.2000000 is below what the stack needs (v6e needs 1.31.1-gke.1146000)"),
     ("GKE minor below the tpu7x floor", dict(slices=[{"name": "main", "tpu": "tpu7x-128"}], cluster={"minMasterVersion": "1.33"}),
-     "pathways:cluster.minMasterVersion", "1.33 is below what the slice groups need (tpu7x needs 1.34.0-gke.2201000)"),
+     "pathways:cluster.minMasterVersion", "1.33 is below what the stack needs (tpu7x needs 1.34.0-gke.2201000)"),
     ("GKE version not a version", dict(cluster={"minMasterVersion": "latest"}),
      "pathways:cluster.minMasterVersion", "'latest' is not a GKE version; use e.g. 1.32 or 1.32.2-gke.1182000"),
     ("head pool smaller than the workloads", dict(

@@ -16,17 +16,24 @@ import infra.offline.__main__ as offline_cli
 from components.labels import SYSTEM_ROLE
 from components.manifests import guardrails
 from components.manifests.controller_charts import CHARTS, LWS
+from components.model.config import load, resolve
 from components.resource_types import HELM_CHART
 from infra.offline import charts
 from infra.offline.charts import ChartError, chart_objects, render_chart, with_chart_objects
 from infra.offline.engine import PROJECT_ROOT
 from infra.offline.policy_runner import run_policies
 from infra.offline.render import RenderError, write_manifests
+from infra.offline.stackfile import load_config, raw_values, stack_path
 from policies.rules import ALL_POLICIES
 from tests.conftest import STACKS, config_with, plan_of, stack_plan
 from tests.test_policies import mutate
 
 SERVING = stack_plan("serving")
+
+
+def _mtc(name: str) -> bool:
+    config, secrets = load_config(stack_path(name))
+    return resolve(load(raw_values(config), name, frozenset(secrets))).mtc is not None
 
 
 @pytest.mark.parametrize("name", STACKS)
@@ -40,7 +47,7 @@ def test_the_program_installs_each_chart_with_the_values_of_controller_charts(na
     for r in (r for r in installed if r.name in CHARTS):
         chart = CHARTS[r.name]
         assert r.input("namespace") == chart.namespace and r.input("skipCrds") is False
-        assert r.input("values") == chart.values(r.input("version"), SYSTEM_ROLE)
+        assert r.input("values") == chart.values(r.input("version"), SYSTEM_ROLE, mtc=_mtc(name))
         ns = next(o for o in plan.by_type("kubernetes:core/v1:Namespace") if o.input("metadata.name") == chart.namespace)
         assert ns.input("metadata.labels") == guardrails.psa_labels(chart.pod_security)
 

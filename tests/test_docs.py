@@ -297,7 +297,8 @@ def test_the_plan_json_fields_are_documented(tmp_path, capsys):
 def test_the_diff_json_fields_are_documented(tmp_path, capsys):
     prod = stack_path("prod")
     after = tmp_path / "Pulumi.prod.yaml"
-    after.write_text(prod.read_text().replace("jax-0.7.2", "jax-0.7.3"))  # replaces both JobSets: refused, protected
+    # replaces both JobSets: refused, protected (the sidecar is built for the same JAX)
+    after.write_text(prod.read_text().replace("jax-0.7.2", "jax-0.7.3").replace("jax_0.7.2", "jax_0.7.3"))
     doc = _json_of(["diff", "--config", str(after), "--before", str(prod), "--json"], capsys, expect=EXIT_POLICY)
     assert doc["changes"] and doc["guard"]["refusals"]
     assert _documented_objects("json-fields:diff", DOCS / "changing.md") == _objects(doc)

@@ -90,6 +90,23 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
         assert sorted(pools_of_job) == list(range(w.slices))
         assert all(len(pools) == 1 for pools in pools_of_job.values()), pools_of_job
         assert len({next(iter(pools)) for pools in pools_of_job.values()}) == w.slices, pools_of_job
+        if w.mtc_mount_path:
+            # multi-tier checkpointing: GKE's driver serves the RAM disk on the nodes its CheckpointConfiguration
+            # selects; every node the scheduler put a worker on is one of them (the API server evaluates the selector)
+            assert m.mtc is not None
+            (cpc,) = [c for c in cluster.get("checkpointconfigurations")["items"]
+                      if c["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": w.group.tpu.machine_type}]
+            selector = ",".join(f"{k}={v}" for k, v in cpc["spec"]["nodeSelector"].items())
+            served = {n["metadata"]["name"] for n in cluster.get("nodes", "-l", selector)["items"]}
+            workers = {p["spec"]["nodeName"] for p in ps if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == w.worker_job}
+            assert workers and workers <= served, (workers, served)
+            assert cpc["spec"]["inMemoryVolumeSize"] == m.mtc.in_memory_volume_size
+
+    if m.mtc is not None:
+        # the API server holds one CheckpointConfiguration per machine type, as it admitted them (the CRD is the
+        # project's stand-in for GKE's: tools/engines/gke-crds)
+        names = sorted(c["metadata"]["name"] for c in cluster.get("checkpointconfigurations")["items"])
+        assert names == [f"pathways-mtc-{t}" for t in m.mtc.machine_types]
 
     for w in waiting:
         # more slices wanted than the group has: Kueue holds the lower priority, its JobSet stays suspended

@@ -544,7 +544,7 @@ def _gke_validator(api_version: str, kind: str) -> Optional[tuple[jsonschema.Dra
 
 def gke_kind(api_version: str) -> bool:
     return api_version.startswith(("monitoring.googleapis.com/", "inference.networking.k8s.io/", "gateway.networking.k8s.io/",
-                                   "networking.gke.io/"))
+                                   "networking.gke.io/", "checkpointing.gke.io/"))
 
 
 def check_gke_custom(obj: dict[str, Any]) -> Report:

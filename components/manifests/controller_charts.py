@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..labels import ROLE_LABEL
+from ..model.resilience import MTC_JOBSET_CONTROLLER_REQUESTS
 from .guardrails import CONTROLLER_NAMESPACE_LEVEL
 
 
@@ -27,29 +28,35 @@ class ControllerChart:
     """The controller image: each chart's own values name a staging image at a moving tag, pulled Always, which
     the release rewrites for the published chart; set here, so a local chart directory (air-gapped) runs the same
     pinned controller as the registry's chart."""
-    build_values: Callable[["ControllerChart", str, str], dict[str, Any]]
+    build_values: Callable[["ControllerChart", str, str, bool], dict[str, Any]]
 
-    def values(self, version: str, system_role: str) -> dict[str, Any]:
-        """The values the chart is installed with, for chart `version` on the nodes labelled `system_role`."""
-        return self.build_values(self, version, system_role)
+    def values(self, version: str, system_role: str, mtc: bool = False) -> dict[str, Any]:
+        """The values the chart is installed with, for chart `version` on the nodes labelled `system_role`, on a
+        cluster with multi-tier checkpointing or not."""
+        return self.build_values(self, version, system_role, mtc)
 
     def image(self, version: str) -> dict[str, str]:
         return {"repository": self.image_repository, "tag": f"v{version}", "pullPolicy": "IfNotPresent"}
 
 
-def _jobset_values(chart: ControllerChart, version: str, system_role: str) -> dict[str, Any]:
+def _jobset_values(chart: ControllerChart, version: str, system_role: str, mtc: bool) -> dict[str, Any]:
     # charts/jobset/values.yaml (v0.12.0): image.{repository,tag,pullPolicy}, controller.nodeSelector; its pod
     # security context (runAsNonRoot, RuntimeDefault seccomp, no capabilities) passes `restricted` as it is.
+    controller: dict[str, Any] = {"nodeSelector": {ROLE_LABEL: system_role}}
+    if mtc:
+        # sized as xpk sizes it for multi-tier checkpointing (model/resilience.py); Helm merges these requests
+        # into the chart's controller.resources, whose limits (2 CPU, 4Gi) stay
+        controller["resources"] = {"requests": dict(MTC_JOBSET_CONTROLLER_REQUESTS)}
     return {
         "image": chart.image(version),
-        "controller": {"nodeSelector": {ROLE_LABEL: system_role}},
+        "controller": controller,
         # Off, as the chart's default is: a ServiceMonitor needs the monitoring.coreos.com CRD, which GKE does
         # not install, and the chart fails the render without it (templates/prometheus/monitor.yaml).
         "prometheus": {"enable": False},
     }
 
 
-def _kueue_values(chart: ControllerChart, version: str, system_role: str) -> dict[str, Any]:
+def _kueue_values(chart: ControllerChart, version: str, system_role: str, mtc: bool) -> dict[str, Any]:
     # charts/kueue/values.yaml (v0.19.2): controllerManager.nodeSelector, controllerManager.manager.image; its
     # podSecurityContext (runAsNonRoot, RuntimeDefault seccomp) and containerSecurityContext (no privilege
     # escalation, every capability dropped) pass `restricted` as they are. The default manager config enables
@@ -57,7 +64,7 @@ def _kueue_values(chart: ControllerChart, version: str, system_role: str) -> dic
     return {"controllerManager": {"nodeSelector": {ROLE_LABEL: system_role}, "manager": {"image": chart.image(version)}}}
 
 
-def _lws_values(chart: ControllerChart, version: str, system_role: str) -> dict[str, Any]:
+def _lws_values(chart: ControllerChart, version: str, system_role: str, mtc: bool) -> dict[str, Any]:
     # charts/lws/values.yaml (v0.9.0): image.manager, nodeSelector, podSecurityContext at the top level.
     return {
         "image": {"manager": chart.image(version)},

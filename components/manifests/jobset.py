@@ -22,6 +22,7 @@ from ..labels import (
 from ..model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
 from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
+from ..model.resilience import MTC_CSI_DRIVER, MTC_VOLUME
 from ..model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
 from ..model.workload import coordinator_label
 from .kueue import queue_labels
@@ -359,6 +360,14 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
         }]
         # Bounded, and counted: the shared directory is memory-backed.
         pod["volumes"] = [{"name": SIDECAR_SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": sc.shm_size}}]
+        if rw.mtc_mount_path:
+            # Multi-tier checkpointing: GKE's checkpointing driver serves the host's RAM disk as an inline CSI volume
+            # (its CheckpointConfiguration sizes it); Orbax writes the local checkpoints from the sidecar, and the
+            # worker sees them too, as Cluster Toolkit mounts it (resilience.py has the sources).
+            mtc_mount = {"name": MTC_VOLUME, "mountPath": rw.mtc_mount_path}
+            worker["volumeMounts"].append(mtc_mount)
+            pod["initContainers"][0]["volumeMounts"].append(dict(mtc_mount))
+            pod["volumes"].append({"name": MTC_VOLUME, "csi": {"driver": MTC_CSI_DRIVER}})
     return {
         "name": rw.worker_job,
         "replicas": rw.slices,

@@ -105,9 +105,9 @@ def gke_floor(cfg: StackConfig) -> list[Problem]:
     """cluster.minMasterVersion meets every slice group's TPU family minimum (tpu.py, each with its source)."""
     if not cfg.cluster.min_master_version or meets_gke_floor(cfg.cluster.min_master_version, cfg.required_gke_version):
         return []
-    needs = [f"{g.tpu.family} needs {g.tpu.min_gke_version}" for g in cfg.slices]
+    needs = [f"{what} needs {version}" for what, version in cfg.gke_version_needs.items()]
     return [Problem(config_key(("cluster", "minMasterVersion")), (
-        f"{cfg.cluster.min_master_version} is below what the slice groups need ({', '.join(sorted(set(needs)))}); "
+        f"{cfg.cluster.min_master_version} is below what the stack needs ({', '.join(sorted(set(needs)))}); "
         f"use {cfg.required_gke_version} or later, or remove it"
     ))]
 

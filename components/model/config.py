@@ -27,6 +27,7 @@ from .pools import Capacity as Capacity
 from .resolved import (
     SERVICE_WORKER_JOB,
     WORKER_JOB,
+    ResolvedMtc,
     ResolvedStack,
     ResolvedWorkload,
     cluster_queue_name,
@@ -288,6 +289,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,
             env_secret=f"{w.name}-env" if cfg.secret_env and w.env else None,
             load_balancer_source_ranges=cfg.load_balancer_source_ranges(w),
+            mtc_mount_path=cfg.resilience.mtc.mount_path if cfg.resilience.mtc and cfg.uses_mtc(w) else None,
         ))
     service = cfg.service_workload
     return ResolvedStack(
@@ -309,5 +311,15 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         existing_cluster=cfg.cluster.existing is not None,
         install_controllers=cfg.kubernetes.install_controllers,
         install_metrics_adapter=cfg.kubernetes.install_metrics_adapter,
+        mtc=_resolved_mtc(cfg),
     )
+
+
+def _resolved_mtc(cfg: StackConfig) -> Optional[ResolvedMtc]:
+    mtc, bucket = cfg.resilience.mtc, cfg.mtc_bucket_name
+    if mtc is None or bucket is None:
+        return None
+    machine_types = sorted({cfg.workload_group(w).tpu.machine_type for w in cfg.workloads if cfg.uses_mtc(w)})
+    return ResolvedMtc(bucket=bucket, in_memory_volume_size=mtc.in_memory_volume_size, mount_path=mtc.mount_path,
+                       gcs_fuse_mount_options=mtc.gcs_fuse_mount_options, machine_types=tuple(machine_types))
 

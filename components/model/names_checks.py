@@ -22,8 +22,11 @@ def derived_names(cfg: StackConfig) -> list[Problem]:
         (("cluster", "name"), cfg.cluster_name, lambda v: _dns_label(v, 40)),
         (("bucket", "name"), cfg.bucket_name, check_bucket_name),
         (("bucket", "artifactsName"), cfg.artifacts_bucket_name, check_bucket_name),
+        (("resilience", "mtc", "bucket"), cfg.mtc_bucket_name, check_bucket_name),
     ]
     for key, value, check in checks:
+        if value is None:  # resilience.mtc off: no backups' bucket
+            continue
         try:
             check(value)
         except ValueError as e:

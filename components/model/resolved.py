@@ -58,6 +58,8 @@ class ResolvedWorkload:
     env_secret: Optional[str]
     load_balancer_source_ranges: tuple[str, ...] = ()
     """A serve workload's internal load balancer: the client ranges it admits."""
+    mtc_mount_path: Optional[str] = None
+    """Where its workers and colocated-Python sidecar mount the multi-tier checkpointing RAM disk (resilience.mtc)."""
 
     @property
     def active(self) -> bool:
@@ -87,6 +89,18 @@ class ResolvedWorkload:
     def lws_size(self) -> int:
         """leaderWorkerTemplate.size: one worker per TPU host of the replica's slices, plus the leader."""
         return self.hosts * self.slices_per_replica + 1
+
+
+@dataclass(frozen=True)
+class ResolvedMtc:
+    """Multi-tier checkpointing, resolved (resilience.py has the sources)."""
+
+    bucket: str
+    in_memory_volume_size: str
+    mount_path: str
+    gcs_fuse_mount_options: tuple[str, ...]
+    machine_types: tuple[str, ...]
+    """TPU machine types of the slice groups whose workloads mount it: one CheckpointConfiguration each."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +144,8 @@ class ResolvedStack:
     """The stack installs the JobSet, Kueue and LWS controllers (kubernetes.installControllers)."""
     install_metrics_adapter: bool = True
     """kubernetes.installMetricsAdapter: the Custom Metrics Stackdriver Adapter, when a serve workload autoscales."""
+    mtc: Optional[ResolvedMtc] = None
+    """resilience.mtc: multi-tier checkpointing on the cluster (add-ons, bucket, CheckpointConfigurations)."""
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:

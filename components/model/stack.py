@@ -22,6 +22,7 @@ from .errors import Problem
 from .kubernetes import KubernetesConfig
 from .pools import HeadPoolConfig, SliceGroup
 from .pricing import PricesConfig
+from .resilience import MTC_MIN_GKE_VERSION, ResilienceConfig
 from .workload import WorkerResources, Workload, worker_resources
 
 # Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
@@ -53,6 +54,7 @@ class StackConfig(_Model):
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
     workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
     prices: PricesConfig = Field(default_factory=PricesConfig)
     allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
         "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
@@ -135,7 +137,27 @@ class StackConfig(_Model):
     def required_gke_version(self) -> str:
         """The highest minimum GKE version among the stack's TPU families: a floor to check
         cluster.minMasterVersion against, never a version to request (GKE stops offering old ones)."""
-        return max((g.tpu.min_gke_version for g in self.slices), key=gke_version_key)
+        return max(self.gke_version_needs.values(), key=gke_version_key)
+
+    @property
+    def gke_version_needs(self) -> dict[str, str]:
+        """What needs which minimum GKE version: each TPU family, and multi-tier checkpointing when on."""
+        needs = {g.tpu.family: g.tpu.min_gke_version for g in self.slices}
+        if self.resilience.mtc is not None:
+            needs["multi-tier checkpointing"] = MTC_MIN_GKE_VERSION
+        return needs
+
+    @property
+    def mtc_bucket_name(self) -> Optional[str]:
+        """The multi-tier checkpointing backup bucket: resilience.mtc.bucket, else <bucket>-checkpoints."""
+        mtc = self.resilience.mtc
+        if mtc is None:
+            return None
+        return mtc.bucket or f"{self.bucket_name[:51].rstrip('-_')}-checkpoints"
+
+    def uses_mtc(self, w: Workload) -> bool:
+        """Whether the workload's workers mount the multi-tier checkpointing RAM disk: batch workloads, when on."""
+        return self.resilience.mtc is not None and w.mode == "batch"
 
     @property
     def cache_location(self) -> str:

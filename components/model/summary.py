@@ -68,13 +68,19 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
         "headPool": {"machineType": stack.head_machine_type, "nodes": stack.head_nodes},
         "systemPool": {"machineType": stack.system_machine_type, "minNodes": stack.system_min_nodes, "maxNodes": stack.system_max_nodes},
         "proxyPool": {"machineType": stack.proxy_machine_type, "nodes": stack.proxy_nodes} if stack.proxy_machine_type else None,
-        "buckets": [
+        "buckets": ([
             {"name": stack.bucket_name, "holds": f"compilation cache {stack.cache_location} (made elsewhere)"},
         ] if stack.existing_cluster else [
             {"name": stack.bucket_name, "holds": f"compilation cache {stack.cache_location}"},
             {"name": stack.artifacts_bucket, "holds": f"profiles and HLO dumps {stack.artifacts_location} "
                                                     f"(deleted after {stack.bucket.artifacts_ttl_days} days)"},
-        ],
+        ]) + ([{"name": stack.mtc.bucket, "holds": "multi-tier checkpoint backups (hierarchical namespace)"
+                + (" (made elsewhere)" if stack.existing_cluster else "")}] if stack.mtc else []),
+        "multiTierCheckpointing": {
+            "bucket": stack.mtc.bucket, "inMemoryVolumeSize": stack.mtc.in_memory_volume_size,
+            "localCheckpointDirectory": stack.mtc.mount_path, "machineTypes": list(stack.mtc.machine_types),
+            "workloads": [w.name for w in stack.workloads if w.mtc_mount_path],
+        } if stack.mtc else None,
         "workloads": workloads,
         "labels": dict(stack.labels),
         "totals": {
@@ -196,6 +202,12 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         rows.append(["proxy", s["proxyPool"]["machineType"], str(s["proxyPool"]["nodes"])])
     lines += _table(rows)
     lines += ["", "Buckets:"] + [f"  {b['name']}: {b['holds']}" for b in s["buckets"]]
+    mtc = s["multiTierCheckpointing"]
+    if mtc:
+        lines += ["", f"Multi-tier checkpointing: a {mtc['inMemoryVolumeSize']} RAM disk on every TPU host of "
+                      f"{', '.join(mtc['machineTypes']) or 'no machine type yet (no batch workload)'}, at {mtc['localCheckpointDirectory']} "
+                      f"in {', '.join(mtc['workloads']) or 'no workload'} (the program's local_checkpoint_directory), "
+                      f"backed up to gs://{mtc['bucket']}"]
     if s["labels"]:
         lines += ["", "Labels (gcp:defaultLabels: every GCP resource that takes labels, every Kubernetes object the stack creates):",
                   "  " + ", ".join(f"{k}={v}" for k, v in sorted(s["labels"].items()))]

@@ -82,6 +82,9 @@ def existing_mode(config: dict[str, Any], cluster: LocalCluster) -> dict[str, An
     out["pathways:cluster"] = {"existing": {"kubeconfig": str(cluster.kubeconfig)}, "name": cluster.name}
     project = config.get("gcp:project", "e2e-project")
     out["pathways:bucket"] = {**(out.get("pathways:bucket") or {}), "name": f"{project}-e2e-pathways"}
+    mtc = (out.get("pathways:resilience") or {}).get("mtc")
+    if mtc is not None:  # as the scratch bucket: a cluster made elsewhere has its backups' bucket named
+        mtc.setdefault("bucket", f"{project}-e2e-checkpoints")
     kube = dict(out.get("pathways:kubernetes") or {})
     kueue = dict(kube.get("kueue") or {})
     if kueue.get("enabled", True):

@@ -6,7 +6,7 @@ For every NodePool registration of a plan (the inputs Pulumi sends to GKE), one 
 - the machine type's GKE labels, taints, capacity and allocatable from the fixture (allocatable is what
   GKE leaves for pods; GKE's own DaemonSets, which take about 1 CPU and 2 GiB of it, do not run here);
 - the labels GKE sets per pool and node: cloud.google.com/gke-nodepool, kubernetes.io/hostname,
-  topology.kubernetes.io/region and zone, kubernetes.io/os and arch; on TPU nodes the slice's topology,
+  topology.kubernetes.io/region and zone, node.kubernetes.io/instance-type, kubernetes.io/os and arch; on TPU nodes the slice's topology,
   cloud.google.com/gke-tpu-topology: the pool's placement-policy topology (multi-host) or the machine
   type's own (single-host); on spot nodes cloud.google.com/gke-spot=true and gke-provisioning=spot;
 - the pool's own labels and taints (nodeConfig.labels, nodeConfig.taints).
@@ -66,6 +66,8 @@ def pool_nodes(pool: dict[str, Any], region: str, zone: str) -> list[dict[str, A
         "cloud.google.com/gke-nodepool": name,
         "topology.kubernetes.io/region": region,
         "topology.kubernetes.io/zone": zone,
+        # the kubelet's well-known label (k8s.io/api/core/v1 LabelInstanceTypeStable): the VM's machine type
+        "node.kubernetes.io/instance-type": machine_type,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         **(cfg.get("labels") or {}),

@@ -46,8 +46,8 @@ GKE_SOURCES = {
     "gateway": (GKE_WRAPPER, "sigs.k8s.io/gateway-api", "config/crd/standard", "gateway.networking.k8s.io_*.yaml"),
 }
 GKE_OUT = OUT / "gke"
-# GKE's Gateway policy CRDs, which no public module holds: the project's stand-ins (their files say so).
-GKE_STAND_INS = sorted((HERE / GKE_WRAPPER).glob("networking.gke.io_*.yaml"))
+# GKE's Gateway policy and checkpointing CRDs, which no public module holds: the project's stand-ins (their files say so).
+GKE_STAND_INS = sorted((HERE / GKE_WRAPPER).glob("*.gke.io_*.yaml"))
 # The Inference Extension's inferencepool chart, packaged as its release does (hack/push-chart.sh: `helm dependency
 # update` puts config/charts/epplib in as its inference-extension dependency, `helm package --version <tag>
 # --app-version <tag>` stamps the release): the chart oci://registry.k8s.io/gateway-api-inference-extension/charts/

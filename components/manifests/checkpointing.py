@@ -1,0 +1,40 @@
+"""Multi-tier checkpointing's CheckpointConfigurations (pure): one per TPU machine type whose workers mount the RAM
+disk. GKE's HighScaleCheckpointing add-on installs the checkpointing.gke.io CRD and reads these to run its node
+driver on the selected nodes with a RAM disk of the given size, backed up to the bucket.
+
+Fields: GoogleCloudPlatform/high-scale-checkpointing-controller apis/checkpointing.gke.io/v1/types.go (the open
+controller GKE's add-on is built from; GKE publishes its own CRD nowhere the project can pin: the tier's stand-in,
+tools/engines/gke-crds/checkpointing.gke.io_checkpointconfigurations.yaml, says so). The node selector and the
+toleration are xpk's (src/xpk/core/mtc.py, templates/mtc-cpc.yaml): the TPU machine type, GKE's TPU taint. The
+open CRD is cluster-scoped; Cluster Toolkit's template sets a namespace anyway, which a cluster-scoped kind ignores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.resilience import checkpoint_configuration_name
+from ..model.resolved import ResolvedStack
+from .jobset import TPU_RESOURCE
+
+API_VERSION = "checkpointing.gke.io/v1"
+KIND = "CheckpointConfiguration"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+def checkpoint_configurations(stack: ResolvedStack) -> list[dict[str, Any]]:
+    mtc = stack.mtc
+    if mtc is None:
+        return []
+    return [{
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": checkpoint_configuration_name(machine_type)},
+        "spec": {
+            "cloudStorageBucketName": mtc.bucket,
+            "nodeSelector": {INSTANCE_TYPE_LABEL: machine_type},
+            "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+            "inMemoryVolumeSize": mtc.in_memory_volume_size,
+            "gcsFuseMountOptions": list(mtc.gcs_fuse_mount_options),
+        },
+    } for machine_type in mtc.machine_types]
