@@ -57,6 +57,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--times", type=Path, default=None, help="build/ci-times.json of the run (default: beside LOG, main/build/)")
     parser.add_argument("--commit", required=True, help="the commit the run was of")
     parser.add_argument("--machine", default="2 cores, 24 GiB", help="what it ran on")
+    parser.add_argument("--how", default="time CI=true bash .ci/run, fresh clone, HOME empty (every cache empty), nothing else running",
+                        help="how it was run, when not as the default says (other work beside it, caches emptied another way)")
     args = parser.parse_args(argv)
     times_path = args.times or args.log.parent / "main" / "build" / "ci-times.json"
     try:
@@ -65,7 +67,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"ci_record: {e}", file=sys.stderr)
         return 2
     record = {"commit": args.commit, "measured": time.strftime("%Y-%m-%d"), "machine": args.machine,
-              "how": "time CI=true bash .ci/run, fresh clone, HOME empty (every cache empty), nothing else running", **record}
+              "how": args.how, **record}
     RECORD.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {RECORD.relative_to(ROOT)}: {record['totalSeconds']} s in all")
     return 0
