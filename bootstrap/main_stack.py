@@ -68,7 +68,14 @@ class MainStack:
         if not self.creates_cluster:
             return ()
         weights = [b for w in self.config.workloads if w.serve and w.state != "finished" and (b := w.serve.weights_bucket)]
-        return tuple(dict.fromkeys([self.config.bucket_name, self.config.artifacts_bucket_name, *weights]))
+        backups = [self.config.mtc_bucket_name] if self.config.mtc_bucket_name else []
+        return tuple(dict.fromkeys([self.config.bucket_name, self.config.artifacts_bucket_name, *weights, *backups]))
+
+    @property
+    def mtc_backups_bucket(self) -> Optional[str]:
+        """The multi-tier checkpointing backups' bucket the stack creates, on which the bootstrap grants GKE's
+        checkpointing driver (it names the project by number, which only the bootstrap knows)."""
+        return self.config.mtc_bucket_name if self.creates_cluster else None
 
 
 def stack_names() -> list[str]:
@@ -164,6 +171,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         types.add("kubernetes:core/v1:Secret")
     if any(w.profiling_secret for w in stack.jobset_workloads):
         types.add("random:index/randomPassword:RandomPassword")
+    if stack.mtc is not None and stack.mtc.machine_types:  # components/manifests/checkpointing.py
+        types.add("kubernetes:checkpointing.gke.io/v1:CheckpointConfiguration")
     if cfg.cluster.existing is not None:
         return frozenset(types)
     types |= {

@@ -18,7 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi.runtime import config as runtime_config
 
-from components.model import identities, metrics_adapter
+from components.model import identities, metrics_adapter, resilience
 from components.model.bucket import check_bucket_name
 from components.model.common import PROJECT_NAMESPACE
 from components.model.errors import ConfigError, Problem
@@ -255,6 +255,16 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
         gcp.projects.IAMMember("metrics-adapter-monitoring-viewer", project=project, role=metrics_adapter.MONITORING_ROLE,
                                member=metrics_adapter.workload_identity_member(project, cfg.project_number),
                                opts=after("cloudresourcemanager.googleapis.com"))
+    for s in cfg.stacks:
+        if s.mtc_backups_bucket:
+            # Multi-tier checkpointing: GKE's checkpointing driver backs the RAM disks up to the stack's backups
+            # bucket (xpk core/mtc.py: roles/storage.objectUser), held project-wide by condition on that bucket alone,
+            # since the principal names the project by number and the bucket is the stack's to create.
+            title, expression = resilience.backups_condition(s.mtc_backups_bucket)
+            gcp.projects.IAMMember(f"{s.name}-checkpointing-driver", project=project, role=resilience.MTC_BUCKET_ROLE,
+                                   member=resilience.checkpointing_member(project, cfg.project_number),
+                                   condition=gcp.projects.IAMMemberConditionArgs(title=title, expression=expression),
+                                   opts=after("cloudresourcemanager.googleapis.com"))
     out_environments: dict[str, Any] = {}
     roles: dict[str, Any] = {}
     for s in cfg.stacks:

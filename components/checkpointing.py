@@ -1,9 +1,10 @@
 """Multi-tier checkpointing's resources (resilience.mtc; components/model/resilience.py has the sources).
 
 CheckpointBackups (GCP): the bucket the checkpointing driver backs the RAM disks up to, with a hierarchical
-namespace (GKE's how-to: "otherwise backups will fail"), and roles/storage.objectUser on it, and only on it, for
-the driver's Kubernetes service account through Workload Identity Federation for GKE (xpk core/mtc.py). The
-cluster's add-ons are GkeCluster's (components/cluster.py).
+namespace (GKE's how-to: "otherwise backups will fail"). The driver's roles/storage.objectUser on it (xpk
+core/mtc.py) names the project by number, which only the bootstrap knows: the bootstrap grants it, on this bucket
+alone (bootstrap/program.py, checkpointing_member below). The cluster's add-ons are GkeCluster's
+(components/cluster.py).
 
 CheckpointConfigurations (Kubernetes): one per TPU machine type, after the cluster exists (its add-on installs
 the CRD) and before the workloads that mount the RAM disk.
@@ -19,15 +20,6 @@ import pulumi_gcp as gcp
 
 from .dependencies import Dependency, all_of
 from .kubernetes_object import KubernetesObject
-from .model.resilience import MTC_BUCKET_ROLE, MTC_NAMESPACE, MTC_SERVICE_ACCOUNT
-
-
-def checkpointing_member(project: str, project_number: pulumi.Input[str]) -> pulumi.Output[str]:
-    """GKE's checkpointing node driver as an IAM principal (Workload Identity Federation for GKE)."""
-    return pulumi.Output.concat(
-        "principal://iam.googleapis.com/projects/", project_number, f"/locations/global/workloadIdentityPools/{project}.svc.id.goog",
-        f"/subject/ns/{MTC_NAMESPACE}/sa/{MTC_SERVICE_ACCOUNT}",
-    )
 
 
 @dataclass(frozen=True)
@@ -38,8 +30,6 @@ class CheckpointBackupsArgs:
     soft_delete_days: int
     protect: bool
     labels: dict[str, str]
-    after: tuple[pulumi.Resource, ...] = ()
-    """The cluster: the principal lives in the project's Workload Identity pool, which its first cluster makes."""
 
 
 class CheckpointBackups(pulumi.ComponentResource):
@@ -60,12 +50,6 @@ class CheckpointBackups(pulumi.ComponentResource):
             force_destroy=False,
             labels=args.labels,
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
-        )
-        number = gcp.organizations.get_project_output(project_id=args.project).number
-        gcp.storage.BucketIAMMember(
-            f"{name}-checkpointing-driver", bucket=bucket.name, role=MTC_BUCKET_ROLE,
-            member=checkpointing_member(args.project, number),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
         self.bucket_name = bucket.name
         self.register_outputs({"bucketName": self.bucket_name})

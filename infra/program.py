@@ -127,7 +127,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     ))
     backups = CheckpointBackups("checkpoint-backups", CheckpointBackupsArgs(
         project=cfg.project, region=cfg.region, bucket=stack.mtc.bucket, soft_delete_days=b.soft_delete_days,
-        protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels}, after=(cluster,),
+        protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels},
     )) if stack.mtc else None
     observability = Observability("observability", ObservabilityArgs(
         project=cfg.project, dashboard=monitoring.dashboard(stack), alert_policies=monitoring.alert_policies(stack),

@@ -273,6 +273,8 @@ FEATURES = {
     "existing cluster": config_with(cluster={"existing": {"kubeconfig": "build/kubeconfig"}}, bucket={"name": "b-cache"}),
     "serving": config_with(pathwaysVersion="jax-0.9.2", workloads=[
         {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct"}}]),
+    "multi-tier checkpointing": config_with(pathwaysVersion="jax-0.7.2", resilience={"mtc": {"inMemoryVolumeSize": "64Gi"}}, workloads=[
+        {"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}}]),
     "autoscaled serving": config_with(pathwaysVersion="jax-0.9.2", workloads=[
         {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "autoscale": {"maxReplicas": 1, "target": 4}}}]),
 }

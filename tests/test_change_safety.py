@@ -68,6 +68,9 @@ def _count(delta):
 
 
 # (edit id, stack, config key, edit, {resource: action}, replaced-by input (for one of them), interrupted workloads)
+# prod's colocated-Python sidecar (multi-tier checkpointing writes from it), built for the stack's JAX
+SIDECAR = "us-docker.pkg.dev/pathways-prod-123/train/sidecar:20261120-python_3.12-jax_0.7.2"
+
 EDITS = [
     ("reservation rename", "prod", "pathways:slices", _set_group("reservation", "pathways-prod-v5p-b"),
      {f"slices-train-{i}": "replace" for i in range(4)}, "nodeConfig.reservationAffinity.values", {"pretrain"}),
@@ -84,12 +87,15 @@ EDITS = [
      {"slices-v6e-1": "delete", "workload-train-smoke": "replace"}, "spec.replicatedJobs", {"train-smoke", "notebook"}),
     ("bucket TTL", "prod", "pathways:bucket", lambda b: {**b, "artifactsTtlDays": 21},
      {"scratch-artifacts": "update"}, None, set()),
-    ("add a workload", "prod", "pathways:workloads", lambda ws: ws + [{"name": "eval", "mode": "batch", "sliceGroup": "explore", "image": "us-docker.pkg.dev/pathways-prod-123/train/eval:1"}],
+    ("add a workload", "prod", "pathways:workloads", lambda ws: ws + [{"name": "eval", "mode": "batch", "sliceGroup": "explore", "image": "us-docker.pkg.dev/pathways-prod-123/train/eval:1",
+                                                           "colocatedPython": {"image": SIDECAR}}],
      {"workload-eval": "create", "head-pool": "update"}, None, set()),
 ]
 
 # Edits that need a second key to stay valid (the model refuses them otherwise).
 COMPANIONS = {
+    # prod's sidecar is built for the stack's JAX (multi-tier checkpointing needs it)
+    "pathwaysVersion bump": ("pathways:workloads", _set_workload("colocatedPython", {"image": SIDECAR.replace("jax_0.7.2", "jax_0.7.3")}, "pretrain")),
     "slice count -1": ("pathways:workloads", _set_workload("slices", 1, "train-smoke")),
     "add a workload": ("pathways:headPool", lambda h: {**h, "nodeCount": 3}),
 }

@@ -16,6 +16,7 @@ from components.model.resilience import DEFAULT_GCSFUSE_OPTIONS, MTC_CSI_DRIVER,
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import manifests
 from tests.conftest import config_with, plan_of, stack_plan
+from tests.test_bootstrap import bootstrap_plan
 from tests.test_workload_contract import problem
 
 VERSION = "jax-0.7.2"
@@ -58,13 +59,24 @@ def test_backups_go_to_a_hierarchical_bucket_only_gkes_checkpointing_driver_may_
     assert bucket.input("hierarchicalNamespace") == {"enabled": True}
     assert bucket.input("uniformBucketLevelAccess") is True and bucket.input("publicAccessPrevention") == "enforced"
     assert not bucket.input("lifecycleRules")  # Orbax keeps and deletes its own checkpoints
-    (grant,) = [m for m in plan.by_type(BUCKET_MEMBER) if m.input("bucket") == bucket.input("name")]
+    # the stack grants nothing on it: the node service accounts never write it, the driver's grant is the bootstrap's
+    assert [m for m in plan.by_type(BUCKET_MEMBER) if m.input("bucket") == bucket.input("name")] == []
+
+
+def test_the_bootstrap_grants_the_checkpointing_driver_the_backups_bucket_alone():
+    plan = bootstrap_plan("pathways-prod-123")
+    (grant,) = [m for m in plan.by_type("gcp:projects/iAMMember:IAMMember") if m.name == "prod-checkpointing-driver"]
     assert grant.input("role") == "roles/storage.objectUser"
-    assert grant.input("member").startswith("principal://iam.googleapis.com/projects/")
-    assert grant.input("member").endswith(
-        "/locations/global/workloadIdentityPools/test-proj-123.svc.id.goog/subject/ns/gke-managed-checkpointing/sa/gke-checkpointing-multitier-node")
-    # the node service accounts get nothing on it: the driver backs up, the workers write the RAM disk
-    assert [m for m in plan.by_type(BUCKET_MEMBER) if m.input("bucket") == bucket.input("name")] == [grant]
+    assert grant.input("member") == (
+        "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/pathways-prod-123.svc.id.goog"
+        "/subject/ns/gke-managed-checkpointing/sa/gke-checkpointing-multitier-node")
+    bucket = "pathways-prod-123-prod-pathways-checkpoints"
+    assert grant.input("condition.expression") == (
+        f"resource.name == 'projects/_/buckets/{bucket}' || resource.name.startsWith('projects/_/buckets/{bucket}/')")
+    # and the deploy identity's storage roles reach the bucket it creates
+    deploy = [m for m in plan.by_type("gcp:projects/iAMMember:IAMMember")
+              if m.input("role") == "roles/storage.admin" and "prod-deploy" in m.input("member")]
+    assert deploy and all(f"'projects/_/buckets/{bucket}'" in m.input("condition.expression") for m in deploy)
 
 
 def test_one_checkpoint_configuration_per_machine_type_of_the_workloads_that_mount_it():

@@ -213,6 +213,8 @@ TABLE: dict[str, Access] = {
     "kubernetes:apiregistration.k8s.io/v1:APIService": _k8s("roles/container.admin", "container.apiServices.create"),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": _k8s_object("container.priorityClasses.create"),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": _k8s_object("container.thirdPartyObjects.create"),
+    # multi-tier checkpointing's configuration (a custom resource of GKE's HighScaleCheckpointing add-on)
+    "kubernetes:checkpointing.gke.io/v1:CheckpointConfiguration": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": _k8s_object("container.thirdPartyObjects.create"),

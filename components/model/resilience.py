@@ -119,6 +119,19 @@ class ResilienceConfig(_Model):
     ))
 
 
+def checkpointing_member(project: str, project_number: str) -> str:
+    """GKE's checkpointing node driver as an IAM principal (Workload Identity Federation for GKE; xpk core/mtc.py)."""
+    return (f"principal://iam.googleapis.com/projects/{project_number}/locations/global/workloadIdentityPools/"
+            f"{project}.svc.id.goog/subject/ns/{MTC_NAMESPACE}/sa/{MTC_SERVICE_ACCOUNT}")
+
+
+def backups_condition(bucket: str) -> tuple[str, str]:
+    """(title, expression): the grant holds on the backups' bucket and its objects only (identities.py explains the
+    form: the name itself, or the name and a slash)."""
+    return ("checkpoint-backups-only",
+            f"resource.name == 'projects/_/buckets/{bucket}' || resource.name.startsWith('projects/_/buckets/{bucket}/')")
+
+
 def checkpoint_configuration_name(machine_type: str) -> str:
     """One CheckpointConfiguration per TPU machine type (xpk applies one per cluster, for its one machine type)."""
     return f"pathways-mtc-{machine_type}"
