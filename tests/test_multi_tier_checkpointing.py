@@ -87,7 +87,8 @@ def test_one_checkpoint_configuration_per_machine_type_of_the_workloads_that_mou
     assert spec == {
         "cloudStorageBucketName": "test-proj-123-test-pathways-checkpoints",
         "nodeSelector": {"node.kubernetes.io/instance-type": "ct6e-standard-4t"},
-        "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"},
+                        {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
         "inMemoryVolumeSize": "64Gi",
         "gcsFuseMountOptions": list(DEFAULT_GCSFUSE_OPTIONS),
     }

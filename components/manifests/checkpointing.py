@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..labels import SPOT_LABEL
 from ..model.resilience import checkpoint_configuration_name
 from ..model.resolved import ResolvedStack
 from .jobset import TPU_RESOURCE
@@ -33,7 +34,10 @@ def checkpoint_configurations(stack: ResolvedStack) -> list[dict[str, Any]]:
         "spec": {
             "cloudStorageBucketName": mtc.bucket,
             "nodeSelector": {INSTANCE_TYPE_LABEL: machine_type},
-            "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+            # the workers' own: GKE's TPU taint, and the spot taint a spot group's workers tolerate (the driver must
+            # run wherever a worker mounts the RAM disk; tolerating a taint a node lacks changes nothing)
+            "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+                            {"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
             "inMemoryVolumeSize": mtc.in_memory_volume_size,
             "gcsFuseMountOptions": list(mtc.gcs_fuse_mount_options),
         },
