@@ -168,5 +168,5 @@ def test_the_plan_says_what_each_failure_does(capsys):
     text = capsys.readouterr().out
     assert "  pretrain on failure:" in text
     assert "program exits 2, 126, 127: fails the JobSet at once, no restart" in text
-    assert "of a worker: restarts the JobSet without spending maxRestarts (restartStrategy BlockingRecreate)" in text
+    assert "of a worker: restarts the JobSet without spending maxRestarts (restartStrategy BlockingRecreate), unless the program exits" in text
     assert "notebook on failure:\n    no failure rules: every failure counts, disruptions included" in text

@@ -44,7 +44,8 @@ def failure_handling(w: ResolvedWorkload) -> list[tuple[str, str]]:
          f"restarts the JobSet without spending maxRestarts (restartStrategy {rules.restart_strategy})"),
         (f"{DISRUPTION} of a worker",
          "the slice's pod is replaced when it can run again, the program keeps the other slices (elastic), no restart spent"
-         if w.spec.elastic else f"restarts the JobSet without spending maxRestarts (restartStrategy {rules.restart_strategy})"),
+         if w.spec.elastic else f"restarts the JobSet without spending maxRestarts (restartStrategy {rules.restart_strategy}), "
+         "unless the program exits on losing the worker before the worker's Job has failed: then it spends 1"),
     ]
     if w.fail_on_exit_codes:
         codes = ", ".join(str(c) for c in w.fail_on_exit_codes)
