@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
-import pulumi_gcp as gcp
 
 from .dependencies import Dependency, all_of
 from .kubernetes_object import KubernetesObject
+from .scratch_bucket import stack_bucket
 
 
 @dataclass(frozen=True)
@@ -37,20 +37,9 @@ class CheckpointBackups(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CheckpointBackupsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("pathways:gcp:CheckpointBackups", name, None, opts)
-        bucket = gcp.storage.Bucket(
-            name,
-            project=args.project,
-            name=args.bucket,
-            location=args.region,
-            storage_class="STANDARD",
-            uniform_bucket_level_access=True,  # a hierarchical namespace requires it
-            hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True),
-            public_access_prevention="enforced",
-            soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(retention_duration_seconds=args.soft_delete_days * 86400),
-            force_destroy=False,
-            labels=args.labels,
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
-        )
+        # hierarchical namespace: GKE's how-to ("otherwise backups will fail"); no lifecycle rule (Orbax deletes its own)
+        bucket = stack_bucket(name, project=args.project, region=args.region, name=args.bucket, soft_delete_days=args.soft_delete_days,
+                              labels=args.labels, protect=args.protect, parent=self, hierarchical_namespace=True)
         self.bucket_name = bucket.name
         self.register_outputs({"bucketName": self.bucket_name})
 

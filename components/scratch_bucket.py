@@ -110,22 +110,29 @@ class ScratchBucket(pulumi.ComponentResource):
         })
 
     def _bucket(self, resource_name: str, args: ScratchBucketArgs, bucket_name: str, lifecycle_rules) -> gcp.storage.Bucket:
-        return gcp.storage.Bucket(
-            resource_name,
-            project=args.project,
-            name=bucket_name,
-            location=args.region,
-            storage_class="STANDARD",
-            uniform_bucket_level_access=True,
-            public_access_prevention="enforced",
-            soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(retention_duration_seconds=args.soft_delete_days * 86400),
-            force_destroy=False,
-            labels=args.labels,
-            lifecycle_rules=lifecycle_rules,
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                protect=args.protect,
-                # Scratch: Pathways owns the lifecycle rules (see module doc). Artifacts: we do.
-                ignore_changes=["lifecycleRules"] if lifecycle_rules is None else [],
-            ),
-        )
+        # Scratch: Pathways owns the lifecycle rules (see module doc). Artifacts: we do.
+        return stack_bucket(resource_name, project=args.project, region=args.region, name=bucket_name,
+                            soft_delete_days=args.soft_delete_days, labels=args.labels, protect=args.protect, parent=self,
+                            lifecycle_rules=lifecycle_rules, ignore_lifecycle_rules=lifecycle_rules is None)
+
+
+def stack_bucket(resource_name: str, *, project: str, region: str, name: str, soft_delete_days: int, labels: dict[str, str],
+                 protect: bool, parent: pulumi.Resource, lifecycle_rules=None, ignore_lifecycle_rules: bool = False,
+                 hierarchical_namespace: bool = False) -> gcp.storage.Bucket:
+    """A bucket of the stack: in its region, uniform access, public access prevented, soft-deleted objects kept
+    soft_delete_days, never force-destroyed (the buckets hold data `pulumi destroy` must not take)."""
+    return gcp.storage.Bucket(
+        resource_name,
+        project=project,
+        name=name,
+        location=region,
+        storage_class="STANDARD",
+        uniform_bucket_level_access=True,  # a hierarchical namespace requires it too
+        hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True) if hierarchical_namespace else None,
+        public_access_prevention="enforced",
+        soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(retention_duration_seconds=soft_delete_days * 86400),
+        force_destroy=False,
+        labels=labels,
+        lifecycle_rules=lifecycle_rules,
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect, ignore_changes=["lifecycleRules"] if ignore_lifecycle_rules else []),
+    )

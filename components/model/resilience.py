@@ -63,7 +63,7 @@ class MultiTierCheckpointing(_Model):
         "(parameters and optimizer state, ~12 bytes a parameter with Adam) plus 10-15 %. It is taken from the "
         "worker's memory request, as the shared-memory directory is."
     ))
-    mount_path: str = Field(default=DEFAULT_MOUNT_PATH, description=(
+    mount_path: str = Field(default=DEFAULT_MOUNT_PATH, max_length=255, description=(
         "Where the workers and the colocated-Python sidecar see the RAM disk: the program's "
         "local_checkpoint_directory (MaxText)."
     ))

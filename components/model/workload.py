@@ -131,8 +131,8 @@ class ColocatedPython(_Model):
 # "the program is wrong" (why xpk applies its exit-code rules to ordinary jobs only: commands/workload.py,
 # b/408465881).
 DEFAULT_FAIL_ON_EXIT_CODES = (2, 126, 127)
-# podFailurePolicy onExitCodes: 1..255 (0 is refused with operator In), at most 255 values (the Job API).
-MAX_EXIT_CODES = 255
+# podFailurePolicy onExitCodes: 1..255 (0 is refused with operator In), at most 255 values (the Job API): the range
+# and uniqueness checks below bound the list.
 # JobSet v0.12.0's alpha restart strategy: refused, with the reason (OnFailure._strategy).
 ALPHA_RESTART_STRATEGIES = ("InPlaceRestart",)
 
