@@ -145,13 +145,15 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         types.add("kubernetes:helm.sh/v4:Chart")
     if kube.kueue.enabled:
         types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass")}
-        if stack.active_workloads:
+        if stack.active_workloads or stack.run_queues:
             types.add("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
     service = cfg.service_workload
     if service is not None:
         types |= {"kubernetes:core/v1:NamespacePatch", "kubernetes:rbac.authorization.k8s.io/v1:Role"}
         if service.service_settings.clients:
             types.add("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
+    if cfg.runs is not None and cfg.runs.submitters:  # components/manifests/runs.py
+        types |= {f"kubernetes:rbac.authorization.k8s.io/v1:{kind}" for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")}
     if stack.serve_workloads:
         types |= {"kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "kubernetes:core/v1:Service",
                   "kubernetes:networking.k8s.io/v1:NetworkPolicy"}

@@ -13,3 +13,4 @@ JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 # The component that holds a Shared Pathways Service's client Role and RoleBinding (components/shared_service.py).
 SHARED_SERVICE_ACCESS = "pathways:k8s:SharedServiceAccess"
+RUN_ACCESS = "pathways:k8s:RunAccess"

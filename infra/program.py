@@ -23,6 +23,7 @@ from components.manifests import kueue as kueue_manifest
 from components.manifests import lws as lws_manifest
 from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.manifests import monitoring, service_access
+from components.manifests import runs as runs_manifest
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
 from components.model.config import StackConfig, resolve
@@ -38,6 +39,7 @@ from components.node_pool_lanes import NodePoolLanes
 from components.observability import Observability, ObservabilityArgs
 from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
 from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
+from components.run_access import RunAccess, RunAccessArgs
 from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
 from components.serving_workload import GatewayArgs, ServingWorkload, ServingWorkloadArgs
 from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAccess, SharedServiceAccessArgs
@@ -213,6 +215,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             role=service_access.role(service), role_binding=service_access.role_binding(service),
             namespace_labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
+    run_access = runs_manifest.submitter_access(stack)
+    if run_access:
+        RunAccess("runs", RunAccessArgs(objects=tuple(run_access)), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
     queues: tuple[Dependency, ...] = ()
     if kube.kueue.enabled:
         kueue = Kueue("kueue", KueueArgs(
@@ -270,6 +275,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             "quotas": kueue_manifest.quota_quantities(stack),
         } if kube.kueue.enabled else None,
         "workloadNamespace": kube.namespace,
+        "runs": runs_manifest.runs_output(stack),
         "interactive": interactive,
         "services": services,
         "serving": serving,

@@ -77,9 +77,9 @@ def test_head_pool(committed_stack):
     assert head.input("nodeConfig.machineType") == "n2-standard-64"
     assert head.input("nodeConfig.labels") == {"pathways/role": "head"}
     assert head.input("nodeConfig.taints") == [{"key": "pathways/role", "value": "head", "effect": "NO_SCHEDULE"}]
-    if name == "dev":  # scales to zero: the autoscaler owns the count, up to one node per head workload
+    if name == "dev":  # scales to zero: the autoscaler owns the count, up to one node per head workload and runs.headNodes
         assert head.input("nodeCount") is None and head.input("initialNodeCount") == 0
-        assert head.input("autoscaling") == {"minNodeCount": 0, "maxNodeCount": 1}
+        assert head.input("autoscaling") == {"minNodeCount": 0, "maxNodeCount": 2}
         assert sorted(head.options["ignoreChanges"]) == ["initialNodeCount", "nodeCount"]
         return
     assert head.input("nodeCount") == {"staging": 2, "prod": 2, "serving": 0}[name]  # serving: leaders on their slices

@@ -152,7 +152,7 @@ def test_kueue_chart_install():
     out = plan.outputs["kueue"]
     assert out["localQueues"] == {"notebook": "pathways/notebook"} and out["clusterQueues"] == ["pathways"]
     assert out["quotas"]["tpu-dev"]["google.com/tpu"] == "4"
-    assert out["quotas"]["tpu-dev"]["memory"].endswith("Gi") and out["quotas"]["pathways-head"]["memory"] == "242Gi"  # units, as Kueue reads them
+    assert out["quotas"]["tpu-dev"]["memory"].endswith("Gi") and out["quotas"]["pathways-head"]["memory"] == "484Gi"  # units, as Kueue reads them (the notebook's head node and the runs')
 
 
 def test_every_kueue_object_passes_the_upstream_crd_schema(committed_stack):

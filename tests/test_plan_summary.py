@@ -34,7 +34,7 @@ def summary_of(stack: str, **overrides) -> dict:
 EXPECTED = {
     "dev": {
         "groups": [("dev", "v6e-4", "2x2", "ct6e-standard-4t", 1, 1, 4, "spot")],
-        "totals": {"slices": 1, "spares": 0, "tpuVms": 1, "tpuChips": 4, "cpuVms": 2, "nodePools": 3, "workloads": 1, "activeWorkloads": 1},
+        "totals": {"slices": 1, "spares": 0, "tpuVms": 1, "tpuChips": 4, "cpuVms": 3, "nodePools": 3, "workloads": 1, "activeWorkloads": 1},
         "workloads": [("notebook", "interactive", "dev", 1, 4)],
     },
     "staging": {
@@ -58,7 +58,8 @@ def test_summary_numbers_of_every_committed_stack(stack):
     assert got == want["groups"]
     assert s["totals"] == want["totals"]
     assert [(w["name"], w["mode"], w["sliceGroup"], w["slices"], w["chips"]) for w in s["workloads"]] == want["workloads"]
-    assert s["headPool"] == {"machineType": "n2-standard-64", "nodes": want["totals"]["activeWorkloads"]}
+    # one head node per active workload, and runs.headNodes for ad-hoc runs (dev takes runs)
+    assert s["headPool"] == {"machineType": "n2-standard-64", "nodes": want["totals"]["activeWorkloads"] + (stack == "dev")}
 
 
 def test_cost_of_the_dev_stack_is_an_upper_bound_for_spot():
@@ -73,7 +74,7 @@ def test_cost_of_the_dev_stack_is_an_upper_bound_for_spot():
     suspended = summary_of("dev", workloads=[{"name": "notebook", "mode": "interactive", "state": "suspended"}])["cost"]
     assert suspended["hourly"] == suspended["idleHourly"] == 0.23
     assert [(line["item"], line["quantity"]) for line in suspended["whenUsed"]] == [
-        ("TPU v6e chips (spot)", 4), ("head VMs n2-standard-64 (scale to zero)", 1)]
+        ("TPU v6e chips (spot)", 4), ("head VMs n2-standard-64 (scale to zero)", 2)]  # the notebook's and the runs' (runs.headNodes)
     assert any("cloud.google.com/tpu/pricing" in src for src in cost["sources"])
 
 
@@ -263,13 +264,13 @@ def test_on_a_cluster_made_elsewhere_the_plan_prices_nothing_and_says_whose_the_
 
 
 def test_what_runs_only_while_scaled_up_is_counted_in_its_own_unit():
-    # dev with its notebook suspended: the spot slice and the head VM both scale to zero
+    # dev with its notebook suspended: the spot slice and the head VMs (the notebook's, the runs') scale to zero
     suspended = summary_text(summary_of("dev", workloads=[{"name": "notebook", "mode": "interactive", "state": "suspended"}]))
     assert "  only while scaled up: TPU v6e chips (spot): 4 chips, $10.80/h (upper bound (on-demand list))" in suspended
-    assert "  only while scaled up: head VMs n2-standard-64 (scale to zero): 1 VM, $3.11/h (list)" in suspended
+    assert "  only while scaled up: head VMs n2-standard-64 (scale to zero): 2 VMs, $6.22/h (list)" in suspended
     two_heads = summary_text(summary_of("dev", workloads=[{"name": "notebook", "mode": "interactive", "state": "suspended"}],
-                                        headPool={"scaleToZero": True, "nodeCount": 2}))
-    assert "  only while scaled up: head VMs n2-standard-64 (scale to zero): 2 VMs, $6.22/h (list)" in two_heads
+                                        headPool={"scaleToZero": True, "nodeCount": 3}))
+    assert "  only while scaled up: head VMs n2-standard-64 (scale to zero): 3 VMs, $9.32/h (list)" in two_heads
 
 
 def test_a_serve_workload_on_a_cluster_made_elsewhere_lists_what_that_cluster_must_give_it():

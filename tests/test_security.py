@@ -387,10 +387,15 @@ def test_guards_are_bound_and_deny():
     plan = stack_plan("dev")
     policies = {p["metadata"]["name"]: p for p in _objects(plan, "ValidatingAdmissionPolicy")}
     bindings = {b["metadata"]["name"]: b for b in _objects(plan, "ValidatingAdmissionPolicyBinding")}
-    assert sorted(policies) == sorted(bindings) == ["pathways-ci-preview-dry-run-only", "pathways-nodes-reserved", "pathways-workload-templates"]
+    assert sorted(policies) == sorted(bindings) == [
+        "pathways-ci-preview-dry-run-only", "pathways-nodes-reserved", "pathways-runs-only", "pathways-workload-templates"]
     for name, binding in bindings.items():
+        scope = binding["spec"].pop("matchResources", None)
         assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
         assert policies[name]["spec"]["failurePolicy"] == "Fail"
+        # the guards hold cluster-wide; the runs policy where runs live (runs.submitters may be bound nowhere else)
+        assert scope == (None if name != "pathways-runs-only" else {"namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["pathways"]}]}})
 
 
 def test_every_built_in_object_passes_the_strict_kubernetes_schema(committed_stack):

@@ -168,7 +168,9 @@ def queue_labels(w: ResolvedWorkload) -> dict[str, str]:
 
 def objects(stack: ResolvedStack) -> list[dict[str, Any]]:
     """In the order they can be made: each object after those it names (references)."""
-    return [*resource_flavors(stack), *cluster_queues(stack), *local_queues(stack), *workload_priority_classes()]
+    from .runs import run_local_queues
+
+    return [*resource_flavors(stack), *cluster_queues(stack), *local_queues(stack), *run_local_queues(stack), *workload_priority_classes()]
 
 
 def references(obj: dict[str, Any]) -> list[tuple[str, str]]:

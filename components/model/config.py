@@ -10,6 +10,7 @@ knows about Pulumi: ``infra.config`` feeds it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 
@@ -36,9 +37,10 @@ from .resolved import (
     server_image,
     worker_backoff_limit,
 )
+from .runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES
 from .stack import StackConfig as StackConfig
 from .workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
-from .workload import coordinator_address, serve_leader_address
+from .workload import Workload, coordinator_address, serve_leader_address
 from .workload import head_pod_demand as head_pod_demand
 from .workload import is_pinned as is_pinned
 
@@ -312,6 +314,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         install_controllers=cfg.kubernetes.install_controllers,
         install_metrics_adapter=cfg.kubernetes.install_metrics_adapter,
         mtc=_resolved_mtc(cfg),
+        runs=cfg.runs,
     )
 
 
@@ -323,3 +326,67 @@ def _resolved_mtc(cfg: StackConfig) -> Optional[ResolvedMtc]:
     return ResolvedMtc(bucket=bucket, in_memory_volume_size=mtc.in_memory_volume_size, mount_path=mtc.mount_path,
                        gcs_fuse_mount_options=mtc.gcs_fuse_mount_options, machine_types=tuple(machine_types))
 
+
+# --- ad-hoc runs (python -m infra.run; runs.py has the stack's side) ---------------------------
+# A run spec is appended to the stack's workloads and judged by the stack's own schema and rules, so a bad spec
+# gets the same one-line errors as a stack file, keyed run.<key> instead of pathways:workloads[i].<key>.
+
+
+def _run_key(problem: Problem, prefix: str) -> Problem:
+    """pathways:workloads[7].image -> run.image: the spec's own key, in the key and in the message."""
+    index = prefix[prefix.index("["):]
+    message = problem.message.replace(f"workloads{index}.", "run.")
+    if problem.key != prefix and not problem.key.startswith((f"{prefix}.", f"{prefix}[")):
+        return Problem(problem.key, message)
+    rest = problem.key[len(prefix):]
+    return Problem(f"run{rest}" if rest else "run", message)
+
+
+def _spec_problems(spec: Mapping[str, Any]) -> list[Problem]:
+    problems = [Problem(f"run.{k}", f"not a run key; valid: {', '.join(RUN_KEYS)}") for k in spec if k not in RUN_KEYS]
+    if "name" not in spec:
+        problems.append(Problem("run.name", "required but not set"))
+    mode = spec.get("mode", "batch")
+    if mode not in RUN_MODES:
+        problems.append(Problem("run.mode", f"{mode!r} is not a run mode; valid: {', '.join(RUN_MODES)} (serve and service are the stack's)"))
+    priority = spec.get("priority")
+    if priority is not None and priority not in RUN_PRIORITIES:
+        problems.append(Problem("run.priority", f"{priority!r} is not a run priority; valid: {', '.join(RUN_PRIORITIES)}"))
+    return problems
+
+
+def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
+    """The stack with the run appended as its last workload, validated as the stack's own are; ConfigError keyed run.*."""
+    if cfg.runs is None:
+        raise ConfigError([Problem(config_key(("runs",)), (
+            f"not set in stack {cfg.stack}: it has no queue or head room for ad-hoc runs; add `pathways:runs: {{}}` "
+            "to the stack file and run pulumi up"))])
+    problems = _spec_problems(spec)
+    if problems:
+        raise ConfigError(problems)
+    index = len(cfg.workloads)
+    prefix = config_key(("workloads", index))
+    raw = {"priority": cfg.runs.priority, "ttlSecondsAfterFinished": cfg.runs.ttl_seconds_after_finished, **spec}
+    if raw.get("mode", "batch") != "batch":
+        raw.pop("ttlSecondsAfterFinished")  # a batch key: an interactive run ends when it is deleted
+    try:
+        workload = Workload.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError([_run_key(_problem({**err, "loc": ("workloads", index, *err["loc"])}), prefix) for err in e.errors()]) from None
+    with_run = cfg.model_copy(update={"workloads": [*cfg.workloads, workload]})
+    # The run's own problems, and the stack-wide ones it brings (its head pod fits no head VM, say); not the head
+    # pool's node count, which counts declared workloads: Kueue queues a run that finds no room.
+    before = set(cross_checks(cfg))
+    problems = [
+        _run_key(p, prefix) for p in cross_checks(with_run)
+        if p not in before and p.key != config_key(("headPool", "nodeCount"))
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return with_run
+
+
+def as_run(w: ResolvedWorkload, queue: Optional[str]) -> ResolvedWorkload:
+    """A resolved workload as an ad-hoc run: queued on the run queue, env in the JobSet (no Secret: nothing but
+    the user's kubeconfig creates it)."""
+    return dataclasses.replace(w, local_queue=queue, env_secret=None, profiling_secret=None)

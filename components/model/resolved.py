@@ -17,6 +17,7 @@ from .bucket import BucketConfig
 from .common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
 from .pools import SliceGroup
 from .pricing import PricesConfig
+from .runs import Runs, run_queue
 from .workload import DEFAULT_FAIL_ON_EXIT_CODES, PATHWAYS_REGISTRY, Workload, derived_proxy_image
 
 # The worker replicatedJob. pathwaysutils' Shared Pathways Service client counts only the pods of
@@ -146,10 +147,19 @@ class ResolvedStack:
     """kubernetes.installMetricsAdapter: the Custom Metrics Stackdriver Adapter, when a serve workload autoscales."""
     mtc: Optional[ResolvedMtc] = None
     """resilience.mtc: multi-tier checkpointing on the cluster (add-ons, bucket, CheckpointConfigurations)."""
+    runs: Optional[Runs] = None
+    """pathways:runs: the stack takes ad-hoc runs (their queues and submitters' Role)."""
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:
         return tuple(w for w in self.workloads if w.active)
+
+    @property
+    def run_queues(self) -> dict[str, str]:
+        """Slice group -> the LocalQueue (in the stack's namespace) its ad-hoc runs use; empty without runs or Kueue."""
+        if self.runs is None or not self.kueue:
+            return {}
+        return {g.name: run_queue(name) for name, groups in self.queue_shards for g in groups}
 
     @property
     def workload_namespaces(self) -> list[str]:

@@ -23,6 +23,7 @@ from .kubernetes import KubernetesConfig
 from .pools import HeadPoolConfig, SliceGroup
 from .pricing import PricesConfig
 from .resilience import MTC_MIN_GKE_VERSION, ResilienceConfig
+from .runs import Runs
 from .workload import WorkerResources, Workload, worker_resources
 
 # Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
@@ -55,6 +56,9 @@ class StackConfig(_Model):
     workloads: list[Workload] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
     resilience: ResilienceConfig = Field(default_factory=ResilienceConfig)
+    runs: Optional[Runs] = Field(default=None, description=(
+        "Ad-hoc runs (python -m infra.run, docs/runs.md): `runs: {}` makes their Kueue queue, head-pool room and "
+        "submitters' Role; absent, the stack takes no ad-hoc runs."))
     prices: PricesConfig = Field(default_factory=PricesConfig)
     allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
         "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
@@ -179,9 +183,11 @@ class StackConfig(_Model):
     def head_nodes(self) -> int:
         if self.head_pool.node_count is not None:
             return self.head_pool.node_count
+        for_runs = self.runs.head_nodes if self.runs else 0
         if self.active_workloads and not self.head_workloads:
-            return 0  # only serve workloads: their leaders run on their slices, an empty pool costs nothing
-        return max(1, len(self.head_workloads))
+            # only serve workloads: their leaders run on their slices, an empty pool costs nothing
+            return for_runs
+        return max(1, len(self.head_workloads)) + for_runs
 
     @property
     def head_workloads(self) -> list[Workload]:

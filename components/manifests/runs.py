@@ -1,0 +1,122 @@
+"""What a stack with pathways:runs makes for ad-hoc runs, and a run's JobSet (pure Python).
+
+- A LocalQueue per ClusterQueue in the stack's namespace (``runs-<clusterqueue>``): a run's JobSet names it, so
+  Kueue admits runs against the same quotas, priorities and preemption as the declared workloads.
+- For runs.submitters: a Role in that namespace with what ``python -m infra.run`` does (create, read and delete
+  JobSets; read their pods, logs and events, the Kueue workloads, the queues' pending lists from Kueue's visibility
+  API; port-forward to a head for a notebook) and a ClusterRole to read nodes (``describe`` gathers them).
+- A ValidatingAdmissionPolicy: a submitter may create, change or delete only JobSets labelled as runs, so the
+  Role cannot reach the stack's own workloads (RBAC has no label scope).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.resolved import ResolvedStack, ResolvedWorkload
+from ..model.runs import MANAGED_BY_LABEL, RUN_MANAGER, run_queue
+from ..model.workload import ServiceClient
+from .jobset import jobset
+
+ROLE = "pathways-runs"
+RBAC = "rbac.authorization.k8s.io"
+ROLE_RULES = (
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["create", "delete", "get", "list", "watch"]},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["visibility.kueue.x-k8s.io"], "resources": ["localqueues/pendingworkloads"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["create"]},
+)
+NODE_RULES = ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},)
+POLICY = "pathways-runs-only"
+
+
+def run_local_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
+    from .kueue import API_VERSION
+
+    if not stack.run_queues:
+        return []
+    return [{"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": run_queue(cq), "namespace": stack.namespace},
+             "spec": {"clusterQueue": cq, "stopPolicy": "None"}} for cq, _ in stack.queue_shards]
+
+
+def _subjects(submitters: list[ServiceClient]) -> list[dict[str, Any]]:
+    return [{"kind": s.kind, "apiGroup": RBAC, "name": s.name} for s in submitters]
+
+
+def submitter_access(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """The Role, ClusterRole and their bindings for runs.submitters ([] when none are listed)."""
+    if stack.runs is None or not stack.runs.submitters:
+        return []
+    subjects = _subjects(stack.runs.submitters)
+    ns = stack.namespace
+    return [
+        {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": ROLE, "namespace": ns},
+         "rules": [dict(r) for r in ROLE_RULES]},
+        {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": {"name": ROLE, "namespace": ns},
+         "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": ROLE}, "subjects": subjects},
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": f"{ROLE}-nodes"},
+         "rules": [dict(r) for r in NODE_RULES]},
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": f"{ROLE}-nodes"},
+         "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": f"{ROLE}-nodes"}, "subjects": subjects},
+        *runs_only_policy(stack),
+    ]
+
+
+def _cel_list(values: list[str]) -> str:
+    return "[" + ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values) + "]"
+
+
+def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """The submitters may create, change and delete JobSets labelled as runs only (their Role names every JobSet)."""
+    assert stack.runs is not None
+    users = [s.name for s in stack.runs.submitters if s.kind == "User"]
+    groups = [s.name for s in stack.runs.submitters if s.kind == "Group"]
+    who = " || ".join([
+        *([f"request.userInfo.username in {_cel_list(users)}"] if users else []),
+        *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)}))"] if groups else []),
+    ])
+    label = f"'{MANAGED_BY_LABEL}'"
+    return [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": POLICY},
+         "spec": {
+             "failurePolicy": "Fail",
+             "matchConstraints": {"resourceRules": [{
+                 "apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "resources": ["jobsets"],
+                 "operations": ["CREATE", "UPDATE", "DELETE"]}]},
+             "matchConditions": [{"name": "submitter", "expression": who}],
+             "variables": [{"name": "target", "expression": "request.operation == 'DELETE' ? oldObject : object"}],
+             "validations": [{
+                 "expression": (f"has(variables.target.metadata.labels) && {label} in variables.target.metadata.labels && "
+                                f"variables.target.metadata.labels[{label}] == '{RUN_MANAGER}'"),
+                 "message": f"runs.submitters may create, change and delete ad-hoc runs only (JobSets labelled {MANAGED_BY_LABEL}={RUN_MANAGER})",
+                 "reason": "Forbidden",
+             }],
+         }},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": POLICY},
+         "spec": {"policyName": POLICY, "validationActions": ["Deny"],
+                  "matchResources": {"namespaceSelector": {"matchExpressions": [
+                      {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [stack.namespace]}]}}}},
+    ]
+
+
+def run_jobset(stack: ResolvedStack, w: ResolvedWorkload, submitted_by: str = "") -> dict[str, Any]:
+    """An ad-hoc run's JobSet: the stack's builder, labelled as a run (not Pulumi's), on its run queue."""
+    obj = jobset(stack, w)
+    labels = obj["metadata"]["labels"]
+    labels[MANAGED_BY_LABEL] = RUN_MANAGER
+    if submitted_by:
+        obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), "pathways/submitted-by": submitted_by}
+    return obj
+
+
+def runs_output(stack: ResolvedStack) -> dict[str, Any] | None:
+    """The stack output `runs`: where ad-hoc runs go and how to submit one (None without pathways:runs)."""
+    if stack.runs is None:
+        return None
+    return {
+        "namespace": stack.namespace,
+        "queues": dict(stack.run_queues),
+        "submit": f"python -m infra.run submit --stack {stack.stack} --name <name> --image <image> -- <command>",
+    }

@@ -1,0 +1,24 @@
+"""Rules of pathways:runs that span keys (runs.py)."""
+
+from __future__ import annotations
+
+from .errors import Problem, config_key
+from .resolved import queue_shards
+from .runs import run_queue
+from .stack import StackConfig
+
+
+def run_queue_names(cfg: StackConfig) -> list[Problem]:
+    """Each declared workload has a LocalQueue of its own name (manifests/kueue.py) in the namespace where the run
+    queues live: a workload named like a run queue would make two objects of one name."""
+    if cfg.runs is None or not cfg.kubernetes.kueue.enabled:
+        return []
+    taken = {run_queue(name) for name, _ in queue_shards(tuple(cfg.slices))}
+    return [
+        Problem(config_key(("workloads", i, "name")), (
+            f"{w.name!r} is the name of the ad-hoc runs' LocalQueue (pathways:runs); choose another name"))
+        for i, w in enumerate(cfg.workloads) if w.name in taken and cfg.workload_namespace(w) == cfg.kubernetes.namespace
+    ]
+
+
+RULES = (run_queue_names,)

@@ -1,0 +1,283 @@
+"""Ad-hoc runs on a stack's cluster: submit, list, logs, delete, describe (docs/runs.md).
+
+    python -m infra.run submit   --stack NAME [--spec FILE] [--name N --image I ...] [--dry-run] [-- COMMAND ...]
+    python -m infra.run list     --stack NAME [--json]
+    python -m infra.run logs     --stack NAME RUN [--follow]
+    python -m infra.run delete   --stack NAME RUN
+    python -m infra.run describe --stack NAME RUN [--out FILE]
+
+A run is a Pathways JobSet built from a small spec with the stack's own model, rules and builder, created with your
+kubeconfig (kubectl) in the stack's namespace, on the stack's run queue (pathways:runs). It carries no Pulumi
+ownership: `pulumi up` leaves it alone. Exit status: 0 done; 1 the cluster refused or the run was not found;
+2 an invalid spec, flag or stack file (one 'error:' line per problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
+
+from .kube import Kubectl, KubeError
+from .status import positions, rows, table
+
+EXIT_CLUSTER = 1
+EXIT_INVALID = 2
+# The flags that set a run spec's keys (docs/runs.md lists the spec file's keys; these are a subset).
+FLAG_KEYS = {"name": "name", "mode": "mode", "slice_group": "sliceGroup", "slices": "slices", "image": "image",
+             "priority": "priority", "cpu": "cpu", "memory": "memory", "max_restarts": "maxRestarts"}
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors and aliases: the builders share dicts, a reader should not have to follow &id001."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m infra.run", description=(__doc__ or "").split("\n")[0],
+                                     epilog="Each subcommand has --help. docs/runs.md walks through a session.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    commands = {
+        "submit": "validate a run spec with the stack's rules and create its JobSet",
+        "list": "the stack's JobSets, declared and ad hoc, with Kueue's state and place in line",
+        "logs": "the head's program output (batch: jax-program; interactive: the IFRT proxy)",
+        "delete": "delete an ad-hoc run, its Jobs and pods (never a declared workload)",
+        "describe": "write what support needs about a run into one YAML file",
+    }
+    for name, help_ in commands.items():
+        p = sub.add_parser(name, help=help_, description=help_)
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
+        src.add_argument("--config", type=Path, help="any file in Pulumi's stack-config format")
+        p.add_argument("--kubeconfig", help="kubeconfig file (default: kubectl's: $KUBECONFIG or ~/.kube/config)")
+        p.add_argument("--context", help="kubeconfig context (default: the current one)")
+        if name == "submit":
+            p.add_argument("--spec", type=Path, help="a YAML run spec (keys in docs/runs.md); flags override its keys")
+            p.add_argument("--name", help="run name (DNS label, at most 22 characters)")
+            p.add_argument("--mode", help="batch (default) or interactive (a head for a notebook)")
+            p.add_argument("--slice-group", help="slice group (required when the stack has several)")
+            p.add_argument("--slices", type=int, help="slices (default: all of the group)")
+            p.add_argument("--image", help="program image, pinned (tag or digest)")
+            p.add_argument("--priority", help="training, interactive or experiment (default: runs.priority)")
+            p.add_argument("--cpu", help="program container CPU")
+            p.add_argument("--memory", help="program container memory")
+            p.add_argument("--max-restarts", type=int, help="JobSet restarts after a failure")
+            p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="program env (repeatable)")
+            p.add_argument("--dry-run", action="store_true", help="print the JobSet, create nothing")
+            p.add_argument("command_", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the program's command")
+        elif name == "list":
+            p.add_argument("--json", action="store_true", help="one JSON object per run")
+        else:
+            p.add_argument("run", help="run name")
+            if name == "logs":
+                p.add_argument("--follow", "-f", action="store_true", help="stream until the container ends")
+            if name == "describe":
+                p.add_argument("--out", type=Path, help="file to write (default run-<name>-<time>.yaml)")
+    return parser
+
+
+def _stack(args: argparse.Namespace) -> Any:
+    """The stack's validated model (the stack file's own problems, if any, as for `plan`)."""
+    from components.model.config import load
+
+    if args.stack is not None and (not STACK_NAME.fullmatch(args.stack) or args.stack.startswith(".")):
+        raise StackFileError(f"--stack {args.stack[:60]!r} is not a stack name; use letters, digits, '-', '_', '.' (stacks: {', '.join(stack_names())})")
+    path = stack_path(args.stack) if args.stack else args.config
+    config, secret_keys = load_config(path)
+    return load(raw_values(config), args.stack or stack_name_for(path), frozenset(secret_keys))
+
+
+def _spec(args: argparse.Namespace) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if args.spec is not None:
+        try:
+            loaded = yaml.safe_load(args.spec.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise StackFileError(f"--spec {shown(args.spec)}: cannot read it: {e.strerror}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise StackFileError(f"--spec {shown(args.spec)}: not YAML: {str(e).splitlines()[0]}") from None
+        if not isinstance(loaded, dict):
+            raise StackFileError(f"--spec {shown(args.spec)}: a run spec is a mapping of keys (name, image, command, ...)")
+        spec.update(loaded)
+    for attr, key in FLAG_KEYS.items():
+        value = getattr(args, attr)
+        if value is not None:
+            spec[key] = value
+    if args.env:
+        env = dict(spec.get("env") or {})
+        for item in args.env:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise StackFileError(f"--env {item[:60]!r} is not NAME=VALUE")
+            env[name] = value
+        spec["env"] = env
+    command = list(args.command_)
+    if command and command[0] == "--":
+        command = command[1:]
+    if command:
+        spec["command"] = command
+    return spec
+
+
+def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str) -> dict[str, Any]:
+    from components.manifests.admission import check_jobset
+    from components.manifests.runs import run_jobset
+    from components.model.config import ConfigError, as_run, load_run, resolve
+    from components.model.errors import Problem
+
+    with_run = load_run(cfg, spec)
+    stack = resolve(with_run)
+    run = stack.workloads[-1]
+    obj = run_jobset(stack, as_run(run, stack.run_queues.get(run.group.name)), submitted_by)
+    report = check_jobset(obj)
+    if report.violations:
+        raise ConfigError([Problem("run", str(v)) for v in report.violations])
+    return obj
+
+
+def _submit(args: argparse.Namespace, cfg: Any) -> int:
+    spec = _spec(args)
+    if args.dry_run:
+        obj = _run_jobset(cfg, spec, "")
+        sys.stdout.write(yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False))
+        return 0
+    kube = Kubectl(args.kubeconfig, args.context)
+    obj = _run_jobset(cfg, spec, kube.whoami())
+    name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
+    kube.create(obj)
+    queue = obj["metadata"]["labels"].get("kueue.x-k8s.io/queue-name")
+    print(f"run {name} submitted to {ns}" + (f" on queue {queue}" if queue else ""))
+    print(f"  where it stands: python -m infra.run list --stack {cfg.stack}")
+    print(f"  its output:      python -m infra.run logs --stack {cfg.stack} {name} --follow")
+    if spec.get("mode") == "interactive":
+        from components.manifests.jobset import interactive_access
+        from components.model.config import load_run, resolve
+
+        access = interactive_access(resolve(load_run(cfg, spec)).workloads[-1])
+        print(f"  a notebook in the cluster reaches its proxy at {access['proxyAddress']} (docs/runs.md, 'A notebook')")
+    return 0
+
+
+def _list(args: argparse.Namespace, cfg: Any) -> int:
+    kube = Kubectl(args.kubeconfig, args.context)
+    ns = cfg.kubernetes.namespace
+    kueue = cfg.kubernetes.kueue.enabled
+    jobsets = kube.items("jobsets.jobset.x-k8s.io", ns)
+    workloads = kube.items("workloads.kueue.x-k8s.io", ns) if kueue else []
+    pending: list[dict[str, Any]] = []
+    unanswered: list[str] = []
+    for queue in sorted({str(q) for w in workloads if (q := (w.get("spec") or {}).get("queueName"))}):
+        answer = kube.pending_workloads(ns, queue)
+        if isinstance(answer, str):
+            unanswered.append(f"{queue}: {answer}")
+        else:
+            pending += answer
+    found = rows(jobsets, workloads, positions(pending), kueue, time.time())
+    if args.json:
+        for r in found:
+            print(json.dumps(r.to_json(), sort_keys=True))
+    else:
+        sys.stdout.write(table(found) if found else f"no JobSets in namespace {ns}\n")
+    for line in unanswered:
+        print(f"note: Kueue's visibility API did not give the places in line of {line}", file=sys.stderr)
+    return 0
+
+
+def _head_pod(kube: Kubectl, ns: str, run: str) -> Optional[dict[str, Any]]:
+    from components.manifests.jobset import HEAD_JOB
+
+    pods = kube.items("pods", ns, selector=f"jobset.sigs.k8s.io/jobset-name={run},jobset.sigs.k8s.io/replicatedjob-name={HEAD_JOB}")
+    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    return max(live or pods, key=lambda p: p["metadata"].get("creationTimestamp", ""), default=None)
+
+
+def _logs(args: argparse.Namespace, cfg: Any) -> int:
+    from components.manifests.jobset import USER_CONTAINER
+
+    kube = Kubectl(args.kubeconfig, args.context)
+    ns = cfg.kubernetes.namespace
+    jobset = kube.get_jobset(ns, args.run)
+    pod = _head_pod(kube, ns, args.run)
+    if pod is None:
+        raise KubeError(f"run {args.run} has no head pod yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
+    containers = [c["name"] for c in pod["spec"].get("containers") or []]
+    container = USER_CONTAINER if USER_CONTAINER in containers else "pathways-proxy"
+    del jobset
+    return kube.stream_logs(ns, pod["metadata"]["name"], container, args.follow)
+
+
+def _delete(args: argparse.Namespace, cfg: Any) -> int:
+    from .status import owner
+
+    kube = Kubectl(args.kubeconfig, args.context)
+    ns = cfg.kubernetes.namespace
+    jobset = kube.get_jobset(ns, args.run)
+    if owner(jobset) != "run":
+        raise KubeError(f"{args.run} is not an ad-hoc run: it is declared in the stack file and Pulumi manages it "
+                        f"(set its state or remove it there, then pulumi up)")
+    kube.delete_jobset(ns, args.run)
+    print(f"run {args.run} deleted, with its Jobs and pods")
+    return 0
+
+
+def _describe(args: argparse.Namespace, cfg: Any) -> int:
+    from .status import workload_of
+
+    kube = Kubectl(args.kubeconfig, args.context)
+    ns = cfg.kubernetes.namespace
+    jobset = kube.get_jobset(ns, args.run)
+    workloads = kube.items("workloads.kueue.x-k8s.io", ns) if cfg.kubernetes.kueue.enabled else []
+    workload = workload_of(jobset, workloads)
+    pods = kube.items("pods", ns, selector=f"jobset.sigs.k8s.io/jobset-name={args.run}")
+    names = {args.run, *(p["metadata"]["name"] for p in pods), *([workload["metadata"]["name"]] if workload else [])}
+    names |= {r.get("name") for p in pods for r in p["metadata"].get("ownerReferences") or []}
+    events = [e for e in kube.items("events", ns) if (e.get("involvedObject") or {}).get("name") in names]
+    node_names = sorted({p["spec"].get("nodeName") for p in pods} - {None})
+    nodes = [kube.get_node(n) for n in node_names]
+    pending = {}
+    if workload and (workload.get("spec") or {}).get("queueName"):
+        answer = kube.pending_workloads(ns, workload["spec"]["queueName"])
+        pending = {"pendingWorkloads": answer if isinstance(answer, list) else f"not answered: {answer}"}
+    bundle = {"run": args.run, "namespace": ns, "stack": cfg.stack, "collected": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "jobset": jobset, "kueueWorkload": workload, **pending, "pods": pods,
+              "events": sorted(events, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or ""), "nodes": nodes}
+    out = args.out or Path(f"run-{args.run}-{time.strftime('%Y%m%dT%H%M%S')}.yaml")
+    try:
+        out.write_text(yaml.dump(bundle, Dumper=_PlainDumper, sort_keys=False), encoding="utf-8")
+    except OSError as e:
+        raise StackFileError(f"--out {shown(out)}: cannot write there: {e.strerror}") from None
+    print(f"wrote {shown(out)}: the JobSet, its Kueue workload, {len(pods)} pod(s), {len(events)} event(s), {len(nodes)} node(s)")
+    return 0
+
+
+def _fail(error: Exception, code: int) -> int:
+    for line in str(error).splitlines():
+        print(f"error: {line if line.isprintable() else repr(line)[1:-1]}", file=sys.stderr)
+    return code
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    from components.model.errors import ConfigError
+
+    args = _parser().parse_args(argv)
+    commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe}
+    try:
+        cfg = _stack(args)
+        return commands[args.command](args, cfg)
+    except (StackFileError, ConfigError) as e:
+        return _fail(e, EXIT_INVALID)
+    except KubeError as e:
+        return _fail(e, EXIT_CLUSTER)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

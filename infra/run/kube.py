@@ -1,0 +1,96 @@
+"""The cluster side of `python -m infra.run`: kubectl with the user's kubeconfig (exec plugins such as GKE's
+gke-gcloud-auth-plugin work as they do for kubectl itself). Every failure is one KubeError line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any, Optional, Union
+
+# kubectl's own wait for a deletion with --wait (its default is forever); a JobSet's pods end within their grace period
+DELETE_TIMEOUT = "5m"
+
+
+class KubeError(RuntimeError):
+    """The cluster refused, or kubectl could not reach it."""
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "no output"
+
+
+class Kubectl:
+    def __init__(self, kubeconfig: Optional[str] = None, context: Optional[str] = None):
+        binary = os.environ.get("KUBECTL") or shutil.which("kubectl")
+        if not binary:
+            raise KubeError("kubectl not found on PATH; install it (gcloud components install kubectl) or set KUBECTL")
+        self.base = [binary, *([f"--kubeconfig={kubeconfig}"] if kubeconfig else []), *([f"--context={context}"] if context else [])]
+
+    def run(self, *args: str, stdin: Optional[str] = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        try:
+            proc = subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            raise KubeError(f"kubectl {args[0]}: no answer from the cluster in 300 s") from None
+        if check and proc.returncode != 0:
+            raise KubeError(f"kubectl {' '.join(args[:2])}: {_first_line(proc.stderr or proc.stdout)}")
+        return proc
+
+    def items(self, resource: str, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+        args = ["get", resource, "-n", namespace, "-o", "json", *([f"--selector={selector}"] if selector else [])]
+        return json.loads(self.run(*args).stdout).get("items") or []
+
+    def get_jobset(self, namespace: str, name: str) -> dict[str, Any]:
+        proc = self.run("get", "jobsets.jobset.x-k8s.io", name, "-n", namespace, "-o", "json", check=False)
+        if proc.returncode != 0:
+            if "NotFound" in proc.stderr or "not found" in proc.stderr:
+                raise KubeError(f"no run {name} in namespace {namespace}")
+            raise KubeError(f"kubectl get jobset {name}: {_first_line(proc.stderr)}")
+        return json.loads(proc.stdout)
+
+    def get_node(self, name: str) -> Union[dict[str, Any], str]:
+        proc = self.run("get", "node", name, "-o", "json", check=False)
+        return json.loads(proc.stdout) if proc.returncode == 0 else f"{name}: {_first_line(proc.stderr)}"
+
+    def whoami(self) -> str:
+        """Who the cluster says you are (SelfSubjectReview, GA since Kubernetes 1.28), for the run's annotation."""
+        proc = self.run("auth", "whoami", "-o", "json", check=False)
+        if proc.returncode != 0:
+            return ""
+        return str(((json.loads(proc.stdout).get("status") or {}).get("userInfo") or {}).get("username") or "")
+
+    def create(self, obj: dict[str, Any]) -> None:
+        """Create, never overwrite: a run of the same name is an error, not an update."""
+        proc = self.run("create", "-f", "-", stdin=json.dumps(obj), check=False)
+        if proc.returncode != 0:
+            err = proc.stderr
+            if "AlreadyExists" in err or "already exists" in err:
+                name = obj["metadata"]["name"]
+                raise KubeError(f"a JobSet named {name} already exists in {obj['metadata']['namespace']}; delete it first "
+                                f"(python -m infra.run delete) or choose another --name")
+            raise KubeError(f"the cluster refused run {obj['metadata']['name']}: {_first_line(err)}")
+
+    def delete_jobset(self, namespace: str, name: str) -> None:
+        # foreground: the JobSet goes once its Jobs and their pods are gone, so the command returns after them
+        self.run("delete", "jobsets.jobset.x-k8s.io", name, "-n", namespace, "--cascade=foreground", "--wait=true",
+                 f"--timeout={DELETE_TIMEOUT}")
+
+    def pending_workloads(self, namespace: str, queue: str) -> Union[list[dict[str, Any]], str]:
+        """Kueue's visibility API: the LocalQueue's pending workloads with their places, or why it did not answer."""
+        path = f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/{queue}/pendingworkloads"
+        proc = self.run("get", "--raw", path, check=False)
+        if proc.returncode != 0:
+            return _first_line(proc.stderr)
+        return json.loads(proc.stdout).get("items") or []
+
+    def stream_logs(self, namespace: str, pod: str, container: str, follow: bool) -> int:
+        """The container's log to stdout as kubectl prints it (followed until it ends with --follow)."""
+        sys.stdout.flush()
+        proc = subprocess.run([*self.base, "logs", "-n", namespace, pod, "-c", container, *(["--follow"] if follow else [])],
+                              stderr=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            raise KubeError(f"kubectl logs {pod}: {_first_line(proc.stderr)}")
+        return 0
