@@ -265,7 +265,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
                         *waits_per_group.get(w.group.name, ()), *queues, *(checkpointing if w.mtc_mount_path else ())),
         ), opts=k8s_opts)
         if w.mode == "interactive":
-            interactive[w.name] = jobset_manifest.interactive_access(w)
+            interactive[w.name] = jobset_manifest.interactive_access(w, cfg.stack)
         if w.mode == "service":
             services[w.name] = jobset_manifest.service_access(stack, w)
     return {

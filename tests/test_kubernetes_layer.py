@@ -263,8 +263,9 @@ def test_workload_waits_on_controller_and_its_own_pools_only():
 def test_interactive_outputs():
     out = stack_plan("dev").outputs["interactive"]["notebook"]
     assert out["proxyAddress"] == "grpc://notebook-pathways-head-0-0.notebook.pathways.svc.cluster.local:29000"
-    assert "port-forward" in out["portForward"] and out["portForward"].endswith("29000:29000")
-    assert out["notebookEnv"] == "JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://127.0.0.1:29000"
+    # the proxy speaks ALTS: clients in the VPC use the address; a laptop's notebook runs in the cluster instead
+    assert out["clientEnv"] == "JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://notebook-pathways-head-0-0.notebook.pathways.svc.cluster.local:29000"
+    assert "port-forward" not in out["clientEnv"] and "python -m infra.run submit --stack dev --notebook" in out["fromALaptop"]
 
 
 def test_image_overrides_and_subdomain():

@@ -475,16 +475,18 @@ def coordinator_label_value(obj: dict[str, Any]) -> Optional[str]:
     return coordinator_label(name, c.get("replicatedJob", ""), c.get("jobIndex", 0), c.get("podIndex", 0), subdomain)
 
 
-def interactive_access(w: ResolvedWorkload) -> dict[str, str]:
-    """How a notebook reaches an interactive workload's IFRT proxy."""
+def interactive_access(w: ResolvedWorkload, stack_name: str) -> dict[str, str]:
+    """How a client reaches an interactive workload's IFRT proxy. The proxy speaks ALTS, Google's authenticated
+    transport (xla/python/ifrt_proxy/common/grpc_credentials.cc; insecure only with
+    IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true on both ends), which works between Google Cloud machines only:
+    clients run in the VPC, and a notebook from a laptop runs in the cluster (docs/runs.md, "A notebook")."""
     ns = w.namespace
+    address = f"grpc://{w.coordinator}.{ns}.svc.cluster.local:{PROXY_PORT}"
     return {
         # The head pod's DNS name under the JobSet's headless service: reachable from the Pathways nodes
         # (and network.pathwaysClientRanges) only, the VPC firewall closes port 29000 to the rest.
-        "proxyAddress": f"grpc://{w.coordinator}.{ns}.svc.cluster.local:{PROXY_PORT}",
-        "portForward": (
-            f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l jobset.sigs.k8s.io/jobset-name={w.name},"
-            f"jobset.sigs.k8s.io/replicatedjob-name={HEAD_JOB} -o name) {PROXY_PORT}:{PROXY_PORT}"
-        ),
-        "notebookEnv": f"JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://127.0.0.1:{PROXY_PORT}",
+        "proxyAddress": address,
+        "clientEnv": f"JAX_PLATFORMS=proxy JAX_BACKEND_TARGET={address}",
+        "fromALaptop": (f"not through a port-forward (ALTS); a notebook in the cluster instead: python -m infra.run submit "
+                        f"--stack {stack_name} --notebook --name <name> --image <Jupyter + JAX image> (docs/runs.md)"),
     }

@@ -77,7 +77,10 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
         *([f"request.userInfo.username in {_cel_list(users)}"] if users else []),
         *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)}))"] if groups else []),
     ])
-    label = f"'{MANAGED_BY_LABEL}'"
+    def is_run(obj: str) -> str:
+        label = f"'{MANAGED_BY_LABEL}'"
+        return f"(has({obj}.metadata.labels) && {label} in {obj}.metadata.labels && {obj}.metadata.labels[{label}] == '{RUN_MANAGER}')"
+
     return [
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": POLICY},
          "spec": {
@@ -86,10 +89,10 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
                  "apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "resources": ["jobsets"],
                  "operations": ["CREATE", "UPDATE", "DELETE"]}]},
              "matchConditions": [{"name": "submitter", "expression": who}],
-             "variables": [{"name": "target", "expression": "request.operation == 'DELETE' ? oldObject : object"}],
+             # a DELETE has no object, a CREATE no oldObject; an UPDATE may neither take a JobSet in nor out of runs
              "validations": [{
-                 "expression": (f"has(variables.target.metadata.labels) && {label} in variables.target.metadata.labels && "
-                                f"variables.target.metadata.labels[{label}] == '{RUN_MANAGER}'"),
+                 "expression": (f"request.operation == 'DELETE' ? {is_run('oldObject')} : "
+                                f"{is_run('object')} && (request.operation == 'CREATE' || {is_run('oldObject')})"),
                  "message": f"runs.submitters may create, change and delete ad-hoc runs only (JobSets labelled {MANAGED_BY_LABEL}={RUN_MANAGER})",
                  "reason": "Forbidden",
              }],

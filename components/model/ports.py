@@ -31,3 +31,7 @@ SERVE_RM_PORT = 38677
 SERVE_WORKER_PORT = 38679
 SERVE_GRPC_PORT = 9000
 SERVE_HTTP_PORT = 8000
+
+# A notebook run's JupyterLab (python -m infra.run submit --notebook): on the head's loopback only (the head pod is
+# hostNetwork: any other address would be the node's), reached through `kubectl port-forward`. JupyterLab's default.
+NOTEBOOK_PORT = 8888

@@ -5,6 +5,7 @@
     python -m infra.run logs     --stack NAME RUN [--follow]
     python -m infra.run delete   --stack NAME RUN
     python -m infra.run describe --stack NAME RUN [--out FILE]
+    python -m infra.run notebook --stack NAME RUN [--port 8888]
 
 A run is a Pathways JobSet built from a small spec with the stack's own model, rules and builder, created with your
 kubeconfig (kubectl) in the stack's namespace, on the stack's run queue (pathways:runs). It carries no Pulumi
@@ -23,11 +24,15 @@ from typing import Any, Optional
 
 import yaml
 
+from components.model.ports import NOTEBOOK_PORT
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
 
 from .kube import Kubectl, KubeError
 from .status import positions, rows, table
 
+# JupyterLab on the head's loopback (the pod is hostNetwork), reached by `kubectl port-forward`; its token is in the log.
+NOTEBOOK_COMMAND = ["jupyter", "lab", "--ip=127.0.0.1", f"--port={NOTEBOOK_PORT}", "--no-browser"]
+NOTEBOOK_ANNOTATION = "pathways/notebook-port"
 EXIT_CLUSTER = 1
 EXIT_INVALID = 2
 # The flags that set a run spec's keys (docs/runs.md lists the spec file's keys; these are a subset).
@@ -50,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
         "submit": "validate a run spec with the stack's rules and create its JobSet",
         "list": "the stack's JobSets, declared and ad hoc, with Kueue's state and place in line",
         "logs": "the head's program output (batch: jax-program; interactive: the IFRT proxy)",
-        "delete": "delete an ad-hoc run, its Jobs and pods (never a declared workload)",
+        "delete": "delete an ad-hoc run (or --all of them), its Jobs and pods (never a declared workload)",
         "describe": "write what support needs about a run into one YAML file",
+        "notebook": "forward a notebook run's JupyterLab to this machine (kubectl port-forward)",
     }
     for name, help_ in commands.items():
         p = sub.add_parser(name, help=help_, description=help_)
@@ -72,16 +78,25 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--memory", help="program container memory")
             p.add_argument("--max-restarts", type=int, help="JobSet restarts after a failure")
             p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="program env (repeatable)")
+            p.add_argument("--notebook", action="store_true", help=(
+                f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (the image must have it; "
+                "JAX reaches the run's own proxy): open it with `notebook`"))
             p.add_argument("--dry-run", action="store_true", help="print the JobSet, create nothing")
             p.add_argument("command_", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the program's command")
         elif name == "list":
             p.add_argument("--json", action="store_true", help="one JSON object per run")
+        elif name == "delete":
+            which = p.add_mutually_exclusive_group(required=True)
+            which.add_argument("run", nargs="?", help="run name")
+            which.add_argument("--all", action="store_true", help="every ad-hoc run in the stack's namespace (before pulumi destroy)")
         else:
             p.add_argument("run", help="run name")
             if name == "logs":
                 p.add_argument("--follow", "-f", action="store_true", help="stream until the container ends")
             if name == "describe":
                 p.add_argument("--out", type=Path, help="file to write (default run-<name>-<time>.yaml)")
+            if name == "notebook":
+                p.add_argument("--port", type=int, default=NOTEBOOK_PORT, help=f"local port (default {NOTEBOOK_PORT})")
     return parser
 
 
@@ -123,12 +138,16 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     command = list(args.command_)
     if command and command[0] == "--":
         command = command[1:]
+    if args.notebook:
+        if command or "command" in spec or spec.get("mode", "batch") != "batch":
+            raise StackFileError("--notebook runs JupyterLab as the program of a batch run: give no command or mode")
+        command = NOTEBOOK_COMMAND
     if command:
         spec["command"] = command
     return spec
 
 
-def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str) -> dict[str, Any]:
+def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: bool = False) -> dict[str, Any]:
     from components.manifests.admission import check_jobset
     from components.manifests.runs import run_jobset
     from components.model.config import ConfigError, as_run, load_run, resolve
@@ -138,6 +157,8 @@ def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str) -> dict[str, 
     stack = resolve(with_run)
     run = stack.workloads[-1]
     obj = run_jobset(stack, as_run(run, stack.run_queues.get(run.group.name)), submitted_by)
+    if notebook:
+        obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), NOTEBOOK_ANNOTATION: str(NOTEBOOK_PORT)}
     report = check_jobset(obj)
     if report.violations:
         raise ConfigError([Problem("run", str(v)) for v in report.violations])
@@ -147,23 +168,25 @@ def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str) -> dict[str, 
 def _submit(args: argparse.Namespace, cfg: Any) -> int:
     spec = _spec(args)
     if args.dry_run:
-        obj = _run_jobset(cfg, spec, "")
+        obj = _run_jobset(cfg, spec, "", args.notebook)
         sys.stdout.write(yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False))
         return 0
     kube = Kubectl(args.kubeconfig, args.context)
-    obj = _run_jobset(cfg, spec, kube.whoami())
+    obj = _run_jobset(cfg, spec, kube.whoami(), args.notebook)
     name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
     kube.create(obj)
     queue = obj["metadata"]["labels"].get("kueue.x-k8s.io/queue-name")
     print(f"run {name} submitted to {ns}" + (f" on queue {queue}" if queue else ""))
     print(f"  where it stands: python -m infra.run list --stack {cfg.stack}")
     print(f"  its output:      python -m infra.run logs --stack {cfg.stack} {name} --follow")
-    if spec.get("mode") == "interactive":
+    if args.notebook:
+        print(f"  the notebook:    python -m infra.run notebook --stack {cfg.stack} {name}  (then open the URL with the token that `logs` shows)")
+    elif spec.get("mode") == "interactive":
         from components.manifests.jobset import interactive_access
         from components.model.config import load_run, resolve
 
-        access = interactive_access(resolve(load_run(cfg, spec)).workloads[-1])
-        print(f"  a notebook in the cluster reaches its proxy at {access['proxyAddress']} (docs/runs.md, 'A notebook')")
+        access = interactive_access(resolve(load_run(cfg, spec)).workloads[-1], cfg.stack)
+        print(f"  clients in the VPC: {access['clientEnv']}")
     return 0
 
 
@@ -216,10 +239,18 @@ def _logs(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _delete(args: argparse.Namespace, cfg: Any) -> int:
+    from components.model.runs import MANAGED_BY_LABEL, RUN_MANAGER
+
     from .status import owner
 
     kube = Kubectl(args.kubeconfig, args.context)
     ns = cfg.kubernetes.namespace
+    if args.all:
+        names = [j["metadata"]["name"] for j in kube.items("jobsets.jobset.x-k8s.io", ns, selector=f"{MANAGED_BY_LABEL}={RUN_MANAGER}")]
+        for name in names:
+            kube.delete_jobset(ns, name)
+        print(f"deleted {len(names)} run(s) in {ns}" + (f": {', '.join(names)}" if names else ""))
+        return 0
     jobset = kube.get_jobset(ns, args.run)
     if owner(jobset) != "run":
         raise KubeError(f"{args.run} is not an ad-hoc run: it is declared in the stack file and Pulumi manages it "
@@ -259,6 +290,21 @@ def _describe(args: argparse.Namespace, cfg: Any) -> int:
     return 0
 
 
+def _notebook(args: argparse.Namespace, cfg: Any) -> int:
+    kube = Kubectl(args.kubeconfig, args.context)
+    ns = cfg.kubernetes.namespace
+    jobset = kube.get_jobset(ns, args.run)
+    port = ((jobset.get("metadata") or {}).get("annotations") or {}).get(NOTEBOOK_ANNOTATION)
+    if port is None:
+        raise KubeError(f"run {args.run} is not a notebook run (submit it with --notebook)")
+    pod = _head_pod(kube, ns, args.run)
+    if pod is None or (pod.get("status") or {}).get("phase") != "Running":
+        raise KubeError(f"run {args.run}'s head is not running yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
+    print(f"forwarding 127.0.0.1:{args.port} to JupyterLab on {pod['metadata']['name']}; the URL with its token: "
+          f"python -m infra.run logs --stack {cfg.stack} {args.run}. Ctrl-C ends it.", flush=True)
+    return kube.port_forward(ns, pod["metadata"]["name"], args.port, int(port))
+
+
 def _fail(error: Exception, code: int) -> int:
     for line in str(error).splitlines():
         print(f"error: {line if line.isprintable() else repr(line)[1:-1]}", file=sys.stderr)
@@ -269,7 +315,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from components.model.errors import ConfigError
 
     args = _parser().parse_args(argv)
-    commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe}
+    commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook}
     try:
         cfg = _stack(args)
         return commands[args.command](args, cfg)

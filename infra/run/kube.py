@@ -94,3 +94,10 @@ class Kubectl:
         if proc.returncode != 0:
             raise KubeError(f"kubectl logs {pod}: {_first_line(proc.stderr)}")
         return 0
+
+    def port_forward(self, namespace: str, pod: str, local: int, remote: int) -> int:
+        """kubectl port-forward in the foreground, on this machine's loopback only, until interrupted."""
+        try:
+            return subprocess.run([*self.base, "port-forward", "-n", namespace, "--address=127.0.0.1", f"pod/{pod}", f"{local}:{remote}"]).returncode
+        except KeyboardInterrupt:
+            return 0

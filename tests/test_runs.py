@@ -1,0 +1,243 @@
+"""Ad-hoc runs: what pathways:runs adds to a stack, how a run spec is judged (one line a problem, keyed run.*),
+the JobSet a run gets, the submitters' policy as the API server evaluates it, and how `list` reads Kueue's state.
+The real controllers' side is tests_e2e/test_runs.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from components.manifests import runs as runs_manifest
+from components.model.config import ConfigError, as_run, load, load_run, resolve
+from infra.offline.render import manifests
+from infra.run.status import Position, rows, state, table
+from tests.conftest import config_with, plan_of, write_stack_file
+from tests.test_security import _evaluate
+from tools.cluster.local import ROOT
+
+VERSION = "jax-0.7.2"
+RUNS = {"submitters": [{"name": "researchers@example.com"}, {"kind": "User", "name": "rita@example.com"}]}
+
+
+def model(**changes):
+    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, runs=RUNS, **changes).items() if k.startswith("pathways:")}
+    return load({**cfg, "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")
+
+
+def run_object(spec, **changes):
+    cfg = load_run(model(**changes), spec)
+    stack = resolve(cfg)
+    w = stack.workloads[-1]
+    return runs_manifest.run_jobset(stack, as_run(w, stack.run_queues.get(w.group.name)), "rita@example.com")
+
+
+def problems(spec, **changes) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        load_run(model(**changes), spec)
+    return str(e.value).splitlines()
+
+
+def test_a_stack_with_runs_gets_a_run_queue_head_room_and_the_submitters_access():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, runs=RUNS, workloads=[{"name": "train", "image": "example.com/t:1"}]))
+    objs = {(o["kind"], o["metadata"]["name"]): o for o in manifests(plan)}
+    queue = objs[("LocalQueue", "runs-pathways")]
+    assert queue["metadata"]["namespace"] == "pathways" and queue["spec"] == {"clusterQueue": "pathways", "stopPolicy": "None"}
+    role = objs[("Role", "pathways-runs")]
+    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    # what the command does, nothing more: no pods create, no exec, no secrets
+    assert ("jobset.x-k8s.io", "jobsets", "create") in granted and ("", "pods/portforward", "create") in granted
+    assert not {x for x in granted if x[1] in ("secrets", "pods/exec") or (x[1] == "pods" and x[2] == "create")}
+    subjects = objs[("RoleBinding", "pathways-runs")]["subjects"]
+    assert [(s["kind"], s["name"]) for s in subjects] == [("Group", "researchers@example.com"), ("User", "rita@example.com")]
+    assert objs[("ClusterRole", "pathways-runs-nodes")]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]
+    assert plan.outputs["runs"] == {"namespace": "pathways", "queues": {"main": "runs-pathways"},
+                                    "submit": "python -m infra.run submit --stack test --name <name> --image <image> -- <command>"}
+    # one head node for the declared workload, one for runs (runs.headNodes), and Kueue's head quota counts both
+    assert plan.outputs["kueue"]["quotas"]["pathways-head"]["cpu"] == "124"
+
+
+def test_without_runs_the_stack_makes_nothing_for_them_and_submit_says_how_to_turn_them_on():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[{"name": "train", "image": "example.com/t:1"}]))
+    assert plan.outputs.get("runs") is None
+    assert not [o for o in manifests(plan) if o["metadata"]["name"].startswith(("runs-", "pathways-runs"))]
+    cfg = load({"slices": [{"name": "main", "tpu": "v6e-16"}], "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")
+    with pytest.raises(ConfigError) as e:
+        load_run(cfg, {"name": "x", "image": "a:1"})
+    assert str(e.value) == ("pathways:runs: not set in stack test: it has no queue or head room for ad-hoc runs; add "
+                            "`pathways:runs: {}` to the stack file and run pulumi up")
+
+
+def test_a_run_is_the_stacks_own_jobset_labelled_as_a_run_on_the_run_queue():
+    js = run_object({"name": "exp", "image": "example.com/t:1", "command": ["python3", "t.py"], "slices": 1, "env": {"STEPS": "10"}})
+    labels = js["metadata"]["labels"]
+    assert labels["app.kubernetes.io/managed-by"] == "pathways-run"
+    assert labels["kueue.x-k8s.io/queue-name"] == "runs-pathways" and labels["kueue.x-k8s.io/priority-class"] == "pathways-experiment"
+    assert js["metadata"]["annotations"] == {"pathways/submitted-by": "rita@example.com"}
+    assert js["spec"]["ttlSecondsAfterFinished"] == 7 * 86400  # nothing re-creates a run: its TTL is safe
+    head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    program = next(c for c in head["containers"] if c["name"] == "jax-program")
+    assert program["command"] == ["python3", "t.py"] and {"name": "STEPS", "value": "10"} in program["env"]
+    assert js["spec"]["replicatedJobs"][1]["replicas"] == 1  # --slices 1 of the group's 2
+
+
+def test_a_secret_env_stack_still_puts_a_runs_env_in_its_jobset():
+    # the stack's secret env becomes a Secret Pulumi makes; a run has no Pulumi behind it, so its env is plain
+    js = run_object({"name": "exp", "image": "example.com/t:1", "env": {"A": "1"}})
+    program = next(c for c in js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == "jax-program")
+    assert {"name": "A", "value": "1"} in program["env"] and "secretKeyRef" not in str(program["env"])
+
+
+@pytest.mark.parametrize("spec,line", [
+    ({"name": "train", "image": "a:1"}, "run.name: 'train' is already used by workloads[0]; workload names must be unique"),
+    ({"name": "x", "image": "a:latest"}, "run.image: 'a:latest' is not pinned; give an explicit tag (not latest) or a @sha256 digest"),
+    ({"name": "x"}, "run.image: required for a batch workload (the user program's image)"),
+    ({"name": "x", "image": "a:1", "slices": 3}, "run.slices: 3 exceeds the 2 slice(s) of group 'main' (spares are not for workloads); use 1..2 or raise slices[0].count"),
+    ({"name": "x", "mode": "serve"}, "run.mode: 'serve' is not a run mode; valid: batch, interactive (serve and service are the stack's)"),
+    ({"name": "x", "image": "a:1", "priority": "serving"}, "run.priority: 'serving' is not a run priority; valid: training, interactive, experiment"),
+    ({"name": "x", "image": "a:1", "profiling": {}}, "run.profiling: not a run key; valid: " + ", ".join(__import__("components.model.runs", fromlist=["RUN_KEYS"]).RUN_KEYS)),
+    ({"image": "a:1"}, "run.name: required but not set"),
+    ({"name": "x", "image": "a:1", "env": {"JAX_PLATFORMS": "cpu"}}, "run.env: JAX_PLATFORMS is set by the stack (reserved: DATA_LOADER_WORKERS, ENABLE_PATHWAYS_PERSISTENCE, JAX_BACKEND_TARGET, JAX_PLATFORMS, PATHWAYS_HEAD, PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS, PATHWAYS_PROFILING_AUTH_TOKEN, PROFILER_PORT, PROFILE_TRACE_DIR); use the workload's own keys instead"),
+    ({"name": "a-name-longer-than-22-chars", "image": "a:1"}, "run.name: the coordinator label 'a-name-longer-than-22-chars-pathways-head-0-0.a-name-longer-than-22-chars' would be 73 characters, over Kubernetes' 63 for a label value (JobSet rejects it); use a name of at most 22 characters, or set run.subdomain to at most 17 characters"),
+])
+def test_a_bad_run_spec_is_refused_with_one_line_naming_the_runs_key(spec, line):
+    assert problems(spec, workloads=[{"name": "train", "image": "example.com/t:1"}]) == [line]
+
+
+def test_a_run_that_needs_more_head_than_the_pool_has_is_refused_but_one_more_head_is_left_to_kueue():
+    # the head pool's node count counts declared workloads: a run beyond it waits in Kueue, it is not refused
+    ok = load_run(model(headPool={"nodeCount": 1}, workloads=[{"name": "train", "image": "example.com/t:1"}]), {"name": "x", "image": "a:1"})
+    assert [w.name for w in ok.workloads] == ["train", "x"]
+    assert problems({"name": "x", "image": "a:1", "cpu": "300"})[0].startswith(
+        "pathways:headPool.machineType: n2-standard-64 (62.77 vCPU, 242.0 GiB allocatable) cannot hold the head pod of workload 'x'")
+
+
+def test_a_workload_may_not_take_the_run_queues_name():
+    with pytest.raises(ConfigError) as e:
+        model(workloads=[{"name": "runs-pathways", "image": "example.com/t:1"}])
+    assert str(e.value) == "pathways:workloads[0].name: 'runs-pathways' is the name of the ad-hoc runs' LocalQueue (pathways:runs); choose another name"
+
+
+def _policy_admits(policy, user, groups, operation, obj, old):
+    request = {"operation": operation, "userInfo": {"username": user, "groups": groups}}
+    spec = policy["spec"]
+    if not all(_evaluate(m["expression"], {"request": request}) for m in spec["matchConditions"]):
+        return True
+    return all(_evaluate(v["expression"], {"object": obj, "oldObject": old, "request": request}) for v in spec["validations"])
+
+
+RUN = {"metadata": {"name": "exp", "labels": {"app.kubernetes.io/managed-by": "pathways-run"}}}
+DECLARED = {"metadata": {"name": "train", "labels": {"app.kubernetes.io/managed-by": "pulumi"}}}
+BARE = {"metadata": {"name": "bare"}}
+
+
+@pytest.mark.parametrize("user,groups,operation,obj,old,admitted", [
+    ("bob@example.com", ["researchers@example.com"], "CREATE", RUN, None, True),
+    ("bob@example.com", ["researchers@example.com"], "CREATE", BARE, None, False),
+    ("bob@example.com", ["researchers@example.com"], "CREATE", DECLARED, None, False),
+    ("bob@example.com", ["researchers@example.com"], "DELETE", None, RUN, True),
+    ("bob@example.com", ["researchers@example.com"], "DELETE", None, DECLARED, False),
+    ("rita@example.com", [], "DELETE", None, DECLARED, False),
+    ("bob@example.com", ["researchers@example.com"], "UPDATE", RUN, DECLARED, False),  # relabelling the stack's JobSet
+    ("bob@example.com", ["researchers@example.com"], "UPDATE", DECLARED, RUN, False),
+    ("admin@example.com", ["platform@example.com"], "DELETE", None, DECLARED, True),  # not a submitter: RBAC decides
+    ("system:serviceaccount:kube-system:generic-garbage-collector", [], "UPDATE", RUN, RUN, True),
+])
+def test_the_submitters_may_touch_runs_only(user, groups, operation, obj, old, admitted):
+    stack = resolve(model())
+    policy = next(o for o in runs_manifest.submitter_access(stack) if o["kind"] == "ValidatingAdmissionPolicy")
+    assert _policy_admits(policy, user, groups, operation, obj, old) is admitted
+
+
+def _workload(conditions, queue="runs-pathways", uid="u1", name="jobset-exp-1"):
+    return {"metadata": {"name": name, "ownerReferences": [{"kind": "JobSet", "uid": uid}], "creationTimestamp": "2026-12-04T10:00:00Z"},
+            "spec": {"queueName": queue}, "status": {"conditions": conditions}}
+
+
+def _cond(kind, status="True", reason="", message=""):
+    return {"type": kind, "status": status, "reason": reason, "message": message}
+
+
+JOBSET = {"metadata": {"name": "exp", "uid": "u1", "creationTimestamp": "2026-12-04T10:00:00Z",
+                       "labels": {"app.kubernetes.io/managed-by": "pathways-run", "kueue.x-k8s.io/queue-name": "runs-pathways",
+                                  "kueue.x-k8s.io/priority-class": "pathways-experiment"}}, "spec": {}}
+WAITING = "couldn't assign flavors to pod set worker: insufficient quota for google.com/tpu in flavor tpu-main, request > maximum capacity (16 > 0)"
+
+
+@pytest.mark.parametrize("jobset_status,conditions,position,want", [
+    ({}, [_cond("QuotaReserved", "False", "Pending", WAITING)], Position(2, 0), ("waiting", "3 in ClusterQueue, 1 in LocalQueue", WAITING)),
+    ({}, [_cond("QuotaReserved"), _cond("Admitted", message="The workload is admitted")], None, ("admitted", "-", "The workload is admitted")),
+    ({}, [_cond("QuotaReserved", "False"), _cond("Evicted", reason="Preempted", message="Preempted to accommodate a workload (UID: x) due to prioritization in the ClusterQueue")],
+     Position(0, 0), ("preempted", "1 in ClusterQueue, 1 in LocalQueue", "Preempted to accommodate a workload (UID: x) due to prioritization in the ClusterQueue")),
+    ({}, [_cond("QuotaReserved"), _cond("Admitted", "False", message="The workload has not all checks ready")], None, ("admission checks", "-", "")),
+    ({"conditions": [_cond("Completed", reason="AllJobsCompleted", message="jobset completed successfully")]}, [_cond("Finished")], None,
+     ("finished", "-", "jobset completed successfully")),
+    ({"conditions": [_cond("Failed", reason="FailedJobs", message="jobset failed due to reaching max number of restarts")]}, [], None,
+     ("failed", "-", "jobset failed due to reaching max number of restarts")),
+])
+def test_list_reads_kueues_and_the_jobset_controllers_conditions(jobset_status, conditions, position, want):
+    js = {**JOBSET, "status": jobset_status}
+    assert state(js, _workload(conditions), True, position) == want
+
+
+def test_list_rows_join_each_jobset_to_its_kueue_workload_and_say_whose_it_is():
+    declared = {"metadata": {"name": "train", "uid": "u0", "creationTimestamp": "2026-12-04T09:00:00Z",
+                             "labels": {"app.kubernetes.io/managed-by": "pulumi", "kueue.x-k8s.io/queue-name": "train"}}, "spec": {}}
+    found = rows([JOBSET, declared], [_workload([_cond("QuotaReserved", "False", message=WAITING)]),
+                                      _workload([_cond("Admitted")], queue="train", uid="u0", name="jobset-train-1")],
+                 {"jobset-exp-1": Position(0, 0)}, True, now=1_796_378_400.0)
+    assert [(r.name, r.owner, r.state, r.queue, r.position) for r in found] == [
+        ("train", "stack", "admitted", "train", "-"), ("exp", "run", "waiting", "runs-pathways", "1 in ClusterQueue, 1 in LocalQueue")]
+    text = table(found)
+    assert text.splitlines()[0].split() == ["NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY"]
+    # without Kueue, a JobSet is what its own spec says
+    assert state(JOBSET, None, False, None) == ("running", "-", "")
+    assert state(JOBSET, None, True, None) == ("created", "-", "Kueue has not made its Workload yet")
+
+
+def _cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "infra.run", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_submit_dry_run_prints_the_jobset_and_a_bad_flag_is_one_error_line(tmp_path):
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
+    ok = _cli("submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1", "--env", "A=1", "--dry-run", "--", "python3", "-m", "t")
+    assert ok.returncode == 0, ok.stderr
+    js = yaml.safe_load(ok.stdout)
+    assert js["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pathways-run" and "&id" not in ok.stdout
+    head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert next(c for c in head["containers"] if c["name"] == "jax-program")["command"] == ["python3", "-m", "t"]
+    bad = _cli("submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:latest", "--dry-run")
+    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "error: run.image: 'example.com/t:latest' is not pinned; give an explicit tag (not latest) or a @sha256 digest\n")
+    env = _cli("submit", "--config", str(path), "--name", "exp", "--env", "NOEQUALS", "--dry-run")
+    assert (env.returncode, env.stderr) == (2, "error: --env 'NOEQUALS' is not NAME=VALUE\n")
+    spec = tmp_path / "run.yaml"
+    spec.write_text("name: from-file\nimage: example.com/t:1\ncommand: [python3, f.py]\nslices: 1\n")
+    from_file = _cli("submit", "--config", str(path), "--spec", str(spec), "--slices", "2", "--dry-run")
+    assert from_file.returncode == 0, from_file.stderr
+    assert yaml.safe_load(from_file.stdout)["spec"]["replicatedJobs"][1]["replicas"] == 2  # a flag overrides the file
+
+
+def test_the_cluster_commands_need_kubectl_and_say_so(tmp_path):
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
+    proc = subprocess.run([sys.executable, "-m", "infra.run", "list", "--config", str(path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+    assert (proc.returncode, proc.stderr) == (1, "error: kubectl not found on PATH; install it (gcloud components install kubectl) or set KUBECTL\n")
+
+
+def test_a_notebook_run_is_jupyterlab_on_the_heads_loopback_and_takes_no_command(tmp_path):
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
+    ok = _cli("submit", "--config", str(path), "--name", "nb", "--notebook", "--image", "example.com/jupyter-jax:1", "--dry-run")
+    assert ok.returncode == 0, ok.stderr
+    js = yaml.safe_load(ok.stdout)
+    assert js["metadata"]["annotations"]["pathways/notebook-port"] == "8888"
+    head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    program = next(c for c in head["containers"] if c["name"] == "jax-program")
+    # loopback only: the head pod is hostNetwork, so any other address would be the node's, open to the VPC
+    assert program["command"] == ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser"]
+    # the kernel reaches the run's own proxy on the head, in the cluster (ALTS between Google Cloud machines)
+    assert {"name": "JAX_BACKEND_TARGET", "value": "grpc://$(PATHWAYS_HEAD):29000"} in program["env"]
+    both = _cli("submit", "--config", str(path), "--name", "nb", "--notebook", "--image", "example.com/jupyter-jax:1", "--dry-run", "--", "python3", "x.py")
+    assert (both.returncode, both.stderr) == (2, "error: --notebook runs JupyterLab as the program of a batch run: give no command or mode\n")

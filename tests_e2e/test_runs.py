@@ -1,0 +1,137 @@
+"""Ad-hoc runs (python -m infra.run) on the stack the real `pulumi up` deployed, as a researcher listed in
+runs.submitters (a client certificate in that group): the run's JobSet passes the guards and Kueue and its pods
+run where the stack's own run; a second waits and `list` says why and where it stands (Kueue's visibility API);
+`pulumi up` leaves both alone; the submitter cannot touch the stack's own JobSet; `delete` removes a run and its
+pods, and the one that waited is admitted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import config_with
+from tests_e2e.conftest import expect_no_changes
+from tests_e2e.helpers import is_true, nodes, pods, wait_running, workload
+from tools.cluster.deploy import existing_mode
+from tools.cluster.local import ROOT, LocalCluster
+
+VERSION = "jax-0.7.2"
+RESEARCHERS = "researchers@example.com"
+IMAGE = "example.com/trainer:1"
+# one declared training run on one of the two v6e-16 slices (4 hosts each); room for two runs' heads
+CONFIG = config_with(pathwaysVersion=VERSION, runs={"submitters": [{"name": RESEARCHERS}], "headNodes": 2},
+                     workloads=[{"name": "train", "image": IMAGE, "slices": 1}])
+
+
+def run(cluster: LocalCluster, stack_file: Path, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command, rest = args[0], args[1:]
+    return subprocess.run([sys.executable, "-m", "infra.run", command, "--config", str(stack_file), "--kubeconfig", str(kubeconfig), *rest],
+                          cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=300)
+
+
+def session(cluster: LocalCluster, title: str, proc: subprocess.CompletedProcess[str]) -> None:
+    """Keep what the commands printed (docs/runs.md quotes this session) in the tier's work directory."""
+    with open(cluster.workdir / "runs-session.txt", "a", encoding="utf-8") as out:
+        out.write(f"$ python -m infra.run {title}\n{proc.stdout}{proc.stderr}\n")
+
+
+def listed(cluster: LocalCluster, stack_file: Path, kubeconfig: Path) -> dict[str, dict[str, str]]:
+    proc = run(cluster, stack_file, kubeconfig, "list", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "", proc.stderr  # the visibility API answered
+    return {row["name"]: row for row in map(json.loads, proc.stdout.splitlines())}
+
+
+@pytest.fixture(scope="module")
+def deployed(cluster, stacks, tmp_path_factory):
+    stacks.use("runs", CONFIG)
+    wait_running(cluster, "pathways", "train", 1 + 4)
+    # the stack file a user of this cluster has: the same config, on the cluster made elsewhere
+    stack_file = tmp_path_factory.mktemp("runs") / "Pulumi.runs.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": existing_mode(CONFIG, cluster)}))
+    rita = cluster.user_kubeconfig("rita@example.com", (RESEARCHERS,))
+    yield stack_file, rita
+    # what docs/runs.md says to do before `pulumi destroy`: Kueue keeps a ClusterQueue while it has admitted workloads
+    cleared = run(cluster, stack_file, rita, "delete", "--all")
+    assert cleared.returncode == 0, cleared.stderr
+    assert not [j for j in cluster.get("jobsets", "-n", "pathways")["items"] if j["metadata"]["name"].startswith("exp-")]
+
+
+def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_the_stacks_own(cluster, stacks, deployed):
+    stack_file, rita = deployed
+    train_uid = cluster.get("jobset", "-n", "pathways", "train")["metadata"]["uid"]
+
+    submitted = run(cluster, stack_file, rita, "submit", "--name", "exp-a", "--image", IMAGE, "--slices", "1", "--", "python3", "train.py")
+    assert submitted.returncode == 0, submitted.stderr
+    assert "run exp-a submitted to pathways on queue runs-pathways" in submitted.stdout
+    session(cluster, "submit --stack runs --name exp-a --image example.com/trainer:1 --slices 1 -- python3 train.py", submitted)
+    # the JobSet controller made the pods (so the guards admitted them) and the scheduler put them where the
+    # stack's own go: the head on a head node, the workers on one slice of the group
+    running = wait_running(cluster, "pathways", "exp-a", 1 + 4)
+    labels = nodes(cluster)
+    heads = [p for p in running if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head"]
+    assert [labels[p["spec"]["nodeName"]].get("pathways/role") for p in heads] == ["head"]
+    pools = {labels[p["spec"]["nodeName"]]["cloud.google.com/gke-nodepool"] for p in running if p not in heads}
+    assert len(pools) == 1 and {labels[p["spec"]["nodeName"]].get("pathways/slice-group") for p in running if p not in heads} == {"main"}
+    admitted = workload(cluster, "pathways", "exp-a")
+    assert is_true(admitted, "Admitted") and admitted["status"]["admission"]["clusterQueue"] == "pathways"
+    assert admitted["spec"]["queueName"] == "runs-pathways" and admitted["spec"]["priority"] == 100_000  # pathways-experiment
+    assert {p["metadata"]["annotations"].get("pathways/submitted-by") for p in [cluster.get("jobset", "-n", "pathways", "exp-a")]} == {"rita@example.com"}
+
+    # the group's two slices are taken (train, exp-a): a second run waits, and list says why and where
+    assert run(cluster, stack_file, rita, "submit", "--name", "exp-b", "--image", IMAGE, "--slices", "1", "--", "python3", "b.py").returncode == 0
+    cluster.wait_for("exp-b pending in Kueue", lambda: (lambda w: w and not is_true(w, "QuotaReserved") and (w.get("status") or {}).get("conditions"))(
+        workload(cluster, "pathways", "exp-b")))
+    rows = cluster.wait_for("exp-b's place in line", lambda: (lambda r: r if r["exp-b"]["position"] != "-" else None)(listed(cluster, stack_file, rita)))
+    assert (rows["train"]["owner"], rows["train"]["state"]) == ("stack", "admitted")
+    assert (rows["exp-a"]["owner"], rows["exp-a"]["state"]) == ("run", "admitted")
+    assert (rows["exp-b"]["owner"], rows["exp-b"]["state"], rows["exp-b"]["position"]) == ("run", "waiting", "1 in ClusterQueue, 1 in LocalQueue")
+    assert "insufficient unused quota for google.com/tpu in flavor tpu-main, 16 more needed" in rows["exp-b"]["why"], rows["exp-b"]
+    assert not pods(cluster, "pathways", "exp-b")
+    text = run(cluster, stack_file, rita, "list")
+    session(cluster, "list --stack runs", text)
+    assert text.stdout.splitlines()[0].split() == ["NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY"]
+    assert [line.split()[:3] for line in text.stdout.splitlines()[1:]] == [["train", "stack", "admitted"], ["exp-a", "run", "admitted"], ["exp-b", "run", "waiting"]]
+
+    # the stack's `pulumi up` neither sees nor touches the runs: no change proposed, both still there
+    expect_no_changes(stacks.current)
+    up = stacks.current.run.cli("up", "--yes", "--skip-preview")
+    assert up.returncode == 0, up.output[-3000:]
+    assert {j["metadata"]["name"] for j in cluster.get("jobsets", "-n", "pathways")["items"]} == {"train", "exp-a", "exp-b"}
+    assert cluster.get("jobset", "-n", "pathways", "train")["metadata"]["uid"] == train_uid
+
+    # the submitter's Role names every JobSet; the policy keeps it to runs
+    refused = cluster.kubectl("delete", "jobset", "-n", "pathways", "train", kubeconfig=rita, check=False)
+    assert refused.returncode != 0 and "pathways-runs-only" in refused.stderr and "ad-hoc runs only" in refused.stderr, refused.stderr
+    not_a_run = run(cluster, stack_file, rita, "delete", "train")
+    assert not_a_run.returncode == 1 and "train is not an ad-hoc run" in not_a_run.stderr
+    session(cluster, "delete --stack runs train", not_a_run)
+    unlabelled = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "sneaky", "namespace": "pathways"},
+                  "spec": {"replicatedJobs": []}}
+    sneaky = cluster.apply([unlabelled], server_side=False, kubeconfig=rita, check=False)
+    assert sneaky.returncode != 0 and "pathways-runs-only" in sneaky.stderr, sneaky.stderr
+
+    # describe gathers what support needs into one file
+    out = stack_file.parent / "exp-b.yaml"
+    described = run(cluster, stack_file, rita, "describe", "exp-b", "--out", str(out))
+    assert described.returncode == 0, described.stderr
+    session(cluster, "describe --stack runs exp-b --out exp-b.yaml", described)
+    bundle = yaml.safe_load(out.read_text())
+    assert bundle["jobset"]["metadata"]["name"] == "exp-b" and bundle["kueueWorkload"]["spec"]["queueName"] == "runs-pathways"
+    assert bundle["pendingWorkloads"][0]["positionInClusterQueue"] == 0
+
+    # delete removes the run with its pods; Kueue then admits the one that waited
+    deleted = run(cluster, stack_file, rita, "delete", "exp-a")
+    assert deleted.returncode == 0, deleted.stderr
+    session(cluster, "delete --stack runs exp-a", deleted)
+    assert cluster.kubectl("get", "jobset", "-n", "pathways", "exp-a", check=False).returncode != 0
+    assert not pods(cluster, "pathways", "exp-a")
+    wait_running(cluster, "pathways", "exp-b", 1 + 4)
+    assert listed(cluster, stack_file, rita)["exp-b"]["state"] == "admitted"
+    session(cluster, "list --stack runs", run(cluster, stack_file, rita, "list"))
+    assert run(cluster, stack_file, rita, "delete", "exp-b").returncode == 0
