@@ -85,7 +85,7 @@ def test_text_plan_shows_tree_and_summary(capsys):
     assert "nodeConfig.machineType: ct6e-standard-4t" in out
     # summary first: the stack's shape, cost and outputs come before the tree
     assert out.index("Slice groups:") < out.index("Outputs (in full") < out.index("Deploy time:") < out.index("+ pathways:gcp:GkeCluster")
-    assert "kubectl -n pathways port-forward $(kubectl -n pathways get pods -l jobset.sigs.k8s.io/jobset-name=notebook," in out
+    assert "interactive.notebook.clientEnv: JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://notebook-pathways-head-0-0." in out
     assert "      replicatedJobs: pathways-head x1, worker x1" in out
     # key inputs beyond the essential ones only with --verbose
     assert "privateClusterConfig.enablePrivateNodes" not in out

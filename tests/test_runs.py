@@ -4,6 +4,8 @@ The real controllers' side is tests_e2e/test_runs.py."""
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
 
@@ -14,7 +16,7 @@ from components.manifests import runs as runs_manifest
 from components.model.config import ConfigError, as_run, load, load_run, resolve
 from infra.offline.render import manifests
 from infra.run.status import Position, rows, state, table
-from tests.conftest import config_with, plan_of, write_stack_file
+from tests.conftest import config_with, plan_of, stack_plan, write_stack_file
 from tests.test_security import _evaluate
 from tools.cluster.local import ROOT
 
@@ -241,3 +243,29 @@ def test_a_notebook_run_is_jupyterlab_on_the_heads_loopback_and_takes_no_command
     assert {"name": "JAX_BACKEND_TARGET", "value": "grpc://$(PATHWAYS_HEAD):29000"} in program["env"]
     both = _cli("submit", "--config", str(path), "--name", "nb", "--notebook", "--image", "example.com/jupyter-jax:1", "--dry-run", "--", "python3", "x.py")
     assert (both.returncode, both.stderr) == (2, "error: --notebook runs JupyterLab as the program of a batch run: give no command or mode\n")
+
+
+def test_the_error_lines_docs_runs_md_quotes_are_what_submit_prints():
+    text = (ROOT / "docs" / "runs.md").read_text()
+    examples = re.findall(r"^\$ (python -m infra\.run submit --stack dev [^\n]*)\n(error: [^\n]*)$", text, re.M)
+    assert len(examples) == 3
+    for command, error in examples:
+        proc = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert (proc.returncode, proc.stderr) == (2, error + "\n"), command
+
+
+def test_the_policy_pack_refuses_a_wider_runs_role_and_an_open_binding():
+    from infra.offline.policy_runner import run_policies
+    from policies.rules import ALL_POLICIES
+    from tests.test_policies import mutate
+
+    plan = stack_plan("dev")
+    assert [v for v in run_policies(plan, ALL_POLICIES) if v.policy == "pathways-service-access"] == []
+    wider = mutate(plan, "kubernetes:rbac.authorization.k8s.io/v1:Role", "runs-role-pathways-runs", "rules.3.verbs", ["get", "list", "watch", "create"])
+    assert [v.message for v in run_policies(wider, ALL_POLICIES) if v.policy == "pathways-service-access"] == [
+        "Role pathways-runs grants create events, create pods, beyond what ad-hoc runs' submitters (python -m infra.run) use; remove those rules"]
+    opened = mutate(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "runs-clusterrolebinding-pathways-runs-nodes",
+                    "subjects.0.name", "system:authenticated")
+    assert [v.message for v in run_policies(opened, ALL_POLICIES) if v.policy == "pathways-service-access"] == [
+        "ClusterRoleBinding pathways-runs-nodes binds system:authenticated: everyone could run programs on the stack's TPUs; "
+        "bind named users or groups"]

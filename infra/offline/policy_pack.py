@@ -30,6 +30,7 @@ DOMAIN_MODULES = (
     "components/manifests/guardrails.py",
     "components/manifests/kueue.py",
     "components/manifests/pod_security.py",
+    "components/manifests/runs.py",
     "components/manifests/service_access.py",
 )
 
