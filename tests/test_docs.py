@@ -246,7 +246,8 @@ def test_the_exit_codes_the_docs_state_are_the_tools():
 
 
 # Keyed by data, not by fields: stack outputs, resource inputs and options, images by container, labels, changed values.
-OPAQUE = {"outputs", "resources[].inputs", "resources[].options", "summary.workloads[].images", "summary.labels", "changes[].values"}
+OPAQUE = {"outputs", "resources[].inputs", "resources[].options", "summary.workloads[].images", "summary.labels", "summary.runs.queues",
+          "changes[].values"}
 
 
 def _objects(value, path: str = "", out: dict[str, set[str]] | None = None) -> dict[str, set[str]]:

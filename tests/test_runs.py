@@ -130,27 +130,73 @@ def _policy_admits(policy, user, groups, operation, obj, old):
     return all(_evaluate(v["expression"], {"object": obj, "oldObject": old, "request": request}) for v in spec["validations"])
 
 
-RUN = {"metadata": {"name": "exp", "labels": {"app.kubernetes.io/managed-by": "pathways-run"}}}
+def _run(**changes):
+    """A run's JobSet as the command builds it, with `changes` applied: {"label": (key, value|None)} or a pod edit."""
+    js = run_object({"name": "exp", "image": "example.com/t:1"}, workloads=[{"name": "train", "image": "example.com/t:1"}])
+    for key, value in changes.get("labels", {}).items():
+        if value is None:
+            js["metadata"]["labels"].pop(key)
+        else:
+            js["metadata"]["labels"][key] = value
+    if "name" in changes:
+        js["metadata"]["name"] = changes["name"]
+    pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    changes.get("pod", lambda p: None)(pod)
+    return js
+
+
+def _secret_env(pod):
+    next(c for c in pod["containers"] if c["name"] == "jax-program")["env"].append(
+        {"name": "T", "valueFrom": {"secretKeyRef": {"name": "train-env", "key": "T"}}})
+
+
+def _secret_volume(pod):
+    pod.setdefault("volumes", []).append({"name": "s", "secret": {"secretName": "train-profiling-token"}})
+
+
+def _token(pod):
+    pod["automountServiceAccountToken"] = True
+
+
+def _serving_pods(pod):
+    pod["priorityClassName"] = "pathways-serving"
+
+
+RUN = _run()
 DECLARED = {"metadata": {"name": "train", "labels": {"app.kubernetes.io/managed-by": "pulumi"}}}
-BARE = {"metadata": {"name": "bare"}}
+BARE = {"metadata": {"name": "bare"}, "spec": {"replicatedJobs": []}}
+TEAM = ("bob@example.com", ["researchers@example.com"])
 
 
 @pytest.mark.parametrize("user,groups,operation,obj,old,admitted", [
-    ("bob@example.com", ["researchers@example.com"], "CREATE", RUN, None, True),
-    ("bob@example.com", ["researchers@example.com"], "CREATE", BARE, None, False),
-    ("bob@example.com", ["researchers@example.com"], "CREATE", DECLARED, None, False),
-    ("bob@example.com", ["researchers@example.com"], "DELETE", None, RUN, True),
-    ("bob@example.com", ["researchers@example.com"], "DELETE", None, DECLARED, False),
+    (*TEAM, "CREATE", RUN, None, True),
+    (*TEAM, "CREATE", BARE, None, False),
+    (*TEAM, "CREATE", DECLARED, None, False),
+    (*TEAM, "CREATE", _run(labels={"kueue.x-k8s.io/queue-name": None}), None, False),  # Kueue would ignore it
+    (*TEAM, "CREATE", _run(labels={"kueue.x-k8s.io/queue-name": "train"}), None, False),  # a declared workload's queue
+    (*TEAM, "CREATE", _run(labels={"kueue.x-k8s.io/priority-class": "pathways-serving"}), None, False),
+    (*TEAM, "CREATE", _run(name="train"), None, False),  # the next pulumi up would fail on it
+    (*TEAM, "CREATE", _run(pod=_secret_env), None, False),  # its log could print the stack's Secret
+    (*TEAM, "CREATE", _run(pod=_secret_volume), None, False),
+    (*TEAM, "CREATE", _run(pod=_token), None, False),
+    (*TEAM, "CREATE", _run(pod=_serving_pods), None, False),  # the scheduler would preempt serving for it
+    (*TEAM, "DELETE", None, RUN, True),
+    (*TEAM, "DELETE", None, DECLARED, False),
     ("rita@example.com", [], "DELETE", None, DECLARED, False),
-    ("bob@example.com", ["researchers@example.com"], "UPDATE", RUN, DECLARED, False),  # relabelling the stack's JobSet
-    ("bob@example.com", ["researchers@example.com"], "UPDATE", DECLARED, RUN, False),
+    (*TEAM, "UPDATE", RUN, DECLARED, False),  # relabelling the stack's JobSet
+    (*TEAM, "UPDATE", DECLARED, RUN, False),
     ("admin@example.com", ["platform@example.com"], "DELETE", None, DECLARED, True),  # not a submitter: RBAC decides
     ("system:serviceaccount:kube-system:generic-garbage-collector", [], "UPDATE", RUN, RUN, True),
 ])
 def test_the_submitters_may_touch_runs_only(user, groups, operation, obj, old, admitted):
-    stack = resolve(model())
+    stack = resolve(model(workloads=[{"name": "train", "image": "example.com/t:1"}]))
     policy = next(o for o in runs_manifest.submitter_access(stack) if o["kind"] == "ValidatingAdmissionPolicy")
     assert _policy_admits(policy, user, groups, operation, obj, old) is admitted
+
+
+def test_the_policy_comes_before_the_access_it_guards():
+    kinds = [o["kind"] for o in runs_manifest.submitter_access(resolve(model()))]
+    assert kinds == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
 
 
 def _workload(conditions, queue="runs-pathways", uid="u1", name="jobset-exp-1"):
@@ -173,7 +219,11 @@ WAITING = "couldn't assign flavors to pod set worker: insufficient quota for goo
     ({}, [_cond("QuotaReserved"), _cond("Admitted", message="The workload is admitted")], None, ("admitted", "-", "The workload is admitted")),
     ({}, [_cond("QuotaReserved", "False"), _cond("Evicted", reason="Preempted", message="Preempted to accommodate a workload (UID: x) due to prioritization in the ClusterQueue")],
      Position(0, 0), ("preempted", "1 in ClusterQueue, 1 in LocalQueue", "Preempted to accommodate a workload (UID: x) due to prioritization in the ClusterQueue")),
-    ({}, [_cond("QuotaReserved"), _cond("Admitted", "False", message="The workload has not all checks ready")], None, ("admission checks", "-", "")),
+    ({}, [_cond("QuotaReserved"), _cond("Admitted", "False", message="The workload has not all checks ready")], None,
+     ("admission checks", "-", "The workload has not all checks ready")),
+    # while its pods go, a preempted workload is still Admitted: Evicted decides
+    ({}, [_cond("QuotaReserved"), _cond("Admitted"), _cond("Evicted", reason="Preempted", message="Preempted to accommodate a workload")],
+     None, ("preempted", "-", "Preempted to accommodate a workload")),
     ({"conditions": [_cond("Completed", reason="AllJobsCompleted", message="jobset completed successfully")]}, [_cond("Finished")], None,
      ("finished", "-", "jobset completed successfully")),
     ({"conditions": [_cond("Failed", reason="FailedJobs", message="jobset failed due to reaching max number of restarts")]}, [], None,

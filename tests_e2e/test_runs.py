@@ -115,6 +115,18 @@ def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_th
                   "spec": {"replicatedJobs": []}}
     sneaky = cluster.apply([unlabelled], server_side=False, kubeconfig=rita, check=False)
     assert sneaky.returncode != 0 and "pathways-runs-only" in sneaky.stderr, sneaky.stderr
+    # a run made by hand is held to what the command makes: queued by Kueue, no Secret in its pods
+    printed = run(cluster, stack_file, rita, "submit", "--name", "by-hand", "--image", IMAGE, "--dry-run")
+    unqueued = yaml.safe_load(printed.stdout)
+    del unqueued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    refused = cluster.apply([unqueued], server_side=False, kubeconfig=rita, check=False)
+    assert refused.returncode != 0 and "a run is queued by Kueue" in refused.stderr, refused.stderr
+    leaking = yaml.safe_load(printed.stdout)
+    head = leaking["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    next(c for c in head["containers"] if c["name"] == "jax-program")["env"].append(
+        {"name": "T", "valueFrom": {"secretKeyRef": {"name": "train-env", "key": "T"}}})
+    refused = cluster.apply([leaking], server_side=False, kubeconfig=rita, check=False)
+    assert refused.returncode != 0 and "a run's pods hold no Secret" in refused.stderr, refused.stderr
 
     # describe gathers what support needs into one file
     out = stack_file.parent / "exp-b.yaml"

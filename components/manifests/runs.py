@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.resolved import ResolvedStack, ResolvedWorkload
-from ..model.runs import MANAGED_BY_LABEL, RUN_MANAGER, run_queue
+from ..model.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue
 from ..model.workload import ServiceClient
 from .jobset import jobset
+from .kueue import PRIORITY_LABEL, QUEUE_LABEL
 
 ROLE = "pathways-runs"
 RBAC = "rbac.authorization.k8s.io"
@@ -46,12 +47,14 @@ def _subjects(submitters: list[ServiceClient]) -> list[dict[str, Any]]:
 
 
 def submitter_access(stack: ResolvedStack) -> list[dict[str, Any]]:
-    """The Role, ClusterRole and their bindings for runs.submitters ([] when none are listed)."""
+    """The policy that keeps runs.submitters to runs, then their Role, ClusterRole and bindings ([] when none are
+    listed): the policy first, so no moment grants the Role without it (and destroy removes it last)."""
     if stack.runs is None or not stack.runs.submitters:
         return []
     subjects = _subjects(stack.runs.submitters)
     ns = stack.namespace
     return [
+        *runs_only_policy(stack),
         {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": ROLE, "namespace": ns},
          "rules": [dict(r) for r in ROLE_RULES]},
         {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": {"name": ROLE, "namespace": ns},
@@ -60,7 +63,6 @@ def submitter_access(stack: ResolvedStack) -> list[dict[str, Any]]:
          "rules": [dict(r) for r in NODE_RULES]},
         {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": f"{ROLE}-nodes"},
          "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": f"{ROLE}-nodes"}, "subjects": subjects},
-        *runs_only_policy(stack),
     ]
 
 
@@ -68,8 +70,31 @@ def _cel_list(values: list[str]) -> str:
     return "[" + ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values) + "]"
 
 
+def _label_is(obj: str, key: str, values: list[str]) -> str:
+    return f"(has({obj}.metadata.labels) && '{key}' in {obj}.metadata.labels && {obj}.metadata.labels['{key}'] in {_cel_list(values)})"
+
+
+# What a run's pod may not hold: a Secret (by env, envFrom or volume) or a service-account token (the Role reads
+# no Secret, so a run could print one through its log), another service account, a priority above the runs'.
+# containers and initContainers are different CEL types: each list is checked on its own.
+_NO_SECRET_ENV = ("c, (!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef))) && "
+                  "(!has(c.envFrom) || c.envFrom.all(f, !has(f.secretRef)))")
+
+
+def _pod_rules(priorities: list[str]) -> str:
+    p = "rj.template.spec.template.spec"
+    return (f"object.spec.replicatedJobs.all(rj, "
+            f"(!has({p}.serviceAccountName) || {p}.serviceAccountName == 'default') && "
+            f"has({p}.automountServiceAccountToken) && !{p}.automountServiceAccountToken && "
+            f"(!has({p}.volumes) || {p}.volumes.all(v, !has(v.secret) && !has(v.projected))) && "
+            f"(!has({p}.priorityClassName) || {p}.priorityClassName in {_cel_list(priorities)}) && "
+            f"{p}.containers.all({_NO_SECRET_ENV}) && (!has({p}.initContainers) || {p}.initContainers.all({_NO_SECRET_ENV})))")
+
+
 def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
-    """The submitters may create, change and delete JobSets labelled as runs only (their Role names every JobSet)."""
+    """What the submitters may do with JobSets (their Role names every JobSet; RBAC has no label scope): create,
+    change and delete those labelled as runs only; and a run they create, by the command or by hand, is queued on a
+    run queue at a run priority, is not named like a declared workload, and holds no Secret and no token."""
     assert stack.runs is not None
     users = [s.name for s in stack.runs.submitters if s.kind == "User"]
     groups = [s.name for s in stack.runs.submitters if s.kind == "Group"]
@@ -77,10 +102,29 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
         *([f"request.userInfo.username in {_cel_list(users)}"] if users else []),
         *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)}))"] if groups else []),
     ])
-    def is_run(obj: str) -> str:
-        label = f"'{MANAGED_BY_LABEL}'"
-        return f"(has({obj}.metadata.labels) && {label} in {obj}.metadata.labels && {obj}.metadata.labels[{label}] == '{RUN_MANAGER}')"
 
+    def is_run(obj: str) -> str:
+        return _label_is(obj, MANAGED_BY_LABEL, [RUN_MANAGER])
+
+    priorities = [f"pathways-{p}" for p in RUN_PRIORITIES]
+    declared = [w.name for w in stack.workloads if w.namespace == stack.namespace]
+    queues = sorted(set(stack.run_queues.values()))
+    writing = "request.operation == 'DELETE' || "
+    validations = [
+        # a DELETE has no object, a CREATE no oldObject; an UPDATE may neither take a JobSet in nor out of runs
+        {"expression": (f"request.operation == 'DELETE' ? {is_run('oldObject')} : "
+                        f"{is_run('object')} && (request.operation == 'CREATE' || {is_run('oldObject')})"),
+         "message": f"runs.submitters may create, change and delete ad-hoc runs only (JobSets labelled {MANAGED_BY_LABEL}={RUN_MANAGER})"},
+        *([{"expression": writing + _label_is("object", QUEUE_LABEL, queues),
+            "message": f"a run is queued by Kueue: label it {QUEUE_LABEL} with a run queue ({', '.join(queues)})"}] if queues else []),
+        {"expression": writing + _label_is("object", PRIORITY_LABEL, priorities),
+         "message": f"a run's priority is one of {', '.join(priorities)} (label {PRIORITY_LABEL})"},
+        *([{"expression": writing + f"!(object.metadata.name in {_cel_list(declared)})",
+            "message": "a run may not take the name of a workload the stack declares"}] if declared else []),
+        {"expression": writing + _pod_rules(priorities),
+         "message": ("a run's pods hold no Secret (env, envFrom, volume), no service-account token (automountServiceAccountToken: "
+                     f"false, the default account, no projected volume) and a priority class among {', '.join(priorities)}")},
+    ]
     return [
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": POLICY},
          "spec": {
@@ -89,13 +133,7 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
                  "apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "resources": ["jobsets"],
                  "operations": ["CREATE", "UPDATE", "DELETE"]}]},
              "matchConditions": [{"name": "submitter", "expression": who}],
-             # a DELETE has no object, a CREATE no oldObject; an UPDATE may neither take a JobSet in nor out of runs
-             "validations": [{
-                 "expression": (f"request.operation == 'DELETE' ? {is_run('oldObject')} : "
-                                f"{is_run('object')} && (request.operation == 'CREATE' || {is_run('oldObject')})"),
-                 "message": f"runs.submitters may create, change and delete ad-hoc runs only (JobSets labelled {MANAGED_BY_LABEL}={RUN_MANAGER})",
-                 "reason": "Forbidden",
-             }],
+             "validations": [{**v, "reason": "Forbidden"} for v in validations],
          }},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": POLICY},
          "spec": {"policyName": POLICY, "validationActions": ["Deny"],

@@ -366,9 +366,9 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
         raise ConfigError(problems)
     index = len(cfg.workloads)
     prefix = config_key(("workloads", index))
-    raw = {"priority": cfg.runs.priority, "ttlSecondsAfterFinished": cfg.runs.ttl_seconds_after_finished, **spec}
-    if raw.get("mode", "batch") != "batch":
-        raw.pop("ttlSecondsAfterFinished")  # a batch key: an interactive run ends when it is deleted
+    raw = {"priority": cfg.runs.priority, **spec}
+    if raw.get("mode", "batch") == "batch" and "ttlSecondsAfterFinished" not in raw:
+        raw["ttlSecondsAfterFinished"] = cfg.runs.ttl_seconds_after_finished  # an interactive run ends when deleted
     try:
         workload = Workload.model_validate(raw)
     except ValidationError as e:

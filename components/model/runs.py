@@ -26,7 +26,7 @@ RUN_QUEUE_PREFIX = "runs-"
 RUN_KEYS = (
     "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
     "maxRestarts", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
-    "ttlSecondsAfterFinished", "subdomain",
+    "ttlSecondsAfterFinished",
 )
 RUN_MODES = ("batch", "interactive")
 RUN_PRIORITIES = ("training", "interactive", "experiment")
@@ -36,8 +36,8 @@ class Runs(_Model):
     """Ad-hoc runs (python -m infra.run): their queues, head-pool room and who may submit them."""
 
     head_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL_ZONE, description=(
-        "Head-pool nodes for ad-hoc runs' head pods, beside one per declared workload (one head pod a node); Kueue "
-        "queues a run whose head finds no room. Ignored when headPool.nodeCount is set."))
+        "Head-pool nodes for ad-hoc runs' head pods, beside the declared workloads' (one head pod a node); Kueue counts "
+        "them as CPU and memory. Ignored when headPool.nodeCount is set."))
     priority: Literal["training", "interactive", "experiment"] = Field(default="experiment", description=(
         "A run's priority unless it asks for another: experiment, the lowest, so declared workloads preempt runs."))
     ttl_seconds_after_finished: int = Field(default=7 * 86400, ge=0, le=INT32_MAX, description=(

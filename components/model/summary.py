@@ -81,6 +81,10 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
             "localCheckpointDirectory": stack.mtc.mount_path, "machineTypes": list(stack.mtc.machine_types),
             "workloads": [w.name for w in stack.workloads if w.mtc_mount_path],
         } if stack.mtc else None,
+        "runs": {
+            "namespace": stack.namespace, "queues": dict(stack.run_queues), "headNodes": stack.runs.head_nodes,
+            "priority": stack.runs.priority, "submitters": [s.name for s in stack.runs.submitters],
+        } if stack.runs else None,
         "workloads": workloads,
         "labels": dict(stack.labels),
         "totals": {
@@ -202,6 +206,12 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         rows.append(["proxy", s["proxyPool"]["machineType"], str(s["proxyPool"]["nodes"])])
     lines += _table(rows)
     lines += ["", "Buckets:"] + [f"  {b['name']}: {b['holds']}" for b in s["buckets"]]
+    runs = s["runs"]
+    if runs:
+        queues = ", ".join(sorted(set(runs["queues"].values()))) or "none (no Kueue)"
+        lines += ["", f"Ad-hoc runs (python -m infra.run, docs/runs.md): in {runs['namespace']} on queue {queues}, "
+                      f"{runs['headNodes']} head node(s) of their own, priority {runs['priority']} unless asked; submitters: "
+                      f"{', '.join(runs['submitters']) or 'none listed (only those with rights of their own in ' + runs['namespace'] + ')'}"]
     mtc = s["multiTierCheckpointing"]
     if mtc:
         lines += ["", f"Multi-tier checkpointing: a {mtc['inMemoryVolumeSize']} RAM disk on every TPU host of "

@@ -128,6 +128,8 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None:
             spec[key] = value
     if args.env:
+        if not isinstance(spec.get("env") or {}, dict):
+            raise StackFileError(f"--spec {shown(args.spec)}: env is a mapping of NAME: value")
         env = dict(spec.get("env") or {})
         for item in args.env:
             name, sep, value = item.partition("=")
@@ -302,6 +304,8 @@ def _notebook(args: argparse.Namespace, cfg: Any) -> int:
         raise KubeError(f"run {args.run}'s head is not running yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
     print(f"forwarding 127.0.0.1:{args.port} to JupyterLab on {pod['metadata']['name']}; the URL with its token: "
           f"python -m infra.run logs --stack {cfg.stack} {args.run}. Ctrl-C ends it.", flush=True)
+    if not str(port).isdigit():
+        raise KubeError(f"run {args.run}'s {NOTEBOOK_ANNOTATION} annotation {str(port)[:20]!r} is not a port")
     return kube.port_forward(ns, pod["metadata"]["name"], args.port, int(port))
 
 
@@ -323,6 +327,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return _fail(e, EXIT_INVALID)
     except KubeError as e:
         return _fail(e, EXIT_CLUSTER)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ import sys
 from typing import Any, Optional, Union
 
 # kubectl's own wait for a deletion with --wait (its default is forever); a JobSet's pods end within their grace period
-DELETE_TIMEOUT = "5m"
+DELETE_TIMEOUT_SECONDS = 300
+DELETE_TIMEOUT = f"{DELETE_TIMEOUT_SECONDS}s"
 
 
 class KubeError(RuntimeError):
@@ -30,18 +31,27 @@ class Kubectl:
             raise KubeError("kubectl not found on PATH; install it (gcloud components install kubectl) or set KUBECTL")
         self.base = [binary, *([f"--kubeconfig={kubeconfig}"] if kubeconfig else []), *([f"--context={context}"] if context else [])]
 
-    def run(self, *args: str, stdin: Optional[str] = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, stdin: Optional[str] = None, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         try:
-            proc = subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True, timeout=300)
+            proc = subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise KubeError(f"kubectl {args[0]}: no answer from the cluster in 300 s") from None
+            raise KubeError(f"kubectl {args[0]}: no answer from the cluster in {timeout:g} s") from None
+        except OSError as e:
+            raise KubeError(f"cannot run {self.base[0]}: {e.strerror}") from None
         if check and proc.returncode != 0:
             raise KubeError(f"kubectl {' '.join(args[:2])}: {_first_line(proc.stderr or proc.stdout)}")
         return proc
 
+    @staticmethod
+    def _json(text: str, what: str) -> Any:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise KubeError(f"{what}: kubectl did not answer with JSON: {_first_line(text)}") from None
+
     def items(self, resource: str, namespace: str, selector: str = "") -> list[dict[str, Any]]:
         args = ["get", resource, "-n", namespace, "-o", "json", *([f"--selector={selector}"] if selector else [])]
-        return json.loads(self.run(*args).stdout).get("items") or []
+        return self._json(self.run(*args).stdout, f"kubectl get {resource}").get("items") or []
 
     def get_jobset(self, namespace: str, name: str) -> dict[str, Any]:
         proc = self.run("get", "jobsets.jobset.x-k8s.io", name, "-n", namespace, "-o", "json", check=False)
@@ -49,18 +59,18 @@ class Kubectl:
             if "NotFound" in proc.stderr or "not found" in proc.stderr:
                 raise KubeError(f"no run {name} in namespace {namespace}")
             raise KubeError(f"kubectl get jobset {name}: {_first_line(proc.stderr)}")
-        return json.loads(proc.stdout)
+        return self._json(proc.stdout, f"kubectl get jobset {name}")
 
     def get_node(self, name: str) -> Union[dict[str, Any], str]:
         proc = self.run("get", "node", name, "-o", "json", check=False)
-        return json.loads(proc.stdout) if proc.returncode == 0 else f"{name}: {_first_line(proc.stderr)}"
+        return self._json(proc.stdout, f"kubectl get node {name}") if proc.returncode == 0 else f"{name}: {_first_line(proc.stderr)}"
 
     def whoami(self) -> str:
         """Who the cluster says you are (SelfSubjectReview, GA since Kubernetes 1.28), for the run's annotation."""
         proc = self.run("auth", "whoami", "-o", "json", check=False)
         if proc.returncode != 0:
             return ""
-        return str(((json.loads(proc.stdout).get("status") or {}).get("userInfo") or {}).get("username") or "")
+        return str(((self._json(proc.stdout, "kubectl auth whoami").get("status") or {}).get("userInfo") or {}).get("username") or "")
 
     def create(self, obj: dict[str, Any]) -> None:
         """Create, never overwrite: a run of the same name is an error, not an update."""
@@ -74,9 +84,10 @@ class Kubectl:
             raise KubeError(f"the cluster refused run {obj['metadata']['name']}: {_first_line(err)}")
 
     def delete_jobset(self, namespace: str, name: str) -> None:
-        # foreground: the JobSet goes once its Jobs and their pods are gone, so the command returns after them
+        # foreground: the JobSet goes once its Jobs and their pods are gone, so the command returns after them;
+        # kubectl gives up first and says so, and the deletion goes on in the cluster
         self.run("delete", "jobsets.jobset.x-k8s.io", name, "-n", namespace, "--cascade=foreground", "--wait=true",
-                 f"--timeout={DELETE_TIMEOUT}")
+                 f"--timeout={DELETE_TIMEOUT}", timeout=DELETE_TIMEOUT_SECONDS + 60)
 
     def pending_workloads(self, namespace: str, queue: str) -> Union[list[dict[str, Any]], str]:
         """Kueue's visibility API: the LocalQueue's pending workloads with their places, or why it did not answer."""
@@ -84,7 +95,10 @@ class Kubectl:
         proc = self.run("get", "--raw", path, check=False)
         if proc.returncode != 0:
             return _first_line(proc.stderr)
-        return json.loads(proc.stdout).get("items") or []
+        try:
+            return json.loads(proc.stdout).get("items") or []
+        except json.JSONDecodeError:
+            return f"not JSON: {_first_line(proc.stdout)}"
 
     def stream_logs(self, namespace: str, pod: str, container: str, follow: bool) -> int:
         """The container's log to stdout as kubectl prints it (followed until it ends with --follow)."""

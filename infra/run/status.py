@@ -81,16 +81,19 @@ def state(jobset: dict[str, Any], workload: Optional[dict[str, Any]], kueue: boo
         return "created", "-", "Kueue has not made its Workload yet"
     if is_true(workload, "Finished"):
         return "finished", "-", _message(condition(workload, "Finished"))
-    if is_true(workload, "Admitted"):
-        return "admitted", "-", _message(condition(workload, "Admitted"))
     place = "-" if position is None else f"{position.cluster_queue + 1} in ClusterQueue, {position.local_queue + 1} in LocalQueue"
+    # before Admitted: a workload being preempted or deactivated stays Admitted until its pods are gone
     evicted = condition(workload, "Evicted")
     if evicted is not None and evicted.get("status") == "True":
         reason = evicted.get("reason") or ""
         label = "preempted" if reason == "Preempted" else f"evicted ({reason})" if reason else "evicted"
         return label, place, _message(evicted)
+    if is_true(workload, "Admitted"):
+        return "admitted", "-", _message(condition(workload, "Admitted"))
     if is_true(workload, "QuotaReserved"):
-        return "admission checks", "-", _message(condition(workload, "QuotaReserved"))
+        checks = [f"{c.get('name')}: {c.get('state')}" + (f" ({c['message']})" if c.get("message") else "")
+                  for c in (workload.get("status") or {}).get("admissionChecks") or []]
+        return "admission checks", "-", "; ".join(checks) or _message(condition(workload, "Admitted"))
     active = ((workload.get("spec") or {}).get("active"))
     if active is False:
         return "inactive", "-", _message(condition(workload, "Requeued")) or "spec.active is false"
