@@ -250,7 +250,7 @@ def test_list_rows_join_each_jobset_to_its_kueue_workload_and_say_whose_it_is():
 
 
 def _cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "infra.run", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "infra.run", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 def test_submit_dry_run_prints_the_jobset_and_a_bad_flag_is_one_error_line(tmp_path):
@@ -275,7 +275,7 @@ def test_submit_dry_run_prints_the_jobset_and_a_bad_flag_is_one_error_line(tmp_p
 def test_the_cluster_commands_need_kubectl_and_say_so(tmp_path):
     path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
     proc = subprocess.run([sys.executable, "-m", "infra.run", "list", "--config", str(path)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+                          timeout=600, env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
     assert (proc.returncode, proc.stderr) == (1, "error: kubectl not found on PATH; install it (gcloud components install kubectl) or set KUBECTL\n")
 
 
@@ -300,7 +300,7 @@ def test_the_error_lines_docs_runs_md_quotes_are_what_submit_prints():
     examples = re.findall(r"^\$ (python -m infra\.run submit --stack dev [^\n]*)\n(error: [^\n]*)$", text, re.M)
     assert len(examples) == 3
     for command, error in examples:
-        proc = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert (proc.returncode, proc.stderr) == (2, error + "\n"), command
 
 
