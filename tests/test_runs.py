@@ -319,3 +319,9 @@ def test_the_policy_pack_refuses_a_wider_runs_role_and_an_open_binding():
     assert [v.message for v in run_policies(opened, ALL_POLICIES) if v.policy == "pathways-service-access"] == [
         "ClusterRoleBinding pathways-runs-nodes binds system:authenticated: everyone could run programs on the stack's TPUs; "
         "bind named users or groups"]
+
+
+def test_the_notebook_port_is_bounded(tmp_path):
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
+    proc = _cli("notebook", "--config", str(path), "nb", "--port", "80")
+    assert proc.returncode == 2 and "argument --port: '80' is not a local port; valid: 1024 to 65535" in proc.stderr

@@ -40,6 +40,12 @@ FLAG_KEYS = {"name": "name", "mode": "mode", "slice_group": "sliceGroup", "slice
              "priority": "priority", "cpu": "cpu", "memory": "memory", "max_restarts": "maxRestarts"}
 
 
+def _local_port(text: str) -> int:
+    if not text.isdigit() or not 1024 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a local port; valid: 1024 to 65535")
+    return int(text)
+
+
 class _PlainDumper(yaml.SafeDumper):
     """YAML without anchors and aliases: the builders share dicts, a reader should not have to follow &id001."""
 
@@ -96,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
             if name == "describe":
                 p.add_argument("--out", type=Path, help="file to write (default run-<name>-<time>.yaml)")
             if name == "notebook":
-                p.add_argument("--port", type=int, default=NOTEBOOK_PORT, help=f"local port (default {NOTEBOOK_PORT})")
+                p.add_argument("--port", type=_local_port, default=NOTEBOOK_PORT, help=f"local port, 1024-65535 (default {NOTEBOOK_PORT})")
     return parser
 
 
@@ -192,9 +198,13 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     return 0
 
 
+def _cluster(args: argparse.Namespace, cfg: Any) -> tuple[Kubectl, str]:
+    """kubectl with the user's kubeconfig, and the stack's namespace, where runs live."""
+    return Kubectl(args.kubeconfig, args.context), cfg.kubernetes.namespace
+
+
 def _list(args: argparse.Namespace, cfg: Any) -> int:
-    kube = Kubectl(args.kubeconfig, args.context)
-    ns = cfg.kubernetes.namespace
+    kube, ns = _cluster(args, cfg)
     kueue = cfg.kubernetes.kueue.enabled
     jobsets = kube.items("jobsets.jobset.x-k8s.io", ns)
     workloads = kube.items("workloads.kueue.x-k8s.io", ns) if kueue else []
@@ -228,15 +238,13 @@ def _head_pod(kube: Kubectl, ns: str, run: str) -> Optional[dict[str, Any]]:
 def _logs(args: argparse.Namespace, cfg: Any) -> int:
     from components.manifests.jobset import USER_CONTAINER
 
-    kube = Kubectl(args.kubeconfig, args.context)
-    ns = cfg.kubernetes.namespace
-    jobset = kube.get_jobset(ns, args.run)
+    kube, ns = _cluster(args, cfg)
+    kube.get_jobset(ns, args.run)  # no such run: one line, before looking for its pods
     pod = _head_pod(kube, ns, args.run)
     if pod is None:
         raise KubeError(f"run {args.run} has no head pod yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
     containers = [c["name"] for c in pod["spec"].get("containers") or []]
     container = USER_CONTAINER if USER_CONTAINER in containers else "pathways-proxy"
-    del jobset
     return kube.stream_logs(ns, pod["metadata"]["name"], container, args.follow)
 
 
@@ -245,8 +253,7 @@ def _delete(args: argparse.Namespace, cfg: Any) -> int:
 
     from .status import owner
 
-    kube = Kubectl(args.kubeconfig, args.context)
-    ns = cfg.kubernetes.namespace
+    kube, ns = _cluster(args, cfg)
     if args.all:
         names = [j["metadata"]["name"] for j in kube.items("jobsets.jobset.x-k8s.io", ns, selector=f"{MANAGED_BY_LABEL}={RUN_MANAGER}")]
         for name in names:
@@ -265,8 +272,7 @@ def _delete(args: argparse.Namespace, cfg: Any) -> int:
 def _describe(args: argparse.Namespace, cfg: Any) -> int:
     from .status import workload_of
 
-    kube = Kubectl(args.kubeconfig, args.context)
-    ns = cfg.kubernetes.namespace
+    kube, ns = _cluster(args, cfg)
     jobset = kube.get_jobset(ns, args.run)
     workloads = kube.items("workloads.kueue.x-k8s.io", ns) if cfg.kubernetes.kueue.enabled else []
     workload = workload_of(jobset, workloads)
@@ -293,8 +299,7 @@ def _describe(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _notebook(args: argparse.Namespace, cfg: Any) -> int:
-    kube = Kubectl(args.kubeconfig, args.context)
-    ns = cfg.kubernetes.namespace
+    kube, ns = _cluster(args, cfg)
     jobset = kube.get_jobset(ns, args.run)
     port = ((jobset.get("metadata") or {}).get("annotations") or {}).get(NOTEBOOK_ANNOTATION)
     if port is None:
