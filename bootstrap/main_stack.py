@@ -72,6 +72,12 @@ class MainStack:
         return tuple(dict.fromkeys([self.config.bucket_name, self.config.artifacts_bucket_name, *weights, *backups]))
 
     @property
+    def bucket_grants(self) -> list[tuple[str, str, str, str]]:
+        """(bucket, role, namespace, Kubernetes service account) of the workloads' and runs' bucket mounts, which the
+        bootstrap grants: the principal names the project by number, and the buckets are usually not the stack's."""
+        return resolve(self.config).bucket_grants
+
+    @property
     def mtc_backups_bucket(self) -> Optional[str]:
         """The multi-tier checkpointing backups' bucket the stack creates, on which the bootstrap grants GKE's
         checkpointing driver (it names the project by number, which only the bootstrap knows)."""

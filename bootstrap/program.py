@@ -18,7 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi.runtime import config as runtime_config
 
-from components.model import identities, metrics_adapter, resilience
+from components.model import identities, metrics_adapter, resilience, storage
 from components.model.bucket import check_bucket_name
 from components.model.common import PROJECT_NAMESPACE
 from components.model.errors import ConfigError, Problem
@@ -265,6 +265,13 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                                    member=resilience.checkpointing_member(project, cfg.project_number),
                                    condition=gcp.projects.IAMMemberConditionArgs(title=title, expression=expression),
                                    opts=after("cloudresourcemanager.googleapis.com"))
+    for s in cfg.stacks:
+        # Storage mounts (components/model/storage.py): the role on each mounted bucket alone, to the Kubernetes service
+        # account of the pods that mount it, through Workload Identity Federation for GKE.
+        for bucket, role, namespace, account in s.bucket_grants:
+            gcp.storage.BucketIAMMember(f"{s.name}-mount-{bucket}-{namespace}-{account}", bucket=bucket, role=role,
+                                        member=storage.ksa_member(project, cfg.project_number, namespace, account),
+                                        opts=after("storage.googleapis.com"))
     out_environments: dict[str, Any] = {}
     roles: dict[str, Any] = {}
     for s in cfg.stacks:

@@ -78,6 +78,9 @@ class GkeClusterArgs:
     multi_tier_checkpointing: bool = False
     """Enable the HighScaleCheckpointing add-on and the Cloud Storage FUSE CSI driver it requires (GKE's
     multi-tier checkpointing how-to; the API refuses the first without the second)."""
+    csi_drivers: tuple[str, ...] = ()
+    """CSI driver add-ons the workloads' mounts need: gcsfuse (Cloud Storage FUSE, also for multi-tier
+    checkpointing), filestore, lustre (GKE docs of each: GcsFuseCsiDriver, GcpFilestoreCsiDriver, LustreCsiDriver)."""
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -157,11 +160,18 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             # only when a serve workload has an inference gateway: off, GKE installs no Gateway API CRDs of its own
             gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if args.gateway_api else None,
-            # only with resilience.mtc: GKE's checkpointing driver (its CRD, controller and node DaemonSet)
+            # only what is used: GKE's checkpointing driver (its CRD, controller and node DaemonSet) with
+            # resilience.mtc, and the CSI drivers of the workloads' mounts
             addons_config=gcp.container.ClusterAddonsConfigArgs(
-                high_scale_checkpointing_config=gcp.container.ClusterAddonsConfigHighScaleCheckpointingConfigArgs(enabled=True),
-                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
-            ) if args.multi_tier_checkpointing else None,
+                high_scale_checkpointing_config=gcp.container.ClusterAddonsConfigHighScaleCheckpointingConfigArgs(
+                    enabled=True) if args.multi_tier_checkpointing else None,
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                    enabled=True) if "gcsfuse" in args.csi_drivers or args.multi_tier_checkpointing else None,
+                gcp_filestore_csi_driver_config=gcp.container.ClusterAddonsConfigGcpFilestoreCsiDriverConfigArgs(
+                    enabled=True) if "filestore" in args.csi_drivers else None,
+                lustre_csi_driver_config=gcp.container.ClusterAddonsConfigLustreCsiDriverConfigArgs(
+                    enabled=True) if "lustre" in args.csi_drivers else None,
+            ) if args.multi_tier_checkpointing or args.csi_drivers else None,
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=list(args.monitoring_components),
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),

@@ -14,3 +14,5 @@ LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 # The component that holds a Shared Pathways Service's client Role and RoleBinding (components/shared_service.py).
 SHARED_SERVICE_ACCESS = "pathways:k8s:SharedServiceAccess"
 RUN_ACCESS = "pathways:k8s:RunAccess"
+# Service accounts, PersistentVolumes and claims of workloads' mounts (components/workload_storage.py).
+WORKLOAD_STORAGE = "pathways:k8s:WorkloadStorage"

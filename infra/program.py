@@ -24,6 +24,7 @@ from components.manifests import lws as lws_manifest
 from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.manifests import monitoring, service_access
 from components.manifests import runs as runs_manifest
+from components.manifests import storage as storage_manifest
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
 from components.model.config import StackConfig, resolve
@@ -45,6 +46,7 @@ from components.serving_workload import GatewayArgs, ServingWorkload, ServingWor
 from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAccess, SharedServiceAccessArgs
 from components.stack_labels import label_kubernetes_objects
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
+from components.workload_storage import WorkloadStorage, WorkloadStorageArgs
 from infra.config import read_stack_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +92,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         monitoring_components=monitoring.MONITORING_COMPONENTS,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
         resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads),
-        multi_tier_checkpointing=stack.mtc is not None,
+        multi_tier_checkpointing=stack.mtc is not None, csi_drivers=stack.csi_drivers,
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
@@ -235,6 +237,12 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     if stack.mtc is not None:
         checkpointing = tuple(CheckpointConfigurations("checkpointing", CheckpointConfigurationsArgs(
             objects=checkpointing_manifest.checkpoint_configurations(stack), after=checkpoint_backups), opts=k8s_opts).ready)
+    # mounts: the pods' service accounts and the file systems' volumes and claims, before any workload
+    storage_objects = (*storage_manifest.service_accounts(stack), *storage_manifest.file_system_objects(stack))
+    storage: tuple[Dependency, ...] = ()
+    if storage_objects:
+        storage = tuple(WorkloadStorage("storage", WorkloadStorageArgs(objects=storage_objects),
+                                        opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace])).ready)
     interactive: dict[str, object] = {}
     services: dict[str, object] = {}
     serving: dict[str, object] = {}
@@ -262,7 +270,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
             env_secret=w.env_secret, env=dict(w.spec.env),
             depends_on=(*controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
-                        *waits_per_group.get(w.group.name, ()), *queues, *(checkpointing if w.mtc_mount_path else ())),
+                        *waits_per_group.get(w.group.name, ()), *queues, *(checkpointing if w.mtc_mount_path else ()),
+                        *(storage if w.spec.mounts else ())),
         ), opts=k8s_opts)
         if w.mode == "interactive":
             interactive[w.name] = jobset_manifest.interactive_access(w, cfg.stack)
@@ -281,6 +290,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         "serving": serving,
         # what the program needs to use it (MaxText: local_checkpoint_directory; the backups' bucket)
         "multiTierCheckpointing": {"localCheckpointDirectory": stack.mtc.mount_path, "bucket": stack.mtc.bucket} if stack.mtc else None,
+        "storage": storage_manifest.storage_output(stack),
     }
 
 

@@ -24,7 +24,9 @@ from ..model.pools import Capacity
 from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
 from ..model.resilience import MTC_CSI_DRIVER, MTC_VOLUME
 from ..model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
+from ..model.storage import GCSFUSE_ANNOTATION
 from ..model.workload import coordinator_label
+from . import storage
 from .kueue import queue_labels
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -272,11 +274,15 @@ def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     elif w.mode == "batch":
         # Native sidecars: RM and proxy stop with the pod, so the head Job completes when the program exits.
         pod["initContainers"] = [{**rm, "restartPolicy": "Always"}, {**px, "restartPolicy": "Always"}]
-        pod["containers"] = [user_container(stack, w)]
-        pod["volumes"] = [_shm_volume(w.spec.shm_size)]
+        program = user_container(stack, w)
+        volumes, mounts = storage.pod_mounts(w, workers=False)
+        program["volumeMounts"] += mounts
+        pod["containers"] = [program]
+        pod["volumes"] = [_shm_volume(w.spec.shm_size), *volumes]
     else:
         # Headless: regular containers, which must not carry restartPolicy.
         pod["containers"] = [rm, px]
+    _storage_identity(w, pod, workers=False)
     return {
         "name": HEAD_JOB,
         "replicas": 1,
@@ -288,10 +294,22 @@ def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
                 "completionMode": "Indexed",
                 "completions": 1,
                 "parallelism": 1,
-                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": dict(POD_ANNOTATIONS)}, "spec": pod},
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": pod_annotations(w, workers=False)}, "spec": pod},
             },
         },
     }
+
+
+def pod_annotations(w: ResolvedWorkload, *, workers: bool) -> dict[str, str]:
+    """Every Pathways pod's, and the one that has GKE's Cloud Storage FUSE webhook add its sidecar to a pod that
+    mounts a bucket."""
+    return {**POD_ANNOTATIONS, **({GCSFUSE_ANNOTATION: "true"} if storage.mounts_buckets(w, workers=workers) else {})}
+
+
+def _storage_identity(w: ResolvedWorkload, pod: dict[str, Any], *, workers: bool) -> None:
+    """A pod that mounts a bucket runs as the workload's Kubernetes service account (its bucket grants' principal)."""
+    if w.service_account and storage.mounts_buckets(w, workers=workers):
+        pod["serviceAccountName"] = w.service_account
 
 
 def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
@@ -368,6 +386,13 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
             worker["volumeMounts"].append(mtc_mount)
             pod["initContainers"][0]["volumeMounts"].append(dict(mtc_mount))
             pod["volumes"].append({"name": MTC_VOLUME, "csi": {"driver": MTC_CSI_DRIVER}})
+    volumes, mounts = storage.pod_mounts(rw, workers=True)
+    if volumes:
+        # The Pathways server, and the colocated-Python sidecar that loads data on the TPU host, see the same mounts.
+        for container in [worker, *pod.get("initContainers", [])]:
+            container["volumeMounts"] = [*container.get("volumeMounts", []), *(dict(m) for m in mounts)]
+        pod["volumes"] = [*pod.get("volumes", []), *volumes]
+    _storage_identity(rw, pod, workers=True)
     return {
         "name": rw.worker_job,
         "replicas": rw.slices,
@@ -381,7 +406,7 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
                 "completionMode": "Indexed",
                 "completions": tpu.hosts,
                 "parallelism": tpu.hosts,
-                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": dict(POD_ANNOTATIONS)}, "spec": pod},
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": pod_annotations(rw, workers=True)}, "spec": pod},
             },
         },
     }

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.resolved import ResolvedStack, ResolvedWorkload
-from ..model.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue
+from ..model.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, run_queue
 from ..model.workload import ServiceClient
 from .jobset import jobset
 from .kueue import PRIORITY_LABEL, QUEUE_LABEL
@@ -81,10 +81,10 @@ _NO_SECRET_ENV = ("c, (!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.v
                   "(!has(c.envFrom) || c.envFrom.all(f, !has(f.secretRef)))")
 
 
-def _pod_rules(priorities: list[str]) -> str:
+def _pod_rules(priorities: list[str], accounts: list[str]) -> str:
     p = "rj.template.spec.template.spec"
     return (f"object.spec.replicatedJobs.all(rj, "
-            f"(!has({p}.serviceAccountName) || {p}.serviceAccountName == 'default') && "
+            f"(!has({p}.serviceAccountName) || {p}.serviceAccountName in {_cel_list(accounts)}) && "
             f"has({p}.automountServiceAccountToken) && !{p}.automountServiceAccountToken && "
             f"(!has({p}.volumes) || {p}.volumes.all(v, !has(v.secret) && !has(v.projected))) && "
             f"(!has({p}.priorityClassName) || {p}.priorityClassName in {_cel_list(priorities)}) && "
@@ -107,6 +107,8 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
         return _label_is(obj, MANAGED_BY_LABEL, [RUN_MANAGER])
 
     priorities = [f"pathways-{p}" for p in RUN_PRIORITIES]
+    # the default account, or the runs' own when runs.buckets grants it buckets (never a declared workload's)
+    accounts = ["default", *([RUN_SERVICE_ACCOUNT] if stack.runs.buckets else [])]
     declared = [w.name for w in stack.workloads if w.namespace == stack.namespace]
     queues = sorted(set(stack.run_queues.values()))
     writing = "request.operation == 'DELETE' || "
@@ -121,9 +123,10 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
          "message": f"a run's priority is one of {', '.join(priorities)} (label {PRIORITY_LABEL})"},
         *([{"expression": writing + f"!(object.metadata.name in {_cel_list(declared)})",
             "message": "a run may not take the name of a workload the stack declares"}] if declared else []),
-        {"expression": writing + _pod_rules(priorities),
+        {"expression": writing + _pod_rules(priorities, accounts),
          "message": ("a run's pods hold no Secret (env, envFrom, volume), no service-account token (automountServiceAccountToken: "
-                     f"false, the default account, no projected volume) and a priority class among {', '.join(priorities)}")},
+                     f"false, no projected volume), run as {' or '.join(accounts)} and have a priority class among "
+                     f"{', '.join(priorities)}")},
     ]
     return [
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": POLICY},

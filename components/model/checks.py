@@ -21,7 +21,17 @@ another having run.
 
 from __future__ import annotations
 
-from . import cluster_checks, names_checks, pools_checks, resilience_checks, runs_checks, service_checks, serving_checks, workload_checks
+from . import (
+    cluster_checks,
+    names_checks,
+    pools_checks,
+    resilience_checks,
+    runs_checks,
+    service_checks,
+    serving_checks,
+    storage_checks,
+    workload_checks,
+)
 from .errors import Problem
 from .stack import StackConfig, StackRule, WorkloadRule
 from .workload import Workload
@@ -90,6 +100,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     cluster_checks.deletion_protection,     # protected: true keeps deletion protection on
     *resilience_checks.RULES,               # multi-tier checkpointing: sidecar, RAM disk room, its bucket
     *runs_checks.RULES,                     # ad-hoc runs: their queue's name is no workload's
+    *storage_checks.RULES,                  # mounts: batch only, declared file systems, clear of the MTC mount
 )
 
 

@@ -37,8 +37,9 @@ from .resolved import (
     server_image,
     worker_backoff_limit,
 )
-from .runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES
+from .runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, Runs
 from .stack import StackConfig as StackConfig
+from .storage import service_account_name
 from .workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
 from .workload import Workload, coordinator_address, serve_leader_address
 from .workload import head_pod_demand as head_pod_demand
@@ -292,6 +293,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             env_secret=f"{w.name}-env" if cfg.secret_env and w.env else None,
             load_balancer_source_ranges=cfg.load_balancer_source_ranges(w),
             mtc_mount_path=cfg.resilience.mtc.mount_path if cfg.resilience.mtc and cfg.uses_mtc(w) else None,
+            service_account=service_account_name(w.name) if any(m.bucket for m in w.mounts) else None,
         ))
     service = cfg.service_workload
     return ResolvedStack(
@@ -315,6 +317,8 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         install_metrics_adapter=cfg.kubernetes.install_metrics_adapter,
         mtc=_resolved_mtc(cfg),
         runs=cfg.runs,
+        file_systems=tuple(cfg.storage.file_systems),
+        csi_drivers=cfg.csi_drivers,
     )
 
 
@@ -380,13 +384,34 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
     problems = [
         _run_key(p, prefix) for p in cross_checks(with_run)
         if p not in before and p.key != config_key(("headPool", "nodeCount"))
-    ]
+    ] + _run_bucket_problems(cfg.runs, workload)
     if problems:
         raise ConfigError(problems)
     return with_run
 
 
+def _run_bucket_problems(runs: Runs, workload: Workload) -> list[Problem]:
+    """A run mounts only the buckets runs.buckets grants its service account, and writes only where it may."""
+    granted = {b.name: b for b in runs.buckets}
+    problems = []
+    for j, m in enumerate(workload.mounts):
+        if m.bucket is None:
+            continue
+        b = granted.get(m.bucket)
+        if b is None:
+            listed = ", ".join(granted) or "none"
+            problems.append(Problem(f"run.mounts[{j}].bucket", (
+                f"{m.bucket!r} is not in pathways:runs.buckets (listed: {listed}); runs mount only the buckets the "
+                "stack grants their service account: add it there and run pulumi up")))
+        elif b.read_only and not m.read_only:
+            problems.append(Problem(f"run.mounts[{j}].readOnly", (
+                f"false, but pathways:runs.buckets grants {m.bucket!r} read-only; mount it readOnly: true, or set "
+                "readOnly: false on it in the stack file")))
+    return problems
+
+
 def as_run(w: ResolvedWorkload, queue: Optional[str]) -> ResolvedWorkload:
     """A resolved workload as an ad-hoc run: queued on the run queue, env in the JobSet (no Secret: nothing but
-    the user's kubeconfig creates it)."""
-    return dataclasses.replace(w, local_queue=queue, env_secret=None, profiling_secret=None)
+    the user's kubeconfig creates it), the runs' service account when it mounts a bucket."""
+    account = RUN_SERVICE_ACCOUNT if any(m.bucket for m in w.spec.mounts) else None
+    return dataclasses.replace(w, local_queue=queue, env_secret=None, profiling_secret=None, service_account=account)

@@ -17,7 +17,8 @@ from .bucket import BucketConfig
 from .common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
 from .pools import SliceGroup
 from .pricing import PricesConfig
-from .runs import Runs, run_queue
+from .runs import RUN_SERVICE_ACCOUNT, Runs, run_queue
+from .storage import WRITE_ROLE, FileSystem
 from .workload import DEFAULT_FAIL_ON_EXIT_CODES, PATHWAYS_REGISTRY, Workload, derived_proxy_image
 
 # The worker replicatedJob. pathwaysutils' Shared Pathways Service client counts only the pods of
@@ -61,6 +62,9 @@ class ResolvedWorkload:
     """A serve workload's internal load balancer: the client ranges it admits."""
     mtc_mount_path: Optional[str] = None
     """Where its workers and colocated-Python sidecar mount the multi-tier checkpointing RAM disk (resilience.mtc)."""
+    service_account: Optional[str] = None
+    """Its pods' Kubernetes service account when it mounts a bucket (the principal of its bucket grants), else the
+    namespace's default."""
 
     @property
     def active(self) -> bool:
@@ -149,10 +153,28 @@ class ResolvedStack:
     """resilience.mtc: multi-tier checkpointing on the cluster (add-ons, bucket, CheckpointConfigurations)."""
     runs: Optional[Runs] = None
     """pathways:runs: the stack takes ad-hoc runs (their queues and submitters' Role)."""
+    file_systems: tuple[FileSystem, ...] = ()
+    """pathways:storage.fileSystems: one PersistentVolume and claim each in the workload namespace."""
+    csi_drivers: tuple[str, ...] = ()
+    """The GKE CSI driver add-ons the mounts need (gcsfuse, filestore, lustre)."""
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:
         return tuple(w for w in self.workloads if w.active)
+
+    @property
+    def bucket_grants(self) -> list[tuple[str, str, str, str]]:
+        """(bucket, role, namespace, Kubernetes service account) of every bucket mount, workloads' and runs': the
+        grants the bootstrap makes. A bucket one account mounts both ways gets the write role only (it holds the read)."""
+        grants = [(m.bucket, m.role, w.namespace, w.service_account)
+                  for w in self.active_workloads if w.service_account for m in w.spec.mounts if m.bucket]
+        if self.runs is not None:
+            grants += [(b.name, b.role, self.namespace, RUN_SERVICE_ACCOUNT) for b in self.runs.buckets]
+        best: dict[tuple[str, str, str], str] = {}
+        for bucket, role, ns, sa in grants:
+            if best.get((bucket, ns, sa)) != WRITE_ROLE:
+                best[(bucket, ns, sa)] = role
+        return [(bucket, role, ns, sa) for (bucket, ns, sa), role in best.items()]
 
     @property
     def run_queues(self) -> dict[str, str]:

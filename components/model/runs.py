@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .common import INT32_MAX, MAX_NODES_PER_POOL_ZONE, _Model
+from .storage import RunBucket
 from .workload import ServiceClient
 
 # Who created a JobSet: app.kubernetes.io/managed-by (Kubernetes' recommended label). The stack's JobSets say pulumi.
@@ -26,7 +27,7 @@ RUN_QUEUE_PREFIX = "runs-"
 RUN_KEYS = (
     "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
     "maxRestarts", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
-    "ttlSecondsAfterFinished",
+    "ttlSecondsAfterFinished", "mounts",
 )
 RUN_MODES = ("batch", "interactive")
 RUN_PRIORITIES = ("training", "interactive", "experiment")
@@ -46,6 +47,22 @@ class Runs(_Model):
         "Who may submit, list, follow, describe and delete runs: a Role in the stack's namespace (JobSets, their "
         "pods, logs, events and Kueue workloads; port-forward for notebooks) and read access to nodes. They can run "
         "any program on the Pathways nodes, with the nodes' rights."))
+    buckets: list[RunBucket] = Field(default_factory=list, max_length=20, description=(
+        "Buckets runs may mount (mounts[].bucket): the bootstrap grants the runs' Kubernetes service account "
+        "(pathways-runs) roles/storage.objectViewer on each, or objectUser where readOnly is false."))
+
+    @field_validator("buckets")
+    @classmethod
+    def _unique(cls, v: list[RunBucket]) -> list[RunBucket]:
+        names = [b.name for b in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"bucket {dup[0]!r} is listed twice; list each once")
+        return v
+
+
+# The Kubernetes service account of a run that mounts buckets (runs.buckets' grants go to it).
+RUN_SERVICE_ACCOUNT = "pathways-runs"
 
 
 def run_queue(cluster_queue: str) -> str:

@@ -24,6 +24,7 @@ from .pools import HeadPoolConfig, SliceGroup
 from .pricing import PricesConfig
 from .resilience import MTC_MIN_GKE_VERSION, ResilienceConfig
 from .runs import Runs
+from .storage import GCSFUSE_HOST_NETWORK_MIN_GKE, StorageConfig
 from .workload import WorkerResources, Workload, worker_resources
 
 # Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
@@ -59,6 +60,8 @@ class StackConfig(_Model):
     runs: Optional[Runs] = Field(default=None, description=(
         "Ad-hoc runs (python -m infra.run, docs/runs.md): `runs: {}` makes their Kueue queue, head-pool room and "
         "submitters' Role; absent, the stack takes no ad-hoc runs."))
+    storage: StorageConfig = Field(default_factory=StorageConfig, description=(
+        "Existing file systems workloads mount (docs/storage.md); buckets are mounted by name from workloads[].mounts."))
     prices: PricesConfig = Field(default_factory=PricesConfig)
     allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
         "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
@@ -149,7 +152,21 @@ class StackConfig(_Model):
         needs = {g.tpu.family: g.tpu.min_gke_version for g in self.slices}
         if self.resilience.mtc is not None:
             needs["multi-tier checkpointing"] = MTC_MIN_GKE_VERSION
+        if self.mounts_buckets:
+            needs["GCS FUSE mounts in host-network pods"] = GCSFUSE_HOST_NETWORK_MIN_GKE
         return needs
+
+    @property
+    def mounts_buckets(self) -> bool:
+        """A workload, or the ad-hoc runs, mount a bucket through Cloud Storage FUSE."""
+        return bool(self.runs and self.runs.buckets) or any(m.bucket for w in self.workloads for m in w.mounts)
+
+    @property
+    def csi_drivers(self) -> tuple[str, ...]:
+        """The GKE CSI driver add-ons the stack's mounts need: gcsfuse, filestore, lustre."""
+        kinds = {f.kind for f in self.storage.file_systems}
+        return tuple(k for k in ("gcsfuse", "filestore", "lustre")
+                     if (k == "gcsfuse" and (self.mounts_buckets or self.resilience.mtc is not None)) or k in kinds)
 
     @property
     def mtc_bucket_name(self) -> Optional[str]:

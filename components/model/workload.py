@@ -31,6 +31,7 @@ from .common import (
     _Model,
 )
 from .ports import HEAD_NODE_PORTS
+from .storage import MAX_MOUNTS, Mount, check_mounts
 
 # --- workloads -----------------------------------------------------------------------------
 
@@ -563,6 +564,9 @@ class Workload(_Model):
     ttl_seconds_after_finished: Optional[int] = Field(default=None, ge=0, le=INT32_MAX, description=(
         "Delete a finished batch JobSet after this long. Off by default: pulumi up --refresh would re-create, i.e. "
         "re-run, a JobSet its TTL deleted."))
+    mounts: list[Mount] = Field(default_factory=list, max_length=MAX_MOUNTS, description=(
+        "batch: storage the program mounts: GCS buckets (Cloud Storage FUSE) and pathways:storage file systems "
+        "(docs/storage.md)."))
     server_image: Optional[str] = Field(default=None, description="Override of the RM/worker image (default pathways/server:<pathwaysVersion>).")
     proxy_image: Optional[str] = Field(default=None, description="Override of the IFRT proxy image (default pathways/proxy_server:<pathwaysVersion>).")
     subdomain: Optional[str] = Field(default=None, description="JobSet network.subdomain (default: the name), to keep the coordinator label <= 63.")
@@ -603,6 +607,11 @@ class Workload(_Model):
             if not re.fullmatch(r"^--xla_[a-z0-9_]+(=.*)?$", flag):
                 raise ValueError(f"{flag!r} is not an XLA flag; each entry must look like --xla_<name>=<value>")
         return v
+
+    @field_validator("mounts")
+    @classmethod
+    def _mounts(cls, v: list[Mount]) -> list[Mount]:
+        return check_mounts(v)
 
     @field_validator("subdomain")
     @classmethod

@@ -32,6 +32,7 @@ DOMAIN_MODULES = (
     "components/manifests/pod_security.py",
     "components/manifests/runs.py",
     "components/manifests/service_access.py",
+    "components/manifests/storage.py",
 )
 
 ENTRY_POINT = '''"""Policy pack entry point (built by infra/offline/policy_pack.py): everything it imports is in this folder."""

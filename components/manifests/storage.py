@@ -1,0 +1,95 @@
+"""Storage mounts, rendered as GKE documents them (pure; components/model/storage.py has the sources).
+
+- A bucket: an inline CSI volume of the Cloud Storage FUSE driver in the pod, which the driver's webhook serves
+  through a sidecar it injects into pods annotated gke-gcsfuse/volumes: "true". Pathways pods are on the host
+  network, so the volume carries hostNetworkPodKSA: "true" and the pod names its own Kubernetes service account,
+  the principal the bucket grants go to (no token in the pod: the kubelet hands one to the driver).
+- A file system: a PersistentVolume of the instance's CSI driver, bound to a claim of the same name in the
+  workload namespace by claimRef and volumeName (static provisioning, storageClassName ""), ReadWriteMany.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.resolved import ResolvedStack, ResolvedWorkload
+from ..model.runs import RUN_SERVICE_ACCOUNT
+from ..model.storage import GCSFUSE_DRIVER, GOOGLE_ATTRIBUTES, FileSystem, Mount, volume_name
+
+
+def _volume(index: int, m: Mount) -> dict[str, Any]:
+    name = volume_name(index)
+    if m.bucket is not None:
+        return {"name": name, "csi": {"driver": GCSFUSE_DRIVER, "readOnly": m.read_only, "volumeAttributes": {
+            "bucketName": m.bucket, "mountOptions": ",".join(m.mount_options), "hostNetworkPodKSA": "true",
+            **GOOGLE_ATTRIBUTES}}}
+    return {"name": name, "persistentVolumeClaim": {"claimName": m.file_system, "readOnly": m.read_only}}
+
+
+def pod_mounts(w: ResolvedWorkload, *, workers: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, volumeMounts) of a workload's head pod (its program's container), or of its worker pods (the mounts
+    with onWorkers)."""
+    chosen = [(i, m) for i, m in enumerate(w.spec.mounts) if m.on_workers or not workers]
+    volumes = [_volume(i, m) for i, m in chosen]
+    mounts = [{"name": volume_name(i), "mountPath": m.path, "readOnly": m.read_only} for i, m in chosen]
+    return volumes, mounts
+
+
+def mounts_buckets(w: ResolvedWorkload, *, workers: bool) -> bool:
+    return any(m.bucket for m in w.spec.mounts if m.on_workers or not workers)
+
+
+def persistent_volume_name(namespace: str, fs: FileSystem) -> str:
+    """PersistentVolumes are cluster-wide: named after the claim's namespace too, so two stacks on one cluster differ."""
+    return f"{namespace}-{fs.name}"[:253]
+
+
+def file_system_objects(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """A PersistentVolume and its claim per pathways:storage file system, in the workload namespace."""
+    out: list[dict[str, Any]] = []
+    ns = stack.namespace
+    for fs in stack.file_systems:
+        location = fs.location or stack.zone
+        pv = persistent_volume_name(ns, fs)
+        if fs.filestore:
+            handle = f"modeInstance/{location}/{fs.filestore}/{fs.share}"
+            attributes = {"ip": fs.ip, "volume": fs.share}
+        else:
+            handle = f"{stack.project}/{location}/{fs.lustre}"
+            attributes = {"ip": fs.ip, "filesystem": fs.filesystem}
+        out += [
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+             "spec": {
+                 "storageClassName": "", "capacity": {"storage": fs.capacity}, "accessModes": ["ReadWriteMany"],
+                 # The instance outlives the stack: deleting the volume never touches its data.
+                 "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem",
+                 "claimRef": {"namespace": ns, "name": fs.name},
+                 "csi": {"driver": fs.driver, "volumeHandle": handle, "volumeAttributes": attributes},
+             }},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": fs.name, "namespace": ns},
+             "spec": {"storageClassName": "", "volumeName": pv, "accessModes": ["ReadWriteMany"],
+                      "resources": {"requests": {"storage": fs.capacity}}}},
+        ]
+    return out
+
+
+def service_accounts(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """The Kubernetes service accounts of workloads (and runs) that mount buckets: identities for Workload Identity,
+    no token mounted anywhere."""
+    names: list[tuple[str, str]] = [(w.namespace, w.service_account) for w in stack.active_workloads if w.service_account]
+    if stack.runs is not None and stack.runs.buckets:
+        names.append((stack.namespace, RUN_SERVICE_ACCOUNT))
+    return [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns},
+             "automountServiceAccountToken": False} for ns, name in dict.fromkeys(names)]
+
+
+def storage_output(stack: ResolvedStack) -> dict[str, Any] | None:
+    """The stack output `storage`: the file systems' claims, and the bucket grants the bootstrap must hold (None
+    without mounts)."""
+    grants = stack.bucket_grants
+    if not grants and not stack.file_systems:
+        return None
+    return {
+        "fileSystems": {fs.name: f"{stack.namespace}/{fs.name}" for fs in stack.file_systems},
+        "bucketGrants": [f"gs://{bucket}: {role} to {ns}/{sa}" for bucket, role, ns, sa in grants],
+    }

@@ -1,0 +1,36 @@
+"""Rules of storage mounts that span keys (storage.py)."""
+
+from __future__ import annotations
+
+from .errors import Problem, config_key
+from .stack import StackConfig
+
+
+def mounts(cfg: StackConfig) -> list[Problem]:
+    """Mounts go where a program runs (batch), name a declared file system, and keep clear of the paths the stack
+    mounts on the workers itself."""
+    problems: list[Problem] = []
+    names = [f.name for f in cfg.storage.file_systems]
+    for i, w in enumerate(cfg.workloads):
+        if not w.mounts:
+            continue
+        key = ("workloads", i, "mounts")
+        if w.mode != "batch":
+            problems.append(Problem(config_key(key), (
+                f"mode {w.mode} has no program of the user's to mount storage into (the head runs Pathways' own "
+                "containers only); mount it in a batch workload, or in a batch run with the notebook")))
+            continue
+        for j, m in enumerate(w.mounts):
+            if m.file_system is not None and m.file_system not in names:
+                valid = ", ".join(names) if names else "none: declare it in pathways:storage.fileSystems"
+                problems.append(Problem(config_key((*key, j, "fileSystem")), (
+                    f"{m.file_system!r} is not a file system of pathways:storage.fileSystems (declared: {valid})")))
+            if m.on_workers and cfg.uses_mtc(w) and cfg.resilience.mtc is not None:
+                mtc_path = cfg.resilience.mtc.mount_path
+                if m.path == mtc_path or m.path.startswith(mtc_path + "/") or mtc_path.startswith(m.path + "/"):
+                    problems.append(Problem(config_key((*key, j, "path")), (
+                        f"{m.path} overlaps the multi-tier checkpointing mount {mtc_path} on the workers; use another path")))
+    return problems
+
+
+RULES = (mounts,)
