@@ -173,6 +173,10 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
             # the inferencepool chart of each, and the Gateway and HTTPRoute in front of it
             types |= {"kubernetes:helm.sh/v4:Chart", "kubernetes:gateway.networking.k8s.io/v1:Gateway",
                       "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"}
+    if any(w.service_account for w in stack.active_workloads) or (stack.runs is not None and stack.runs.buckets):
+        types.add("kubernetes:core/v1:ServiceAccount")  # components/manifests/storage.py
+    if stack.file_systems:
+        types |= {"kubernetes:core/v1:PersistentVolume", "kubernetes:core/v1:PersistentVolumeClaim"}
     if stack.jobset_workloads:
         types.add("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
     if any(w.profiling_secret or w.env_secret for w in stack.jobset_workloads):

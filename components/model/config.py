@@ -402,7 +402,7 @@ def _run_bucket_problems(runs: Runs, workload: Workload) -> list[Problem]:
             listed = ", ".join(granted) or "none"
             problems.append(Problem(f"run.mounts[{j}].bucket", (
                 f"{m.bucket!r} is not in pathways:runs.buckets (listed: {listed}); runs mount only the buckets the "
-                "stack grants their service account: add it there and run pulumi up")))
+                "bootstrap grants their service account: add it there, then run the bootstrap and pulumi up")))
         elif b.read_only and not m.read_only:
             problems.append(Problem(f"run.mounts[{j}].readOnly", (
                 f"false, but pathways:runs.buckets grants {m.bucket!r} read-only; mount it readOnly: true, or set "

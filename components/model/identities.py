@@ -209,6 +209,9 @@ TABLE: dict[str, Access] = {
     # the Custom Metrics Stackdriver Adapter (components/manifests/metrics_adapter.py): an aggregated API is
     # cluster-wide API configuration, container.admin's as admission configuration is
     "kubernetes:core/v1:ServiceAccount": _k8s_object("container.serviceAccounts.create"),
+    # storage mounts (components/manifests/storage.py): a file system's volume and claim
+    "kubernetes:core/v1:PersistentVolume": _k8s_object("container.persistentVolumes.create"),
+    "kubernetes:core/v1:PersistentVolumeClaim": _k8s_object("container.persistentVolumeClaims.create"),
     "kubernetes:apps/v1:Deployment": _k8s_object("container.deployments.create"),
     "kubernetes:apiregistration.k8s.io/v1:APIService": _k8s("roles/container.admin", "container.apiServices.create"),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": _k8s_object("container.priorityClasses.create"),

@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--memory", help="program container memory")
             p.add_argument("--max-restarts", type=int, help="JobSet restarts after a failure")
             p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="program env (repeatable)")
+            p.add_argument("--mount", action="append", default=[], metavar="PATH=SOURCE", help=(
+                "mount gs://BUCKET (one of runs.buckets) or a pathways:storage file system by name at PATH, read-only; "
+                "add :rw to write, e.g. /ckpt=gs://my-ckpts:rw (repeatable)"))
             p.add_argument("--notebook", action="store_true", help=(
                 f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (the image must have it; "
                 "JAX reaches the run's own proxy): open it with `notebook`"))
@@ -143,6 +146,10 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
                 raise StackFileError(f"--env {item[:60]!r} is not NAME=VALUE")
             env[name] = value
         spec["env"] = env
+    if args.mount:
+        if not isinstance(spec.get("mounts") or [], list):
+            raise StackFileError(f"--spec {shown(args.spec)}: mounts is a list of {{path, bucket or fileSystem}}")
+        spec["mounts"] = [*(spec.get("mounts") or []), *(_mount(item) for item in args.mount)]
     command = list(args.command_)
     if command and command[0] == "--":
         command = command[1:]
@@ -153,6 +160,20 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     if command:
         spec["command"] = command
     return spec
+
+
+def _mount(item: str) -> dict[str, Any]:
+    """--mount PATH=gs://BUCKET[:rw] or PATH=NAME[:rw] (a pathways:storage file system) as a mounts entry."""
+    path, sep, source = item.partition("=")
+    if not sep or not path or not source:
+        raise StackFileError(f"--mount {item[:60]!r} is not PATH=SOURCE (e.g. /data=gs://my-data or /shared=shared:rw)")
+    scheme = "gs://" if source.startswith("gs://") else ""
+    name, _, mode = source[len(scheme):].partition(":")
+    if mode not in ("", "rw", "ro"):
+        raise StackFileError(f"--mount {item[:60]!r}: {mode!r} is not a mode; use :rw to write, or nothing (read-only)")
+    mount: dict[str, Any] = {"path": path, "readOnly": mode != "rw"}
+    mount["bucket" if scheme else "fileSystem"] = name.rstrip("/")
+    return mount
 
 
 def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: bool = False) -> dict[str, Any]:
