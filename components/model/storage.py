@@ -53,6 +53,10 @@ CHECKPOINT_OPTIONS = (
     "file-cache:cache-file-for-range-read:true", "file-cache:enable-parallel-downloads:true", "read_ahead_kb=1024",
     "write:enable-streaming-writes:true",
 )
+# What GKE's webhook gives the FUSE sidecar it adds to the pod (a native sidecar, first of the init containers):
+# requests 250m CPU, 256Mi memory (and 5Gi ephemeral storage), no limits (gcs-fuse-csi-driver
+# deploy/base/webhook/deployment.yaml --sidecar-*-request, --sidecar-*-limit=0); the head node must hold them.
+GCSFUSE_SIDECAR_REQUESTS = ("250m", "256Mi")
 GOOGLE_ATTRIBUTES = {"skipCSIBucketAccessCheck": "true", "gcsfuseMetadataPrefetchOnMount": "true"}
 # Paths a mount may not take: the root, the system's own trees, and what the stack already mounts.
 RESERVED_MOUNT_PATHS = ("/", "/bin", "/dev", "/dev/shm", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/usr", "/var/run")
@@ -93,7 +97,7 @@ class Mount(_Model):
         norm = posixpath.normpath(v) if v.startswith("/") else ""
         if not norm or norm != v or len(v) > 255 or not re.fullmatch(r"[A-Za-z0-9_./-]+", v):
             raise ValueError(f"{v[:80]!r} is not an absolute, normalised path (e.g. /data)")
-        clash = [r for r in RESERVED_MOUNT_PATHS if v == r or (r != "/" and v.startswith(r + "/"))]
+        clash = sorted((r for r in RESERVED_MOUNT_PATHS if v == r or (r != "/" and v.startswith(r + "/"))), key=len, reverse=True)
         if clash:
             raise ValueError(f"{v} is under {clash[0]}, which the system or the stack mounts; use a path such as /data")
         return v
@@ -112,10 +116,10 @@ class Mount(_Model):
     @classmethod
     def _options(cls, v: list[str]) -> list[str]:
         for o in v:
+            if o.startswith(_FORBIDDEN_OPTIONS):
+                raise ValueError(f"{o[:80]!r} is set by the driver or the stack; leave it out")
             if not _OPTION.fullmatch(o):
                 raise ValueError(f"{o[:80]!r} is not a gcsfuse mount option (e.g. file-cache:max-size-mb:102400)")
-            if o.startswith(_FORBIDDEN_OPTIONS):
-                raise ValueError(f"{o!r} is set by the driver or the stack; leave it out")
         return v
 
     @model_validator(mode="after")

@@ -6,7 +6,7 @@ tree and `--json` carries it as `summary` (README, "Reading a plan").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ..labels import ROLE_LABEL, SYSTEM_ROLE
 from . import cost, inference_gateway, metrics_adapter, rollout, vllm
@@ -85,6 +85,7 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
             "namespace": stack.namespace, "queues": dict(stack.run_queues), "headNodes": stack.runs.head_nodes,
             "priority": stack.runs.priority, "submitters": [s.name for s in stack.runs.submitters],
         } if stack.runs else None,
+        "storage": _storage(stack),
         "workloads": workloads,
         "labels": dict(stack.labels),
         "totals": {
@@ -100,6 +101,23 @@ def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
     }
 
 
+def _storage(stack: ResolvedStack) -> Optional[dict[str, Any]]:
+    """What the workloads mount, the grants the bootstrap holds for it and the CSI drivers it needs (None without
+    mounts)."""
+    mounts = [{"workload": w.name, "path": m.path, "source": f"gs://{m.bucket}" if m.bucket else f"fileSystem {m.file_system}",
+               "readOnly": m.read_only, "workers": m.on_workers, **({"options": m.profile} if m.bucket else {})}
+              for w in stack.active_workloads for m in w.spec.mounts]
+    if not mounts and not stack.file_systems and not stack.bucket_grants:
+        return None
+    return {
+        "mounts": mounts,
+        "fileSystems": [{"name": f.name, "kind": f.kind, "instance": f.filestore or f.lustre, "ip": f.ip, "capacity": f.capacity}
+                        for f in stack.file_systems],
+        "bucketGrants": [{"bucket": b, "role": role, "serviceAccount": f"{ns}/{sa}"} for b, role, ns, sa in stack.bucket_grants],
+        "csiDrivers": list(stack.csi_drivers),
+    }
+
+
 def notices(stack: ResolvedStack) -> list[str]:
     """What a reviewer should know that is not an error: the stack deploys, but something will surprise."""
     out = []
@@ -110,6 +128,10 @@ def notices(stack: ResolvedStack) -> list[str]:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
     out += serving_prerequisites(stack)
+    if stack.existing_cluster and stack.csi_drivers:
+        out.append(f"mounts on a cluster made elsewhere: the cluster must have GKE's {', '.join(stack.csi_drivers)} CSI "
+                   "driver add-on(s) enabled and Workload Identity Federation on its node pools; the stack enables them "
+                   "only on a cluster it makes")
     autoscaled = ", ".join(w.name for w in stack.autoscaled_workloads)
     if autoscaled and not stack.install_metrics_adapter:
         out.append(f"serve workload(s) {autoscaled} autoscale on a Managed Prometheus metric, which the HorizontalPodAutoscaler "
@@ -212,6 +234,15 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         lines += ["", f"Ad-hoc runs (python -m infra.run, docs/runs.md): in {runs['namespace']} on queue {queues}, "
                       f"{runs['headNodes']} head node(s) of their own, priority {runs['priority']} unless asked; submitters: "
                       f"{', '.join(runs['submitters']) or 'none listed (only those with rights of their own in ' + runs['namespace'] + ')'}"]
+    storage = s["storage"]
+    if storage:
+        lines += ["", "Storage mounts (docs/storage.md; GKE CSI drivers: " + (", ".join(storage["csiDrivers"]) or "none") + "):"]
+        rows = [["workload", "path", "source", "access", "on", "gcsfuse options"]]
+        rows += [[m["workload"], m["path"], m["source"], "read-only" if m["readOnly"] else "read-write",
+                  "head+workers" if m["workers"] else "head", m.get("options", "-")] for m in storage["mounts"]]
+        lines += _table(rows) if storage["mounts"] else []
+        lines += [f"  file system {f['name']}: {f['kind']} {f['instance']} at {f['ip']} ({f['capacity']})" for f in storage["fileSystems"]]
+        lines += [f"  the bootstrap grants {g['role']} on gs://{g['bucket']} to {g['serviceAccount']}" for g in storage["bucketGrants"]]
     mtc = s["multiTierCheckpointing"]
     if mtc:
         lines += ["", f"Multi-tier checkpointing: a {mtc['inMemoryVolumeSize']} RAM disk on every TPU host of "

@@ -31,7 +31,7 @@ from .common import (
     _Model,
 )
 from .ports import HEAD_NODE_PORTS
-from .storage import MAX_MOUNTS, Mount, check_mounts
+from .storage import GCSFUSE_SIDECAR_REQUESTS, MAX_MOUNTS, Mount, check_mounts
 
 # --- workloads -----------------------------------------------------------------------------
 
@@ -673,6 +673,8 @@ class Workload(_Model):
             out.append(("IFRT proxy", *PROXY_RESOURCES))
         if self.mode == "batch":
             out.append(("user container", self.cpu, self.memory))
+            if any(m.bucket for m in self.mounts):
+                out.append(("GCS FUSE sidecar", *GCSFUSE_SIDECAR_REQUESTS))
         return out
 
 

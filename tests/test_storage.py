@@ -1,0 +1,268 @@
+"""Storage mounts (workloads[].mounts, pathways:storage, runs.buckets) as the stack renders them: the inline Cloud
+Storage FUSE volumes with Google's options, the file systems' volumes and claims, the service accounts and the
+bootstrap's bucket grants, the cluster's CSI add-ons, and the one-line refusals (components/model/storage.py has the
+sources)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from components.manifests import runs as runs_manifest
+from components.manifests import storage as storage_manifest
+from components.model.config import ConfigError, as_run, load, load_run, resolve
+from components.model.storage import CHECKPOINT_OPTIONS, DATA_OPTIONS, GCSFUSE_HOST_NETWORK_MIN_GKE
+from infra.offline.render import manifests
+from tests.conftest import config_with, plan_of, write_stack_file
+from tests.test_bootstrap import bootstrap_plan
+from tests.test_runs import RUNS
+from tests.test_security import _evaluate
+from tests.test_workload_contract import raw
+from tools.cluster.local import ROOT
+
+VERSION = "jax-0.7.2"
+SIDECAR = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}
+SHARED = {"name": "shared", "filestore": "fs-1", "share": "vol1", "ip": "10.20.0.2", "capacity": "1Ti"}
+LUSTRE = {"name": "lfs", "lustre": "lustre-1", "filesystem": "lfs", "ip": "10.20.0.3", "capacity": "18000Gi"}
+STORAGE = {"fileSystems": [SHARED, LUSTRE]}
+MOUNTS = [
+    {"path": "/data", "bucket": "my-data"},
+    {"path": "/ckpt", "bucket": "my-ckpts", "readOnly": False},
+    {"path": "/shared", "fileSystem": "shared", "onWorkers": True},
+]
+CLUSTER = "gcp:container/cluster:Cluster"
+
+
+def config(mounts=MOUNTS, storage=STORAGE, cluster=None, **extra):
+    return config_with(pathwaysVersion=VERSION, storage=storage, cluster=cluster,
+                       workloads=[{"name": "train", "image": "example.com/t:1", "mounts": mounts, **extra}])
+
+
+def jobset(cfg):
+    return next(o for o in manifests(plan_of(cfg)) if o["kind"] == "JobSet" and o["metadata"]["name"] == "train")
+
+
+def refusal(cfg, key) -> str | None:
+    """The one line of the stack's refusal that names `key`, or None."""
+    values, secrets = raw(cfg)
+    try:
+        load(values, "test", secrets)
+    except ConfigError as e:
+        return next((line for line in str(e).splitlines() if line.startswith(f"{key}: ")), None)
+    return None
+
+
+def stack_model(**changes):
+    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, **changes).items() if k.startswith("pathways:")}
+    return load({**cfg, "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")
+
+
+def pods(js):
+    head, worker = (rj["template"]["spec"]["template"] for rj in js["spec"]["replicatedJobs"])
+    return head, worker
+
+
+def test_the_program_mounts_buckets_through_cloud_storage_fuse_with_googles_options():
+    head, worker = pods(jobset(config()))
+    spec = head["spec"]
+    assert head["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"  # the driver's webhook adds its sidecar
+    assert spec["serviceAccountName"] == "train-storage" and spec["automountServiceAccountToken"] is False
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    data, ckpt = volumes["mount-0"]["csi"], volumes["mount-1"]["csi"]
+    assert data == {"driver": "gcsfuse.csi.storage.gke.io", "readOnly": True, "volumeAttributes": {
+        "bucketName": "my-data", "hostNetworkPodKSA": "true", "skipCSIBucketAccessCheck": "true",
+        "gcsfuseMetadataPrefetchOnMount": "true",
+        # gcsfuse samples/gke-csi-yaml/tpu/training-pv.yaml
+        "mountOptions": "implicit-dirs,metadata-cache:negative-ttl-secs:0,metadata-cache:ttl-secs:-1,metadata-cache:stat-cache-max-size-mb:-1"}}
+    assert ckpt["readOnly"] is False and ckpt["volumeAttributes"]["mountOptions"].split(",") == list(CHECKPOINT_OPTIONS)
+    # checkpointing-pv.yaml, option for option
+    assert set(CHECKPOINT_OPTIONS) == {*DATA_OPTIONS, "metadata-cache:type-cache-max-size-mb:-1", "file-cache:max-size-mb:-1",
+                                       "file-cache:cache-file-for-range-read:true", "file-cache:enable-parallel-downloads:true",
+                                       "read_ahead_kb=1024", "write:enable-streaming-writes:true"}
+    assert volumes["mount-2"] == {"name": "mount-2", "persistentVolumeClaim": {"claimName": "shared", "readOnly": True}}
+    program = next(c for c in spec["containers"] if c["name"] == "jax-program")
+    assert program["volumeMounts"][1:] == [{"name": "mount-0", "mountPath": "/data", "readOnly": True},
+                                           {"name": "mount-1", "mountPath": "/ckpt", "readOnly": False},
+                                           {"name": "mount-2", "mountPath": "/shared", "readOnly": True}]
+    # Pathways' own containers mount nothing
+    assert all("volumeMounts" not in c for c in spec["initContainers"])
+    # the workers get the onWorkers mount only: no bucket there, so no FUSE sidecar and the default account
+    assert [v["name"] for v in worker["spec"]["volumes"]] == ["mount-2"]
+    assert "gke-gcsfuse/volumes" not in worker["metadata"]["annotations"] and "serviceAccountName" not in worker["spec"]
+
+
+def test_a_worker_mount_reaches_the_colocated_python_sidecar_that_loads_data_on_the_tpu_host():
+    mounts = [{"path": "/data", "bucket": "my-data", "onWorkers": True}]
+    _, worker = pods(jobset(config(mounts=mounts, colocatedPython=SIDECAR)))
+    spec = worker["spec"]
+    assert worker["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true" and spec["serviceAccountName"] == "train-storage"
+    sidecar, server = spec["initContainers"][0], spec["containers"][0]
+    for c in (sidecar, server):
+        assert {"name": "mount-0", "mountPath": "/data", "readOnly": True} in c["volumeMounts"], c["name"]
+
+
+def test_file_systems_are_volumes_bound_to_claims_as_gke_documents_them():
+    objs = storage_manifest.file_system_objects(resolve(stack_model(storage=STORAGE, runs=RUNS)))
+    pv_fs, pvc_fs, pv_l, pvc_l = objs
+    assert pv_fs["metadata"]["name"] == "pathways-shared" and pvc_fs["metadata"] == {"name": "shared", "namespace": "pathways"}
+    assert pv_fs["spec"] == {
+        "storageClassName": "", "capacity": {"storage": "1Ti"}, "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem",
+        "claimRef": {"namespace": "pathways", "name": "shared"},
+        "csi": {"driver": "filestore.csi.storage.gke.io", "volumeHandle": "modeInstance/us-east5-b/fs-1/vol1",
+                "volumeAttributes": {"ip": "10.20.0.2", "volume": "vol1"}}}
+    assert pvc_fs["spec"] == {"storageClassName": "", "volumeName": "pathways-shared", "accessModes": ["ReadWriteMany"],
+                              "resources": {"requests": {"storage": "1Ti"}}}
+    assert pv_l["spec"]["csi"] == {"driver": "lustre.csi.storage.gke.io", "volumeHandle": "test-proj-123/us-east5-b/lustre-1",
+                                   "volumeAttributes": {"ip": "10.20.0.3", "filesystem": "lfs"}}
+    assert pvc_l["spec"]["volumeName"] == "pathways-lfs"
+
+
+def test_the_cluster_gets_the_csi_drivers_its_mounts_need_and_no_others():
+    assert plan_of(config()).one(CLUSTER).input("addonsConfig") == {
+        "gcsFuseCsiDriverConfig": {"enabled": True}, "gcpFilestoreCsiDriverConfig": {"enabled": True},
+        "lustreCsiDriverConfig": {"enabled": True}}
+    only_filestore = config(mounts=[{"path": "/shared", "fileSystem": "shared"}], storage={"fileSystems": [SHARED]})
+    assert plan_of(only_filestore).one(CLUSTER).input("addonsConfig") == {"gcpFilestoreCsiDriverConfig": {"enabled": True}}
+    assert plan_of(config_with(pathwaysVersion=VERSION)).one(CLUSTER).input("addonsConfig") is None
+
+
+def test_the_plan_makes_the_service_account_volumes_and_claims_before_the_workload():
+    plan = plan_of(config())
+    account = plan.one("kubernetes:core/v1:ServiceAccount", "storage-serviceaccount-pathways-train-storage")
+    assert account.input("automountServiceAccountToken") is False
+    claims = plan.by_type("kubernetes:core/v1:PersistentVolumeClaim")
+    assert sorted(c.input("metadata")["name"] for c in claims) == ["lfs", "shared"]
+    assert plan.outputs["storage"] == {
+        "fileSystems": {"shared": "pathways/shared", "lfs": "pathways/lfs"},
+        "bucketGrants": ["gs://my-data: roles/storage.objectViewer to pathways/train-storage",
+                         "gs://my-ckpts: roles/storage.objectUser to pathways/train-storage"]}
+
+
+def test_the_bootstrap_grants_each_mounted_bucket_alone_to_the_pods_own_service_account():
+    plan = bootstrap_plan("pathways-staging-123")
+    grants = {m.input("bucket"): m for m in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    principal = ("principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+                 "pathways-staging-123.svc.id.goog/subject/ns/pathways/sa/train-smoke-storage")
+    assert grants["pathways-staging-123-datasets"].input("role") == "roles/storage.objectViewer"
+    assert grants["pathways-staging-123-train-checkpoints"].input("role") == "roles/storage.objectUser"
+    assert {grants[b].input("member") for b in ("pathways-staging-123-datasets", "pathways-staging-123-train-checkpoints")} == {principal}
+    # nothing project-wide for mounts
+    assert not [m for m in plan.by_type("gcp:projects/iAMMember:IAMMember") if "storage-" in (m.input("member") or "")]
+
+
+@pytest.mark.parametrize(("mounts", "storage", "key", "message"), [
+    ([{"path": "/data"}], STORAGE, "pathways:workloads[0].mounts[0]", "give exactly one of bucket (GCS FUSE) or fileSystem"),
+    ([{"path": "/data", "bucket": "bk1", "fileSystem": "shared"}], STORAGE, "pathways:workloads[0].mounts[0]", "give exactly one of bucket"),
+    ([{"path": "/dev/shm/x", "bucket": "bk1"}], STORAGE, "pathways:workloads[0].mounts[0].path", "is under /dev/shm"),
+    ([{"path": "data", "bucket": "bk1"}], STORAGE, "pathways:workloads[0].mounts[0].path", "not an absolute, normalised path"),
+    ([{"path": "/d/../etc", "bucket": "bk1"}], STORAGE, "pathways:workloads[0].mounts[0].path", "not an absolute, normalised path"),
+    ([{"path": "/data", "bucket": "gs://bk1"}], STORAGE, "pathways:workloads[0].mounts[0].bucket", "is not a bucket name"),
+    ([{"path": "/data", "bucket": "bk1"}, {"path": "/data/x", "bucket": "bk2"}], STORAGE, "pathways:workloads[0].mounts",
+     "mount /data/x is inside mount /data"),
+    ([{"path": "/data", "bucket": "bk1", "extraOptions": ["key-file=/k"]}], STORAGE, "pathways:workloads[0].mounts[0].extraOptions",
+     "is set by the driver or the stack"),
+    ([{"path": "/s", "fileSystem": "nope"}], STORAGE, "pathways:workloads[0].mounts[0].fileSystem",
+     "'nope' is not a file system of pathways:storage.fileSystems (declared: shared, lfs)"),
+    ([{"path": "/s", "fileSystem": "shared", "use": "data"}], STORAGE, "pathways:workloads[0].mounts[0]", "a file system takes neither"),
+    ([], {"fileSystems": [{**SHARED, "share": None}]}, "pathways:storage.fileSystems[0]", "a Filestore instance needs share"),
+    ([], {"fileSystems": [{**SHARED, "ip": "8.8.8.8"}]}, "pathways:storage.fileSystems[0].ip", "is not a private address"),
+    ([], {"fileSystems": [SHARED, SHARED]}, "pathways:storage.fileSystems", "'shared' is listed twice"),
+    ([], {"fileSystems": [{**LUSTRE, "filesystem": None}]}, "pathways:storage.fileSystems[0]", "a Lustre instance needs filesystem"),
+])
+def test_bad_mounts_are_refused_with_one_line_naming_the_key(mounts, storage, key, message):
+    line = refusal(config(mounts=mounts, storage=storage), key)
+    assert line is not None and message in line, line
+
+
+def test_only_a_batch_program_mounts_storage():
+    cfg = config_with(pathwaysVersion=VERSION, workloads=[{"name": "nb", "mode": "interactive", "mounts": [{"path": "/d", "bucket": "bk1"}]}])
+    assert "mode interactive has no program of the user's to mount storage into" in (refusal(cfg, "pathways:workloads[0].mounts") or "")
+
+
+def test_bucket_mounts_need_the_gke_that_serves_host_network_pods():
+    cfg = config(cluster={"minMasterVersion": "1.33.2-gke.1000000"})
+    message = refusal(cfg, "pathways:cluster.minMasterVersion") or ""
+    assert "GCS FUSE mounts in host-network pods needs " + GCSFUSE_HOST_NETWORK_MIN_GKE in message
+    assert refusal(config(cluster={"minMasterVersion": "1.35"}), "pathways:cluster.minMasterVersion") is None
+
+
+# --- ad-hoc runs ---------------------------------------------------------------------------
+
+
+RUN_BUCKETS = {"buckets": [{"name": "my-data"}, {"name": "my-ckpts", "readOnly": False}]}
+
+
+def run_object(spec, runs):
+    stack = resolve(load_run(stack_model(runs=runs), spec))
+    w = stack.workloads[-1]
+    return runs_manifest.run_jobset(stack, as_run(w, stack.run_queues.get(w.group.name)), "rita@example.com")
+
+
+def problems(spec, runs) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        load_run(stack_model(runs=runs), spec)
+    return str(e.value).splitlines()
+
+
+def runs_with_buckets():
+    return {**RUNS, **RUN_BUCKETS}
+
+
+def test_a_run_mounts_the_buckets_runs_buckets_grants_as_the_runs_own_service_account():
+    spec = {"name": "exp", "image": "example.com/t:1", "mounts": [{"path": "/data", "bucket": "my-data"},
+                                                                   {"path": "/ckpt", "bucket": "my-ckpts", "readOnly": False}]}
+    obj = run_object(spec, runs_with_buckets())
+    head = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert head["spec"]["serviceAccountName"] == "pathways-runs" and head["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
+    stack = resolve(stack_model(runs=runs_with_buckets()))
+    assert storage_manifest.service_accounts(stack) == [{"apiVersion": "v1", "kind": "ServiceAccount", "automountServiceAccountToken": False,
+                                                         "metadata": {"name": "pathways-runs", "namespace": "pathways"}}]
+    assert stack.bucket_grants == [("my-data", "roles/storage.objectViewer", "pathways", "pathways-runs"),
+                                   ("my-ckpts", "roles/storage.objectUser", "pathways", "pathways-runs")]
+
+
+@pytest.mark.parametrize(("mount", "line"), [
+    ({"path": "/d", "bucket": "other"}, "run.mounts[0].bucket: 'other' is not in pathways:runs.buckets (listed: my-data, my-ckpts)"),
+    ({"path": "/d", "bucket": "my-data", "readOnly": False}, "run.mounts[0].readOnly: false, but pathways:runs.buckets grants 'my-data' read-only"),
+    ({"path": "/d", "fileSystem": "nope"}, "run.mounts[0].fileSystem: 'nope' is not a file system of pathways:storage.fileSystems"),
+])
+def test_a_run_mounts_nothing_the_stack_does_not_grant(mount, line):
+    (got,) = problems({"name": "exp", "image": "example.com/t:1", "mounts": [mount]}, runs_with_buckets())
+    assert got.startswith(line), got
+
+
+def _policy_admits(stack_runs, account):
+    stack = resolve(stack_model(runs=stack_runs))
+    policy = runs_manifest.runs_only_policy(stack)[0]["spec"]
+    obj = run_object({"name": "exp", "image": "example.com/t:1"}, stack_runs)
+    for rj in obj["spec"]["replicatedJobs"]:
+        rj["template"]["spec"]["template"]["spec"]["serviceAccountName"] = account
+    request = {"operation": "CREATE", "userInfo": {"username": "rita@example.com", "groups": []}}
+    return all(_evaluate(v["expression"], {"object": obj, "oldObject": None, "request": request}) for v in policy["validations"])
+
+
+def test_a_run_may_act_as_the_runs_account_only_when_it_has_buckets_and_never_as_a_workloads():
+    assert _policy_admits(runs_with_buckets(), "pathways-runs")
+    assert not _policy_admits(runs_with_buckets(), "train-storage")
+    assert not _policy_admits(RUNS, "pathways-runs")
+
+
+def test_submit_mount_flags_become_the_specs_mounts(tmp_path):
+    cfg = config_with(pathwaysVersion=VERSION, storage=STORAGE, runs=runs_with_buckets())
+    path = write_stack_file(tmp_path, cfg)
+    proc = subprocess.run([sys.executable, "-m", "infra.run", "submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1",
+                           "--mount", "/data=gs://my-data", "--mount", "/ckpt=gs://my-ckpts:rw", "--mount", "/s=shared", "--dry-run",
+                           "--", "python3", "t.py"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    head = yaml.safe_load(proc.stdout)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    program = next(c for c in head["containers"] if c["name"] == "jax-program")
+    assert program["volumeMounts"][1:] == [{"name": "mount-0", "mountPath": "/data", "readOnly": True},
+                                           {"name": "mount-1", "mountPath": "/ckpt", "readOnly": False},
+                                           {"name": "mount-2", "mountPath": "/s", "readOnly": True}]
+    bad = subprocess.run([sys.executable, "-m", "infra.run", "submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1",
+                          "--mount", "/data", "--dry-run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["error: --mount '/data' is not PATH=SOURCE (e.g. /data=gs://my-data or /shared=shared:rw)"]
