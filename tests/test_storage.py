@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from decimal import Decimal
 
 import pytest
 import yaml
@@ -34,6 +35,8 @@ MOUNTS = [
     {"path": "/shared", "fileSystem": "shared", "onWorkers": True},
 ]
 CLUSTER = "gcp:container/cluster:Cluster"
+# <file system>-<digest of the volume's source and size>: a changed instance is a new volume and claim
+SHARED_CLAIM, LFS_CLAIM = "shared-61c0e671", "lfs-07b459c3"
 
 
 def config(mounts=MOUNTS, storage=STORAGE, cluster=None, **extra):
@@ -82,7 +85,7 @@ def test_the_program_mounts_buckets_through_cloud_storage_fuse_with_googles_opti
     assert set(CHECKPOINT_OPTIONS) == {*DATA_OPTIONS, "metadata-cache:type-cache-max-size-mb:-1", "file-cache:max-size-mb:-1",
                                        "file-cache:cache-file-for-range-read:true", "file-cache:enable-parallel-downloads:true",
                                        "read_ahead_kb=1024", "write:enable-streaming-writes:true"}
-    assert volumes["mount-2"] == {"name": "mount-2", "persistentVolumeClaim": {"claimName": "shared", "readOnly": True}}
+    assert volumes["mount-2"] == {"name": "mount-2", "persistentVolumeClaim": {"claimName": SHARED_CLAIM, "readOnly": True}}
     program = next(c for c in spec["containers"] if c["name"] == "jax-program")
     assert program["volumeMounts"][1:] == [{"name": "mount-0", "mountPath": "/data", "readOnly": True},
                                            {"name": "mount-1", "mountPath": "/ckpt", "readOnly": False},
@@ -105,20 +108,31 @@ def test_a_worker_mount_reaches_the_colocated_python_sidecar_that_loads_data_on_
 
 
 def test_file_systems_are_volumes_bound_to_claims_as_gke_documents_them():
-    objs = storage_manifest.file_system_objects(resolve(stack_model(storage=STORAGE, runs=RUNS)))
-    pv_fs, pvc_fs, pv_l, pvc_l = objs
-    assert pv_fs["metadata"]["name"] == "pathways-shared" and pvc_fs["metadata"] == {"name": "shared", "namespace": "pathways"}
+    pv_fs, pvc_fs, pv_l, pvc_l = storage_manifest.file_system_objects(resolve(stack_model(storage=STORAGE, runs=RUNS)))
+    assert pv_fs["metadata"]["name"] == f"pathways.{SHARED_CLAIM}"
+    assert pvc_fs["metadata"] == {"name": SHARED_CLAIM, "namespace": "pathways", "labels": {"pathways/file-system": "shared"}}
     assert pv_fs["spec"] == {
         "storageClassName": "", "capacity": {"storage": "1Ti"}, "accessModes": ["ReadWriteMany"],
         "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem",
-        "claimRef": {"namespace": "pathways", "name": "shared"},
+        "claimRef": {"namespace": "pathways", "name": SHARED_CLAIM},
         "csi": {"driver": "filestore.csi.storage.gke.io", "volumeHandle": "modeInstance/us-east5-b/fs-1/vol1",
                 "volumeAttributes": {"ip": "10.20.0.2", "volume": "vol1"}}}
-    assert pvc_fs["spec"] == {"storageClassName": "", "volumeName": "pathways-shared", "accessModes": ["ReadWriteMany"],
+    assert pvc_fs["spec"] == {"storageClassName": "", "volumeName": f"pathways.{SHARED_CLAIM}", "accessModes": ["ReadWriteMany"],
                               "resources": {"requests": {"storage": "1Ti"}}}
     assert pv_l["spec"]["csi"] == {"driver": "lustre.csi.storage.gke.io", "volumeHandle": "test-proj-123/us-east5-b/lustre-1",
                                    "volumeAttributes": {"ip": "10.20.0.3", "filesystem": "lfs"}}
-    assert pvc_l["spec"]["volumeName"] == "pathways-lfs"
+    assert pvc_l["spec"]["volumeName"] == f"pathways.{LFS_CLAIM}"
+
+
+@pytest.mark.parametrize("change", [{"ip": "10.20.0.9"}, {"capacity": "2Ti"}, {"share": "vol2"}, {"location": "us-east5-c"}])
+def test_a_changed_file_system_is_a_new_volume_and_claim_not_an_edit_of_a_bound_one(change):
+    """A PersistentVolume's CSI source is immutable and a claim without a storage class cannot grow: the change makes
+    a new pair under a new name, which the workload then mounts."""
+    changed = {"fileSystems": [{**SHARED, **change}, LUSTRE]}
+    pv, pvc, *_ = storage_manifest.file_system_objects(resolve(stack_model(storage=changed, runs=RUNS)))
+    assert pvc["metadata"]["name"].startswith("shared-") and pvc["metadata"]["name"] != SHARED_CLAIM
+    head, _ = pods(jobset(config(storage=changed)))
+    assert {v["name"]: v for v in head["spec"]["volumes"]}["mount-2"]["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
 
 
 def test_the_cluster_gets_the_csi_drivers_its_mounts_need_and_no_others():
@@ -135,9 +149,9 @@ def test_the_plan_makes_the_service_account_volumes_and_claims_before_the_worklo
     account = plan.one("kubernetes:core/v1:ServiceAccount", "storage-serviceaccount-pathways-train-storage")
     assert account.input("automountServiceAccountToken") is False
     claims = plan.by_type("kubernetes:core/v1:PersistentVolumeClaim")
-    assert sorted(c.input("metadata")["name"] for c in claims) == ["lfs", "shared"]
+    assert sorted(c.input("metadata")["name"] for c in claims) == [LFS_CLAIM, SHARED_CLAIM]
     assert plan.outputs["storage"] == {
-        "fileSystems": {"shared": "pathways/shared", "lfs": "pathways/lfs"},
+        "fileSystems": {"shared": f"pathways/{SHARED_CLAIM}", "lfs": f"pathways/{LFS_CLAIM}"},
         "bucketGrants": ["gs://my-data: roles/storage.objectViewer to pathways/train-storage",
                          "gs://my-ckpts: roles/storage.objectUser to pathways/train-storage"]}
 
@@ -160,6 +174,7 @@ def test_the_bootstrap_grants_each_mounted_bucket_alone_to_the_pods_own_service_
     ([{"path": "/dev/shm/x", "bucket": "bk1"}], STORAGE, "pathways:workloads[0].mounts[0].path", "is under /dev/shm"),
     ([{"path": "data", "bucket": "bk1"}], STORAGE, "pathways:workloads[0].mounts[0].path", "not an absolute, normalised path"),
     ([{"path": "/d/../etc", "bucket": "bk1"}], STORAGE, "pathways:workloads[0].mounts[0].path", "not an absolute, normalised path"),
+    ([{"path": "//etc", "bucket": "bk1"}], STORAGE, "pathways:workloads[0].mounts[0].path", "not an absolute, normalised path"),
     ([{"path": "/data", "bucket": "gs://bk1"}], STORAGE, "pathways:workloads[0].mounts[0].bucket", "is not a bucket name"),
     ([{"path": "/data", "bucket": "bk1"}, {"path": "/data/x", "bucket": "bk2"}], STORAGE, "pathways:workloads[0].mounts",
      "mount /data/x is inside mount /data"),
@@ -172,6 +187,7 @@ def test_the_bootstrap_grants_each_mounted_bucket_alone_to_the_pods_own_service_
     ([], {"fileSystems": [{**SHARED, "ip": "8.8.8.8"}]}, "pathways:storage.fileSystems[0].ip", "is not a private address"),
     ([], {"fileSystems": [SHARED, SHARED]}, "pathways:storage.fileSystems", "'shared' is listed twice"),
     ([], {"fileSystems": [{**LUSTRE, "filesystem": None}]}, "pathways:storage.fileSystems[0]", "a Lustre instance needs filesystem"),
+    ([], {"fileSystems": [{**LUSTRE, "filesystem": "lustre_fs1"}]}, "pathways:storage.fileSystems[0].filesystem", "not a Lustre file system name"),
 ])
 def test_bad_mounts_are_refused_with_one_line_naming_the_key(mounts, storage, key, message):
     line = refusal(config(mounts=mounts, storage=storage), key)
@@ -235,12 +251,12 @@ def test_a_run_mounts_nothing_the_stack_does_not_grant(mount, line):
     assert got.startswith(line), got
 
 
-def _policy_admits(stack_runs, account):
+def _policy_admits(stack_runs, account, field="serviceAccountName"):
     stack = resolve(stack_model(runs=stack_runs))
     policy = runs_manifest.runs_only_policy(stack)[0]["spec"]
     obj = run_object({"name": "exp", "image": "example.com/t:1"}, stack_runs)
     for rj in obj["spec"]["replicatedJobs"]:
-        rj["template"]["spec"]["template"]["spec"]["serviceAccountName"] = account
+        rj["template"]["spec"]["template"]["spec"][field] = account
     request = {"operation": "CREATE", "userInfo": {"username": "rita@example.com", "groups": []}}
     return all(_evaluate(v["expression"], {"object": obj, "oldObject": None, "request": request}) for v in policy["validations"])
 
@@ -249,6 +265,9 @@ def test_a_run_may_act_as_the_runs_account_only_when_it_has_buckets_and_never_as
     assert _policy_admits(runs_with_buckets(), "pathways-runs")
     assert not _policy_admits(runs_with_buckets(), "train-storage")
     assert not _policy_admits(RUNS, "pathways-runs")
+    # the deprecated alias, which the API server copies into serviceAccountName when that is empty
+    assert not _policy_admits(runs_with_buckets(), "train-storage", field="serviceAccount")
+    assert _policy_admits(runs_with_buckets(), "pathways-runs", field="serviceAccount")
 
 
 def test_submit_mount_flags_become_the_specs_mounts(tmp_path):
@@ -266,3 +285,35 @@ def test_submit_mount_flags_become_the_specs_mounts(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "infra.run", "submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1",
                           "--mount", "/data", "--dry-run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == ["error: --mount '/data' is not PATH=SOURCE (e.g. /data=gs://my-data or /shared=shared:rw)"]
+
+
+def test_an_extra_option_replaces_the_profiles_own_instead_of_joining_it():
+    """The driver keeps one value per option, the one that sorts last (gcs-fuse-csi-driver sidecar_mounter_config.go):
+    an extra file-cache:enable-parallel-downloads:false would otherwise be lost beside the profile's true."""
+    mounts = [{"path": "/ckpt", "bucket": "my-ckpts", "readOnly": False,
+               "extraOptions": ["file-cache:enable-parallel-downloads:false", "file-cache:max-size-mb:102400", "uid=1000"]}]
+    head, _ = pods(jobset(config(mounts=mounts)))
+    options = {v["name"]: v for v in head["spec"]["volumes"]}["mount-0"]["csi"]["volumeAttributes"]["mountOptions"].split(",")
+    assert "file-cache:enable-parallel-downloads:true" not in options and "file-cache:max-size-mb:-1" not in options
+    assert options[-3:] == ["file-cache:enable-parallel-downloads:false", "file-cache:max-size-mb:102400", "uid=1000"]
+    assert "write:enable-streaming-writes:true" in options  # the rest of the profile stays
+
+
+@pytest.mark.parametrize(("extra", "path", "what"), [
+    ({"colocatedPython": SIDECAR}, "/tmp/shared-memory", "the colocated-Python sidecar's shared memory"),
+    ({"colocatedPython": SIDECAR}, "/tmp", "the colocated-Python sidecar's shared memory"),
+])
+def test_a_worker_mount_keeps_clear_of_what_the_stack_mounts_on_the_workers(extra, path, what):
+    cfg = config(mounts=[{"path": path, "bucket": "my-data", "onWorkers": True}], **extra)
+    line = refusal(cfg, "pathways:workloads[0].mounts[0].path") or ""
+    assert f"overlaps /tmp/shared-memory, {what} on the workers" in line, line
+    # on the head only, the same path is the program's own
+    assert refusal(config(mounts=[{"path": path, "bucket": "my-data"}], **extra), "pathways:workloads[0].mounts[0].path") is None
+
+
+def test_the_fuse_sidecars_gke_adds_count_in_the_head_pods_demand():
+    from components.model.workload import Workload, head_pod_demand
+    plain = head_pod_demand(Workload(name="t", image="example.com/t:1"))
+    mounted = head_pod_demand(Workload(name="t", image="example.com/t:1", mounts=[{"path": "/d", "bucket": "my-data"}]))
+    assert mounted[0] - plain[0] == Decimal("0.26")
+    assert "GCS FUSE sidecar 250m/256Mi + GCS FUSE metadata prefetch 10m/10Mi" in mounted[2]

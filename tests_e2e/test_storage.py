@@ -50,11 +50,13 @@ def deployed(cluster, stacks, tmp_path_factory):
 
 def test_mounts_are_bound_admitted_and_placed_by_the_real_control_plane(cluster, deployed):
     # the PersistentVolume controller bound each claim to the stack's volume (static provisioning, no class)
+    claims = {}
     for name in ("shared", "lfs"):
-        claim = cluster.wait_for(f"claim {name} bound", lambda n=name: (lambda c: c if c["status"].get("phase") == "Bound" else None)(
-            cluster.get("pvc", "-n", NS, n)))
-        assert claim["spec"]["volumeName"] == f"{NS}-{name}"
-        volume = cluster.get("pv", f"{NS}-{name}")
+        claim = cluster.wait_for(f"claim {name} bound", lambda n=name: (lambda items: items[0] if len(items) == 1 and (
+            items[0]["status"].get("phase") == "Bound") else None)(cluster.get("pvc", "-n", NS, "-l", f"pathways/file-system={n}")["items"]))
+        claims[name] = claim["metadata"]["name"]
+        assert claims[name].startswith(f"{name}-") and claim["spec"]["volumeName"] == f"{NS}.{claims[name]}"
+        volume = cluster.get("pv", f"{NS}.{claims[name]}")
         assert volume["status"]["phase"] == "Bound" and volume["spec"]["claimRef"]["uid"] == claim["metadata"]["uid"]
     # the Job controller made the pods (so the ServiceAccount admission found train-storage and the guards admitted
     # them) and the scheduler placed them, claims and all: the head on a head node, the workers on one slice
@@ -69,9 +71,9 @@ def test_mounts_are_bound_admitted_and_placed_by_the_real_control_plane(cluster,
     fuse = volumes["mount-0"]["csi"]
     assert fuse["driver"] == "gcsfuse.csi.storage.gke.io" and fuse["volumeAttributes"]["hostNetworkPodKSA"] == "true"
     assert volumes["mount-1"]["csi"]["readOnly"] is False
-    assert volumes["mount-2"]["persistentVolumeClaim"]["claimName"] == "shared"
+    assert volumes["mount-2"]["persistentVolumeClaim"]["claimName"] == claims["shared"]
     for w in workers:
-        assert [v.get("persistentVolumeClaim", {}).get("claimName") for v in spec_of(w)["volumes"]] == ["shared"]
+        assert [v.get("persistentVolumeClaim", {}).get("claimName") for v in spec_of(w)["volumes"]] == [claims["shared"]]
         assert spec_of(w).get("serviceAccountName") == "default"  # no bucket on the workers: no identity of its own
     account = cluster.get("serviceaccount", "-n", NS, "train-storage")
     assert account["automountServiceAccountToken"] is False
@@ -102,6 +104,12 @@ def test_a_run_mounts_a_granted_bucket_as_the_runs_account_and_may_not_borrow_a_
         rj["template"]["spec"]["template"]["spec"]["serviceAccountName"] = "train-storage"
     denied = cluster.apply([borrowed], server_side=False, kubeconfig=rita, check=False)
     assert denied.returncode != 0 and "pathways-runs-only" in denied.stderr and "run as default or pathways-runs" in denied.stderr, denied.stderr
+    # and not through the deprecated alias, which the API server would copy into serviceAccountName
+    for rj in borrowed["spec"]["replicatedJobs"]:
+        pod = rj["template"]["spec"]["template"]["spec"]
+        pod["serviceAccount"] = pod.pop("serviceAccountName")
+    denied = cluster.apply([borrowed], server_side=False, kubeconfig=rita, check=False)
+    assert denied.returncode != 0 and "run as default or pathways-runs" in denied.stderr, denied.stderr
     assert not pods(cluster, NS, "borrow")
     assert run(cluster, stack_file, rita, "delete", "exp-data").returncode == 0
 

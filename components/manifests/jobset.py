@@ -25,7 +25,7 @@ from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORK
 from ..model.resilience import MTC_CSI_DRIVER, MTC_VOLUME
 from ..model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
 from ..model.storage import GCSFUSE_ANNOTATION
-from ..model.workload import coordinator_label
+from ..model.workload import SIDECAR_SHM_DIR, coordinator_label
 from . import storage
 from .kueue import queue_labels
 
@@ -43,7 +43,6 @@ SHM_VOLUME = "dshm"
 # and both read CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY (pathwaysutils 0.1.13 experimental/gke/jobset.py,
 # add_colocated_python; its default path is /tmp/shared-memory).
 SIDECAR_SHM_VOLUME = "sidecar-shm"
-SIDECAR_SHM_DIR = "/tmp/shared-memory"
 SIDECAR_SHM_ENV = "CLOUD_PATHWAYS_SIDECAR_SHM_DIRECTORY"
 SIDECAR_SHM_FLAG = "--cloud_pathways_sidecar_shm_directory"
 # pathwaysutils' client finds the sidecar by this container name (gke_utils.get_pathways_service_images).
@@ -275,7 +274,7 @@ def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
         # Native sidecars: RM and proxy stop with the pod, so the head Job completes when the program exits.
         pod["initContainers"] = [{**rm, "restartPolicy": "Always"}, {**px, "restartPolicy": "Always"}]
         program = user_container(stack, w)
-        volumes, mounts = storage.pod_mounts(w, workers=False)
+        volumes, mounts = storage.pod_mounts(stack, w, workers=False)
         program["volumeMounts"] += mounts
         pod["containers"] = [program]
         pod["volumes"] = [_shm_volume(w.spec.shm_size), *volumes]
@@ -386,7 +385,7 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
             worker["volumeMounts"].append(mtc_mount)
             pod["initContainers"][0]["volumeMounts"].append(dict(mtc_mount))
             pod["volumes"].append({"name": MTC_VOLUME, "csi": {"driver": MTC_CSI_DRIVER}})
-    volumes, mounts = storage.pod_mounts(rw, workers=True)
+    volumes, mounts = storage.pod_mounts(stack, rw, workers=True)
     if volumes:
         # The Pathways server, and the colocated-Python sidecar that loads data on the TPU host, see the same mounts.
         for container in [worker, *pod.get("initContainers", [])]:

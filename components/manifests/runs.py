@@ -85,6 +85,8 @@ def _pod_rules(priorities: list[str], accounts: list[str]) -> str:
     p = "rj.template.spec.template.spec"
     return (f"object.spec.replicatedJobs.all(rj, "
             f"(!has({p}.serviceAccountName) || {p}.serviceAccountName in {_cel_list(accounts)}) && "
+            # the deprecated alias, which the API server copies into serviceAccountName when that is empty
+            f"(!has({p}.serviceAccount) || {p}.serviceAccount in {_cel_list(accounts)}) && "
             f"has({p}.automountServiceAccountToken) && !{p}.automountServiceAccountToken && "
             f"(!has({p}.volumes) || {p}.volumes.all(v, !has(v.secret) && !has(v.projected))) && "
             f"(!has({p}.priorityClassName) || {p}.priorityClassName in {_cel_list(priorities)}) && "

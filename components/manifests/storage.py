@@ -4,33 +4,39 @@
   through a sidecar it injects into pods annotated gke-gcsfuse/volumes: "true". Pathways pods are on the host
   network, so the volume carries hostNetworkPodKSA: "true" and the pod names its own Kubernetes service account,
   the principal the bucket grants go to (no token in the pod: the kubelet hands one to the driver).
-- A file system: a PersistentVolume of the instance's CSI driver, bound to a claim of the same name in the
-  workload namespace by claimRef and volumeName (static provisioning, storageClassName ""), ReadWriteMany.
+- A file system: a PersistentVolume of the instance's CSI driver, bound to a claim in the workload namespace by
+  claimRef and volumeName (static provisioning, storageClassName ""), ReadWriteMany; both named after the file
+  system and a digest of what they hold (``claim_name``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from ..model.resolved import ResolvedStack, ResolvedWorkload
 from ..model.runs import RUN_SERVICE_ACCOUNT
 from ..model.storage import GCSFUSE_DRIVER, GOOGLE_ATTRIBUTES, FileSystem, Mount, volume_name
 
+FILE_SYSTEM_LABEL = "pathways/file-system"
 
-def _volume(index: int, m: Mount) -> dict[str, Any]:
+
+def _volume(stack: ResolvedStack, index: int, m: Mount) -> dict[str, Any]:
     name = volume_name(index)
     if m.bucket is not None:
         return {"name": name, "csi": {"driver": GCSFUSE_DRIVER, "readOnly": m.read_only, "volumeAttributes": {
             "bucketName": m.bucket, "mountOptions": ",".join(m.mount_options), "hostNetworkPodKSA": "true",
             **GOOGLE_ATTRIBUTES}}}
-    return {"name": name, "persistentVolumeClaim": {"claimName": m.file_system, "readOnly": m.read_only}}
+    fs = next(f for f in stack.file_systems if f.name == m.file_system)
+    return {"name": name, "persistentVolumeClaim": {"claimName": claim_name(stack, fs), "readOnly": m.read_only}}
 
 
-def pod_mounts(w: ResolvedWorkload, *, workers: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def pod_mounts(stack: ResolvedStack, w: ResolvedWorkload, *, workers: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(volumes, volumeMounts) of a workload's head pod (its program's container), or of its worker pods (the mounts
     with onWorkers)."""
     chosen = [(i, m) for i, m in enumerate(w.spec.mounts) if m.on_workers or not workers]
-    volumes = [_volume(i, m) for i, m in chosen]
+    volumes = [_volume(stack, i, m) for i, m in chosen]
     mounts = [{"name": volume_name(i), "mountPath": m.path, "readOnly": m.read_only} for i, m in chosen]
     return volumes, mounts
 
@@ -39,9 +45,30 @@ def mounts_buckets(w: ResolvedWorkload, *, workers: bool) -> bool:
     return any(m.bucket for m in w.spec.mounts if m.on_workers or not workers)
 
 
-def persistent_volume_name(namespace: str, fs: FileSystem) -> str:
-    """PersistentVolumes are cluster-wide: named after the claim's namespace too, so two stacks on one cluster differ."""
-    return f"{namespace}-{fs.name}"[:253]
+def _volume_spec(stack: ResolvedStack, fs: FileSystem) -> dict[str, Any]:
+    location = fs.location or stack.zone
+    if fs.filestore:
+        handle, attributes = f"modeInstance/{location}/{fs.filestore}/{fs.share}", {"ip": fs.ip, "volume": fs.share}
+    else:
+        handle, attributes = f"{stack.project}/{location}/{fs.lustre}", {"ip": fs.ip, "filesystem": fs.filesystem}
+    return {"capacity": fs.capacity, "driver": fs.driver, "volumeHandle": handle, "volumeAttributes": attributes}
+
+
+def _revision(stack: ResolvedStack, fs: FileSystem) -> str:
+    """A volume's source and size are fixed once its claim is bound (a PersistentVolume's CSI source is immutable, and
+    a claim without a storage class cannot grow): a changed file system is a new volume and claim, named by this
+    digest of what they hold, which the workloads then mount while the old pair goes once nothing uses it."""
+    return hashlib.sha256(json.dumps(_volume_spec(stack, fs), sort_keys=True).encode()).hexdigest()[:8]
+
+
+def claim_name(stack: ResolvedStack, fs: FileSystem) -> str:
+    return f"{fs.name}-{_revision(stack, fs)}"
+
+
+def persistent_volume_name(stack: ResolvedStack, fs: FileSystem) -> str:
+    """PersistentVolumes are cluster-wide: named after the claim's namespace too (a dot: no namespace holds one), so
+    two stacks on one cluster differ."""
+    return f"{stack.namespace}.{claim_name(stack, fs)}"
 
 
 def file_system_objects(stack: ResolvedStack) -> list[dict[str, Any]]:
@@ -49,24 +76,18 @@ def file_system_objects(stack: ResolvedStack) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     ns = stack.namespace
     for fs in stack.file_systems:
-        location = fs.location or stack.zone
-        pv = persistent_volume_name(ns, fs)
-        if fs.filestore:
-            handle = f"modeInstance/{location}/{fs.filestore}/{fs.share}"
-            attributes = {"ip": fs.ip, "volume": fs.share}
-        else:
-            handle = f"{stack.project}/{location}/{fs.lustre}"
-            attributes = {"ip": fs.ip, "filesystem": fs.filesystem}
+        spec, pv, claim = _volume_spec(stack, fs), persistent_volume_name(stack, fs), claim_name(stack, fs)
+        labels = {FILE_SYSTEM_LABEL: fs.name}
         out += [
-            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv, "labels": labels},
              "spec": {
                  "storageClassName": "", "capacity": {"storage": fs.capacity}, "accessModes": ["ReadWriteMany"],
                  # The instance outlives the stack: deleting the volume never touches its data.
                  "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem",
-                 "claimRef": {"namespace": ns, "name": fs.name},
-                 "csi": {"driver": fs.driver, "volumeHandle": handle, "volumeAttributes": attributes},
+                 "claimRef": {"namespace": ns, "name": claim},
+                 "csi": {"driver": spec["driver"], "volumeHandle": spec["volumeHandle"], "volumeAttributes": spec["volumeAttributes"]},
              }},
-            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": fs.name, "namespace": ns},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": ns, "labels": labels},
              "spec": {"storageClassName": "", "volumeName": pv, "accessModes": ["ReadWriteMany"],
                       "resources": {"requests": {"storage": fs.capacity}}}},
         ]
@@ -90,6 +111,6 @@ def storage_output(stack: ResolvedStack) -> dict[str, Any] | None:
     if not grants and not stack.file_systems:
         return None
     return {
-        "fileSystems": {fs.name: f"{stack.namespace}/{fs.name}" for fs in stack.file_systems},
+        "fileSystems": {fs.name: f"{stack.namespace}/{claim_name(stack, fs)}" for fs in stack.file_systems},
         "bucketGrants": [f"gs://{bucket}: {role} to {ns}/{sa}" for bucket, role, ns, sa in grants],
     }

@@ -7,9 +7,10 @@ Sources, for what is rendered:
   (GoogleCloudPlatform/gcs-fuse-csi-driver pkg/csi_driver/utils.go: bucketName, mountOptions,
   skipCSIBucketAccessCheck, hostNetworkPodKSA, gcsfuseMetadataPrefetchOnMount). Pathways pods are on the host
   network: the driver serves them only through the pod's Kubernetes service account and Workload Identity, with
-  hostNetworkPodKSA: "true" (its docs/troubleshooting.md and docs/releases.md: GKE 1.33.3-gke.1226000 or later).
+  hostNetworkPodKSA: "true" (its docs/authentication.md; docs/releases.md: GKE 1.33.3-gke.1226000 or later).
   Access: roles/storage.objectViewer (read-only) or roles/storage.objectUser (read-write) on the bucket to that
-  service account's principal (the same troubleshooting page, "Validate Workload Identity Federation").
+  service account's principal (docs/authentication.md; docs/troubleshooting.md, "Validate Workload Identity
+  Federation"). The webhook's sidecars: pkg/webhook (sidecar_spec.go, injection.go), deploy/base/webhook.
 - The mount options Google gives for TPU training reads and checkpoint writes: GoogleCloudPlatform/gcsfuse
   samples/gke-csi-yaml/tpu/training-pv.yaml and checkpointing-pv.yaml (both also set skipCSIBucketAccessCheck and
   gcsfuseMetadataPrefetchOnMount).
@@ -57,6 +58,8 @@ CHECKPOINT_OPTIONS = (
 # requests 250m CPU, 256Mi memory (and 5Gi ephemeral storage), no limits (gcs-fuse-csi-driver
 # deploy/base/webhook/deployment.yaml --sidecar-*-request, --sidecar-*-limit=0); the head node must hold them.
 GCSFUSE_SIDECAR_REQUESTS = ("250m", "256Mi")
+# gcsfuseMetadataPrefetchOnMount adds a second, small sidecar (gke-gcsfuse-metadata-prefetch): 10m CPU, 10Mi.
+GCSFUSE_PREFETCH_REQUESTS = ("10m", "10Mi")
 GOOGLE_ATTRIBUTES = {"skipCSIBucketAccessCheck": "true", "gcsfuseMetadataPrefetchOnMount": "true"}
 # Paths a mount may not take: the root, the system's own trees, and what the stack already mounts.
 RESERVED_MOUNT_PATHS = ("/", "/bin", "/dev", "/dev/shm", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/usr", "/var/run")
@@ -94,7 +97,8 @@ class Mount(_Model):
     @field_validator("path")
     @classmethod
     def _path(cls, v: str) -> str:
-        norm = posixpath.normpath(v) if v.startswith("/") else ""
+        # normpath keeps a leading "//" (POSIX leaves its meaning to the system): refused, so "//etc" is not a way past
+        norm = posixpath.normpath(v) if v.startswith("/") and not v.startswith("//") else ""
         if not norm or norm != v or len(v) > 255 or not re.fullmatch(r"[A-Za-z0-9_./-]+", v):
             raise ValueError(f"{v[:80]!r} is not an absolute, normalised path (e.g. /data)")
         clash = sorted((r for r in RESERVED_MOUNT_PATHS if v == r or (r != "/" and v.startswith(r + "/"))), key=len, reverse=True)
@@ -136,12 +140,22 @@ class Mount(_Model):
 
     @property
     def mount_options(self) -> tuple[str, ...]:
+        """The profile's options, less those extraOptions set again, then extraOptions: the driver keeps one value per
+        option (the one that sorts last), so an extra option replaces the profile's rather than joining it."""
         base = DATA_OPTIONS if self.profile == "data" else CHECKPOINT_OPTIONS
-        return (*base, *self.extra_options)
+        overridden = {option_key(o) for o in self.extra_options}
+        return (*(o for o in base if option_key(o) not in overridden), *self.extra_options)
 
     @property
     def role(self) -> str:
         return READ_ROLE if self.read_only else WRITE_ROLE
+
+
+def option_key(option: str) -> str:
+    """What a gcsfuse option sets: file-cache:max-size-mb of file-cache:max-size-mb:-1, uid of uid=1000."""
+    if "=" in option:
+        return option.split("=", 1)[0]
+    return option.rsplit(":", 1)[0] if option.count(":") >= 2 else option
 
 
 def check_mounts(mounts: list[Mount]) -> list[Mount]:
@@ -160,7 +174,8 @@ def check_mounts(mounts: list[Mount]) -> list[Mount]:
 class FileSystem(_Model):
     """An existing Filestore or Managed Lustre instance, made available to workloads as a PersistentVolumeClaim."""
 
-    name: str = Field(description="The name workloads mount it by (mounts[].fileSystem), and of its PersistentVolumeClaim.")
+    name: str = Field(description=(
+        "The name workloads mount it by (mounts[].fileSystem); its claim is <name>-<digest of the instance and size>."))
     filestore: Optional[str] = Field(default=None, description="A Filestore instance's name (basic, zonal, regional or enterprise tier).")
     lustre: Optional[str] = Field(default=None, description="A Managed Lustre instance's name.")
     location: Optional[str] = Field(default=None, description="Its zone (Filestore: or region); default gcp:zone.")
@@ -200,11 +215,20 @@ class FileSystem(_Model):
             raise ValueError(f"{v} is not a private address; Filestore and Managed Lustre serve on the VPC")
         return v
 
-    @field_validator("share", "filesystem")
+    @field_validator("share")
     @classmethod
     def _share(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,15}", v):
-            raise ValueError(f"{v[:40]!r} is not a share or file system name (a letter, then letters, digits, '_'; at most 16)")
+        # the form of Filestore's file share names (a letter, then letters, digits, '_'); its tier bounds the length
+        if v is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,31}", v):
+            raise ValueError(f"{v[:40]!r} is not a file share name (a letter, then letters, digits and '_', e.g. vol1)")
+        return v
+
+    @field_validator("filesystem")
+    @classmethod
+    def _filesystem(cls, v: Optional[str]) -> Optional[str]:
+        # Managed Lustre's file system name (gcloud lustre instances create --filesystem): up to 8 letters and digits
+        if v is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,7}", v):
+            raise ValueError(f"{v[:40]!r} is not a Lustre file system name (a letter, then letters and digits, at most 8; e.g. lfs)")
         return v
 
     @field_validator("capacity", mode="before")

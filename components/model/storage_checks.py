@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .errors import Problem, config_key
 from .stack import StackConfig
+from .workload import SIDECAR_SHM_DIR
 
 
 def mounts(cfg: StackConfig) -> list[Problem]:
@@ -25,11 +26,16 @@ def mounts(cfg: StackConfig) -> list[Problem]:
                 valid = ", ".join(names) if names else "none: declare it in pathways:storage.fileSystems"
                 problems.append(Problem(config_key((*key, j, "fileSystem")), (
                     f"{m.file_system!r} is not a file system of pathways:storage.fileSystems (declared: {valid})")))
-            if m.on_workers and cfg.uses_mtc(w) and cfg.resilience.mtc is not None:
-                mtc_path = cfg.resilience.mtc.mount_path
-                if m.path == mtc_path or m.path.startswith(mtc_path + "/") or mtc_path.startswith(m.path + "/"):
+            if not m.on_workers:
+                continue
+            # what the stack itself mounts on the workers: the API server refuses two mounts of one path
+            taken = ([(SIDECAR_SHM_DIR, "the colocated-Python sidecar's shared memory")] if w.colocated_python else []) + (
+                [(cfg.resilience.mtc.mount_path, "the multi-tier checkpointing RAM disk")]
+                if cfg.uses_mtc(w) and cfg.resilience.mtc is not None else [])
+            for path, what in taken:
+                if m.path == path or m.path.startswith(path + "/") or path.startswith(m.path + "/"):
                     problems.append(Problem(config_key((*key, j, "path")), (
-                        f"{m.path} overlaps the multi-tier checkpointing mount {mtc_path} on the workers; use another path")))
+                        f"{m.path} overlaps {path}, {what} on the workers; use another path")))
     return problems
 
 

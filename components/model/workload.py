@@ -31,7 +31,7 @@ from .common import (
     _Model,
 )
 from .ports import HEAD_NODE_PORTS
-from .storage import GCSFUSE_SIDECAR_REQUESTS, MAX_MOUNTS, Mount, check_mounts
+from .storage import GCSFUSE_PREFETCH_REQUESTS, GCSFUSE_SIDECAR_REQUESTS, MAX_MOUNTS, Mount, check_mounts
 
 # --- workloads -----------------------------------------------------------------------------
 
@@ -92,6 +92,10 @@ class Profiling(_Model):
         if v in HEAD_NODE_PORTS:
             raise ValueError(f"{v} is taken on the head node by {HEAD_NODE_PORTS[v]}; use another port, e.g. 9999")
         return v
+
+
+# Where the worker and the colocated-Python sidecar share memory (manifests/jobset.py has the sources).
+SIDECAR_SHM_DIR = "/tmp/shared-memory"
 
 
 class ColocatedPython(_Model):
@@ -674,7 +678,7 @@ class Workload(_Model):
         if self.mode == "batch":
             out.append(("user container", self.cpu, self.memory))
             if any(m.bucket for m in self.mounts):
-                out.append(("GCS FUSE sidecar", *GCSFUSE_SIDECAR_REQUESTS))
+                out += [("GCS FUSE sidecar", *GCSFUSE_SIDECAR_REQUESTS), ("GCS FUSE metadata prefetch", *GCSFUSE_PREFETCH_REQUESTS)]
         return out
 
 
