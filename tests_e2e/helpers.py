@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from tools.cluster.local import ClusterError, LocalCluster
 
@@ -78,3 +81,12 @@ def controller_pods(cluster: LocalCluster) -> dict[str, list[dict[str, Any]]]:
         if ns in existing:
             out[ns] = [p for p in cluster.get("pods", "-n", ns)["items"] if not p["metadata"].get("deletionTimestamp")]
     return out
+
+
+def user_stack_file(cluster: LocalCluster, config: dict[str, Any], directory: Path, name: str) -> Path:
+    """The stack file a user of this cluster has: the same config, on the cluster made elsewhere."""
+    from tools.cluster.deploy import existing_mode
+
+    path = directory / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": existing_mode(config, cluster)}))
+    return path

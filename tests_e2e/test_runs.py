@@ -16,8 +16,7 @@ import yaml
 
 from tests.conftest import config_with
 from tests_e2e.conftest import expect_no_changes
-from tests_e2e.helpers import is_true, nodes, pods, wait_running, workload
-from tools.cluster.deploy import existing_mode
+from tests_e2e.helpers import is_true, nodes, pods, user_stack_file, wait_running, workload
 from tools.cluster.local import ROOT, LocalCluster
 
 VERSION = "jax-0.7.2"
@@ -51,9 +50,7 @@ def listed(cluster: LocalCluster, stack_file: Path, kubeconfig: Path) -> dict[st
 def deployed(cluster, stacks, tmp_path_factory):
     stacks.use("runs", CONFIG)
     wait_running(cluster, "pathways", "train", 1 + 4)
-    # the stack file a user of this cluster has: the same config, on the cluster made elsewhere
-    stack_file = tmp_path_factory.mktemp("runs") / "Pulumi.runs.yaml"
-    stack_file.write_text(yaml.safe_dump({"config": existing_mode(CONFIG, cluster)}))
+    stack_file = user_stack_file(cluster, CONFIG, tmp_path_factory.mktemp("runs"), "runs")
     rita = cluster.user_kubeconfig("rita@example.com", (RESEARCHERS,))
     yield stack_file, rita
     # what docs/runs.md says to do before `pulumi destroy`: Kueue keeps a ClusterQueue while it has admitted workloads

@@ -13,9 +13,8 @@ import pytest
 import yaml
 
 from tests.conftest import config_with
-from tests_e2e.helpers import is_true, pods, wait_running, workload
+from tests_e2e.helpers import is_true, pods, user_stack_file, wait_running, workload
 from tests_e2e.test_runs import RESEARCHERS, run, session
-from tools.cluster.deploy import existing_mode
 
 VERSION = "jax-0.7.2"
 IMAGE = "example.com/trainer:1"
@@ -40,8 +39,7 @@ def spec_of(pod: dict) -> dict:
 @pytest.fixture(scope="module")
 def deployed(cluster, stacks, tmp_path_factory):
     stacks.use("storage", CONFIG)
-    stack_file = tmp_path_factory.mktemp("storage") / "Pulumi.storage.yaml"
-    stack_file.write_text(yaml.safe_dump({"config": existing_mode(CONFIG, cluster)}))
+    stack_file = user_stack_file(cluster, CONFIG, tmp_path_factory.mktemp("storage"), "storage")
     rita = cluster.user_kubeconfig("rita@example.com", (RESEARCHERS,))
     yield stack_file, rita
     cleared = run(cluster, stack_file, rita, "delete", "--all")

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from .common import INT32_MAX, MAX_NODES_PER_POOL_ZONE, _Model
-from .storage import RunBucket
+from .storage import RunBucket, first_repeated
 from .workload import ServiceClient
 
 # Who created a JobSet: app.kubernetes.io/managed-by (Kubernetes' recommended label). The stack's JobSets say pulumi.
@@ -54,10 +54,9 @@ class Runs(_Model):
     @field_validator("buckets")
     @classmethod
     def _unique(cls, v: list[RunBucket]) -> list[RunBucket]:
-        names = [b.name for b in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = first_repeated([b.name for b in v])
         if dup:
-            raise ValueError(f"bucket {dup[0]!r} is listed twice; list each once")
+            raise ValueError(f"bucket {dup!r} is listed twice; list each once")
         return v
 
 

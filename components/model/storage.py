@@ -70,6 +70,11 @@ _FORBIDDEN_OPTIONS = ("key-file", "token-url", "reuse-token-from-url", "o=", "fo
 MAX_MOUNTS = 10
 
 
+def first_repeated(names: list[str]) -> Optional[str]:
+    """The first (in sort order) name listed more than once, or None."""
+    return min((n for n in names if names.count(n) > 1), default=None)
+
+
 def _bucket(v: str) -> str:
     if not _BUCKET.fullmatch(v) or ".." in v or v.startswith("goog"):
         raise ValueError(f"{v[:80]!r} is not a bucket name (3-63 lowercase letters, digits, '-' and '_'; no gs://, no dots)")
@@ -267,14 +272,10 @@ class StorageConfig(_Model):
     @field_validator("file_systems")
     @classmethod
     def _unique(cls, v: list[FileSystem]) -> list[FileSystem]:
-        names = [f.name for f in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = first_repeated([f.name for f in v])
         if dup:
-            raise ValueError(f"file system {dup[0]!r} is listed twice; give each its own name")
+            raise ValueError(f"file system {dup!r} is listed twice; give each its own name")
         return v
-
-    def get(self, name: str) -> Optional[FileSystem]:
-        return next((f for f in self.file_systems if f.name == name), None)
 
 
 class RunBucket(_Model):
