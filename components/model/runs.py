@@ -27,7 +27,7 @@ RUN_QUEUE_PREFIX = "runs-"
 RUN_KEYS = (
     "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
     "maxRestarts", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
-    "ttlSecondsAfterFinished", "mounts",
+    "ttlSecondsAfterFinished", "subdomain", "mounts",
 )
 RUN_MODES = ("batch", "interactive")
 RUN_PRIORITIES = ("training", "interactive", "experiment")
