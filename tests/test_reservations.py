@@ -1,0 +1,81 @@
+"""A reservation judged before anything is created (components/model/reservations.py): recorded `gcloud compute
+reservations describe --format=json` documents (tests/fixtures/reservations) refused with one line each, the good ones
+with the plan's free-VM line."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from components.model.reservations import ReservationRecordError, availability, free_vms, from_describe, problems
+from components.model.tpu import from_name
+
+RECORDS = Path(__file__).parent / "fixtures" / "reservations"
+V5P_32 = from_name("v5p-32")  # 4 hosts of ct5p-hightpu-4t
+NEEDED = V5P_32.hosts * (2 + 1)  # two slices and a spare: 12 VMs
+
+
+def record(name: str):
+    return from_describe(json.loads((RECORDS / name).read_text()))
+
+
+def judged(name: str, **kw) -> list[str]:
+    args = {"project": "test-proj-123", "owner": "test-proj-123", "zone": "us-east5-a", **kw}
+    return problems(record(name), V5P_32, NEEDED, **args)
+
+
+def test_a_ready_reservation_with_room_passes_and_the_plan_says_how_much_is_free():
+    assert judged("v5p-ready.json") == []
+    assert availability(record("v5p-ready.json"), V5P_32) == "reservation train-v5p: 12 of 16 VMs free"
+
+
+@pytest.mark.parametrize(("name", "kw", "line"), [
+    ("v5p-creating.json", {}, "reservation train-v5p is CREATING, not READY: GKE cannot create nodes in it"),
+    ("v6e-wrong-machine.json", {}, "reservation train-v5p reserves ct6e-standard-4t VMs, not ct5p-hightpu-4t (the group's v5p-32)"),
+    ("v5p-too-small.json", {}, "reservation train-v5p has 4 of 16 ct5p-hightpu-4t VMs free; the group needs 12 (4 hosts x slices and "
+                               "spares): lower count or spares, or grow the reservation"),
+    ("v5p-expiring.json", {"needed_until": datetime(2027, 3, 1, tzinfo=timezone.utc)},
+     "reservation train-v5p ends at 2027-01-15 00:00 UTC (calendar mode), before the group's neededUntil 2027-03-01: its nodes go with it"),
+    ("v5p-shared-elsewhere.json", {"owner": "owner-proj-9"},
+     "reservation train-v5p of project owner-proj-9 is not shared with test-proj-123 (shareType SPECIFIC_PROJECTS, projects other-proj-1)"),
+    ("v5p-ready.json", {"zone": "us-east5-b"}, "reservation train-v5p is in us-east5-a, not gcp:zone us-east5-b: a node pool consumes a "
+                                               "reservation of its own zone only"),
+])
+def test_a_reservation_that_cannot_hold_the_group_is_refused_with_one_line(name, kw, line):
+    assert judged(name, **kw) == [line]
+
+
+def test_the_vms_the_group_already_holds_count_as_its_own():
+    # a running stack's nodes are in inUseCount: 4 free + the 8 it holds cover the 12 it needs
+    assert judged("v5p-too-small.json", held_vms=8) == []
+
+
+def test_a_reservation_shared_with_this_project_passes():
+    assert judged("v5p-shared-with-us.json", owner="owner-proj-9") == []
+
+
+def test_an_open_ended_use_of_an_ending_reservation_is_refused_until_the_group_says_how_long():
+    (line,) = judged("v5p-expiring.json")
+    assert "before an open-ended use (set neededUntil)" in line
+    assert judged("v5p-expiring.json", needed_until=datetime(2027, 1, 1, tzinfo=timezone.utc)) == []
+
+
+def test_an_aggregate_tpu_reservation_counts_chips_of_its_family():
+    ironwood = from_name("tpu7x-128")  # 16 hosts of tpu7x-standard-4t
+    state = record("tpu7x-aggregate.json")
+    assert free_vms(state, ironwood) == (256 - 64) // 4
+    assert availability(state, ironwood) == "reservation ironwood: 48 of 64 VMs free"
+    assert problems(state, ironwood, ironwood.hosts * 3, project="test-proj-123", owner="test-proj-123", zone="us-east5-a") == []
+    (line,) = problems(state, ironwood, ironwood.hosts * 4, project="test-proj-123", owner="test-proj-123", zone="us-east5-a")
+    assert line.startswith("reservation ironwood has 48 of 64 tpu7x-standard-4t VMs free; the group needs 64")
+    (wrong,) = problems(state, V5P_32, NEEDED, project="test-proj-123", owner="test-proj-123", zone="us-east5-a")
+    assert wrong == "reservation ironwood reserves tpu7x accelerators, not ct5p (ct5p-hightpu-4t)"
+
+
+@pytest.mark.parametrize("doc", [[], {"name": "x"}, {"name": "x", "status": "READY", "specificReservation": {"count": "many"}}])
+def test_a_file_that_is_not_a_reservation_is_refused(doc):
+    with pytest.raises(ReservationRecordError):
+        from_describe(doc)
