@@ -48,6 +48,7 @@ from components.stack_labels import label_kubernetes_objects
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from components.workload_storage import WorkloadStorage, WorkloadStorageArgs
 from infra.config import read_stack_config
+from infra.reservation_records import read_records
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -316,6 +317,7 @@ def existing_cluster(cfg: StackConfig) -> dict[str, object]:
 def main() -> None:
     try:
         cfg = read_stack_config()
+        read_records(cfg)  # a recorded reservation that cannot hold its group fails here, before any resource
     except ConfigError as e:
         raise InvalidStackConfig(e) from None
     for name, value in build(cfg).items():

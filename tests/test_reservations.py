@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from components.model.config import resolve
 from components.model.reservations import ReservationRecordError, availability, free_vms, from_describe, problems
+from components.model.summary import stack_summary
 from components.model.tpu import from_name
+from infra.offline.__main__ import main as offline_main
+from infra.reservation_records import read_records
+from tests.conftest import config_with, write_stack_file
+from tests.test_change_safety import stack_config
+from tests.test_storage import refusal
 
 RECORDS = Path(__file__).parent / "fixtures" / "reservations"
 V5P_32 = from_name("v5p-32")  # 4 hosts of ct5p-hightpu-4t
@@ -79,3 +86,63 @@ def test_an_aggregate_tpu_reservation_counts_chips_of_its_family():
 def test_a_file_that_is_not_a_reservation_is_refused(doc):
     with pytest.raises(ReservationRecordError):
         from_describe(doc)
+
+
+# --- the stack: slices[].reservationRecord -------------------------------------------------------
+
+
+def stack_summary_of(name: str):
+    from components.model.config import load
+    from infra.offline.stackfile import load_config, raw_values, stack_path
+
+    config, secrets = load_config(stack_path(name))
+    cfg = load(raw_values(config), name, frozenset(secrets))
+    return stack_summary(resolve(cfg), read_records(cfg))
+
+
+def prod_with(**group_changes):
+    cfg = stack_config("prod")
+    cfg["pathways:slices"] = [{**g, **group_changes.get(g["name"], {})} for g in cfg["pathways:slices"]]
+    return cfg
+
+
+def test_prod_plans_with_its_recorded_reservations_free_vms(capsys):
+    assert offline_main(["plan", "--stack", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("  reservation pathways-prod-v5p: 72 of 72 VMs free (recorded)\n") == 1
+    assert stack_summary_of("prod")["sliceGroups"][0]["reservationFree"] == "reservation pathways-prod-v5p: 72 of 72 VMs free"
+
+
+def test_groups_that_share_a_reservation_are_judged_together_with_one_line_before_anything_is_created(tmp_path, capsys):
+    # train 5 x 16 hosts + explore 2: 82 VMs of the recorded 72
+    path = write_stack_file(tmp_path, prod_with(train={"count": 5}), name="Pulumi.prod.yaml")
+    assert offline_main(["plan", "--config", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: pathways:slices[0].reservation: reservation pathways-prod-v5p has 72 of 72 ct5p-hightpu-4t VMs free; groups train, "
+        "explore need 82 (16 hosts x slices and spares): lower count or spares, or grow the reservation"]
+
+
+@pytest.mark.parametrize(("record", "line"), [
+    ("tests/fixtures/reservations/missing.json", "pathways:slices[0].reservationRecord: tests/fixtures/reservations/missing.json: cannot "
+     "read it (No such file or directory); record it with: gcloud compute reservations describe NAME --zone us-east5-a --format=json > "
+     "tests/fixtures/reservations/missing.json"),
+    ("tests/fixtures/reservations/not-json.json", None),  # gcloud's own chatter instead of --format=json
+    ("tests/fixtures/reservations/v5p-ready.json", "pathways:slices[0].reservationRecord: records reservation 'train-v5p', not "
+     "'pathways-prod-v5p'; record the group's own reservation"),
+])
+def test_a_record_that_cannot_be_read_or_is_another_reservations_is_refused(tmp_path, capsys, record, line):
+    path = write_stack_file(tmp_path, prod_with(train={"reservationRecord": record}), name="Pulumi.prod.yaml")
+    assert offline_main(["plan", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: pathways:slices[0].reservationRecord: ")
+    if line:
+        assert err == [f"error: {line}"]
+    else:
+        assert ": not JSON (" in err[0] and "record it with: gcloud compute reservations describe" in err[0]
+
+
+def test_record_keys_need_a_reservation_and_a_json_file_under_the_project():
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservationRecord": "r.json"}])
+    assert "reservationRecord and neededUntil describe a reservation" in (refusal(cfg, "pathways:slices[0]") or "")
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r", "reservationRecord": "../r.json"}])
+    assert "is not a .json file under the project root" in (refusal(cfg, "pathways:slices[0]") or "")

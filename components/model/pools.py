@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import date
 from enum import Enum
 from typing import Any, Optional
 
@@ -79,6 +80,13 @@ class SliceGroup(_Model):
     reservation: Optional[str] = Field(default=None, description=(
         "A specific reservation to consume: its name, or projects/<project>/reservations/<name> for a shared one."
     ))
+    reservation_record: Optional[str] = Field(default=None, description=(
+        "A recorded `gcloud compute reservations describe NAME --zone ZONE --format=json` of the reservation (a path "
+        "from the project root): the plan and pulumi preview judge the reservation by it before creating anything "
+        "(READY, zone, machine type, free VMs, sharing, end) and show its free VMs. docs/capacity.md."))
+    needed_until: Optional[date] = Field(default=None, description=(
+        "With a reservation that ends (deleteAtTime, calendar mode): the date the group is needed until; a reservation "
+        "ending before it is refused. Without it, any end is refused."))
 
     @field_validator("name")
     @classmethod
@@ -109,6 +117,12 @@ class SliceGroup(_Model):
                 f"conflicting capacity options {' and '.join(chosen)}; set at most one of spot, flexStart, "
                 "reservation (none means on-demand)"
             )
+        if (self.reservation_record or self.needed_until) and not self.reservation:
+            raise ValueError("reservationRecord and neededUntil describe a reservation; set reservation too, or remove them")
+        if self.reservation_record is not None and (not self.reservation_record.endswith(".json") or ".." in self.reservation_record.split("/")
+                                                    or self.reservation_record.startswith("/")):
+            raise ValueError(f"reservationRecord {self.reservation_record[:80]!r} is not a .json file under the project root "
+                             "(e.g. stacks/reservations/train-v5p.json)")
         if self.scale_to_zero and self.reservation:
             raise ValueError("scaleToZero with a reservation saves nothing (reserved capacity is paid for either way); "
                              "remove scaleToZero, or use on-demand or spot capacity")

@@ -17,9 +17,11 @@ the aggregate ones: an aggregate TPU reservation is read from a recorded describ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import datetime, time, timezone
+from typing import Any, Mapping, Optional, Sequence
 
+from .errors import Problem, config_key
+from .pools import SliceGroup
 from .tpu import TpuSlice
 
 READY = "READY"
@@ -153,3 +155,44 @@ def problems(state: ReservationState, tpu: TpuSlice, needed_vms: int, *, project
 def availability(state: ReservationState, tpu: TpuSlice) -> str:
     """The plan's line: reservation r: 12 of 16 VMs free."""
     return f"reservation {state.name}: {free_vms(state, tpu)} of {total_vms(state, tpu)} VMs free"
+
+
+def owner_and_name(reservation: str, project: str) -> tuple[str, str]:
+    """(owner project, name) of a slice group's reservation: its name, or projects/<owner>/reservations/<name>."""
+    if reservation.startswith("projects/"):
+        _, owner, _, name = reservation.split("/", 3)
+        return owner, name
+    return project, reservation
+
+
+def group_problems(groups: Sequence[SliceGroup], states: Mapping[str, ReservationState], *, project: str, zone: str) -> list[Problem]:
+    """Each recorded reservation judged for its slice group, one line each, keyed slices[i].reservation."""
+    out: list[Problem] = []
+    # groups that consume one reservation share its free VMs: each is judged against what they need together
+    sharing: dict[str, list[SliceGroup]] = {}
+    for g in groups:
+        if g.reservation is not None:
+            sharing.setdefault(g.reservation, []).append(g)
+    judged: set[str] = set()
+    for i, g in enumerate(groups):
+        state = states.get(g.name)
+        if state is None or g.reservation is None:
+            continue
+        owner, name = owner_and_name(g.reservation, project)
+        if state.name != name:
+            out.append(Problem(config_key(("slices", i, "reservationRecord")), (
+                f"records reservation {state.name!r}, not {name!r}; record the group's own reservation")))
+            continue
+        if g.reservation in judged:
+            continue
+        judged.add(g.reservation)
+        together = sharing[g.reservation]
+        # the reservation must outlast the latest need; one open-ended group makes the need open-ended
+        dates = [x.needed_until for x in together]
+        until = None if None in dates else datetime.combine(max(d for d in dates if d), time(), tzinfo=timezone.utc)
+        needed = sum(x.tpu.hosts * x.pools for x in together)
+        lines = problems(state, g.tpu, needed, project=project, owner=owner, zone=zone, needed_until=until)
+        if len(together) > 1:
+            lines = [line.replace("; the group needs", f"; groups {', '.join(x.name for x in together)} need") for line in lines]
+        out += [Problem(config_key(("slices", i, "reservation")), line) for line in lines]
+    return out

@@ -6,7 +6,7 @@ tree and `--json` carries it as `summary` (README, "Reading a plan").
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from ..labels import ROLE_LABEL, SYSTEM_ROLE
 from . import cost, inference_gateway, metrics_adapter, rollout, vllm
@@ -14,15 +14,18 @@ from .common import PRIORITY_CLASSES
 from .failures import failure_handling
 from .ports import SERVE_HTTP_PORT
 from .pricing import tpu_chip_price
+from .reservations import ReservationState, availability
 from .resolved import ResolvedStack
 from .workload import serve_service_name
 
 
-def stack_summary(stack: ResolvedStack) -> dict[str, Any]:
+def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationState] | None = None) -> dict[str, Any]:
     groups = [{
         "name": g.name, "tpu": g.tpu.name, "topology": g.tpu.topology, "machineType": g.tpu.machine_type,
         "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
         "chips": g.pools * g.tpu.chips, "capacity": g.capacity.value, "reservation": g.reservation,
+        # slices[].reservationRecord: what the recorded reservation can give (null without a record)
+        "reservationFree": availability(reservations[g.name], g.tpu) if reservations and g.name in reservations else None,
     } for g in stack.slices]
     workloads = []
     for w in stack.workloads:
@@ -221,6 +224,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
     rows += [[g["name"], g["tpu"], g["topology"], g["machineType"], str(g["slices"]), str(g["spares"]), str(g["vms"]),
               str(g["chips"]), g["capacity"], g["reservation"] or "-"] for g in s["sliceGroups"]]
     lines += _table(rows)
+    lines += [f"  {free} (recorded)" for free in dict.fromkeys(g["reservationFree"] for g in s["sliceGroups"] if g["reservationFree"])]
     lines += ["", "CPU pools:"]
     rows = [["pool", "machine", "nodes"], ["head", s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
             ["system", s["systemPool"]["machineType"], f"{s['systemPool']['minNodes']}-{s['systemPool']['maxNodes']} (autoscaled)"]]

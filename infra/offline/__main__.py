@@ -157,7 +157,9 @@ def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") ->
 
     violations = _policies(plan, args.policy_config)
     path = critical_path(plan, model.cluster.node_pool_concurrency)
-    summary = stack_summary(resolve(model))
+    from infra.reservation_records import read_records
+
+    summary = stack_summary(resolve(model), read_records(model))
     if args.json:
         doc = {**plan.to_json(), "summary": summary, "deployTime": path.to_json(),
                "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
