@@ -17,6 +17,7 @@ from components.model.errors import ConfigError
 from components.model.summary import stack_summary, summary_text
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import load_config, raw_values, stack_path
+from infra.reservation_records import read_records
 
 N2_STANDARD_64 = 64 * 0.031611 + 256 * 0.004237  # per vCPU-hour and GiB-hour, us-central1
 E2_STANDARD_4 = 4 * 0.021811 + 16 * 0.002923
@@ -28,7 +29,8 @@ def summary_of(stack: str, **overrides) -> dict:
     config, secrets = load_config(stack_path(stack))
     raw = raw_values(config)
     raw.update(overrides)
-    return stack_summary(resolve(load(raw, stack, frozenset(secrets))))
+    cfg = load(raw, stack, frozenset(secrets))
+    return stack_summary(resolve(cfg), read_records(cfg))
 
 
 EXPECTED = {
@@ -130,6 +132,7 @@ def test_plan_prints_the_summary_and_json_carries_it(capsys):
     assert offline_main(["plan", "--stack", "prod"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"train +v5p-128 +4x4x4 +ct5p-hightpu-4t +4 +0 +64 +256 +reservation +pathways-prod-v5p", out)
+    assert "  reservation pathways-prod-v5p: 72 of 72 VMs free (recorded)\n" in out
     assert "Stack: 5 TPU slice(s) (264 chips on 66 TPU VMs, spares included), 4 CPU VM(s), 7 node pools, 2 workload(s)" in out
     assert "Estimated cost of what the stack keeps running: at most $1,115.65/hour" in out
     assert offline_main(["plan", "--stack", "prod", "--json"]) == 0

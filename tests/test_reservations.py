@@ -9,15 +9,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import yaml
 
 from components.model.config import resolve
 from components.model.reservations import ReservationRecordError, availability, free_vms, from_describe, problems
 from components.model.summary import stack_summary
 from components.model.tpu import from_name
 from infra.offline.__main__ import main as offline_main
+from infra.offline.stackfile import stack_path
 from infra.reservation_records import read_records
 from tests.conftest import config_with, write_stack_file
-from tests.test_change_safety import stack_config
 from tests.test_storage import refusal
 
 RECORDS = Path(__file__).parent / "fixtures" / "reservations"
@@ -101,7 +102,7 @@ def stack_summary_of(name: str):
 
 
 def prod_with(**group_changes):
-    cfg = stack_config("prod")
+    cfg = yaml.safe_load(stack_path("prod").read_text())["config"]
     cfg["pathways:slices"] = [{**g, **group_changes.get(g["name"], {})} for g in cfg["pathways:slices"]]
     return cfg
 
