@@ -153,6 +153,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass")}
         if stack.active_workloads or stack.run_queues:
             types.add("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+        if any(g.queued_provisioning for g in cfg.slices):
+            types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ProvisioningRequestConfig", "AdmissionCheck")}
     service = cfg.service_workload
     if service is not None:
         types |= {"kubernetes:core/v1:NamespacePatch", "kubernetes:rbac.authorization.k8s.io/v1:Role"}

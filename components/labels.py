@@ -9,6 +9,9 @@ SLICE_LABEL = "pathways/slice"
 TPU_TAINT = ("google.com/tpu", "present", "NO_SCHEDULE")
 HEAD_TAINT = (ROLE_LABEL, HEAD_ROLE, "NO_SCHEDULE")
 SPOT_LABEL = "cloud.google.com/gke-spot"
+# GKE taints the nodes of a queued-provisioning pool (Cluster Toolkit modules/compute/gke-node-pool: "adds the
+# cloud.google.com/gke-queued taint"; its TPU examples' pods tolerate it, "Mandatory for Queued Provisioning").
+QUEUED_TAINT = ("cloud.google.com/gke-queued", "true", "NO_SCHEDULE")
 # GKE labels every TPU node with its accelerator and topology (PLATFORM-FACTS §2); other nodes have neither.
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"

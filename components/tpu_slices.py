@@ -94,6 +94,8 @@ class TpuSliceGroupArgs:
     """Whether GKE upgrades the pools' nodes (recreating the slice)."""
     scale_to_zero: bool = False
     """Autoscale from 0 to the whole slice (flex-start pools always do)."""
+    queued_provisioning: bool = False
+    """Flex-start with queued provisioning: nodes only for ProvisioningRequests (Kueue's admission check makes them)."""
     workload_metadata: str = "GKE_METADATA"
     """GCE_METADATA where serve workloads run: Google's JetStream-on-Pathways tutorial runs those pools without
     Workload Identity, its pods acting as the node service account (PLATFORM-FACTS §7)."""
@@ -142,6 +144,10 @@ class TpuSliceGroup(pulumi.ComponentResource):
             extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
                 consume_reservation_type="NO_RESERVATION"
             )
+        # GKE "flex-start with queued provisioning": --flex-start --enable-queued-provisioning, no reservation, autoscaled
+        # from 0, no auto-repair (Cluster Toolkit modules/compute/gke-node-pool queued_provisioning; GKE taints the
+        # nodes cloud.google.com/gke-queued=true:NoSchedule, which the group's Kueue flavor tolerates).
+        queued = gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if flex and args.queued_provisioning else None
         placement = placement_policy(tpu, policy_name)
         labels = {SLICE_GROUP_LABEL: args.group, SLICE_LABEL: pool_name(args.group, index)}
         pool = gcp.container.NodePool(
@@ -160,6 +166,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
             # as Cluster Toolkit's gke-node-pool does for TPU pools (max_surge 0, max_unavailable 1).
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),
             placement_policy=placement,
+            queued_provisioning=queued,
             node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,),
                                     workload_metadata=args.workload_metadata, **extra),
             opts=pulumi.ResourceOptions(

@@ -114,7 +114,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
             cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.pools, capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
-            lanes=lanes, scale_to_zero=g.scale_to_zero,
+            lanes=lanes, scale_to_zero=g.scale_to_zero, queued_provisioning=g.queued_provisioning,
             workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
         ))
         for g in cfg.slices

@@ -318,3 +318,14 @@ def test_kubeconfig_uses_the_auth_plugin_and_no_static_credentials():
     # the DNS endpoint serves a publicly trusted certificate (as `get-credentials --dns-endpoint` writes it)
     assert "certificate-authority-data" not in text
     assert "token" not in text and "password" not in text
+
+
+def test_queued_provisioning_pools_are_flex_start_pools_gke_fills_only_on_request():
+    # GKE "flex-start with queued provisioning": --flex-start --enable-queued-provisioning (Cluster Toolkit's
+    # gke-node-pool: queued_provisioning { enabled = true } beside flex-start's autoscaling from 0)
+    p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": "v6e-16", "flexStart": True, "queuedProvisioning": True}])))[0]
+    assert p.input("queuedProvisioning") == {"enabled": True}
+    assert p.input("nodeConfig.flexStart") is True and p.input("initialNodeCount") == 0
+    assert p.input("nodeConfig.reservationAffinity") == {"consumeReservationType": "NO_RESERVATION"}
+    plain = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": "v6e-16", "flexStart": True}])))[0]
+    assert plain.input("queuedProvisioning") is None

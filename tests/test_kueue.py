@@ -232,7 +232,8 @@ def test_each_queue_depends_on_what_it_names_so_pulumi_deletes_it_first(committe
         named = kq.references(q.inputs)
         assert named and {by_ref[n] for n in named} <= set(q.dependencies), (q.name, named)
     (cq,) = [q for q in queues if q.inputs["kind"] == "ClusterQueue"]
-    assert {n for _, n in kq.references(cq.inputs)} == {f["name"] for rg in cq.inputs["spec"]["resourceGroups"] for f in rg["flavors"]}
+    assert {n for _, n in kq.references(cq.inputs)} == {f["name"] for rg in cq.inputs["spec"]["resourceGroups"] for f in rg["flavors"]} | {
+        c["name"] for c in (cq.inputs["spec"].get("admissionChecksStrategy") or {}).get("admissionChecks") or []}
 
 
 def _kueue_flavor_matches(pod: dict, flavor: dict) -> bool:
@@ -272,3 +273,52 @@ def test_a_head_podset_fits_only_the_head_flavor_and_a_worker_only_its_slice_gro
                 assert fits == {kq.HEAD_FLAVOR}, (js["metadata"]["name"], rj["name"], fits)
             checked += 1
     assert checked >= 4
+
+
+QUEUED = {"name": "main", "tpu": "v6e-16", "count": 2, "flexStart": True, "queuedProvisioning": True}
+
+
+def test_a_queued_provisioning_group_is_admitted_through_kueues_provisioning_check_on_its_flavor_alone():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, slices=[QUEUED, {"name": "spot", "tpu": "v6e-16", "spot": True}],
+                               workloads=[{"name": "t", "image": "example.com/t:1", "sliceGroup": "main"}]))
+    (config,) = objects(plan, "ProvisioningRequestConfig")
+    (check,) = objects(plan, "AdmissionCheck")
+    # GKE's class; only the TPU workers are in a request (the CPU head is not GKE's to queue); Kueue's retry defaults,
+    # written out
+    assert config["spec"] == {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["google.com/tpu"],
+                              "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}}
+    assert check["metadata"]["name"] == config["metadata"]["name"] == "queued-main"
+    assert check["spec"] == {"controllerName": "kueue.x-k8s.io/provisioning-request",
+                             "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "queued-main"}}
+    (cq,) = objects(plan, "ClusterQueue")
+    # the spot group and the head flavor are admitted on quota alone
+    assert cq["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "queued-main", "onFlavors": ["tpu-main"]}]}
+    flavor = next(f for f in objects(plan, "ResourceFlavor") if f["metadata"]["name"] == "tpu-main")
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in flavor["spec"]["tolerations"]
+    assert not any(t["key"] == "cloud.google.com/gke-queued" for f in objects(plan, "ResourceFlavor") if f["metadata"]["name"] != "tpu-main"
+                   for t in f["spec"]["tolerations"])
+    # Pulumi makes the config before the check and the check before the queue (and deletes them the other way round)
+    deps = {(r.inputs["kind"], r.inputs["metadata"]["name"]): r for r in plan.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")}
+    assert deps[("ProvisioningRequestConfig", "queued-main")].urn in deps[("AdmissionCheck", "queued-main")].dependencies
+    assert deps[("AdmissionCheck", "queued-main")].urn in deps[("ClusterQueue", "pathways")].dependencies
+    reports = {k: r for k, r in check_builtins(plan).items() if k.split("/")[0] in ("ClusterQueue", "AdmissionCheck", "ProvisioningRequestConfig")}
+    assert len(reports) == 3 and all(not r.violations for r in reports.values()), {k: [str(v) for v in r.violations] for k, r in reports.items()}
+
+
+def test_without_queued_provisioning_there_is_no_admission_check():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, slices=[{**QUEUED, "queuedProvisioning": False}]))
+    assert not objects(plan, "AdmissionCheck") and not objects(plan, "ProvisioningRequestConfig")
+    (cq,) = objects(plan, "ClusterQueue")
+    assert "admissionChecksStrategy" not in cq["spec"]
+
+
+@pytest.mark.parametrize("changes,key,text", [
+    (dict(slices=[{**QUEUED, "flexStart": False}]), "pathways:slices[0]", "queuedProvisioning is a mode of flex-start capacity"),
+    (dict(slices=[QUEUED], kubernetes={"kueue": {"enabled": False}}), "pathways:slices[0].queuedProvisioning", "needs Kueue"),
+    (dict(slices=[{**QUEUED, "spares": 1}], workloads=[{"name": "t", "image": "example.com/t:1", "maxRestarts": 1}]),
+     "pathways:slices[0].spares", "1 with queuedProvisioning: its pools hold no node outside a workload's request"),
+    (dict(slices=[QUEUED], workloads=[{"name": "svc", "mode": "service"}]),
+     "pathways:workloads[0].sliceGroup", "'main' has queuedProvisioning, whose slices GKE takes back when a run ends"),
+])
+def test_queued_provisioning_errors(changes, key, text):
+    test_config_errors(changes, key, text)

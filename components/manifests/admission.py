@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import jsonschema
+import jsonschema.validators
 import kubernetes_validate
 import yaml
 from jsonschema.exceptions import best_match
@@ -101,6 +102,16 @@ class Report:
         self.violations.append(Violation(rule, path, message))
 
 
+def _re2_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+    """The pattern keyword with Go's RE2 syntax, as the API server reads it: RE2 takes inline flags after an anchor
+    (Kueue's AdmissionCheck parameters.kind is ^(?i)[a-z]...), Python only at the start, where they mean the same."""
+    yield from _draft7_pattern(validator, re.sub(r"^\^\(\?([a-zA-Z]+)\)", r"(?\1)^", pattern), instance, schema)
+
+
+_draft7_pattern = jsonschema.Draft7Validator.VALIDATORS["pattern"]
+_CrdValidator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"pattern": _re2_pattern})
+
+
 @functools.lru_cache(maxsize=1)
 def _jobset_schema() -> Optional[dict[str, Any]]:
     if not JOBSET_SCHEMA.exists():
@@ -114,7 +125,7 @@ def _jobset_validator() -> jsonschema.Draft7Validator:
     # Built once: compiling the ~800 KB CRD schema per JobSet would be the slowest part of a render.
     schema = _jobset_schema()
     assert schema is not None  # callers check for the file first
-    return jsonschema.Draft7Validator(schema)
+    return _CrdValidator(schema)
 
 
 def _unknown_fields(value: Any, schema: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
@@ -468,7 +479,7 @@ def _kueue_validator(kind: str, version: str) -> Optional[tuple[jsonschema.Draft
     if entry is None:
         return None
     schema = entry["schema"]["openAPIV3Schema"]
-    return jsonschema.Draft7Validator(schema), schema
+    return _CrdValidator(schema), schema
 
 
 def check_kueue(obj: dict[str, Any]) -> Report:
@@ -520,7 +531,7 @@ def _lws_validator() -> Optional[tuple[jsonschema.Draft7Validator, dict[str, Any
     crd = yaml.load(LWS_SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     entry = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
     schema = entry["schema"]["openAPIV3Schema"]
-    return jsonschema.Draft7Validator(schema), schema
+    return _CrdValidator(schema), schema
 
 
 GKE_CRDS = CRDS / "gke"
@@ -538,7 +549,7 @@ def _gke_validator(api_version: str, kind: str) -> Optional[tuple[jsonschema.Dra
             if entry is None:
                 return None
             schema = entry["schema"]["openAPIV3Schema"]
-            return jsonschema.Draft7Validator(schema), schema
+            return _CrdValidator(schema), schema
     return None
 
 

@@ -25,13 +25,30 @@ merges the chosen ResourceFlavor's nodeLabels and tolerations into the pod templ
   suspended"), so a JobSet's own spec.suspend cannot hold it; a held queue evicts the admitted Workload
   (the JobSet is suspended, its pods deleted) and admits nothing until it is released.
 - WorkloadPriorityClasses matching the PriorityClasses.
+- Per queued-provisioning slice group (GKE "flex-start with queued provisioning"): a ProvisioningRequestConfig
+  (class queued-provisioning.gke.io, managedResources google.com/tpu, so a workload's request names its TPU
+  workers only and never the CPU head) and an AdmissionCheck of Kueue's provisioning controller naming it,
+  required on that group's flavor alone (admissionChecksStrategy onFlavors). Kueue then reserves the quota,
+  makes the ProvisioningRequest, and admits the workload once GKE has provisioned its slices; a failed request
+  is retried with backoff (retryStrategy). Shapes: Kueue's provisioning docs and CRDs, Cluster Toolkit's
+  examples/gke-consumption-options/dws-flex-start-queued-provisioning/tpu-dws-queues.yaml.tftpl.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..labels import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TAINT, TPU_TOPOLOGY_LABEL
+from ..labels import (
+    HEAD_ROLE,
+    HEAD_TAINT,
+    QUEUED_TAINT,
+    ROLE_LABEL,
+    SLICE_GROUP_LABEL,
+    SPOT_LABEL,
+    TPU_ACCELERATOR_LABEL,
+    TPU_TAINT,
+    TPU_TOPOLOGY_LABEL,
+)
 from ..model import machines, quantity
 from ..model.pools import Capacity, SliceGroup
 from ..model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
@@ -48,8 +65,20 @@ RESOURCES = ("cpu", "memory", TPU_RESOURCE)
 _EFFECT = {"NO_SCHEDULE": "NoSchedule"}
 
 
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+# Kueue's own defaults (ProvisioningRequestConfig CRD, retryStrategy), written out so that the plan shows them: a
+# failed request is retried after about 1, 2 and 4 minutes; after the third the workload is deactivated.
+PROVISIONING_RETRY = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}
+
+
 def flavor_name(group: SliceGroup) -> str:
     return f"tpu-{group.name}"
+
+
+def provisioning_check_name(group: SliceGroup) -> str:
+    """The AdmissionCheck (and its ProvisioningRequestConfig) of a queued-provisioning group."""
+    return f"queued-{group.name}"
 
 
 def _toleration(taint: tuple[str, str, str]) -> dict[str, Any]:
@@ -66,6 +95,8 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
         tolerations = [{"key": TPU_TAINT[0], "operator": "Exists", "effect": "NoSchedule"}]
         if g.capacity is Capacity.SPOT:
             tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
+        if g.queued_provisioning:
+            tolerations.append(_toleration(QUEUED_TAINT))
         flavors.append({
             "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(g)},
             "spec": {
@@ -135,11 +166,33 @@ def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
             "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
             "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
         }
+        checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in groups if g.queued_provisioning]
+        if checks:
+            spec["admissionChecksStrategy"] = {"admissionChecks": checks}
         if sharded:
             # The queues share the head pool through the cohort: the first lends, the others borrow.
             spec["cohortName"] = COHORT
             preemption.update({"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}})
         out.append({"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
+    return out
+
+
+def provisioning_checks(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """Per queued-provisioning group: its ProvisioningRequestConfig, then the AdmissionCheck naming it."""
+    out: list[dict[str, Any]] = []
+    for g in stack.slices:
+        if not g.queued_provisioning:
+            continue
+        name = provisioning_check_name(g)
+        out.append({"apiVersion": API_VERSION, "kind": "ProvisioningRequestConfig", "metadata": {"name": name}, "spec": {
+            "provisioningClassName": QUEUED_PROVISIONING_CLASS,
+            "managedResources": [TPU_RESOURCE],
+            "retryStrategy": dict(PROVISIONING_RETRY),
+        }})
+        out.append({"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": name}, "spec": {
+            "controllerName": PROVISIONING_CONTROLLER,
+            "parameters": {"apiGroup": API_VERSION.split("/")[0], "kind": "ProvisioningRequestConfig", "name": name},
+        }})
     return out
 
 
@@ -170,7 +223,8 @@ def objects(stack: ResolvedStack) -> list[dict[str, Any]]:
     """In the order they can be made: each object after those it names (references)."""
     from .runs import run_local_queues
 
-    return [*resource_flavors(stack), *cluster_queues(stack), *local_queues(stack), *run_local_queues(stack), *workload_priority_classes()]
+    return [*resource_flavors(stack), *provisioning_checks(stack), *cluster_queues(stack), *local_queues(stack), *run_local_queues(stack),
+            *workload_priority_classes()]
 
 
 def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
@@ -182,7 +236,10 @@ def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
     spec = obj.get("spec") or {}
     if obj.get("kind") == "ClusterQueue":
         names = dict.fromkeys(f["name"] for rg in spec.get("resourceGroups") or [] for f in rg.get("flavors") or [])
-        return [("ResourceFlavor", n) for n in names]
+        checks = [c["name"] for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
+        return [*(("ResourceFlavor", n) for n in names), *(("AdmissionCheck", c) for c in checks)]
+    if obj.get("kind") == "AdmissionCheck" and (spec.get("parameters") or {}).get("kind") == "ProvisioningRequestConfig":
+        return [("ProvisioningRequestConfig", spec["parameters"]["name"])]
     if obj.get("kind") == "LocalQueue" and spec.get("clusterQueue"):
         return [("ClusterQueue", spec["clusterQueue"])]
     return []

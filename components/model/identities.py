@@ -223,6 +223,9 @@ TABLE: dict[str, Access] = {
     "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": _k8s_object("container.thirdPartyObjects.create"),
+    # queued provisioning (components/manifests/kueue.py): Kueue's ProvisioningRequest admission check
+    "kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:rbac.authorization.k8s.io/v1:Role": _k8s("roles/container.admin", "container.roles.create", "container.roles.escalate"),
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": _k8s("roles/container.admin", "container.roleBindings.create", "container.roles.bind"),
     # The CI preview identity's dry-run access (components/manifests/ci_preview.py)

@@ -73,6 +73,10 @@ class SliceGroup(_Model):
     ))
     spot: bool = Field(default=False, description="Spot capacity.")
     flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")
+    queued_provisioning: bool = Field(default=False, description=(
+        "With flexStart: GKE's queued provisioning. The pools get nodes only through a ProvisioningRequest, which "
+        "Kueue makes for each workload it has quota for (its ProvisioningRequest admission check on this group's "
+        "flavor); the workload starts once all its slices are obtained together. docs/capacity.md."))
     scale_to_zero: bool = Field(default=False, description=(
         "Autoscale each pool between 0 and the whole slice: no TPU VM runs while no workload uses it (a workload "
         "waits for its slices to come up, as on flex-start). Not with a reservation, which is paid for either way."
@@ -123,6 +127,9 @@ class SliceGroup(_Model):
                                                     or self.reservation_record.startswith("/")):
             raise ValueError(f"reservationRecord {self.reservation_record[:80]!r} is not a .json file under the project root "
                              "(e.g. stacks/reservations/train-v5p.json)")
+        if self.queued_provisioning and not self.flex_start:
+            raise ValueError("queuedProvisioning is a mode of flex-start capacity (GKE: --flex-start "
+                             "--enable-queued-provisioning); set flexStart: true too, or remove queuedProvisioning")
         if self.scale_to_zero and self.reservation:
             raise ValueError("scaleToZero with a reservation saves nothing (reserved capacity is paid for either way); "
                              "remove scaleToZero, or use on-demand or spot capacity")

@@ -117,3 +117,30 @@ def head_pool(cfg: StackConfig) -> list[Problem]:
                 f"use {machines.smallest_fitting(cpu, mem)} or larger"
             )))
     return problems
+
+
+def queued_provisioning(cfg: StackConfig) -> list[Problem]:
+    """A queued-provisioning group gets nodes only through the ProvisioningRequests Kueue makes for the workloads it
+    admits (Kueue's ProvisioningRequest admission check; GKE "flex-start with queued provisioning"): so Kueue must
+    run, no pool holds a standing spare, and only runs that end (batch, interactive) use it: GKE gives the nodes back
+    when the request's run ends (at most 7 days on flex-start), which an endpoint or a shared service never does."""
+    problems = []
+    for i, g in enumerate(cfg.slices):
+        if not g.queued_provisioning:
+            continue
+        if not cfg.kubernetes.kueue.enabled:
+            problems.append(Problem(config_key(("slices", i, "queuedProvisioning")), (
+                "true needs Kueue, which makes each workload's ProvisioningRequest; set kubernetes.kueue.enabled: true, "
+                "or remove queuedProvisioning")))
+        if g.spares:
+            problems.append(Problem(config_key(("slices", i, "spares")), (
+                f"{g.spares} with queuedProvisioning: its pools hold no node outside a workload's request, so no spare "
+                "slice can stand by; use 0, or plain flex-start")))
+    queued = {g.name for g in cfg.slices if g.queued_provisioning}
+    for i, w in enumerate(cfg.workloads):
+        group = w.slice_group or (cfg.slices[0].name if cfg.slices else None)
+        if group in queued and w.mode not in ("batch", "interactive"):
+            problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
+                f"{group!r} has queuedProvisioning, whose slices GKE takes back when a run ends (at most 7 days): "
+                f"a {w.mode} workload runs until removed; put it on a group without queuedProvisioning")))
+    return problems

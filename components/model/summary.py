@@ -24,6 +24,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "name": g.name, "tpu": g.tpu.name, "topology": g.tpu.topology, "machineType": g.tpu.machine_type,
         "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
         "chips": g.pools * g.tpu.chips, "capacity": g.capacity.value, "reservation": g.reservation,
+        "queuedProvisioning": g.queued_provisioning,
         # slices[].reservationRecord: what the recorded reservation can give (null without a record)
         "reservationFree": availability(reservations[g.name], g.tpu) if reservations and g.name in reservations else None,
     } for g in stack.slices]
@@ -222,7 +223,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
              "Slice groups:"]
     rows = [["group", "tpu", "topology", "machine", "slices", "spares", "VMs", "chips", "capacity", "reservation"]]
     rows += [[g["name"], g["tpu"], g["topology"], g["machineType"], str(g["slices"]), str(g["spares"]), str(g["vms"]),
-              str(g["chips"]), g["capacity"], g["reservation"] or "-"] for g in s["sliceGroups"]]
+              str(g["chips"]), g["capacity"] + (" (queued)" if g["queuedProvisioning"] else ""), g["reservation"] or "-"] for g in s["sliceGroups"]]
     lines += _table(rows)
     lines += [f"  {free} (recorded)" for free in dict.fromkeys(g["reservationFree"] for g in s["sliceGroups"] if g["reservationFree"])]
     lines += ["", "CPU pools:"]

@@ -33,7 +33,7 @@ from infra.offline.engine import run as offline_plan
 from infra.offline.stackfile import flatten
 from tools.pulumi_real.run import POLICIES, PulumiRun, Result
 
-from .gke_nodes import plan_nodes
+from .gke_nodes import plan_nodes, queued_pools
 from .local import GKE_CRDS, INFERENCE_POOL_CHART, ClusterError, LocalCluster, chart_dir, log
 
 # The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
@@ -119,12 +119,14 @@ def create_nodes(cluster: LocalCluster, nodes: list[dict[str, Any]]) -> None:
     cluster.wait_for(f"{len(names)} nodes Ready", ready, timeout=180)
 
 
-def stack_nodes(config: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    """GKE's nodes for the node pools the stack's GCP half creates (its offline plan's NodePool inputs)."""
+def stack_nodes(config: dict[str, Any], name: str) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """GKE's nodes for the node pools the stack's GCP half creates (its offline plan's NodePool inputs), and its
+    queued-provisioning pools, whose nodes GKE makes only for a ProvisioningRequest (cloud.QueuedProvisioner)."""
     flat, secrets = flatten(config)
     plan = offline_plan(flat, name, secrets)
     zone = config.get("gcp:zone", "us-east5-b")
-    return plan_nodes(plan, config.get("gcp:region", zone.rsplit("-", 1)[0]), zone)
+    region = config.get("gcp:region", zone.rsplit("-", 1)[0])
+    return plan_nodes(plan, region, zone), queued_pools(plan, region, zone)
 
 
 class _ChartWatch:
@@ -231,8 +233,9 @@ def deploy_stack(cluster: LocalCluster, name: str, config: dict[str, Any], workd
     """GKE's nodes for the stack's pools, then the real `pulumi up` of its Kubernetes layer, charts included.
     Fails with the output when `pulumi up` does, after taking down what it made (`pulumi destroy`)."""
     t0 = time.monotonic()
-    nodes = stack_nodes(config, name)
+    nodes, queued = stack_nodes(config, name)
     create_nodes(cluster, nodes)
+    cluster.offer_queued_pools(queued)
     run = PulumiRun(workdir, name, existing_mode(config, cluster), secrets=secrets, program=program)
     try:
         up = pulumi_up(cluster, run)
@@ -295,7 +298,8 @@ def transition(cluster: LocalCluster, deployed: Deployed, name: str, config: dic
     own name. A workload both configs name but define differently is removed first (one `pulumi up`): a JobSet
     field the CRD makes immutable fails the real preview of an in-place replacement (docs/changing.md)."""
     t0 = time.monotonic()
-    nodes = stack_nodes(config, name)
+    nodes, queued = stack_nodes(config, name)
+    cluster.offer_queued_pools(queued)
     present = {n["metadata"]["name"] for n in cluster.get("nodes")["items"]}
     wanted = {n["metadata"]["name"] for n in nodes}
     create_nodes(cluster, [n for n in nodes if n["metadata"]["name"] not in present])
@@ -326,10 +330,14 @@ def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> 
     t0 = time.monotonic()
     result = deployed.run.cli("destroy", "--yes")
     if not check:
+        if cluster.provisioner is not None:
+            cluster.provisioner.release_all()
         cluster.kubectl("delete", "nodes", "--all", "--wait=false", check=False, timeout=600)
         return
     if result.returncode != 0:
         raise ClusterError(f"pulumi destroy of stack {deployed.name} failed ({result.returncode}):\n{result.output[-4000:]}")
+    if cluster.provisioner is not None:
+        cluster.provisioner.release_all()  # what queued provisioning gave the stack's workloads
     cluster.kubectl("delete", "--raw", "/api/v1/nodes", timeout=600)  # one delete-collection, not a request a node
     cluster.wait_for("nodes gone", lambda: not cluster.get("nodes")["items"], timeout=600, interval=2)
     left = leftovers(cluster)

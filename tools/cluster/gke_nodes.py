@@ -15,6 +15,8 @@ GKE refuses a multi-host TPU pool whose node count is not the topology's chips o
 chips per VM, and a topology of the wrong rank for the family; so does this, with GKE's facts: a pool the
 project sizes wrong fails the tier instead of getting nodes.
 Flex-start pools are created at their full size (GKE's autoscaler would scale them up for a pending slice).
+Queued-provisioning pools get no node here: GKE makes theirs only for a ProvisioningRequest, tainted
+cloud.google.com/gke-queued=true:NoSchedule (tools/cluster/provisioner.py stands in for GKE there).
 """
 
 from __future__ import annotations
@@ -78,6 +80,10 @@ def pool_nodes(pool: dict[str, Any], region: str, zone: str) -> list[dict[str, A
     for t in cfg.get("taints") or []:
         by_key[(t["key"], _EFFECT[t["effect"]])] = {"key": t["key"], "value": t["value"], "effect": _EFFECT[t["effect"]]}
     taints = list(by_key.values())
+    if queued(pool):
+        # GKE taints queued-provisioning nodes (Cluster Toolkit modules/compute/gke-node-pool, enable_queued_provisioning:
+        # "adds the cloud.google.com/gke-queued taint"; it adds the label itself, GKE does not)
+        taints.append({"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"})
     if cfg.get("spot"):
         labels.update({"cloud.google.com/gke-spot": "true", "cloud.google.com/gke-provisioning": "spot"})
     if "chips" in facts:
@@ -107,6 +113,17 @@ def pool_nodes(pool: dict[str, Any], region: str, zone: str) -> list[dict[str, A
     return nodes
 
 
+def queued(pool: dict[str, Any]) -> bool:
+    """A queued-provisioning pool: nodes only for ProvisioningRequests."""
+    return bool((pool.get("queuedProvisioning") or {}).get("enabled"))
+
+
 def plan_nodes(plan: Plan, region: str, zone: str) -> list[dict[str, Any]]:
-    """Every node of every pool the plan creates (the system pool too: the controllers' pods go there)."""
-    return [n for r in plan.by_type(NODE_POOL) for n in pool_nodes(r.inputs, region, zone)]
+    """Every node of every pool the plan creates (the system pool too: the controllers' pods go there), but for
+    queued-provisioning pools, which have none until a ProvisioningRequest asks (queued_pools)."""
+    return [n for r in plan.by_type(NODE_POOL) if not queued(r.inputs) for n in pool_nodes(r.inputs, region, zone)]
+
+
+def queued_pools(plan: Plan, region: str, zone: str) -> dict[str, list[dict[str, Any]]]:
+    """Per queued-provisioning pool of the plan: the nodes GKE would make for it when a request is provisioned."""
+    return {r.inputs["name"]: pool_nodes(r.inputs, region, zone) for r in plan.by_type(NODE_POOL) if queued(r.inputs)}

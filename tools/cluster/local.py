@@ -30,7 +30,7 @@ import yaml
 from components.model import inference_gateway as igw
 
 from .api import Api
-from .cloud import LoadBalancerController
+from .cloud import LoadBalancerController, QueuedProvisioner
 from .kubelet import ControllerKubelet, Engine
 
 HERE = Path(__file__).resolve().parent
@@ -104,6 +104,7 @@ class LocalCluster:
         self.api: Optional[Api] = None
         self.kubelet: Optional[ControllerKubelet] = None
         self.load_balancers: Optional[LoadBalancerController] = None
+        self.provisioner: Optional[QueuedProvisioner] = None
 
         self.env = {
             **os.environ,
@@ -240,6 +241,13 @@ class LocalCluster:
         self.kubelet.start()
         self.load_balancers = LoadBalancerController(self.api)
         self.load_balancers.start()
+        self.provisioner = QueuedProvisioner(self.api)
+        self.provisioner.start()
+
+    def offer_queued_pools(self, pools: dict[str, list[dict[str, Any]]]) -> None:
+        """The deployed stack's queued-provisioning pools, for the stand-in of GKE's queued provisioning."""
+        if self.provisioner is not None:
+            self.provisioner.offer(pools)
 
 
     @property
@@ -279,6 +287,8 @@ class LocalCluster:
     def stop(self) -> None:
         if self.load_balancers is not None:
             self.load_balancers.stop()
+        if self.provisioner is not None:
+            self.provisioner.stop()
 
         if self.kubelet is not None:
             self.kubelet.stop()

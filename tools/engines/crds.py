@@ -10,7 +10,7 @@ config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml, byte for byte; 
 charts/<name> directory, the chart `pulumi up` installs (a local copy of what registry.k8s.io serves as
 oci://registry.k8s.io/<name>/charts/<name>). Beside them, build/crds/gke: the CRDs GKE installs itself that the
 stack's objects use (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool, the Gateway API's
-standard channel, and stand-ins for GKE's own Gateway policies), and build/charts/inferencepool. A second run with the same pins copies nothing. Only
+standard channel, the Cluster Autoscaler's ProvisioningRequest, and stand-ins for GKE's own Gateway policies), and build/charts/inferencepool. A second run with the same pins copies nothing. Only
 `go mod download` of three modules is needed (no build): a fresh machine with Go gets them in seconds."""
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ GKE_SOURCES = {
     "inference": (GKE_WRAPPER, "sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases",
                   "inference.networking.k8s.io_inferencepools.yaml"),
     "gateway": (GKE_WRAPPER, "sigs.k8s.io/gateway-api", "config/crd/standard", "gateway.networking.k8s.io_*.yaml"),
+    "provisioning": (GKE_WRAPPER, "k8s.io/autoscaler/cluster-autoscaler/apis", "config/crd",
+                     "autoscaling.x-k8s.io_provisioningrequests.yaml"),
 }
 GKE_OUT = OUT / "gke"
 # GKE's Gateway policy and checkpointing CRDs, which no public module holds: the project's stand-ins (their files say so).

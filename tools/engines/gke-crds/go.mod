@@ -9,6 +9,9 @@ module pathways-gke/tools/engines/gke-crds
 //   installs it per gateway-fronted serve workload; crds.py copies it to build/charts as the release packages it);
 // - the Gateway API: Gateway, HTTPRoute and the rest of the standard channel, from sigs.k8s.io/gateway-api v1.4.1
 //   config/crd/standard (GKE installs them with the cluster's Gateway API enabled).
+// - the Cluster Autoscaler's ProvisioningRequest (autoscaling.x-k8s.io/v1), from
+//   k8s.io/autoscaler/cluster-autoscaler/apis config/crd, at the version Kueue v0.19.2 builds against (GKE installs it
+//   from 1.28.3-gke.1098000 for queued provisioning; Kueue's provisioning admission check starts only where it is).
 // GKE's own Gateway policy CRDs (networking.gke.io HealthCheckPolicy, GCPBackendPolicy) come from no public module:
 // networking.gke.io_*.yaml beside this file are the project's stand-ins, their schemas from GKE's docs.
 
@@ -16,6 +19,7 @@ go 1.26.0
 
 require (
 	github.com/GoogleCloudPlatform/prometheus-engine v0.17.2
+	k8s.io/autoscaler/cluster-autoscaler/apis v0.0.0-20240830133931-adfbe7e45277
 	sigs.k8s.io/gateway-api v1.4.1
 	sigs.k8s.io/gateway-api-inference-extension v1.5.0
 )
