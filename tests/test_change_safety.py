@@ -248,7 +248,7 @@ def test_a_zone_move_replaces_what_the_zone_holds_and_renders():
     assert not [n for n in replaced if n.startswith(("scratch", "pathways-nodes", "system-nodes", "pathways-ports"))], replaced
     assert all(changes[n].type.startswith(("gcp:container/", "kubernetes:", "pulumi:providers:kubernetes", "gcp:compute/resourcePolicy"))
                for n in replaced), replaced
-    assert len(replaced) == len([c for c in changes.values() if c.action == "replace"]) == 30  # train-smoke's service account too (the file system's volume and claim get new names: the zone is in them), and the queued group's admission check and its config
+    assert len(replaced) == len([c for c in changes.values() if c.action == "replace"]) == 32  # train-smoke's service account too (the file system's volume and claim get new names: the zone is in them), the queued group's admission check and its config, the spot rung's pool and flavor
     assert changes["cluster"].interrupts[0] == "every workload and slice of the stack"
     text = render_text(list(changes.values()), verdict, "t")
     assert "  -/+ replace  cluster (Cluster)  forced by " in text

@@ -169,7 +169,7 @@ def test_outputs(committed_stack):
     assert set(o["nodeServiceAccounts"]) == {"pathways", "system"}
     assert o["slicePools"] == {
         "dev": {"dev": ["tpu-dev-0"]},
-        "staging": {"v6e": ["tpu-v6e-0", "tpu-v6e-1"]},
+        "staging": {"v6e": ["tpu-v6e-0", "tpu-v6e-1"], "v6e-spot": ["tpu-v6e-spot-0"]},
         "prod": {"train": [f"tpu-train-{i}" for i in range(4)], "explore": ["tpu-explore-0"]},
         "serving": {"serve": ["tpu-serve-0", "tpu-serve-1"]},
     }[name]

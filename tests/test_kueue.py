@@ -267,8 +267,12 @@ def test_a_head_podset_fits_only_the_head_flavor_and_a_worker_only_its_slice_gro
             pod = rj["template"]["spec"]["template"]["spec"]
             fits = {name for name, f in flavors.items() if _kueue_flavor_matches(pod, f)}
             if "tolerations" in pod and any(t["key"] == "google.com/tpu" for t in pod["tolerations"]):
-                group = pod["nodeSelector"]["pathways/slice-group"]
-                assert fits - {kq.HEAD_FLAVOR} == {f"tpu-{group}"}, (js["metadata"]["name"], rj["name"])  # the head flavor has no TPU quota
+                # one group, or a capacity ladder's rungs as a set (staging's)
+                terms = pod.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+                groups = [pod["nodeSelector"]["pathways/slice-group"]] if "pathways/slice-group" in pod["nodeSelector"] else [
+                    v for t in terms for e in t["matchExpressions"] if e["key"] == "pathways/slice-group" for v in e["values"]]
+                assert groups
+                assert fits - {kq.HEAD_FLAVOR} == {f"tpu-{g}" for g in groups}, (js["metadata"]["name"], rj["name"])  # the head flavor has no TPU quota
             else:
                 assert fits == {kq.HEAD_FLAVOR}, (js["metadata"]["name"], rj["name"], fits)
             checked += 1
@@ -322,3 +326,72 @@ def test_without_queued_provisioning_there_is_no_admission_check():
 ])
 def test_queued_provisioning_errors(changes, key, text):
     test_config_errors(changes, key, text)
+
+
+LADDER = [
+    {"name": "res", "tpu": "v6e-16", "count": 1, "reservation": "r1", "ladder": ["flex", "spot"]},
+    {"name": "spot", "tpu": "v6e-16", "count": 1, "spot": True, "scaleToZero": True},
+    {"name": "flex", "tpu": "v6e-16", "count": 2, "flexStart": True, "queuedProvisioning": True},
+]
+
+
+def test_a_ladder_orders_kueues_flavors_and_lets_the_workers_fit_any_rung():
+    plan = plan_of(config_with(pathwaysVersion=VERSION, slices=LADDER, workloads=[{"name": "t", "image": "example.com/t:1", "sliceGroup": "res"}]))
+    (cq,) = objects(plan, "ClusterQueue")
+    # Kueue tries a ClusterQueue's flavors in order: the ladder's, whatever order the groups are listed in
+    assert [f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]] == ["tpu-res", "tpu-flex", "tpu-spot", "pathways-head"]
+    assert cq["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "queued-flex", "onFlavors": ["tpu-flex"]}]}
+    (js,) = objects(plan, "JobSet")
+    worker = js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    # the rung is Kueue's to pick: the group as a set (Kueue writes the chosen flavor's label in on admission)
+    assert "pathways/slice-group" not in worker["nodeSelector"]
+    assert worker["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "pathways/slice-group", "operator": "In", "values": ["res", "flex", "spot"]}]}]
+    flavors = {f["metadata"]["name"]: f["spec"] for f in objects(plan, "ResourceFlavor")}
+    # the three rungs (and the head flavor, whose TPU quota is 0: tests above), never another group
+    assert {name for name, f in flavors.items() if _kueue_flavor_matches(worker, f)} == {"pathways-head", "tpu-res", "tpu-spot", "tpu-flex"}
+    # a workload on a rung itself stays on that rung
+    plan = plan_of(config_with(pathwaysVersion=VERSION, slices=LADDER, workloads=[{"name": "t", "image": "example.com/t:1", "sliceGroup": "spot"}]))
+    (js,) = objects(plan, "JobSet")
+    worker = js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    assert worker["nodeSelector"]["pathways/slice-group"] == "spot" and "affinity" not in worker
+
+
+def test_the_plan_shows_each_rung_and_what_the_ladder_costs_idle_and_full():
+    from components.model.config import load
+    from components.model.summary import stack_summary, summary_text
+
+    flat, _ = flatten(config_with(pathwaysVersion=VERSION, slices=LADDER, prices={"tpuChipHour": {"v6e": {
+        "reservation": 1.5, "flex-start": 2.0, "spot": 1.0}}}))
+    s = stack_summary(resolve(load(raw_values(flat), "test")))
+    (ladder,) = s["ladders"]
+    assert [(r["group"], r["chips"], r["hourly"], r["scalesToZero"]) for r in ladder["rungs"]] == [
+        ("res", 16, 24.0, False), ("flex", 32, 64.0, True), ("spot", 16, 16.0, True)]
+    assert (ladder["idleHourly"], ladder["fullHourly"]) == (24.0, 104.0)
+    assert ("  ladder res: res (reservation, 16 chips, $24.00/h) -> flex (flex-start, queued, 32 chips, $64.00/h when used) -> "
+            "spot (spot, 16 chips, $16.00/h when used); $24.00/h idle, $104.00/h with every rung full") in summary_text(s)
+
+
+@pytest.mark.parametrize("slices,workloads,key,text", [
+    ([{**LADDER[0], "ladder": ["flex", "nope"]}, *LADDER[1:]], [], "pathways:slices[0].ladder[1]", "'nope' is not a slice group"),
+    ([{**LADDER[0], "ladder": ["flex", "flex"]}, *LADDER[1:]], [], "pathways:slices[0].ladder[1]", "'flex' is already on this ladder"),
+    ([LADDER[0], {**LADDER[1], "tpu": "v6e-8"}, LADDER[2]], [], "pathways:slices[0].ladder[1]", "'spot' has v6e-8 slices"),
+    ([LADDER[0], {**LADDER[1], "ladder": ["flex"]}, LADDER[2]], [], "pathways:slices[0].ladder[1]", "'spot' has a ladder of its own"),
+    (LADDER, [{"name": "t", "image": "example.com/t:1", "sliceGroup": "res", "slices": 3}], "pathways:workloads[0].slices",
+     "3 exceeds the 2 slice(s) of the largest rung of group 'res''s ladder"),
+    (LADDER, [{"name": "svc", "mode": "service", "sliceGroup": "res"}], "pathways:workloads[0].sliceGroup", "'res' has a capacity ladder"),
+    ([{**LADDER[0], "ladder": ["res"]}, *LADDER[1:]], [], "pathways:slices[0].ladder[0]", "'res' is already on this ladder"),
+])
+def test_ladder_errors(slices, workloads, key, text):
+    test_config_errors(dict(slices=slices, workloads=workloads or None), key, text)
+
+
+def test_a_ladder_needs_kueue():
+    test_config_errors(dict(slices=LADDER, kubernetes={"kueue": {"enabled": False}}), "pathways:slices[0].ladder", "needs Kueue")
+
+
+def test_two_ladders_in_opposite_orders_are_refused():
+    test_config_errors(dict(slices=[
+        {"name": "a", "tpu": "v6e-16", "ladder": ["x", "y"]}, {"name": "b", "tpu": "v6e-16", "ladder": ["y", "x"]},
+        {"name": "x", "tpu": "v6e-16", "spot": True}, {"name": "y", "tpu": "v6e-16", "spot": True}]),
+        "pathways:slices", "two ladders put the same slice groups in opposite orders")

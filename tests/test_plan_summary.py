@@ -40,8 +40,9 @@ EXPECTED = {
         "workloads": [("notebook", "interactive", "dev", 1, 4)],
     },
     "staging": {
-        "groups": [("v6e", "v6e-16", "4x4", "ct6e-standard-4t", 2, 8, 32, "flex-start")],
-        "totals": {"slices": 2, "spares": 0, "tpuVms": 8, "tpuChips": 32, "cpuVms": 3, "nodePools": 4, "workloads": 2, "activeWorkloads": 2},
+        "groups": [("v6e", "v6e-16", "4x4", "ct6e-standard-4t", 2, 8, 32, "flex-start"),
+                   ("v6e-spot", "v6e-16", "4x4", "ct6e-standard-4t", 1, 4, 16, "spot")],
+        "totals": {"slices": 3, "spares": 0, "tpuVms": 12, "tpuChips": 48, "cpuVms": 3, "nodePools": 5, "workloads": 2, "activeWorkloads": 2},
         "workloads": [("train-smoke", "batch", "v6e", 2, 32), ("notebook", "interactive", "v6e", 1, 16)],
     },
     "prod": {
@@ -97,8 +98,10 @@ def test_flex_start_chips_cost_only_while_scaled_up():
     assert cost["hourly"] == round(16 * 2.70 + 2 * N2_STANDARD_64 + E2_STANDARD_4 + FEE, 2)
     assert cost["whenUsed"][0]["quantity"] == 16 and cost["whenUsed"][0]["hourly"] == round(16 * 2.70, 2)
     # with no always-on workload, no TPU chip is counted while idle
-    idle = summary_of("staging", workloads=[{"name": "fit", "image": "x:1"}])["cost"]
-    assert not [line for line in idle["lines"] if "TPU" in line["item"]] and idle["whenUsed"][0]["quantity"] == 32
+    idle = summary_of("staging", workloads=[{"name": "fit", "image": "x:1", "sliceGroup": "v6e"}])["cost"]
+    assert not [line for line in idle["lines"] if "TPU" in line["item"]]
+    # the flex-start slices, then the spot rung below them (scale to zero)
+    assert [(line["item"], line["quantity"]) for line in idle["whenUsed"]] == [("TPU v6e chips (flex-start)", 32), ("TPU v6e chips (spot)", 16)]
 
 
 def test_prod_reservation_counts_every_reserved_chip():
@@ -213,8 +216,9 @@ def test_a_long_bad_capacity_mode_is_cut():
 def test_flex_start_slices_are_listed_apart_with_the_price_source():
     lines = summary_text(summary_of("staging"))
     lines = lines[: lines.index("Notices:") - 1] if "Notices:" in lines else lines
-    assert lines[-2:] == [
+    assert lines[-3:] == [
         "  only while scaled up: TPU v6e chips (flex-start): 16 chips, $43.20/h (upper bound (on-demand list))",
+        "  only while scaled up: TPU v6e chips (spot): 16 chips, $43.20/h (upper bound (on-demand list))",
         "  prices: 2025 list prices, not re-checked from this offline machine; override with pathways:prices. Estimate from "
         "list prices; not a quote. Network, storage, logging and egress are not included.",
     ]

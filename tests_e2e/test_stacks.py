@@ -29,6 +29,8 @@ from tools.cluster.local import ClusterError
 PRIORITY = {"serving": 2_000_000, "training": 1_000_000, "interactive": 500_000, "experiment": 100_000}
 POOL = "cloud.google.com/gke-nodepool"
 
+GROUP = "pathways/slice-group"
+
 
 def model(name: str):
     config, secrets = load_config(stack_path(name))
@@ -39,18 +41,21 @@ def stack_config(name: str) -> dict:
     return yaml.safe_load(stack_path(name).read_text())["config"]
 
 
-def expected_admission(m) -> tuple[list, list]:
-    """(admitted, waiting): per slice group, Kueue admits by priority while the group's slices last."""
-    admitted, waiting = [], []
+def expected_admission(m) -> tuple[list, list, dict[str, str]]:
+    """(admitted, waiting, rung of each admitted): Kueue admits by priority, each workload on the first rung of its
+    group's capacity ladder (the group itself when it has none) whose slices last."""
+    admitted, waiting, rungs = [], [], {}
     free = {g.name: g.count for g in m.slices}
     # serve workloads (LeaderWorkerSets) have their own scenario: tests_e2e/test_serving.py
     for w in sorted((w for w in m.jobset_workloads if w.state == "running"), key=lambda w: -PRIORITY[w.priority]):
-        if w.slices <= free[w.group.name]:
-            free[w.group.name] -= w.slices
+        rung = next((g.name for g in w.rungs if w.slices <= free[g.name]), None)
+        if rung is not None:
+            free[rung] -= w.slices
             admitted.append(w)
+            rungs[w.name] = rung
         else:
             waiting.append(w)
-    return admitted, waiting
+    return admitted, waiting, rungs
 
 
 @pytest.mark.parametrize("name", STACKS)
@@ -77,10 +82,13 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
         + [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pickers])
 
     labels = nodes(cluster)
-    admitted, waiting = expected_admission(m)
+    admitted, waiting, rungs = expected_admission(m)
     for w in admitted:
-        cluster.wait_for(f"Kueue admits {w.name}", lambda w=w: is_true(workload(cluster, w.namespace, w.name), "Admitted"), timeout=120)
+        cluster.wait_for(f"Kueue admits {w.name}", lambda w=w: is_true(workload(cluster, w.namespace, w.name), "Admitted"), timeout=180)
         ps = wait_running(cluster, w.namespace, w.name, 1 + w.slices * w.group.tpu.hosts)
+        labels = nodes(cluster)  # a queued-provisioning group's nodes come with the workload's request
+        # on the rung Kueue was to pick: its capacity ladder's first with room
+        assert {labels[p["spec"]["nodeName"]].get(GROUP) for p in ps if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == w.worker_job} == {rungs[w.name]}
         # JobSet's exclusive placement: each worker Job (a slice) on one node pool, no two slices on one pool
         pools_of_job: dict[int, set[str]] = defaultdict(set)
         for p in ps:

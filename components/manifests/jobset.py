@@ -358,6 +358,14 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
         "tolerations": tolerations,
         "containers": [worker],
     }
+    if len(rw.rungs) > 1:
+        # A capacity ladder: the workers may run on any rung, and Kueue picks one (the first flavor in the ClusterQueue's
+        # order with room) and writes that flavor's nodeLabels (its slice group) and tolerations into the template on
+        # admission. Kueue matches a PodSet to a flavor by its nodeSelector and required node affinity restricted to the
+        # flavor's label keys (pkg/scheduler/flavorassigner), so the group is given as a set, not one value.
+        del pod["nodeSelector"][SLICE_GROUP_LABEL]
+        pod["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": SLICE_GROUP_LABEL, "operator": "In", "values": [g.name for g in rw.rungs]}]}]}}}
     if w.colocated_python:
         sc = w.colocated_python
         shm_env = {"name": SIDECAR_SHM_ENV, "value": SIDECAR_SHM_DIR}

@@ -294,6 +294,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             load_balancer_source_ranges=cfg.load_balancer_source_ranges(w),
             mtc_mount_path=cfg.resilience.mtc.mount_path if cfg.resilience.mtc and cfg.uses_mtc(w) else None,
             service_account=service_account_name(w.name) if any(m.bucket for m in w.mounts) else None,
+            rungs=(group, *(groups[n] for n in group.ladder)),
         ))
     service = cfg.service_workload
     return ResolvedStack(

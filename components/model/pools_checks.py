@@ -54,13 +54,17 @@ def unique_group_names(cfg: StackConfig) -> list[Problem]:
 
 
 def workload_slices(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
-    """A workload takes at most its group's slices; the group's spares stand by for restarts."""
+    """A workload takes at most its group's slices (or, on a ladder, its largest rung's: all its slices run on one
+    rung); the group's spares stand by for restarts."""
     group = cfg.workload_group(w)
-    if w.slices is None or w.slices <= group.count:
+    rungs = [group, *(g for g in cfg.slices if g.name in group.ladder)]
+    most = max(g.count for g in rungs)
+    if w.slices is None or w.slices <= most:
         return []
+    where = f"group {group.name!r}" if len(rungs) == 1 else f"the largest rung of group {group.name!r}'s ladder"
     return [Problem(config_key(("workloads", i, "slices")), (
-        f"{w.slices} exceeds the {group.count} slice(s) of group {group.name!r} (spares are not for workloads); use "
-        f"1..{group.count} or raise slices[{_first_group_index(cfg, group.name)}].count"
+        f"{w.slices} exceeds the {most} slice(s) of {where} (spares are not for workloads); use "
+        f"1..{most} or raise slices[{_first_group_index(cfg, group.name)}].count"
     ))]
 
 
@@ -143,4 +147,58 @@ def queued_provisioning(cfg: StackConfig) -> list[Problem]:
             problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
                 f"{group!r} has queuedProvisioning, whose slices GKE takes back when a run ends (at most 7 days): "
                 f"a {w.mode} workload runs until removed; put it on a group without queuedProvisioning")))
+    return problems
+
+
+def ladders(cfg: StackConfig) -> list[Problem]:
+    """A capacity ladder (slices[].ladder): rungs are other groups of the same slices, each on one ladder's lower
+    rungs only (a rung has no ladder of its own), in one order Kueue can try them, in the top group's ClusterQueue;
+    Kueue admits the workloads (it alone picks the rung), and only runs that end climb it (an endpoint's replicas
+    and a shared service stay where they started)."""
+    from .resolved import ladder_order, queue_shards
+
+    problems = []
+    by_name = {g.name: g for g in cfg.slices}
+    for i, g in enumerate(cfg.slices):
+        if not g.ladder:
+            continue
+        key = ("slices", i, "ladder")
+        if not cfg.kubernetes.kueue.enabled:
+            problems.append(Problem(config_key(key), "needs Kueue, which picks each workload's rung; set kubernetes.kueue.enabled: true, "
+                                                     "or remove the ladder"))
+        seen: set[str] = set()
+        for j, name in enumerate(g.ladder):
+            rung = by_name.get(name)
+            if rung is None:
+                problems.append(Problem(config_key((*key, j)), f"{name!r} is not a slice group; use one of {', '.join(sorted(by_name))}"))
+            elif name == g.name or name in seen:
+                problems.append(Problem(config_key((*key, j)), f"{name!r} is already on this ladder; list each rung once, after the group itself"))
+            elif rung.tpu != g.tpu:
+                problems.append(Problem(config_key((*key, j)), (
+                    f"{name!r} has {rung.tpu.name} slices ({rung.tpu.machine_type}); a rung holds the same slices as the group "
+                    f"({g.tpu.name}, {g.tpu.machine_type}): a workload's pods fit any rung")))
+            elif rung.ladder:
+                problems.append(Problem(config_key((*key, j)), (
+                    f"{name!r} has a ladder of its own; a ladder has one top: list all its rungs here, and remove "
+                    f"slices[{_first_group_index(cfg, name)}].ladder")))
+            seen.add(name)
+    if problems:
+        return problems
+    if ladder_order(tuple(cfg.slices)) is None:
+        return [Problem(config_key(("slices",)), "two ladders put the same slice groups in opposite orders; Kueue tries a "
+                                                 "ClusterQueue's flavors in one order: make the ladders agree")]
+    shard = {g.name: name for name, groups in queue_shards(tuple(cfg.slices)) for g in groups}
+    for i, g in enumerate(cfg.slices):
+        apart = [n for n in g.ladder if shard[n] != shard[g.name]]
+        if apart:
+            problems.append(Problem(config_key(("slices", i, "ladder")), (
+                f"rungs {', '.join(apart)} fall in another ClusterQueue than {g.name!r} (a queue holds 63 slice groups); "
+                "list the ladder's groups next to each other")))
+    laddered = {g.name for g in cfg.slices if g.ladder}
+    for i, w in enumerate(cfg.workloads):
+        group = w.slice_group or (cfg.slices[0].name if cfg.slices else None)
+        if group in laddered and w.mode not in ("batch", "interactive"):
+            problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
+                f"{group!r} has a capacity ladder, whose rung Kueue picks for each run; a {w.mode} workload stays where it "
+                "started: put it on a group without a ladder")))
     return problems

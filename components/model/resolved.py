@@ -9,6 +9,7 @@ names its pods are found by. Builders take these values and never go back to the
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -65,6 +66,8 @@ class ResolvedWorkload:
     service_account: Optional[str] = None
     """Its pods' Kubernetes service account when it mounts a bucket (the principal of its bucket grants), else the
     namespace's default."""
+    rungs: tuple[SliceGroup, ...] = ()
+    """The slice groups Kueue may run it on, in order: its group, then the group's ladder (slices[].ladder)."""
 
     @property
     def active(self) -> bool:
@@ -217,9 +220,31 @@ MAX_FLAVORS_PER_RESOURCE_GROUP = 64
 GROUPS_PER_QUEUE = MAX_FLAVORS_PER_RESOURCE_GROUP - 1
 
 
+def ladder_order(groups: tuple[SliceGroup, ...]) -> Optional[tuple[SliceGroup, ...]]:
+    """The groups in the order Kueue must try their flavors: each ladder's rungs after its group and in its order,
+    otherwise as listed. None when two ladders order the same groups both ways (no order serves both)."""
+    first: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        first.setdefault(g.name, i)  # (a repeated name is another rule's to refuse)
+    before: list[set[int]] = [set() for _ in groups]  # group -> groups that must come first
+    for i, g in enumerate(groups):
+        chain = [i, *(first[n] for n in g.ladder if n in first)]
+        for a, b in itertools.pairwise(chain):
+            if a != b:
+                before[b].add(a)
+    out: list[int] = []
+    while len(out) < len(groups):
+        ready = [i for i in range(len(groups)) if i not in out and before[i] <= set(out)]
+        if not ready:
+            return None
+        out.append(ready[0])
+    return tuple(groups[i] for i in out)
+
+
 def queue_shards(groups: tuple[SliceGroup, ...]) -> list[tuple[str, tuple[SliceGroup, ...]]]:
     """(ClusterQueue name, its slice groups): one queue named `pathways` while the groups fit one resource
     group, else pathways-0, pathways-1, ... of at most 63 groups each."""
+    groups = ladder_order(groups) or groups  # (config checks refuse ladders with no order)
     chunks = [groups[i:i + GROUPS_PER_QUEUE] for i in range(0, len(groups), GROUPS_PER_QUEUE)]
     if len(chunks) == 1:
         return [(QUEUE, chunks[0])]

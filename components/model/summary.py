@@ -24,7 +24,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "name": g.name, "tpu": g.tpu.name, "topology": g.tpu.topology, "machineType": g.tpu.machine_type,
         "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
         "chips": g.pools * g.tpu.chips, "capacity": g.capacity.value, "reservation": g.reservation,
-        "queuedProvisioning": g.queued_provisioning,
+        "queuedProvisioning": g.queued_provisioning, "ladder": list(g.ladder),
         # slices[].reservationRecord: what the recorded reservation can give (null without a record)
         "reservationFree": availability(reservations[g.name], g.tpu) if reservations and g.name in reservations else None,
     } for g in stack.slices]
@@ -90,6 +90,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
             "priority": stack.runs.priority, "submitters": [s.name for s in stack.runs.submitters],
         } if stack.runs else None,
         "storage": _storage(stack),
+        "ladders": _ladders(stack),
         "workloads": workloads,
         "labels": dict(stack.labels),
         "totals": {
@@ -103,6 +104,29 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "cost": cost.estimate(stack).to_json(),
         "notices": notices(stack),
     }
+
+
+def _ladders(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """Each capacity ladder (slices[].ladder): its rungs in Kueue's order with their chips and list price per hour,
+    and what the ladder costs idle (only the rungs that never scale down) and with every rung full. No price on a
+    cluster made elsewhere (its nodes are the owner's)."""
+    by_name = {g.name: g for g in stack.slices}
+    out = []
+    for top in stack.slices:
+        if not top.ladder:
+            continue
+        rungs = []
+        for g in (top, *(by_name[n] for n in top.ladder)):
+            chips = g.count * g.tpu.chips
+            price, basis = (None, "the cluster owner's") if stack.existing_cluster else tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
+            rungs.append({"group": g.name, "capacity": g.capacity.value, "queuedProvisioning": g.queued_provisioning,
+                          "chips": chips, "scalesToZero": g.autoscaled, "hourly": None if price is None else round(price * chips, 2),
+                          "basis": basis})
+        known = all(r["hourly"] is not None for r in rungs)
+        out.append({"group": top.name, "rungs": rungs,
+                    "idleHourly": round(sum(r["hourly"] for r in rungs if not r["scalesToZero"]), 2) if known else None,
+                    "fullHourly": round(sum(r["hourly"] for r in rungs), 2) if known else None})
+    return out
 
 
 def _storage(stack: ResolvedStack) -> Optional[dict[str, Any]]:
@@ -226,6 +250,15 @@ def summary_text(s: dict[str, Any]) -> list[str]:
               str(g["chips"]), g["capacity"] + (" (queued)" if g["queuedProvisioning"] else ""), g["reservation"] or "-"] for g in s["sliceGroups"]]
     lines += _table(rows)
     lines += [f"  {free} (recorded)" for free in dict.fromkeys(g["reservationFree"] for g in s["sliceGroups"] if g["reservationFree"])]
+    for ladder in s["ladders"]:
+        def rung(r: dict[str, Any]) -> str:
+            bound = "at most " if r["basis"].startswith("upper bound") else ""
+            price = "" if r["hourly"] is None else f", {bound}${r['hourly']:,.2f}/h" + (" when used" if r["scalesToZero"] else "")
+            return f"{r['group']} ({r['capacity']}{', queued' if r['queuedProvisioning'] else ''}, {r['chips']} chips{price})"
+        bound = "at most " if any(r["basis"].startswith("upper bound") for r in ladder["rungs"]) else ""
+        cost_range = ("" if ladder["idleHourly"] is None else
+                      f"; {bound}${ladder['idleHourly']:,.2f}/h idle, {bound}${ladder['fullHourly']:,.2f}/h with every rung full")
+        lines.append(f"  ladder {ladder['group']}: {' -> '.join(rung(r) for r in ladder['rungs'])}{cost_range}")
     lines += ["", "CPU pools:"]
     rows = [["pool", "machine", "nodes"], ["head", s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
             ["system", s["systemPool"]["machineType"], f"{s['systemPool']['minNodes']}-{s['systemPool']['maxNodes']} (autoscaled)"]]

@@ -116,9 +116,13 @@ def _workloads_on(plan: Plan) -> dict[str, list[Registration]]:
     out: dict[str, list[Registration]] = {}
     for js in plan.by_type(JOBSET):
         for rj in js.input("spec.replicatedJobs") or []:
-            group = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector", {}).get(SLICE_GROUP_LABEL)
-            if group:
-                out.setdefault(group, []).append(js)
+            spec = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {})
+            group = spec.get("nodeSelector", {}).get(SLICE_GROUP_LABEL)
+            # a capacity ladder's workers select its rungs as a set (components/manifests/jobset.py)
+            terms = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+            rungs = [v for t in terms for e in t.get("matchExpressions") or [] if e.get("key") == SLICE_GROUP_LABEL for v in e.get("values") or []]
+            for g in dict.fromkeys([group, *rungs] if group else rungs):
+                out.setdefault(g, []).append(js)
     for lws in plan.by_type(LEADER_WORKER_SET):
         group = (lws.input("spec.leaderWorkerTemplate.workerTemplate.spec.nodeSelector") or {}).get(SLICE_GROUP_LABEL)
         if group:

@@ -115,9 +115,11 @@ class QueuedProvisioner:
         self._stop.set()
 
     def offer(self, pools: dict[str, list[dict[str, Any]]]) -> None:
-        """The queued-provisioning pools of the stack now deployed, with the nodes each would get."""
+        """The queued-provisioning pools of the stack now deployed, with the nodes each would get; the log starts
+        again with it."""
         with self._lock:
             self._pools = dict(pools)
+            self.log = []
 
     def fail(self, count: int = 1) -> None:
         with self._lock:
@@ -161,9 +163,9 @@ class QueuedProvisioner:
         key = f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"
         with self._lock:
             if self._failures > 0:
-                self._failures -= 1
                 self._set_conditions(pr, ("Accepted", "Accepted", "accepted by the tier's stand-in for GKE"),
                                      ("Failed", "ResourcePoolExhausted", "no capacity: the tier's stand-in for GKE fails this request (QueuedProvisioner.fail)"))
+                self._failures -= 1  # once the request says so
                 self._note(f"provisioning request {key}: Failed (as asked)")
                 return
             pools = self._pick(pr)
@@ -215,4 +217,4 @@ class QueuedProvisioner:
                 for key in set(self.holding()) - present:
                     self._release(key)
             except Exception as e:  # the next round tries again
-                log(f"{type(e).__name__}: {e}")
+                self._note(f"{type(e).__name__}: {e}")
