@@ -23,7 +23,7 @@ CLUSTER_KEYS_KEPT = ("existing", "name")
 GCP_ONLY_KEYS = (
     "headPool.scaleToZero",  # the head pool's autoscaler (components/head_pool.py)
     "slices[].autoUpgrade", "slices[].reservation", "slices[].scaleToZero",  # node pool settings (tpu_slices.py)
-    "slices[].reservationRecord", "slices[].neededUntil",  # what the pools' reservation can give (reservations.py)
+    "slices[].reservationRecord", "slices[].neededUntil", "slices[].readReservation",  # what the pools' reservation can give (reservations.py)
     "bucket.softDeleteDays", "bucket.artifactsTtlDays",  # the buckets' policies (scratch_bucket.py): no bucket is made
     "workloads[].service.proxyMachineType",  # the client proxies' node pool (shared_service.py ProxyPool)
 )

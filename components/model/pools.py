@@ -93,6 +93,11 @@ class SliceGroup(_Model):
         "A recorded `gcloud compute reservations describe NAME --zone ZONE --format=json` of the reservation (a path "
         "from the project root): the plan and pulumi preview judge the reservation by it before creating anything "
         "(READY, zone, machine type, free VMs, sharing, end) and show its free VMs. docs/capacity.md."))
+    read_reservation: bool = Field(default=False, description=(
+        "Read the reservation under `pulumi preview` and `up` (pulumi-gcp's get_reservation) and judge it as a record "
+        "is judged, before anything is created; a specific (VM) reservation only. The deploy and preview identities "
+        "need compute.reservations.get on its project. The offline tools make no cloud call: they judge "
+        "reservationRecord, if any. docs/capacity.md."))
     needed_until: Optional[date] = Field(default=None, description=(
         "With a reservation that ends (deleteAtTime, calendar mode): the date the group is needed until; a reservation "
         "ending before it is refused. Without it, any end is refused."))
@@ -126,8 +131,8 @@ class SliceGroup(_Model):
                 f"conflicting capacity options {' and '.join(chosen)}; set at most one of spot, flexStart, "
                 "reservation (none means on-demand)"
             )
-        if (self.reservation_record or self.needed_until) and not self.reservation:
-            raise ValueError("reservationRecord and neededUntil describe a reservation; set reservation too, or remove them")
+        if (self.reservation_record or self.needed_until or self.read_reservation) and not self.reservation:
+            raise ValueError("reservationRecord, readReservation and neededUntil describe a reservation; set reservation too, or remove them")
         if self.reservation_record is not None and (not self.reservation_record.endswith(".json") or ".." in self.reservation_record.split("/")
                                                     or self.reservation_record.startswith("/")):
             raise ValueError(f"reservationRecord {self.reservation_record[:80]!r} is not a .json file under the project root "

@@ -118,10 +118,11 @@ def total_vms(state: ReservationState, tpu: TpuSlice) -> int:
 
 
 def problems(state: ReservationState, tpu: TpuSlice, needed_vms: int, *, project: str, owner: str, zone: str,
-             held_vms: int = 0, needed_until: Optional[datetime] = None) -> list[str]:
+             held_vms: int = 0, needed_until: Optional[datetime] = None, live: bool = False) -> list[str]:
     """Why the reservation cannot hold the group, one message each (empty: it can). `needed_vms`: hosts x (slices +
     spares); `held_vms`: the group's VMs already in it (they count as in use); `owner`: the project the reservation
-    lives in (this one unless named by its projects/<owner>/... path)."""
+    lives in (this one unless named by its projects/<owner>/... path). `live`: read now, while the stack's own VMs
+    may be in inUseCount and nothing tells them from others': only the reservation's total is judged."""
     out: list[str] = []
     name = state.name
     if state.status != READY:
@@ -137,8 +138,12 @@ def problems(state: ReservationState, tpu: TpuSlice, needed_vms: int, *, project
     elif state.machine_type != tpu.machine_type:
         out.append(f"reservation {name} reserves {state.machine_type} VMs, not {tpu.machine_type} (the group's {tpu.name})")
         return out
-    free = free_vms(state, tpu) + held_vms
-    if free < needed_vms:
+    if live:
+        if total_vms(state, tpu) < needed_vms:
+            out.append(f"reservation {name} has {total_vms(state, tpu)} {tpu.machine_type} VMs in all; the group needs {needed_vms} "
+                       f"({tpu.hosts} hosts x slices and spares): lower count or spares, or grow the reservation")
+    elif free_vms(state, tpu) + held_vms < needed_vms:
+        free = free_vms(state, tpu) + held_vms
         out.append(f"reservation {name} has {free} of {total_vms(state, tpu)} {tpu.machine_type} VMs free"
                    f"{f' (with the {held_vms} this group holds)' if held_vms else ''}; the group needs {needed_vms} "
                    f"({tpu.hosts} hosts x slices and spares): lower count or spares, or grow the reservation")
@@ -165,8 +170,10 @@ def owner_and_name(reservation: str, project: str) -> tuple[str, str]:
     return project, reservation
 
 
-def group_problems(groups: Sequence[SliceGroup], states: Mapping[str, ReservationState], *, project: str, zone: str) -> list[Problem]:
-    """Each recorded reservation judged for its slice group, one line each, keyed slices[i].reservation."""
+def group_problems(groups: Sequence[SliceGroup], states: Mapping[str, ReservationState], *, project: str, zone: str,
+                   live: frozenset[str] = frozenset()) -> list[Problem]:
+    """Each recorded (or, for the groups in `live`, live-read) reservation judged for its slice group, one line each,
+    keyed slices[i].reservation."""
     out: list[Problem] = []
     # groups that consume one reservation share its free VMs: each is judged against what they need together
     sharing: dict[str, list[SliceGroup]] = {}
@@ -191,7 +198,7 @@ def group_problems(groups: Sequence[SliceGroup], states: Mapping[str, Reservatio
         dates = [x.needed_until for x in together]
         until = None if None in dates else datetime.combine(max(d for d in dates if d), time(), tzinfo=timezone.utc)
         needed = sum(x.tpu.hosts * x.pools for x in together)
-        lines = problems(state, g.tpu, needed, project=project, owner=owner, zone=zone, needed_until=until)
+        lines = problems(state, g.tpu, needed, project=project, owner=owner, zone=zone, needed_until=until, live=g.name in live)
         if len(together) > 1:
             lines = [line.replace("; the group needs", f"; groups {', '.join(x.name for x in together)} need") for line in lines]
         out += [Problem(config_key(("slices", i, "reservation")), line) for line in lines]

@@ -162,8 +162,10 @@ def _duration_options(timeouts: Any) -> dict[str, str]:
 class StandInMocks(pulumi_mocks.Mocks):
     """Deterministic outputs for resources and invokes that would otherwise need Google Cloud."""
 
-    def __init__(self, project: str):
+    def __init__(self, project: str, reservations: Optional[dict[str, dict[str, Any]]] = None):
         self.project = project
+        # recorded get_reservation responses by "<project>/<name>" (tests of the live read; offline, none is read)
+        self.reservations = reservations or {}
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[Optional[str], dict]:
         inputs = dict(args.inputs)
@@ -198,6 +200,15 @@ class StandInMocks(pulumi_mocks.Mocks):
             return {"projectId": project, "number": PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, []
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
             return {"project": self.project, "accessToken": "offline", "id": "offline"}, []
+        if args.token == "gcp:compute/getReservation:getReservation":
+            key = f"{args.args.get('project') or self.project}/{args.args['name']}"
+            if key not in self.reservations:
+                # as the provider's error reaches the program: a failed invoke it can catch (a raise here would be an
+                # RPC failure, which the SDK re-raises at the end whatever the program did)
+                owner, name = key.split("/", 1)
+                return {}, [("name", f"googleapi: Error 404: The resource 'projects/{owner}/zones/{args.args.get('zone')}/"
+                                     f"reservations/{name}' was not found, notFound")]
+            return self.reservations[key], []
         raise NotImplementedError(f"the offline engine has no stand-in for invoke {args.token}")
 
 
@@ -246,9 +257,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
-def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), program_dir: Path = PROGRAM_DIR) -> Plan:
+def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), program_dir: Path = PROGRAM_DIR,
+        reservations: Optional[dict[str, dict[str, Any]]] = None) -> Plan:
     """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
     `program_dir`: another program directory to run the same way (the bootstrap project, bootstrap/).
+    `reservations`: recorded get_reservation responses ("<project>/<name>" -> the provider's outputs): the program
+    then reads slices[].readReservation reservations through the mocks' invoke hook, as under `pulumi preview`.
+    Without them the offline engine makes no read (reservationRecord is judged instead).
 
     `secret_keys`: the keys stackfile.flatten found secret (it refused secrets anywhere but workload env values).
     Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
@@ -260,10 +275,12 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     # cannot keep secret (anything but workload env values) before these keys were made; the program need not look
     # for the file.
     from infra.config import CHECKED_SECRET_PATHS
+    from infra.reservation_records import LIVE_READS
 
     checked = CHECKED_SECRET_PATHS.set({k: () for k in secret_keys})
+    live = LIVE_READS.set(reservations is not None)
     project = str(config.get("gcp:project", "offline-project"))
-    monitor = RecordingMonitor(StandInMocks(project))
+    monitor = RecordingMonitor(StandInMocks(project, reservations))
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
     # set_mocks makes and finishes a root stack of its own; drop it so run_in_stack makes the one
     # the language host would, and its outputs reach RegisterResourceOutputs.
@@ -280,5 +297,6 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     finally:
         settings.ROOT.set(None)
         CHECKED_SECRET_PATHS.reset(checked)
+        LIVE_READS.reset(live)
     resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)
     return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())))
