@@ -28,7 +28,8 @@ SLICES = [
     {"name": "spot", "tpu": "v6e-16", "count": 1, "spot": True},
 ]
 RUNS = [{"name": f"run-{i}", "image": IMAGE, "slices": 1, "sliceGroup": "res"} for i in range(4)]
-CONFIG = config_with(pathwaysVersion=VERSION, slices=SLICES, workloads=RUNS[:3])
+# four head nodes from the start: the fourth run's head needs one, and `pulumi up` of the changed stack makes no node here
+CONFIG = config_with(pathwaysVersion=VERSION, slices=SLICES, workloads=RUNS[:3], headPool={"nodeCount": 4})
 CHECK = "queued-flex"
 HOSTS = 4  # v6e-16: four ct6e-standard-4t VMs a slice
 GROUP = "pathways/slice-group"
@@ -132,7 +133,7 @@ def test_a_failed_request_is_retried_by_kueue_on_the_same_rung(cluster, deployed
 
 
 def test_a_run_that_finds_the_upper_rungs_full_runs_on_the_last(cluster, stacks, deployed):
-    stacks.update(config_with(pathwaysVersion=VERSION, slices=SLICES, workloads=RUNS))
+    stacks.update({**CONFIG, "pathways:workloads": RUNS})
     wls = admitted(cluster, [r["name"] for r in RUNS])
     assert rung(wls["run-3"]) == "tpu-spot" and check_state(wls["run-3"]) is None, wls["run-3"]["status"]
     placed_on_its_rung(cluster, "run-3", wls["run-3"])
