@@ -203,4 +203,6 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         types |= {"gcp:compute/router:Router", "gcp:compute/routerNat:RouterNat"}
     if any(g.tpu.placement is Placement.WORKLOAD_POLICY for g in cfg.slices):
         types.add("gcp:compute/resourcePolicy:ResourcePolicy")
+    if any(g.future_reservation is not None for g in cfg.slices):
+        types.add("gcp:compute/futureReservation:FutureReservation")
     return frozenset(types)

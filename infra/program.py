@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from components.checkpointing import CheckpointBackups, CheckpointBackupsArgs, CheckpointConfigurations, CheckpointConfigurationsArgs
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.dependencies import Dependency
+from components.future_reservations import CalendarReservation, CalendarReservationArgs
 from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
 from components.head_pool import HeadPool, HeadPoolArgs
 from components.jobset_controller import JobSetController, JobSetControllerArgs
@@ -112,13 +113,19 @@ def build(cfg: StackConfig) -> dict[str, object]:
     groups = {
         g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
-            cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=g.pools, capacity=g.capacity,
+            cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=stack.group_pools(g), capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
             lanes=lanes, scale_to_zero=g.scale_to_zero, queued_provisioning=g.queued_provisioning,
             workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
         ))
         for g in cfg.slices
     }
+    for g in cfg.slices:
+        if g.future_reservation is not None and g.reservation is not None:
+            CalendarReservation(f"future-reservation-{g.name}", CalendarReservationArgs(
+                project=cfg.project, zone=cfg.zone, reservation=g.reservation, tpu=g.tpu, chips=g.pools * g.tpu.chips,
+                request=g.future_reservation,
+            ))
     weights = tuple(dict.fromkeys(b for w in stack.serve_workloads if w.spec.serve and (b := w.spec.serve.weights_bucket)))
     weights_reader = ModelWeightsReader("model-weights", ModelWeightsReaderArgs(
         buckets=tuple(b for b in weights if b != cfg.bucket_name), member=pathways_sa.member,

@@ -74,7 +74,7 @@ def test_committed_stacks_pass_every_rule(committed_stack):
 
 
 def test_pack_has_seventeen_rules_with_descriptions():
-    assert len(ALL_POLICIES) == 17 and len({p.name for p in ALL_POLICIES}) == 17
+    assert len(ALL_POLICIES) == 18 and len({p.name for p in ALL_POLICIES}) == 18
     assert all(p.description and p.enforcement_level is not None for p in ALL_POLICIES)
 
 

@@ -144,7 +144,7 @@ def test_a_record_that_cannot_be_read_or_is_another_reservations_is_refused(tmp_
 
 def test_record_keys_need_a_reservation_and_a_json_file_under_the_project():
     cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservationRecord": "r.json"}])
-    assert "reservationRecord, readReservation and neededUntil describe a reservation" in (refusal(cfg, "pathways:slices[0]") or "")
+    assert "reservationRecord, readReservation, futureReservation and neededUntil describe a reservation" in (refusal(cfg, "pathways:slices[0]") or "")
     cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r", "reservationRecord": "../r.json"}])
     assert "is not a .json file under the project root" in (refusal(cfg, "pathways:slices[0]") or "")
 
@@ -228,3 +228,84 @@ def test_the_offline_tools_make_no_live_read():
     cfg = prod_with(train={"readReservation": True})
     flat, secrets = stackfile.flatten(cfg)
     assert engine.run(flat, "prod", secrets).by_type("gcp:container/nodePool:NodePool")
+
+
+# --- the stack: slices[].futureReservation (a calendar-mode request) ------------------------------------------------
+
+CALENDAR = {"name": "cal", "tpu": "v6e-16", "count": 2, "reservation": "cal-v6e",
+            "futureReservation": {"startTime": "2027-03-01T00:00:00Z", "endTime": "2027-03-31T00:00:00Z"}}
+
+
+def calendar_plan(now: str = "2026-12-01T00:00:00+00:00", **group):
+    from components.model import cluster as cluster_rules
+    from infra.offline import engine, stackfile
+
+    config = config_with(gcp_zone="us-east5-a", pathwaysVersion="jax-0.7.2", slices=[{**CALENDAR, **group}],
+                         workloads=[{"name": "t", "image": "example.com/t:1"}])
+    flat, secrets = stackfile.flatten(config)
+    before = cluster_rules.now
+    cluster_rules.now = lambda: datetime.fromisoformat(now)
+    try:
+        return engine.run(flat, "test", secrets)
+    finally:
+        cluster_rules.now = before
+
+
+def test_a_calendar_request_is_submitted_protected_and_kept_and_the_pools_wait_for_its_delivery():
+    plan = calendar_plan()
+    (fr,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
+    assert (fr.input("name"), fr.input("reservationName"), fr.input("zone")) == ("cal-v6e", "cal-v6e", "us-east5-a")
+    assert (fr.input("reservationMode"), fr.input("planningStatus"), fr.input("specificReservationRequired")) == ("CALENDAR", "SUBMITTED", True)
+    assert fr.input("timeWindow") == {"startTime": "2027-03-01T00:00:00Z", "endTime": "2027-03-31T00:00:00Z"}
+    assert fr.input("aggregateReservation") == {
+        "vmFamily": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E", "workloadType": "BATCH",
+        "reservedResources": [{"accelerator": {"acceleratorCount": 32, "acceleratorType": "projects/test-proj-123/zones/us-east5-a/acceleratorTypes/ct6e"}}]}
+    # Compute Engine lets no one cancel, change or delete a submitted request
+    assert fr.options.get("protect") is True and fr.options.get("retainOnDelete") is True
+    # before delivery: no pool (GKE would refuse one on a reservation that is not there), no queue quota
+    assert not [r for r in plan.by_type("gcp:container/nodePool:NodePool") if r.input("name").startswith("tpu-cal")]
+    cq = next(r for r in plan.resources if r.type == "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    tpu = next(f for f in cq.input("spec.resourceGroups")[0]["flavors"] if f["name"] == "tpu-cal")
+    assert {q["name"]: q["nominalQuota"] for q in tpu["resources"]}["google.com/tpu"] == "0"
+    # the first plan after its start has the pools, consuming the delivered reservation by name, and the quota
+    later = calendar_plan(now="2027-03-01T00:05:00+00:00")
+    pools = [r for r in later.by_type("gcp:container/nodePool:NodePool") if r.input("name").startswith("tpu-cal")]
+    assert len(pools) == 2 and pools[0].input("nodeConfig.reservationAffinity.values") == ["cal-v6e"]
+
+
+@pytest.mark.parametrize(("group", "key", "text"), [
+    (dict(tpu="tpu7x-8", count=1), "pathways:slices[0].futureReservation", "calendar-mode requests reserve TPU v6e, v5p, v5e only"),
+    (dict(count=3), "pathways:slices[0].futureReservation", "48 chips (3 slice(s) and spares of 16); a calendar-mode request reserves 1, 4"),
+    (dict(futureReservation={"startTime": "2027-03-01T00:00:00Z", "endTime": "2027-07-01T00:00:00Z"}),
+     "pathways:slices[0].futureReservation.endTime", "is 122 days after startTime; a calendar-mode request lasts 1 to 90 days"),
+    (dict(futureReservation={"startTime": "2027-03-01T00:00:00Z", "endTime": "2027-03-01T06:00:00Z"}),
+     "pathways:slices[0].futureReservation.endTime", "is 0.25 days after startTime"),
+    (dict(futureReservation={"startTime": "2027-03-01T00:00:00", "endTime": "2027-03-02T00:00:00Z"}),
+     "pathways:slices[0].futureReservation.startTime", "has no time zone"),
+    (dict(reservation="projects/other-proj-1/reservations/cal"), "pathways:slices[0].reservation", "is another project's path"),
+    (dict(neededUntil="2027-04-15"), "pathways:slices[0].neededUntil", "is after the future reservation's endTime 2027-03-31"),
+    (dict(tpu="v5e-16", futureReservation={"startTime": "2027-03-01T00:00:00Z", "endTime": "2027-03-05T00:00:00Z", "workloadType": "SERVING"}),
+     "pathways:slices[0].futureReservation.workloadType", "SERVING: calendar mode offers TPU v5e for it in us-central1-a only"),
+])
+def test_a_calendar_request_compute_engine_would_refuse_is_one_line(group, key, text):
+    cfg = config_with(gcp_zone="us-east5-a", slices=[{**CALENDAR, **group}])
+    line = refusal(cfg, key)
+    assert line and text in line, line
+
+
+def test_the_policy_pack_refuses_an_unprotected_request_and_the_diff_any_change_to_one():
+    import dataclasses
+
+    from infra.offline.diff import diff, guard
+    from infra.offline.policy_runner import run_policies
+    from policies.rules import ALL_POLICIES
+
+    plan = calendar_plan()
+    assert not [v for v in run_policies(plan, ALL_POLICIES) if v.policy == "pathways-future-reservation-protected"]
+    loose = dataclasses.replace(plan, resources=[dataclasses.replace(r, options={**r.options, "protect": False})
+                                                 if r.type.endswith("FutureReservation") else r for r in plan.resources])
+    found = [v for v in run_policies(loose, ALL_POLICIES) if v.policy == "pathways-future-reservation-protected"]
+    assert len(found) == 1 and "set `protect`" in found[0].message
+    moved = calendar_plan(futureReservation={"startTime": "2027-03-02T00:00:00Z", "endTime": "2027-03-31T00:00:00Z"})
+    verdict = guard(diff(plan, moved), plan, moved, protected=False, allowed=[])
+    assert len(verdict.refusals) == 1 and "cannot be changed, cancelled or deleted" in verdict.refusals[0], verdict.refusals

@@ -121,7 +121,7 @@ def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
     }}
     for g in stack.slices:
         vm = machines.tpu_vm_shape(g.tpu.machine_type)
-        hosts = g.count * g.tpu.hosts  # the slices, not the spares
+        hosts = stack.group_slices(g) * g.tpu.hosts  # the slices, not the spares (none before a future reservation's delivery)
         out[flavor_name(g)] = {
             "cpu": int(vm.allocatable_cpu) * hosts,
             "memory": int(vm.allocatable_memory_gib) * hosts,

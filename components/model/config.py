@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from . import cluster as cluster_rules
 from .checks import cross_checks
 from .cluster import AuthorizedNetwork
 from .common import GCP_KEYS as GCP_KEYS
@@ -320,6 +321,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         runs=cfg.runs,
         file_systems=tuple(cfg.storage.file_systems),
         csi_drivers=cfg.csi_drivers,
+        undelivered=frozenset(g.name for g in cfg.slices if g.future_reservation and g.future_reservation.start_time > cluster_rules.now()),
     )
 
 

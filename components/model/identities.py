@@ -166,6 +166,11 @@ TABLE: dict[str, Access] = {
     "gcp:compute/resourcePolicy:ResourcePolicy": Access(
         ("roles/compute.storageAdmin",), ("roles/compute.viewer",), (COMPUTE,),
         _src("compute", "compute.resourcePolicies.create", "compute.resourcePolicies.get")),
+    # a calendar-mode future reservation request (components/future_reservations.py): Compute Engine's "Create a
+    # future reservation request in calendar mode" names roles/compute.futureReservationUser to create one
+    "gcp:compute/futureReservation:FutureReservation": Access(
+        ("roles/compute.futureReservationUser",), ("roles/compute.viewer",), (COMPUTE,),
+        _src("compute", "compute.futureReservations.create", "compute.futureReservations.get")),
     "gcp:container/cluster:Cluster": Access(
         *_GKE, (CONTAINER, COMPUTE, LOGGING, MONITORING, DNS),  # GKE logging, managed Prometheus, Cloud DNS
         _src("container", "container.clusters.create", "iam.serviceAccounts.actAs", "container.clusters.get")),

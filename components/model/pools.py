@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime, timezone
 from enum import Enum
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import (
     Field,
@@ -57,6 +57,23 @@ def _parse_tpu(v: Any) -> tpu_catalog.TpuSlice:
     raise ValueError(f"{v!r} is not a TPU; give a name like v6e-16 or {{family: v6e, topology: 4x4}}")
 
 
+class FutureReservationRequest(_Model):
+    """A calendar-mode future reservation request for a slice group's TPUs (Compute Engine, "Create a future
+    reservation request in calendar mode"): reserved chips delivered at startTime, for 1 to 90 days."""
+
+    start_time: datetime = Field(description="When the reserved TPUs are delivered (RFC 3339, UTC).")
+    end_time: datetime = Field(description="When the reservation and its VMs end (RFC 3339, UTC), 1 to 90 days after startTime.")
+    workload_type: Literal["BATCH", "SERVING"] = Field(default="BATCH", description=(
+        "BATCH (training, fine-tuning) or SERVING (inference; TPU v5e only in us-central1-a, 1, 4 or 8 chips)."))
+
+    @field_validator("start_time", "end_time")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        if v.tzinfo is None:
+            raise ValueError(f"{v.isoformat()} has no time zone; give it in UTC, e.g. 2027-03-01T00:00:00Z")
+        return v.astimezone(timezone.utc)
+
+
 class SliceGroup(_Model):
     """Identical TPU slices, one GKE node pool each."""
 
@@ -98,6 +115,10 @@ class SliceGroup(_Model):
         "is judged, before anything is created; a specific (VM) reservation only. The deploy and preview identities "
         "need compute.reservations.get on its project. The offline tools make no cloud call: they judge "
         "reservationRecord, if any. docs/capacity.md."))
+    future_reservation: Optional[FutureReservationRequest] = Field(default=None, description=(
+        "Request the group's TPUs as a calendar-mode future reservation named `reservation` (startTime, endTime, "
+        "workloadType). A submitted request cannot be cancelled, changed or deleted: the stack protects it, and the "
+        "group's pools are created at the first `pulumi up` after startTime. docs/capacity.md."))
     needed_until: Optional[date] = Field(default=None, description=(
         "With a reservation that ends (deleteAtTime, calendar mode): the date the group is needed until; a reservation "
         "ending before it is refused. Without it, any end is refused."))
@@ -131,8 +152,9 @@ class SliceGroup(_Model):
                 f"conflicting capacity options {' and '.join(chosen)}; set at most one of spot, flexStart, "
                 "reservation (none means on-demand)"
             )
-        if (self.reservation_record or self.needed_until or self.read_reservation) and not self.reservation:
-            raise ValueError("reservationRecord, readReservation and neededUntil describe a reservation; set reservation too, or remove them")
+        if (self.reservation_record or self.needed_until or self.read_reservation or self.future_reservation) and not self.reservation:
+            raise ValueError("reservationRecord, readReservation, futureReservation and neededUntil describe a reservation; set "
+                             "reservation too, or remove them")
         if self.reservation_record is not None and (not self.reservation_record.endswith(".json") or ".." in self.reservation_record.split("/")
                                                     or self.reservation_record.startswith("/")):
             raise ValueError(f"reservationRecord {self.reservation_record[:80]!r} is not a .json file under the project root "

@@ -202,3 +202,60 @@ def ladders(cfg: StackConfig) -> list[Problem]:
                 f"{group!r} has a capacity ladder, whose rung Kueue picks for each run; a {w.mode} workload stays where it "
                 "started: put it on a group without a ladder")))
     return problems
+
+
+# Compute Engine, "Create a future reservation request in calendar mode", limitations for TPUs (read 2026-12):
+# family -> (chips a request may reserve, zones by workload type). The vm families and accelerator type names are
+# the Compute API's (terraform-provider-google website/docs/r/compute_future_reservation: aggregate_reservation).
+CALENDAR_TPUS: dict[str, tuple[tuple[int, ...], dict[str, tuple[str, ...]]]] = {
+    "v6e": ((1, 4, 8, 16, 32, 64, 128, 256),
+            {"BATCH": ("asia-northeast1-b", "us-east5-a", "us-east5-b"), "SERVING": ("asia-northeast1-b", "us-east5-a", "us-east5-b")}),
+    "v5p": ((4, 8, 16, 32, 64, 128, 256, 512, 1024), {"BATCH": ("us-east5-a",), "SERVING": ("us-east5-a",)}),
+    "v5e": ((1, 4, 8, 16, 32, 64, 128, 256), {"BATCH": ("us-west4-b",), "SERVING": ("us-central1-a",)}),
+}
+CALENDAR_V5E_SERVING_CHIPS = (1, 4, 8)
+CALENDAR_MAX_DAYS = 90
+
+
+def future_reservations(cfg: StackConfig) -> list[Problem]:
+    """A calendar-mode future reservation request Compute Engine accepts (CALENDAR_TPUS): a TPU family and zone it
+    offers, a chip count it takes (the group's slices and spares), 1 to 90 days, in this project, lasting as long as
+    the group is needed."""
+    problems = []
+    for i, g in enumerate(cfg.slices):
+        fr = g.future_reservation
+        if fr is None:
+            continue
+        key = ("slices", i, "futureReservation")
+        offer = CALENDAR_TPUS.get(g.tpu.family)
+        if offer is None:
+            problems.append(Problem(config_key(key), (
+                f"calendar-mode requests reserve TPU {', '.join(CALENDAR_TPUS)} only, not {g.tpu.family}; use another capacity for "
+                "this group")))
+            continue
+        counts, zones = offer
+        if g.tpu.family == "v5e" and fr.workload_type == "SERVING":
+            counts = CALENDAR_V5E_SERVING_CHIPS
+        if cfg.zone not in zones[fr.workload_type]:
+            problems.append(Problem(config_key((*key, "workloadType")), (
+                f"{fr.workload_type}: calendar mode offers TPU {g.tpu.family} for it in {', '.join(zones[fr.workload_type])} only, "
+                f"not gcp:zone {cfg.zone}")))
+        chips = g.pools * g.tpu.chips
+        if chips not in counts:
+            problems.append(Problem(config_key(key), (
+                f"{chips} chips ({g.pools} slice(s) and spares of {g.tpu.chips}); a calendar-mode request reserves "
+                f"{', '.join(map(str, counts))} TPU {g.tpu.family} chips: change slices[{i}].count or spares")))
+        days = (fr.end_time - fr.start_time).total_seconds() / 86400
+        if not 1 <= days <= CALENDAR_MAX_DAYS:
+            problems.append(Problem(config_key((*key, "endTime")), (
+                f"{fr.end_time:%Y-%m-%dT%H:%MZ} is {days:g} days after startTime; a calendar-mode request lasts 1 to "
+                f"{CALENDAR_MAX_DAYS} days")))
+        if g.reservation and g.reservation.startswith("projects/"):
+            problems.append(Problem(config_key(("slices", i, "reservation")), (
+                f"{g.reservation} is another project's path; the stack requests its future reservation in this project: "
+                "give the reservation's name alone")))
+        if g.needed_until is not None and g.needed_until > fr.end_time.date():
+            problems.append(Problem(config_key(("slices", i, "neededUntil")), (
+                f"{g.needed_until} is after the future reservation's endTime {fr.end_time:%Y-%m-%d}, when its VMs go; "
+                "end the need sooner or request a later end")))
+    return problems

@@ -160,6 +160,17 @@ class ResolvedStack:
     """pathways:storage.fileSystems: one PersistentVolume and claim each in the workload namespace."""
     csi_drivers: tuple[str, ...] = ()
     """The GKE CSI driver add-ons the mounts need (gcsfuse, filestore, lustre)."""
+    undelivered: frozenset[str] = frozenset()
+    """Slice groups whose future reservation is not delivered yet (startTime ahead): no pools, no queue quota; they
+    come with the first `pulumi up` after startTime."""
+
+    def group_pools(self, group: SliceGroup) -> int:
+        """Node pools the group has now: its slices and spares, or none before its future reservation is delivered."""
+        return 0 if group.name in self.undelivered else group.pools
+
+    def group_slices(self, group: SliceGroup) -> int:
+        """Slices the group gives Kueue now (its quota): none before its future reservation is delivered."""
+        return 0 if group.name in self.undelivered else group.count
 
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:

@@ -25,6 +25,12 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
         "chips": g.pools * g.tpu.chips, "capacity": g.capacity.value, "reservation": g.reservation,
         "queuedProvisioning": g.queued_provisioning, "ladder": list(g.ladder),
+        # slices[].futureReservation: the calendar-mode request (null without one)
+        "futureReservation": {
+            "startTime": f"{g.future_reservation.start_time:%Y-%m-%dT%H:%M:%SZ}", "endTime": f"{g.future_reservation.end_time:%Y-%m-%dT%H:%M:%SZ}",
+            "workloadType": g.future_reservation.workload_type, "chips": g.pools * g.tpu.chips,
+            "delivered": g.name not in stack.undelivered,
+        } if g.future_reservation else None,
         # slices[].reservationRecord: what the recorded reservation can give (null without a record)
         "reservationFree": availability(reservations[g.name], g.tpu) if reservations and g.name in reservations else None,
     } for g in stack.slices]
@@ -250,6 +256,13 @@ def summary_text(s: dict[str, Any]) -> list[str]:
               str(g["chips"]), g["capacity"] + (" (queued)" if g["queuedProvisioning"] else ""), g["reservation"] or "-"] for g in s["sliceGroups"]]
     lines += _table(rows)
     lines += [f"  {free} (recorded)" for free in dict.fromkeys(g["reservationFree"] for g in s["sliceGroups"] if g["reservationFree"])]
+    for g in s["sliceGroups"]:
+        fr = g["futureReservation"]
+        if fr:
+            when = "delivered: its pools are in this plan" if fr["delivered"] else "not delivered yet: its pools come with the first `pulumi up` after"
+            lines.append(f"  future reservation {g['reservation']}: {fr['chips']} TPU {g['tpu'].split('-')[0]} chips from {fr['startTime']} to "
+                         f"{fr['endTime']} ({fr['workloadType']}, calendar mode), {when} its start. Submitted, it cannot be "
+                         "cancelled, changed or deleted")
     for ladder in s["ladders"]:
         def rung(r: dict[str, Any]) -> str:
             bound = "at most " if r["basis"].startswith("upper bound") else ""

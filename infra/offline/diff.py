@@ -279,8 +279,20 @@ def stack_zone(plan: Plan) -> Optional[str]:
     return cluster.input("location") if cluster else None
 
 
+# Compute Engine lets no one cancel, change or delete a submitted calendar-mode request ("Create a future reservation
+# request in calendar mode", limitations): any change to one is refused, protected stack or not, with no allowance.
+UNCHANGEABLE_TYPES = ("gcp:compute/futureReservation:FutureReservation",)
+
+
 def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, allowed: list[str]) -> Verdict:
     verdict = Verdict(protected)
+    for c in changes:
+        # (a delete only forgets it: the stack keeps it in Compute Engine, retain_on_delete, once `protect` is lifted)
+        if c.type in UNCHANGEABLE_TYPES and c.action in ("update", "replace"):
+            what = {"update": f"changes {', '.join(c.changed)} of it", "replace": "replaces it"}[c.action]
+            verdict.refusals.append(
+                f"{c.name} ({c.kind}): this change {what}, but a submitted calendar-mode future reservation cannot be "
+                "changed, cancelled or deleted; put its settings back (a new request is a new group and reservation)")
     if not protected:
         return verdict
     old_zone, new_zone = stack_zone(before), stack_zone(after)

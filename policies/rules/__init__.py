@@ -5,6 +5,7 @@ from .cache_location import cache_location
 from .cluster_hardening import cluster_hardening
 from .coordinator_label import coordinator_label
 from .disruption_policy import disruption_policy
+from .future_reservation import future_reservation
 from .head_machine import head_machine
 from .jobset_lifecycle import jobset_lifecycle
 from .kueue_quota import kueue_quota
@@ -30,6 +31,7 @@ ALL_POLICIES = [
     cluster_hardening,
     jobset_lifecycle,
     tpu_pool_replacement,
+    future_reservation,
     coordinator_label,
     network_exposure,
     kueue_quota,
