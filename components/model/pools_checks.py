@@ -140,13 +140,18 @@ def queued_provisioning(cfg: StackConfig) -> list[Problem]:
             problems.append(Problem(config_key(("slices", i, "spares")), (
                 f"{g.spares} with queuedProvisioning: its pools hold no node outside a workload's request, so no spare "
                 "slice can stand by; use 0, or plain flex-start")))
-    queued = {g.name for g in cfg.slices if g.queued_provisioning}
+    return problems + _runs_that_end_only(cfg, {g.name for g in cfg.slices if g.queued_provisioning}, (
+        "has queuedProvisioning, whose slices GKE takes back when a run ends (at most 7 days): a {mode} workload runs "
+        "until removed; put it on a group without queuedProvisioning"))
+
+
+def _runs_that_end_only(cfg: StackConfig, groups: set[str], why: str) -> list[Problem]:
+    """Batch and interactive workloads only on these groups: each other workload there, refused with `why`."""
+    problems = []
     for i, w in enumerate(cfg.workloads):
         group = w.slice_group or (cfg.slices[0].name if cfg.slices else None)
-        if group in queued and w.mode not in ("batch", "interactive"):
-            problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
-                f"{group!r} has queuedProvisioning, whose slices GKE takes back when a run ends (at most 7 days): "
-                f"a {w.mode} workload runs until removed; put it on a group without queuedProvisioning")))
+        if group in groups and w.mode not in ("batch", "interactive"):
+            problems.append(Problem(config_key(("workloads", i, "sliceGroup")), f"{group!r} " + why.format(mode=w.mode)))
     return problems
 
 
@@ -194,14 +199,9 @@ def ladders(cfg: StackConfig) -> list[Problem]:
             problems.append(Problem(config_key(("slices", i, "ladder")), (
                 f"rungs {', '.join(apart)} fall in another ClusterQueue than {g.name!r} (a queue holds 63 slice groups); "
                 "list the ladder's groups next to each other")))
-    laddered = {g.name for g in cfg.slices if g.ladder}
-    for i, w in enumerate(cfg.workloads):
-        group = w.slice_group or (cfg.slices[0].name if cfg.slices else None)
-        if group in laddered and w.mode not in ("batch", "interactive"):
-            problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
-                f"{group!r} has a capacity ladder, whose rung Kueue picks for each run; a {w.mode} workload stays where it "
-                "started: put it on a group without a ladder")))
-    return problems
+    return problems + _runs_that_end_only(cfg, {g.name for g in cfg.slices if g.ladder}, (
+        "has a capacity ladder, whose rung Kueue picks for each run; a {mode} workload stays where it started: put it on "
+        "a group without a ladder"))
 
 
 # Compute Engine, "Create a future reservation request in calendar mode", limitations for TPUs (read 2026-12):

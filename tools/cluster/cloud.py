@@ -29,10 +29,11 @@ EXTERNAL = ipaddress.ip_network("203.0.113.0/24")
 INTERNAL_ANNOTATION = "networking.gke.io/load-balancer-type"
 
 
-class LoadBalancerController:
+class _Controller:
+    """A loop on its own thread, once a second until stopped, as GKE's controllers watch the cluster."""
+
     def __init__(self, api: Api):
         self.api = api
-        self._given: dict[str, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -41,6 +42,15 @@ class LoadBalancerController:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+
+class LoadBalancerController(_Controller):
+    def __init__(self, api: Api):
+        super().__init__(api)
+        self._given: dict[str, str] = {}
 
     def _next(self, internal: bool) -> str:
         pool = INTERNAL if internal else EXTERNAL
@@ -89,7 +99,7 @@ def _fits(template: dict[str, Any], node: dict[str, Any]) -> bool:
     return all(_tolerates(spec.get("tolerations") or [], t) for t in node["spec"].get("taints") or [] if t["effect"] == "NoSchedule")
 
 
-class QueuedProvisioner:
+class QueuedProvisioner(_Controller):
     """What GKE's queued provisioning does with a ProvisioningRequest of class queued-provisioning.gke.io (the ones
     Kueue's ProvisioningRequest admission check makes): it finds whole queued-provisioning pools whose nodes the
     request's pod templates fit (nodeSelector, tolerations), makes their nodes, and reports the request
@@ -99,20 +109,12 @@ class QueuedProvisioner:
     (gke_nodes.queued_pools): this stands in for GKE's capacity, never for Kueue."""
 
     def __init__(self, api: Api):
-        self.api = api
+        super().__init__(api)
         self._pools: dict[str, list[dict[str, Any]]] = {}
         self._held: dict[str, list[str]] = {}  # request (namespace/name) -> pools given to it
         self._failures = 0
         self.log: list[str] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
 
     def offer(self, pools: dict[str, list[dict[str, Any]]]) -> None:
         """The queued-provisioning pools of the stack now deployed, with the nodes each would get; the log starts
