@@ -395,3 +395,12 @@ def test_two_ladders_in_opposite_orders_are_refused():
         {"name": "a", "tpu": "v6e-16", "ladder": ["x", "y"]}, {"name": "b", "tpu": "v6e-16", "ladder": ["y", "x"]},
         {"name": "x", "tpu": "v6e-16", "spot": True}, {"name": "y", "tpu": "v6e-16", "spot": True}]),
         "pathways:slices", "two ladders put the same slice groups in opposite orders")
+
+
+def test_the_retry_strategy_written_out_is_kueues_own_default():
+    # Source: Kueue v0.19.2's ProvisioningRequestConfig CRD (its pinned Go module, make crds): retryStrategy's default
+    import yaml
+
+    crd = yaml.safe_load((admission.CRDS / "kueue" / "kueue.x-k8s.io_provisioningrequestconfigs.yaml").read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == kq.API_VERSION.split("/")[1]]
+    assert version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["retryStrategy"]["default"] == kq.PROVISIONING_RETRY

@@ -309,3 +309,21 @@ def test_the_policy_pack_refuses_an_unprotected_request_and_the_diff_any_change_
     moved = calendar_plan(futureReservation={"startTime": "2027-03-02T00:00:00Z", "endTime": "2027-03-31T00:00:00Z"})
     verdict = guard(diff(plan, moved), plan, moved, protected=False, allowed=[])
     assert len(verdict.refusals) == 1 and "cannot be changed, cancelled or deleted" in verdict.refusals[0], verdict.refusals
+
+
+def test_the_request_uses_the_vm_families_and_workload_types_pulumi_gcp_documents():
+    # Source: the installed pulumi-gcp SDK's FutureReservationAggregateReservationArgs ("Possible values are: ...")
+    import inspect
+    import re
+
+    import pulumi_gcp as gcp
+
+    from components.future_reservations import VM_FAMILIES
+    from components.model.pools import FutureReservationRequest
+    from components.model.pools_checks import CALENDAR_TPUS
+
+    doc = inspect.getdoc(gcp.compute.FutureReservationAggregateReservationArgs.__init__) or ""
+    documented = {field: set(re.findall(r"`([A-Z0-9_]+)`", text)) for field, text in
+                  re.findall(r":param \S+ (vm_family|workload_type): .*?Possible values are: ([^\n]+)", doc, re.S)}
+    assert set(VM_FAMILIES.values()) <= documented["vm_family"] and set(VM_FAMILIES) == set(CALENDAR_TPUS)
+    assert set(FutureReservationRequest.model_fields["workload_type"].annotation.__args__) <= documented["workload_type"]

@@ -81,7 +81,6 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
         [f"{ns}/{p['metadata']['name']}" for ns, ps in controllers.items() for p in ps]
         + [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pickers])
 
-    labels = nodes(cluster)
     admitted, waiting, rungs = expected_admission(m)
     for w in admitted:
         cluster.wait_for(f"Kueue admits {w.name}", lambda w=w: is_true(workload(cluster, w.namespace, w.name), "Admitted"), timeout=180)

@@ -98,7 +98,7 @@ class SliceGroup(_Model):
         "Autoscale each pool between 0 and the whole slice: no TPU VM runs while no workload uses it (a workload "
         "waits for its slices to come up, as on flex-start). Not with a reservation, which is paid for either way."
     ))
-    ladder: list[str] = Field(default_factory=list, description=(
+    ladder: list[str] = Field(default_factory=list, max_length=MAX_TPU_POOLS, description=(
         "The next rungs of this group's capacity ladder: other slice groups of the same TPU, in order of preference "
         "(e.g. this group on a reservation, then a flex-start group, then a spot one). Kueue admits this group's "
         "workloads on the first rung with room (its flavors in this order); a workload runs all its slices on one "

@@ -132,10 +132,8 @@ def queued_provisioning(cfg: StackConfig) -> list[Problem]:
     for i, g in enumerate(cfg.slices):
         if not g.queued_provisioning:
             continue
-        if not cfg.kubernetes.kueue.enabled:
-            problems.append(Problem(config_key(("slices", i, "queuedProvisioning")), (
-                "true needs Kueue, which makes each workload's ProvisioningRequest; set kubernetes.kueue.enabled: true, "
-                "or remove queuedProvisioning")))
+        problems += _needs_kueue(cfg, ("slices", i, "queuedProvisioning"), "true needs Kueue, which makes each workload's "
+                                 "ProvisioningRequest", "queuedProvisioning")
         if g.spares:
             problems.append(Problem(config_key(("slices", i, "spares")), (
                 f"{g.spares} with queuedProvisioning: its pools hold no node outside a workload's request, so no spare "
@@ -143,6 +141,13 @@ def queued_provisioning(cfg: StackConfig) -> list[Problem]:
     return problems + _runs_that_end_only(cfg, {g.name for g in cfg.slices if g.queued_provisioning}, (
         "has queuedProvisioning, whose slices GKE takes back when a run ends (at most 7 days): a {mode} workload runs "
         "until removed; put it on a group without queuedProvisioning"))
+
+
+def _needs_kueue(cfg: StackConfig, key: tuple, what: str, remove: str) -> list[Problem]:
+    """A setting only Kueue carries out: refused, naming it, while kubernetes.kueue.enabled is false."""
+    if cfg.kubernetes.kueue.enabled:
+        return []
+    return [Problem(config_key(key), f"{what}; set kubernetes.kueue.enabled: true, or remove {remove}")]
 
 
 def _runs_that_end_only(cfg: StackConfig, groups: set[str], why: str) -> list[Problem]:
@@ -168,9 +173,7 @@ def ladders(cfg: StackConfig) -> list[Problem]:
         if not g.ladder:
             continue
         key = ("slices", i, "ladder")
-        if not cfg.kubernetes.kueue.enabled:
-            problems.append(Problem(config_key(key), "needs Kueue, which picks each workload's rung; set kubernetes.kueue.enabled: true, "
-                                                     "or remove the ladder"))
+        problems += _needs_kueue(cfg, key, "needs Kueue, which picks each workload's rung", "the ladder")
         seen: set[str] = set()
         for j, name in enumerate(g.ladder):
             rung = by_name.get(name)

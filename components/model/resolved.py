@@ -234,6 +234,8 @@ GROUPS_PER_QUEUE = MAX_FLAVORS_PER_RESOURCE_GROUP - 1
 def ladder_order(groups: tuple[SliceGroup, ...]) -> Optional[tuple[SliceGroup, ...]]:
     """The groups in the order Kueue must try their flavors: each ladder's rungs after its group and in its order,
     otherwise as listed. None when two ladders order the same groups both ways (no order serves both)."""
+    if not any(g.ladder for g in groups):
+        return groups  # the common case, on every ClusterQueue lookup: nothing to order
     first: dict[str, int] = {}
     for i, g in enumerate(groups):
         first.setdefault(g.name, i)  # (a repeated name is another rule's to refuse)
@@ -244,11 +246,13 @@ def ladder_order(groups: tuple[SliceGroup, ...]) -> Optional[tuple[SliceGroup, .
             if a != b:
                 before[b].add(a)
     out: list[int] = []
+    placed: set[int] = set()
     while len(out) < len(groups):
-        ready = [i for i in range(len(groups)) if i not in out and before[i] <= set(out)]
-        if not ready:
+        ready = next((i for i in range(len(groups)) if i not in placed and before[i] <= placed), None)
+        if ready is None:
             return None
-        out.append(ready[0])
+        out.append(ready)
+        placed.add(ready)
     return tuple(groups[i] for i in out)
 
 
