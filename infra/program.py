@@ -49,7 +49,7 @@ from components.stack_labels import label_kubernetes_objects
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from components.workload_storage import WorkloadStorage, WorkloadStorageArgs
 from infra.config import read_stack_config
-from infra.reservation_records import LIVE_READS, live_reader, read_records
+from infra.reservation_records import LIVE_READS, LiveReader, read_records
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -325,7 +325,7 @@ def main() -> None:
     try:
         cfg = read_stack_config()
         # a recorded or live-read reservation that cannot hold its group fails here, before any resource
-        read_records(cfg, read_live=live_reader(cfg) if LIVE_READS.get() else None)
+        read_records(cfg, live=LiveReader(cfg) if LIVE_READS.get() else None)
     except ConfigError as e:
         raise InvalidStackConfig(e) from None
     for name, value in build(cfg).items():

@@ -1,7 +1,8 @@
 """Reservations judged before anything is created: the recorded ones (slices[].reservationRecord, a `gcloud compute
-reservations describe --format=json` file) and, under `pulumi preview`/`up`, the ones read live
-(slices[].readReservation, pulumi-gcp's get_reservation); each judged for its slice group with the same one-line
-errors under `pulumi preview`/`up` and the offline plan (components/model/reservations.py)."""
+reservations describe --format=json` file; slices[].reservationBlockRecord, a block's or sub-block's) and, under
+`pulumi preview`/`up`, the ones read live (slices[].readReservation: pulumi-gcp's get_reservation, and
+get_reservation_block / get_reservation_sub_block for a targeted block); each judged for its slice group with the same
+one-line errors under `pulumi preview`/`up` and the offline plan (components/model/reservations.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,21 @@ import json
 import re
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from components.model.config import StackConfig
 from components.model.errors import ConfigError, Problem, config_key
-from components.model.reservations import ReservationRecordError, ReservationState, from_describe, group_problems, owner_and_name
+from components.model.reservations import (
+    BlockState,
+    Recorded,
+    ReservationPath,
+    ReservationRecordError,
+    ReservationState,
+    block_from_describe,
+    from_describe,
+    group_problems,
+    parse_path,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # Whether the program may read reservations live: the offline engine turns it off (no cloud call) unless a test gives
@@ -38,60 +49,114 @@ def describe_of(result: Any) -> dict[str, Any]:
     }
 
 
-def live_reader(cfg: StackConfig) -> Callable[[str], dict[str, Any]]:
-    """Reads a reservation (a name, or projects/<owner>/reservations/<name>) in the stack's zone through the provider."""
-    def read(reservation: str) -> dict[str, Any]:
+def block_describe_of(result: Any, level: str) -> dict[str, Any]:
+    """pulumi-gcp's get_reservation_block / get_reservation_sub_block result as `gcloud compute reservations blocks
+    describe --format=json` (sub-blocks describe) prints it: the provider renames count to block_count/sub_block_count
+    and gives healthInfo as a list of one."""
+    health = next(iter(result.health_infos or []), None)
+    return {
+        "kind": "compute#reservationSubBlock" if level == "sub-block" else "compute#reservationBlock",
+        "name": result.name, "status": result.status, "inUseCount": result.in_use_count,
+        "count": result.sub_block_count if level == "sub-block" else result.block_count,
+        **({"healthInfo": {"healthStatus": health.health_status}} if health is not None and health.health_status else {}),
+    }
+
+
+class LiveReader:
+    """Reads a reservation, and a block or sub-block of one, in the stack's zone through the provider (in the
+    owner's project for a shared one)."""
+
+    def __init__(self, cfg: StackConfig):
+        self.zone = cfg.zone
+
+    def reservation(self, path: ReservationPath) -> dict[str, Any]:
         import pulumi_gcp as gcp
 
-        owner, name = owner_and_name(reservation, cfg.project)
-        return describe_of(gcp.compute.get_reservation(name=name, project=owner, zone=cfg.zone))
-    return read
+        return describe_of(gcp.compute.get_reservation(name=path.name, project=path.owner, zone=self.zone))
+
+    def block(self, path: ReservationPath) -> dict[str, Any]:
+        import pulumi_gcp as gcp
+
+        if path.sub_block:
+            return block_describe_of(gcp.compute.get_reservation_sub_block(
+                name=path.sub_block, reservation_block=path.block, reservation=path.name, project=path.owner, zone=self.zone),
+                "sub-block")
+        return block_describe_of(gcp.compute.get_reservation_block(
+            name=path.block, reservation=path.name, project=path.owner, zone=self.zone), "block")
 
 
-def read_records(cfg: StackConfig, root: Path = PROJECT_ROOT,
-                 read_live: Optional[Callable[[str], dict[str, Any]]] = None) -> dict[str, ReservationState]:
-    """Slice group -> its reservation, recorded or (with `read_live`, for groups with readReservation) read now;
-    ConfigError naming each unreadable record or reservation and each reservation that cannot hold its group."""
+def _cannot_read(what: str, e: Exception, *, block: bool = False) -> str:
+    """The provider's error (not found, permission denied) as it says it."""
+    said = re.sub(r"^invoke of \S+ failed: ", "", str(e).strip().splitlines()[0]) if str(e).strip() else type(e).__name__
+    return (f"{what}: cannot read it ({said}); the preview identity needs compute.reservations.get on its project, or "
+            f"record it ({'reservationRecord and reservationBlockRecord' if block else 'reservationRecord'}) and remove readReservation")
+
+
+def _record(root: Path, record: str, how: str) -> Any:
+    """A recorded describe file's JSON; ReservationRecordError saying why it cannot be read and how to record it."""
+    try:
+        return json.loads((root / record).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ReservationRecordError(f"{record}: cannot read it ({e.strerror}); {how}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReservationRecordError(f"{record}: not JSON ({str(e).splitlines()[0]}); {how}") from None
+
+
+def read_records(cfg: StackConfig, root: Path = PROJECT_ROOT, live: Optional[LiveReader] = None) -> Recorded:
+    """Slice group -> its reservation, recorded or (with `live`, for groups with readReservation) read now, and the
+    block or sub-block it targets likewise; ConfigError naming each unreadable record or reservation and each
+    reservation or block that cannot hold its groups."""
     states: dict[str, ReservationState] = {}
+    blocks: dict[str, BlockState] = {}
     problems: list[Problem] = []
-    read: dict[str, Optional[ReservationState]] = {}  # one read a reservation, however many groups consume it
+    # one read a reservation (and a block), however many groups consume it
+    read: dict[str, Optional[ReservationState]] = {}
+    read_blocks: dict[str, Optional[BlockState]] = {}
     for i, g in enumerate(cfg.slices):
-        if read_live is not None and g.read_reservation and g.reservation:
+        if g.reservation is None:
+            continue
+        path = parse_path(g.reservation, cfg.project)
+        if live is not None and g.read_reservation:
             key = config_key(("slices", i, "reservation"))
-            if g.reservation not in read:
-                read[g.reservation] = None
+            if path.parent not in read:
+                read[path.parent] = None
                 try:
-                    read[g.reservation] = from_describe(read_live(g.reservation))
+                    read[path.parent] = from_describe(live.reservation(path))
+                except ReservationRecordError as e:
+                    problems.append(Problem(key, f"{path.parent}: {e}"))
+                except Exception as e:
+                    problems.append(Problem(key, _cannot_read(g.reservation if path.level is None else path.parent, e, block=path.level is not None)))
+            if path.level is not None and g.reservation not in read_blocks:
+                read_blocks[g.reservation] = None
+                try:
+                    read_blocks[g.reservation] = block_from_describe(live.block(path))
                 except ReservationRecordError as e:
                     problems.append(Problem(key, f"{g.reservation}: {e}"))
-                except Exception as e:  # the provider's error (not found, permission denied) as it says it
-                    said = re.sub(r"^invoke of \S+ failed: ", "", str(e).strip().splitlines()[0]) if str(e).strip() else type(e).__name__
-                    problems.append(Problem(key, (
-                        f"{g.reservation}: cannot read it ({said}); the preview identity needs compute.reservations.get on its "
-                        "project, or record it (reservationRecord) and remove readReservation")))
-            state = read[g.reservation]
-            if state is not None:
+                except Exception as e:
+                    problems.append(Problem(key, _cannot_read(g.reservation, e, block=True)))
+            if (state := read[path.parent]) is not None:
                 states[g.name] = state
+            if (block := read_blocks.get(g.reservation)) is not None:
+                blocks[g.name] = block
             continue
-        if g.reservation_record is None:
-            continue
-        key = config_key(("slices", i, "reservationRecord"))
-        record = g.reservation_record
-        how = f"record it with: gcloud compute reservations describe NAME --zone {cfg.zone} --format=json > {record}"
-        try:
-            data = json.loads((root / record).read_text(encoding="utf-8"))
-        except OSError as e:
-            problems.append(Problem(key, f"{record}: cannot read it ({e.strerror}); {how}"))
-            continue
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            problems.append(Problem(key, f"{record}: not JSON ({str(e).splitlines()[0]}); {how}"))
-            continue
-        try:
-            states[g.name] = from_describe(data)
-        except ReservationRecordError as e:
-            problems.append(Problem(key, f"{record}: {e}"))
-    live = frozenset(g.name for g in cfg.slices if read_live is not None and g.read_reservation and g.reservation)
-    problems += group_problems(cfg.slices, states, project=cfg.project, zone=cfg.zone, live=live)
+        if g.reservation_record is not None:
+            how = f"record it with: gcloud compute reservations describe {path.name} --zone {cfg.zone} --format=json > {g.reservation_record}"
+            try:
+                states[g.name] = from_describe(_record(root, g.reservation_record, how))
+            except ReservationRecordError as e:
+                message = str(e) if str(e).startswith(g.reservation_record) else f"{g.reservation_record}: {e}"
+                problems.append(Problem(config_key(("slices", i, "reservationRecord")), message))
+        if g.reservation_block_record is not None:
+            flags = f"--block-name {path.block}" + (f" --sub-block-name {path.sub_block}" if path.sub_block else "")
+            how = (f"record it with: gcloud compute reservations {'sub-blocks' if path.sub_block else 'blocks'} describe {path.name} "
+                   f"{flags} --zone {cfg.zone} --format=json > {g.reservation_block_record}")
+            try:
+                blocks[g.name] = block_from_describe(_record(root, g.reservation_block_record, how))
+            except ReservationRecordError as e:
+                message = str(e) if str(e).startswith(g.reservation_block_record) else f"{g.reservation_block_record}: {e}"
+                problems.append(Problem(config_key(("slices", i, "reservationBlockRecord")), message))
+    live_groups = frozenset(g.name for g in cfg.slices if live is not None and g.read_reservation and g.reservation)
+    problems += group_problems(cfg.slices, states, project=cfg.project, zone=cfg.zone, live=live_groups, blocks=blocks)
     if problems:
         raise ConfigError(problems)
-    return states
+    return Recorded(states, blocks)

@@ -125,7 +125,7 @@ def test_groups_that_share_a_reservation_are_judged_together_with_one_line_befor
 
 @pytest.mark.parametrize(("record", "line"), [
     ("tests/fixtures/reservations/missing.json", "pathways:slices[0].reservationRecord: tests/fixtures/reservations/missing.json: cannot "
-     "read it (No such file or directory); record it with: gcloud compute reservations describe NAME --zone us-east5-a --format=json > "
+     "read it (No such file or directory); record it with: gcloud compute reservations describe pathways-prod-v5p --zone us-east5-a --format=json > "
      "tests/fixtures/reservations/missing.json"),
     ("tests/fixtures/reservations/not-json.json", None),  # gcloud's own chatter instead of --format=json
     ("tests/fixtures/reservations/v5p-ready.json", "pathways:slices[0].reservationRecord: records reservation 'train-v5p', not "
@@ -144,7 +144,7 @@ def test_a_record_that_cannot_be_read_or_is_another_reservations_is_refused(tmp_
 
 def test_record_keys_need_a_reservation_and_a_json_file_under_the_project():
     cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservationRecord": "r.json"}])
-    assert "reservationRecord, readReservation, futureReservation and neededUntil describe a reservation" in (refusal(cfg, "pathways:slices[0]") or "")
+    assert "reservationRecord, reservationBlockRecord, readReservation, futureReservation and neededUntil describe a reservation" in (refusal(cfg, "pathways:slices[0]") or "")
     cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r", "reservationRecord": "../r.json"}])
     assert "is not a .json file under the project root" in (refusal(cfg, "pathways:slices[0]") or "")
 
@@ -327,3 +327,106 @@ def test_the_request_uses_the_vm_families_and_workload_types_pulumi_gcp_document
                   re.findall(r":param \S+ (vm_family|workload_type): .*?Possible values are: ([^\n]+)", doc, re.S)}
     assert set(VM_FAMILIES.values()) <= documented["vm_family"] and set(VM_FAMILIES) == set(CALENDAR_TPUS)
     assert set(FutureReservationRequest.model_fields["workload_type"].annotation.__args__) <= documented["workload_type"]
+
+
+# --- a block or sub-block of a reservation (slices[].reservation .../reservationBlocks/<b>[/reservationSubBlocks/<s>]) --
+
+BLOCK = "pathways-prod-v5p/reservationBlocks/prod-block-1"
+SUB_BLOCK = f"{BLOCK}/reservationSubBlocks/prod-sub-2"
+
+
+def on_block(reservation: str, record: str | None, **more) -> dict:
+    """prod's train group (4 slices of 16 hosts) on one block of its reservation."""
+    train = {"reservation": reservation, **more}
+    if record:
+        train["reservationBlockRecord"] = f"tests/fixtures/reservations/{record}"
+    return one_slice_pretrain(prod_with(train=train)) if more.get("count") == 1 else prod_with(train=train)
+
+
+def one_slice_pretrain(cfg: dict) -> dict:
+    """prod with its pretraining on one slice (a sub-block holds one v5p-128)."""
+    cfg["pathways:workloads"] = [{**w, "slices": 1} if w["name"] == "pretrain" else w for w in cfg["pathways:workloads"]]
+    return cfg
+
+
+def plan_errors(tmp_path, capsys, cfg: dict) -> list[str]:
+    path = write_stack_file(tmp_path, cfg, name="Pulumi.prod.yaml")
+    code = offline_main(["plan", "--config", str(path)])
+    err = capsys.readouterr().err.splitlines()
+    assert (code == 0) == (err == []), err
+    return err
+
+
+def test_a_group_on_a_healthy_block_with_room_plans_and_its_pools_consume_that_block(tmp_path, capsys):
+    assert plan_errors(tmp_path, capsys, on_block(BLOCK, "v5p-block-ready.json")) == []
+    from infra.offline import engine, stackfile
+
+    flat, secrets = stackfile.flatten(on_block(BLOCK, "v5p-block-ready.json"))
+    pools = [p for p in engine.run(flat, "prod", secrets).by_type("gcp:container/nodePool:NodePool")
+             if (p.inputs.get("nodeConfig") or {}).get("reservationAffinity", {}).get("values") == [BLOCK]]
+    # GKE's reservationAffinity takes the block's path as gcloud's --reservation does (Cluster Toolkit gke-node-pool)
+    assert len(pools) == 4 and all(p.inputs["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
+                                   for p in pools)
+
+
+@pytest.mark.parametrize(("reservation", "record", "line"), [
+    (BLOCK, "v5p-block-busy.json", "pathways:slices[0].reservation: block prod-block-1 of reservation pathways-prod-v5p has 48 of 64 "
+     "hosts free; the groups on it need 64 (hosts x slices and spares): target a larger block, or lower count or spares"),
+    (SUB_BLOCK, "v5p-sub-block-degraded.json", "pathways:slices[0].reservation: sub-block prod-sub-2 of reservation pathways-prod-v5p "
+     "is DEGRADED, not HEALTHY: its hosts cannot be counted on (xpk places no slice on such a sub-block); target another block "
+     "or wait for its repair"),
+    (SUB_BLOCK, "v5p-block-ready.json", "pathways:slices[0].reservationBlockRecord: the recorded block is 'prod-block-1'; record "
+     "the group's own sub-block prod-sub-2 of reservation pathways-prod-v5p"),
+])
+def test_a_block_that_cannot_hold_the_group_is_refused_with_one_line(tmp_path, capsys, reservation, record, line):
+    err = plan_errors(tmp_path, capsys, on_block(reservation, record, count=1 if "sub" in record else 4))
+    # (a degraded sub-block of 16 hosts is also too small for more than one v5p-128: one slice keeps one line)
+    assert err == [f"error: {line}"]
+
+
+def test_the_reservation_is_still_judged_for_every_group_on_any_of_its_blocks(tmp_path, capsys):
+    # train on a block (64 hosts) and explore on the whole reservation: 66 of its 72 VMs, then 82 with a fifth slice
+    assert plan_errors(tmp_path, capsys, on_block(BLOCK, None)) == []
+    (line,) = plan_errors(tmp_path, capsys, on_block(BLOCK, None, count=5))
+    assert "groups train, explore need 82" in line
+
+
+def test_block_keys_are_refused_where_they_cannot_apply():
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r", "reservationBlockRecord": "b.json"}])
+    assert "reservationBlockRecord records a block of the reservation; name the block" in (refusal(cfg, "pathways:slices[0]") or "")
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r/reservationSubBlocks/s"}])
+    assert "is not a reservation" in (refusal(cfg, "pathways:slices[0].reservation") or "")
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r/reservationBlocks/b", "futureReservation": {
+        "startTime": "2027-03-01T00:00:00Z", "endTime": "2027-03-08T00:00:00Z"}}])
+    assert "futureReservation requests a whole reservation" in (refusal(cfg, "pathways:slices[0]") or "")
+
+
+def live_block(name: str, *, count: int = 64, in_use: int = 0, health: str = "HEALTHY", sub: bool = False) -> dict:
+    """pulumi-gcp 10.2's getReservationBlock / getReservationSubBlock outputs (blockCount or subBlockCount, inUseCount,
+    healthInfos[] {healthStatus}, status)."""
+    return {"name": name, "status": "READY", "zone": "us-east5-a", "inUseCount": in_use, ("subBlockCount" if sub else "blockCount"): count,
+            "healthInfos": [{"healthStatus": health}]}
+
+
+def test_a_live_read_judges_the_block_and_its_reservation_from_the_providers_reads():
+    cfg = one_slice_pretrain(live_prod(reservation=SUB_BLOCK))
+    cfg["pathways:slices"][0]["count"] = 1
+    cfg["pathways:slices"][1]["reservation"] = "pathways-prod-v5p"
+    reservation = {"pathways-prod-123/pathways-prod-v5p": live("pathways-prod-v5p")}
+    sub = "pathways-prod-123/pathways-prod-v5p/prod-block-1/prod-sub-2"
+    run_live(cfg, {**reservation, sub: live_block("prod-sub-2", count=16, sub=True)})
+    lines = refused_live(cfg, {**reservation, sub: live_block("prod-sub-2", count=16, sub=True, health="DEGRADED")})
+    assert lines == ["pathways:slices[0].reservation: sub-block prod-sub-2 of reservation pathways-prod-v5p is DEGRADED, not HEALTHY: its "
+                     "hosts cannot be counted on (xpk places no slice on such a sub-block); target another block or wait for its repair"]
+    (missing,) = refused_live(cfg, reservation)
+    assert missing.startswith("pathways:slices[0].reservation: pathways-prod-v5p/reservationBlocks/prod-block-1/reservationSubBlocks/"
+                              "prod-sub-2: cannot read it (googleapi: Error 404: The resource 'projects/pathways-prod-123/zones/us-east5-a/"
+                              "reservations/pathways-prod-v5p/reservationBlocks/prod-block-1/reservationSubBlocks/prod-sub-2' was not found")
+
+
+def test_the_plan_shows_what_the_recorded_block_can_give(tmp_path, capsys):
+    path = write_stack_file(tmp_path, on_block(BLOCK, "v5p-block-ready.json"), name="Pulumi.prod.yaml")
+    assert offline_main(["plan", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "  block prod-block-1 of reservation pathways-prod-v5p: 64 of 64 hosts free (recorded)\n" in out
+    assert "  reservation pathways-prod-v5p: 72 of 72 VMs free (recorded)\n" in out

@@ -33,6 +33,15 @@ class HeadPoolConfig(_Model):
     ))
 
 
+# A reservation as GKE's --reservation and a node pool's reservationAffinity name it: name or shared path, then
+# optionally one block or sub-block of it (components/model/reservations.py parses it).
+RESOURCE_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+RESERVATION_PATH = re.compile(
+    rf"(projects/(?P<owner>[a-z][-a-z0-9]{{4,28}}[a-z0-9])/reservations/)?(?P<name>{RESOURCE_NAME})"
+    rf"(/reservationBlocks/(?P<block>{RESOURCE_NAME})(/reservationSubBlocks/(?P<sub_block>{RESOURCE_NAME}))?)?")
+
+
+
 class Capacity(str, Enum):
     ON_DEMAND = "on-demand"
     SPOT = "spot"
@@ -110,6 +119,11 @@ class SliceGroup(_Model):
         "A recorded `gcloud compute reservations describe NAME --zone ZONE --format=json` of the reservation (a path "
         "from the project root): the plan and pulumi preview judge the reservation by it before creating anything "
         "(READY, zone, machine type, free VMs, sharing, end) and show its free VMs. docs/capacity.md."))
+    reservation_block_record: Optional[str] = Field(default=None, description=(
+        "With a reservation path that ends in a block or sub-block: a recorded `gcloud compute reservations blocks "
+        "describe` (or `sub-blocks describe`) --format=json of it (a path from the project root); the plan and pulumi "
+        "preview refuse a block that is not READY or not HEALTHY, or has fewer free hosts than the groups on it need. "
+        "docs/capacity.md."))
     read_reservation: bool = Field(default=False, description=(
         "Read the reservation under `pulumi preview` and `up` (pulumi-gcp's get_reservation) and judge it as a record "
         "is judged, before anything is created; a specific (VM) reservation only. The deploy and preview identities "
@@ -137,11 +151,12 @@ class SliceGroup(_Model):
     @classmethod
     def _reservation(cls, v: Optional[str]) -> Optional[str]:
         # A shared reservation is named by its path (GKE "Consume reserved zonal resources": --reservation
-        # projects/<owner project>/reservations/<name>).
-        name = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-        if v is not None and not re.fullmatch(rf"(projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/)?{name}", v):
+        # projects/<owner project>/reservations/<name>); a block or sub-block of one by the path after it that GKE's
+        # reservationAffinity takes (Cluster Toolkit gke-node-pool: <name>/reservationBlocks/<block>).
+        if v is not None and not RESERVATION_PATH.fullmatch(v):
             raise ValueError(f"{v[:80]!r} is not a reservation: give its name (lowercase letters, digits, '-') or, for a "
-                             "shared one, projects/<project>/reservations/<name>")
+                             "shared one, projects/<project>/reservations/<name>; either may end in /reservationBlocks/<block> "
+                             "or /reservationBlocks/<block>/reservationSubBlocks/<sub-block> to consume one block of it")
         return v
 
     @model_validator(mode="after")
@@ -152,13 +167,20 @@ class SliceGroup(_Model):
                 f"conflicting capacity options {' and '.join(chosen)}; set at most one of spot, flexStart, "
                 "reservation (none means on-demand)"
             )
-        if (self.reservation_record or self.needed_until or self.read_reservation or self.future_reservation) and not self.reservation:
-            raise ValueError("reservationRecord, readReservation, futureReservation and neededUntil describe a reservation; set "
-                             "reservation too, or remove them")
-        if self.reservation_record is not None and (not self.reservation_record.endswith(".json") or ".." in self.reservation_record.split("/")
-                                                    or self.reservation_record.startswith("/")):
-            raise ValueError(f"reservationRecord {self.reservation_record[:80]!r} is not a .json file under the project root "
-                             "(e.g. stacks/reservations/train-v5p.json)")
+        if (self.reservation_record or self.reservation_block_record or self.needed_until or self.read_reservation
+                or self.future_reservation) and not self.reservation:
+            raise ValueError("reservationRecord, reservationBlockRecord, readReservation, futureReservation and neededUntil "
+                             "describe a reservation; set reservation too, or remove them")
+        for key, record in (("reservationRecord", self.reservation_record), ("reservationBlockRecord", self.reservation_block_record)):
+            if record is not None and (not record.endswith(".json") or ".." in record.split("/") or record.startswith("/")):
+                raise ValueError(f"{key} {record[:80]!r} is not a .json file under the project root "
+                                 "(e.g. stacks/reservations/train-v5p.json)")
+        block = self.reservation is not None and "/reservationBlocks/" in self.reservation
+        if self.reservation_block_record is not None and not block:
+            raise ValueError("reservationBlockRecord records a block of the reservation; name the block in reservation "
+                             "(<reservation>/reservationBlocks/<block>[/reservationSubBlocks/<sub-block>]), or remove it")
+        if block and self.future_reservation is not None:
+            raise ValueError("futureReservation requests a whole reservation; name it without /reservationBlocks/...")
         if self.queued_provisioning and not self.flex_start:
             raise ValueError("queuedProvisioning is a mode of flex-start capacity (GKE: --flex-start "
                              "--enable-queued-provisioning); set flexStart: true too, or remove queuedProvisioning")

@@ -14,12 +14,13 @@ from .common import PRIORITY_CLASSES
 from .failures import failure_handling
 from .ports import SERVE_HTTP_PORT
 from .pricing import tpu_chip_price
-from .reservations import ReservationState, availability
+from .reservations import Recorded, ReservationState, availability, block_availability, parse_path
 from .resolved import ResolvedStack
 from .workload import serve_service_name
 
 
 def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationState] | None = None) -> dict[str, Any]:
+    blocks = reservations.blocks if isinstance(reservations, Recorded) else {}
     groups = [{
         "name": g.name, "tpu": g.tpu.name, "topology": g.tpu.topology, "machineType": g.tpu.machine_type,
         "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
@@ -33,6 +34,9 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         } if g.future_reservation else None,
         # slices[].reservationRecord: what the recorded reservation can give (null without a record)
         "reservationFree": availability(reservations[g.name], g.tpu) if reservations and g.name in reservations else None,
+        # slices[].reservationBlockRecord: what the recorded block or sub-block can give (null without one)
+        "blockFree": block_availability(blocks[g.name], parse_path(g.reservation, stack.project))
+        if g.name in blocks and g.reservation else None,
     } for g in stack.slices]
     workloads = []
     for w in stack.workloads:
@@ -255,7 +259,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
     rows += [[g["name"], g["tpu"], g["topology"], g["machineType"], str(g["slices"]), str(g["spares"]), str(g["vms"]),
               str(g["chips"]), g["capacity"] + (" (queued)" if g["queuedProvisioning"] else ""), g["reservation"] or "-"] for g in s["sliceGroups"]]
     lines += _table(rows)
-    lines += [f"  {free} (recorded)" for free in dict.fromkeys(g["reservationFree"] for g in s["sliceGroups"] if g["reservationFree"])]
+    lines += [f"  {free} (recorded)" for free in dict.fromkeys(g[k] for g in s["sliceGroups"] for k in ("reservationFree", "blockFree") if g[k])]
     for g in s["sliceGroups"]:
         fr = g["futureReservation"]
         if fr:

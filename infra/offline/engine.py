@@ -159,12 +159,18 @@ def _duration_options(timeouts: Any) -> dict[str, str]:
     return {k: getattr(timeouts, k) for k in ("create", "update", "delete") if getattr(timeouts, k, "")}
 
 
+# pulumi-gcp's reservation reads the live read makes (infra/reservation_records.py)
+RESERVATION_READS = ("gcp:compute/getReservation:getReservation", "gcp:compute/getReservationBlock:getReservationBlock",
+                     "gcp:compute/getReservationSubBlock:getReservationSubBlock")
+
+
 class StandInMocks(pulumi_mocks.Mocks):
     """Deterministic outputs for resources and invokes that would otherwise need Google Cloud."""
 
     def __init__(self, project: str, reservations: Optional[dict[str, dict[str, Any]]] = None):
         self.project = project
-        # recorded get_reservation responses by "<project>/<name>" (tests of the live read; offline, none is read)
+        # recorded get_reservation(_block, _sub_block) responses by "<project>/<name>[/<block>[/<sub-block>]]" (tests of
+        # the live read; offline, none is read)
         self.reservations = reservations or {}
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[Optional[str], dict]:
@@ -200,14 +206,18 @@ class StandInMocks(pulumi_mocks.Mocks):
             return {"projectId": project, "number": PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, []
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
             return {"project": self.project, "accessToken": "offline", "id": "offline"}, []
-        if args.token == "gcp:compute/getReservation:getReservation":
-            key = f"{args.args.get('project') or self.project}/{args.args['name']}"
+        if args.token in RESERVATION_READS:
+            a = args.args
+            owner = a.get("project") or self.project
+            # "<project>/<reservation>[/<block>[/<sub-block>]]", and the API's path of the same
+            parts = [a["name"]] if "reservation" not in a else [a["reservation"], *([a["reservationBlock"]] if "reservationBlock" in a else []), a["name"]]
+            key = "/".join([owner, *parts])
             if key not in self.reservations:
                 # as the provider's error reaches the program: a failed invoke it can catch (a raise here would be an
                 # RPC failure, which the SDK re-raises at the end whatever the program did)
-                owner, name = key.split("/", 1)
-                return {}, [("name", f"googleapi: Error 404: The resource 'projects/{owner}/zones/{args.args.get('zone')}/"
-                                     f"reservations/{name}' was not found, notFound")]
+                api = "/".join(f"{kind}/{part}" for kind, part in zip(("reservations", "reservationBlocks", "reservationSubBlocks"), parts, strict=False))
+                return {}, [("name", f"googleapi: Error 404: The resource 'projects/{owner}/zones/{a.get('zone')}/{api}' "
+                                     "was not found, notFound")]
             return self.reservations[key], []
         raise NotImplementedError(f"the offline engine has no stand-in for invoke {args.token}")
 
