@@ -29,6 +29,17 @@ BASE_CONFIG = {
 }
 
 
+# A zone each TPU family is offered in (components/model/tpu_zones.py), for tests of a family BASE_CONFIG's
+# us-east5-b does not offer.
+ZONE_OF_FAMILY = {"tpu7x": "us-central1-c", "v4": "us-central2-b", "v5e": "us-west4-a", "v5p": "us-east5-a", "v6e": "us-east5-b"}
+
+
+def in_zone_of(tpu: str) -> dict:
+    """config_with arguments placing the stack in a zone that offers this TPU (v6e-16, tpu7x-128, ...)."""
+    zone = ZONE_OF_FAMILY[tpu.split("-")[0].replace("v5litepod", "v5e")]
+    return {"gcp_region": zone.rsplit("-", 1)[0], "gcp_zone": zone}
+
+
 def config_with(**changes) -> dict:
     """BASE_CONFIG with pathways:<key> (or gcp_<key>) replaced: config_with(slices=[...], gcp_zone='x')."""
     cfg = copy.deepcopy(BASE_CONFIG)

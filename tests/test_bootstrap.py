@@ -18,7 +18,7 @@ from bootstrap import program as bootstrap
 from components.model import identities
 from components.model.config import load
 from infra.offline import engine, stackfile
-from tests.conftest import STACKS, config_with, stack_plan
+from tests.conftest import STACKS, config_with, in_zone_of, stack_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP = ROOT / "bootstrap"
@@ -261,7 +261,7 @@ def test_dev_uses_a_passphrase_and_staging_and_prod_their_own_key():
 CLIENTS = [{"kind": "User", "name": "ada@example.com"}]
 FEATURES = {
     "base": config_with(),
-    "tpu7x workload policy": config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}]),
+    "tpu7x workload policy": config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}], **in_zone_of("tpu7x")),
     "existing network": config_with(network={"existingNetwork": "shared-vpc", "existingSubnetwork": "shared-subnet"}),
     "shared service": config_with(pathwaysVersion="jax-0.7.2", workloads=[
         {"name": "sps", "mode": "service", "service": {"maxClients": 3, "clients": CLIENTS}}]),

@@ -62,6 +62,8 @@ def test_problems_come_in_the_order_the_rules_are_listed():
         ("pathways:workloads[2].sliceGroup", "'nope' is not a slice group"),
         ("pathways:kubernetes.kueue.enabled", "false, but workloads a, a, c want 8 slice"),
         ("pathways:kubernetes.kueue.enabled", "false, but workloads a, a, c want 8 slice"),
+        ("pathways:slices[0].tpu", "TPU v6e is not offered in gcp:zone us-cent"),
+        ("pathways:slices[1].tpu", "TPU v6e is not offered in gcp:zone us-cent"),
         ("pathways:pathwaysVersion", "required when workloads are set"),
         ("pathways:headPool.nodeCount", "1 node(s) cannot hold the head pods of 4 "),
         ("pathways:bucket.artifactsName", "must differ from bucket.name (its lifecyc"),

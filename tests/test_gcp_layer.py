@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components.scratch_bucket import SCRATCH_PERMISSIONS
-from tests.conftest import config_with, plan_of, stack_plan
+from tests.conftest import config_with, in_zone_of, plan_of, stack_plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -207,8 +207,9 @@ FAMILY_CASES = {
 @pytest.mark.parametrize("tpu", sorted(FAMILY_CASES))
 def test_slice_pool_shape_per_family(tpu):
     machine, nodes, placement = FAMILY_CASES[tpu]
-    zone = "us-east5-b"
-    plan = plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "count": 2}]))
+    where = in_zone_of(tpu)
+    zone = where["gcp_zone"]
+    plan = plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "count": 2}], **where))
     pools = tpu_pools(plan)
     assert [p.input("name") for p in pools] == ["tpu-g-0", "tpu-g-1"]
     for p in pools:
@@ -220,7 +221,7 @@ def test_slice_pool_shape_per_family(tpu):
         elif placement == "workload-policy":
             policy = plan.one(POLICY)
             assert policy.input("name") == "pathways-test-g-wp"  # project+region scoped: carries the cluster name
-            assert policy.input("region") == "us-east5"
+            assert policy.input("region") == where["gcp_region"]
             assert policy.input("workloadPolicy") == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "4x4x4"}
             # What GKE stores for a named policy: no type (see components.tpu_slices.placement_policy
             # for the sources); sending COMPACT too would diff, and replace the slice, on every up.
@@ -244,7 +245,7 @@ def test_committed_stacks_request_no_gke_version(committed_stack):
 
 @pytest.mark.parametrize("version", ["1.35", "1.34", "1.34.1", "1.34.0-gke.2201000", "1.36.2-gke.1000"])
 def test_explicit_gke_version_is_passed_through_when_it_meets_the_floor(version):
-    plan = plan_of(config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}], cluster={"minMasterVersion": version}))
+    plan = plan_of(config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}], cluster={"minMasterVersion": version}, **in_zone_of("tpu7x")))
     assert plan.one(CLUSTER).input("minMasterVersion") == version
 
 
@@ -261,7 +262,7 @@ def test_spot_pools():
     ("v6e-4", 1, None),
 ])
 def test_flex_start_pools_autoscale_from_zero_without_diffs(tpu, hosts, placement):
-    p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "flexStart": True}])))[0]
+    p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "flexStart": True}], **in_zone_of(tpu))))[0]
     assert p.input("nodeCount") is None and p.input("initialNodeCount") == 0
     # Per-zone limits: GKE checks a multi-host slice against the per-zone maximum, which is 0 with
     # total limits only ("Maximum node count 0 is not a valid size of TPU pod slice",

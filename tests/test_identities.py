@@ -15,7 +15,7 @@ import pytest
 
 from components.model import identities
 from components.model.identities import TABLE, deploy_roles, grants, preview_roles, project_roles, required_apis
-from tests.conftest import STACKS, config_with, plan_of, stack_plan
+from tests.conftest import STACKS, config_with, in_zone_of, plan_of, stack_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIMITIVE = {"roles/owner", "roles/editor", "roles/viewer"}
@@ -141,7 +141,7 @@ def test_least_privilege_choices():
     assert project_roles("deploy", {"kubernetes:core/v1:Namespace", "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"}) == ["roles/container.developer"]
     # a tpu7x workload policy adds the narrowest role that creates resource policies, nothing else
     base = plan_types(plan_of(config_with()))
-    tpu7x = plan_types(plan_of(config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}])))
+    tpu7x = plan_types(plan_of(config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}], **in_zone_of("tpu7x"))))
     assert tpu7x - base == {"gcp:compute/resourcePolicy:ResourcePolicy"}
     assert set(deploy_roles(tpu7x)) - set(deploy_roles(base)) == {"roles/compute.storageAdmin"}
     assert set(preview_roles(tpu7x)) - set(preview_roles(base)) == {"roles/compute.viewer"}

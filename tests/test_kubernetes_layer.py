@@ -7,7 +7,7 @@ import pytest
 from components.manifests import admission
 from components.manifests.jobset import IMMUTABLE_SPEC_FIELDS
 from infra.offline.render import check_plan, manifests
-from tests.conftest import config_with, plan_of, stack_plan
+from tests.conftest import config_with, in_zone_of, plan_of, stack_plan
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 CHART = "kubernetes:helm.sh/v4:Chart"
@@ -39,7 +39,7 @@ def workload_plan(tpu, mode, **extra):
     w = {"name": "job", "mode": mode, "sliceGroup": "g", **extra}
     if mode == "batch":
         w.setdefault("image", IMAGE)
-    return plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "count": 2}], pathwaysVersion=VERSION, workloads=[w]))
+    return plan_of(config_with(slices=[{"name": "g", "tpu": tpu, "count": 2}], pathwaysVersion=VERSION, workloads=[w], **in_zone_of(tpu)))
 
 
 SCHEMA_NOTICES: list[str] = []  # the upstream CRDs are there (make crds; tests/conftest.py requires them)

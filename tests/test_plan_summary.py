@@ -111,7 +111,7 @@ def test_prod_reservation_counts_every_reserved_chip():
 
 
 def test_a_family_without_a_list_price_makes_the_total_a_lower_bound():
-    s = summary_of("dev", slices=[{"name": "ironwood", "tpu": "tpu7x-8"}], workloads=[])
+    s = summary_of("dev", slices=[{"name": "ironwood", "tpu": "tpu7x-8"}], workloads=[], region="us-central1", zone="us-central1-c")
     cost = s["cost"]
     assert cost["qualifier"] == "at least"
     assert cost["lines"][0]["hourly"] is None and "pathways:prices.tpuChipHour.tpu7x.on-demand" in cost["lines"][0]["basis"]
@@ -222,7 +222,8 @@ def test_flex_start_slices_are_listed_apart_with_the_price_source():
         "  prices: 2025 list prices, not re-checked from this offline machine; override with pathways:prices. Estimate from "
         "list prices; not a quote. Network, storage, logging and egress are not included.",
     ]
-    unpriced = summary_of("staging", slices=[{"name": "explore", "tpu": "tpu7x-128", "flexStart": True}], workloads=[])
+    unpriced = summary_of("staging", slices=[{"name": "explore", "tpu": "tpu7x-128", "flexStart": True}], workloads=[], region="us-central1",
+                          zone="us-central1-c")
     assert "  only while scaled up: TPU tpu7x chips (flex-start): 64 chips, no price (no price: set " \
            "pathways:prices.tpuChipHour.tpu7x.flex-start)" in summary_text(unpriced)
 

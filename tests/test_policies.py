@@ -13,7 +13,7 @@ import infra.offline.__main__ as offline_cli
 from infra.offline.engine import Plan, Registration
 from infra.offline.policy_runner import PolicyConfigError, run_policies
 from policies.rules import ALL_POLICIES
-from tests.conftest import config_with, plan_of, stack_plan
+from tests.conftest import config_with, in_zone_of, plan_of, stack_plan
 
 VERSION = "jax-0.7.2"
 
@@ -61,7 +61,7 @@ BATCH = plan_of(config_with(
     workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
                {"name": "nb", "mode": "interactive"}],
 ))
-TPU7X = plan_of(config_with(slices=[{"name": "main", "tpu": "tpu7x-128", "count": 2}]))
+TPU7X = plan_of(config_with(slices=[{"name": "main", "tpu": "tpu7x-128", "count": 2}], **in_zone_of("tpu7x")))
 NO_WORKLOADS = plan_of(config_with())
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 POOL = "gcp:container/nodePool:NodePool"

@@ -285,7 +285,7 @@ def test_a_calendar_request_is_submitted_protected_and_kept_and_the_pools_wait_f
     (dict(reservation="projects/other-proj-1/reservations/cal"), "pathways:slices[0].reservation", "is another project's path"),
     (dict(neededUntil="2027-04-15"), "pathways:slices[0].neededUntil", "is after the future reservation's endTime 2027-03-31"),
     (dict(tpu="v5e-16", futureReservation={"startTime": "2027-03-01T00:00:00Z", "endTime": "2027-03-05T00:00:00Z", "workloadType": "SERVING"}),
-     "pathways:slices[0].futureReservation.workloadType", "SERVING: calendar mode offers TPU v5e for it in us-central1-a only"),
+     "pathways:slices[0].futureReservation.workloadType", "SERVING: calendar mode offers TPU v5e for it in us-central1-a, us-south1-a only"),
 ])
 def test_a_calendar_request_compute_engine_would_refuse_is_one_line(group, key, text):
     cfg = config_with(gcp_zone="us-east5-a", slices=[{**CALENDAR, **group}])

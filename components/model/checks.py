@@ -92,6 +92,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     pools_checks.queued_provisioning,       # Kueue makes the requests; no spares; runs that end
     pools_checks.ladders,                   # rungs: same slices, one order, one queue; runs that end
     pools_checks.future_reservations,       # what a calendar-mode request may reserve, where and how long
+    pools_checks.tpu_zones_offered,         # the family is offered in gcp:zone (Google's zone table)
     workload_checks.pathways_version,       # required when workloads are set
     pools_checks.head_pool,                 # one head pod per node, each fits its machine type
     names_checks.derived_names,             # derived cluster, bucket and service account names GCP accepts

@@ -112,6 +112,9 @@ class SliceGroup(_Model):
         "(e.g. this group on a reservation, then a flex-start group, then a spot one). Kueue admits this group's "
         "workloads on the first rung with room (its flavors in this order); a workload runs all its slices on one "
         "rung. docs/capacity.md."))
+    unlisted_zone: bool = Field(default=False, description=(
+        "Deploy the group's TPU family in gcp:zone although Google's TPU zone table does not list it there (a "
+        "single-tenant or new zone Google offers your project); the plan says so. docs/capacity.md."))
     reservation: Optional[str] = Field(default=None, description=(
         "A specific reservation to consume: its name, or projects/<project>/reservations/<name> for a shared one."
     ))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from . import machines, rollout
+from . import machines, rollout, tpu_zones
 from .common import MAX_NODES_PER_CLUSTER, MAX_TPU_POOLS
 from .errors import Problem, config_key
 from .stack import StackConfig
@@ -207,14 +207,36 @@ def ladders(cfg: StackConfig) -> list[Problem]:
         "a group without a ladder"))
 
 
+def tpu_zones_offered(cfg: StackConfig) -> list[Problem]:
+    """Each group's TPU family is offered in gcp:zone, as Google's zone table lists it (tpu_zones); a zone outside the
+    table's regions is not judged, and unlistedZone lets a group through (a notice in the plan says so). A calendar
+    request has its own, narrower zone list (future_reservations)."""
+    problems = []
+    if not tpu_zones.covered(cfg.zone):
+        return problems
+    for i, g in enumerate(cfg.slices):
+        family = g.tpu.family
+        if g.unlisted_zone or g.future_reservation or tpu_zones.offered(family, cfg.zone):
+            continue
+        problems.append(Problem(config_key(("slices", i, "tpu")), (
+            f"TPU {family} is not offered in gcp:zone {cfg.zone}: {tpu_zones.SOURCE} lists it in "
+            f"{tpu_zones.zones_text(family)}, so GKE would refuse the node pool; choose one of those zones, or set "
+            f"slices[{i}].unlistedZone: true if Google offers it to your project there")))
+    return problems
+
+
 # Compute Engine, "Create a future reservation request in calendar mode", limitations for TPUs (read 2026-12):
 # family -> (chips a request may reserve, zones by workload type). The vm families and accelerator type names are
 # the Compute API's (terraform-provider-google website/docs/r/compute_future_reservation: aggregate_reservation).
+# Zones: the union of that page and Cloud TPU's "Request a short-term reservation using calendar mode" (copy of
+# 2025-12-18: v6e also europe-west4-a; v5e BATCH also europe-west4-b, SERVING us-south1-a; TPU7x in preview,
+# us-central1-c, without published chip counts, so not offered here); Cloud TPU's consumption-options table agrees
+# with the first. A zone either lists is let through: Compute Engine refuses the rest at `pulumi up`.
+_V6E_CALENDAR_ZONES = ("asia-northeast1-b", "europe-west4-a", "us-east5-a", "us-east5-b")
 CALENDAR_TPUS: dict[str, tuple[tuple[int, ...], dict[str, tuple[str, ...]]]] = {
-    "v6e": ((1, 4, 8, 16, 32, 64, 128, 256),
-            {"BATCH": ("asia-northeast1-b", "us-east5-a", "us-east5-b"), "SERVING": ("asia-northeast1-b", "us-east5-a", "us-east5-b")}),
+    "v6e": ((1, 4, 8, 16, 32, 64, 128, 256), {"BATCH": _V6E_CALENDAR_ZONES, "SERVING": _V6E_CALENDAR_ZONES}),
     "v5p": ((4, 8, 16, 32, 64, 128, 256, 512, 1024), {"BATCH": ("us-east5-a",), "SERVING": ("us-east5-a",)}),
-    "v5e": ((1, 4, 8, 16, 32, 64, 128, 256), {"BATCH": ("us-west4-b",), "SERVING": ("us-central1-a",)}),
+    "v5e": ((1, 4, 8, 16, 32, 64, 128, 256), {"BATCH": ("europe-west4-b", "us-west4-b"), "SERVING": ("us-central1-a", "us-south1-a")}),
 }
 CALENDAR_V5E_SERVING_CHIPS = (1, 4, 8)
 CALENDAR_MAX_DAYS = 90

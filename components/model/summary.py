@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..labels import ROLE_LABEL, SYSTEM_ROLE
-from . import cost, inference_gateway, metrics_adapter, rollout, vllm
+from . import cost, inference_gateway, metrics_adapter, rollout, tpu_zones, vllm
 from .common import PRIORITY_CLASSES
 from .failures import failure_handling
 from .ports import SERVE_HTTP_PORT
@@ -185,6 +185,11 @@ def notices(stack: ResolvedStack) -> list[str]:
             "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
             for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]
     out += oversubscribed(stack)
+    out += [f"slice group {g.name}: TPU {g.tpu.family} in {stack.zone} is not in Google's TPU zone table (unlistedZone): "
+            "GKE refuses the node pool if the zone does not offer it to this project" for g in stack.slices if g.unlisted_zone]
+    if not tpu_zones.covered(stack.zone):
+        out.append(f"TPU zones: {stack.zone} is outside the regions of the stack's zone table (North America), so the "
+                   "plan has not checked that it offers the slice groups' TPU families")
     return out
 
 
