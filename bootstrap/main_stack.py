@@ -155,6 +155,12 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
             types.add("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
         if any(g.queued_provisioning for g in cfg.slices):
             types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ProvisioningRequestConfig", "AdmissionCheck")}
+        if cfg.fleet is not None and cfg.fleet.role == "manager":  # infra/fleet.py: the kubeconfigs and MultiKueue
+            types |= {"kubernetes:core/v1:Secret", *(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}"
+                                                     for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"))}
+        if cfg.fleet is not None and cfg.fleet.role == "worker":  # the manager's identity and token
+            types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:Secret",
+                      "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"}
     service = cfg.service_workload
     if service is not None:
         types |= {"kubernetes:core/v1:NamespacePatch", "kubernetes:rbac.authorization.k8s.io/v1:Role"}

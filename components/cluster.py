@@ -81,6 +81,8 @@ class GkeClusterArgs:
     csi_drivers: tuple[str, ...] = ()
     """CSI driver add-ons the workloads' mounts need: gcsfuse (Cloud Storage FUSE, also for multi-tier
     checkpointing), filestore, lustre (GKE docs of each: GcsFuseCsiDriver, GcpFilestoreCsiDriver, LustreCsiDriver)."""
+    k8s_tokens_via_dns: bool = False
+    """A fleet worker: Kubernetes tokens accepted on the DNS endpoint (its manager's Kueue uses one)."""
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -135,7 +137,10 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
                 dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
-                    allow_external_traffic=True
+                    allow_external_traffic=True,
+                    # a fleet worker: its manager's Kueue authenticates with a Kubernetes token over this endpoint
+                    # (DNSEndpointConfig.enable_k8s_tokens_via_dns; off, the endpoint takes Google credentials only)
+                    enable_k8s_tokens_via_dns=True if args.k8s_tokens_via_dns else None,
                 ),
             ),
             master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(

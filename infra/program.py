@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -48,6 +49,7 @@ from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAcc
 from components.stack_labels import label_kubernetes_objects
 from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from components.workload_storage import WorkloadStorage, WorkloadStorageArgs
+from infra import fleet
 from infra.config import read_stack_config
 from infra.reservation_records import LIVE_READS, LiveReader, read_records
 
@@ -95,6 +97,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
         resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads),
         multi_tier_checkpointing=stack.mtc is not None, csi_drivers=stack.csi_drivers,
+        k8s_tokens_via_dns=cfg.fleet is not None and cfg.fleet.role == "worker",
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
@@ -118,7 +121,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
             lanes=lanes, scale_to_zero=g.scale_to_zero, queued_provisioning=g.queued_provisioning,
             workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
         ))
-        for g in cfg.slices
+        for g in cfg.slices if stack.group_pools(g)
     }
     for g in cfg.slices:
         if g.future_reservation is not None and g.reservation is not None:
@@ -165,7 +168,9 @@ def build(cfg: StackConfig) -> dict[str, object]:
     # The bucket and its grants too: the first compilation-cache write must not 403.
     k8s_outputs = kubernetes_layer(cfg, stack, provider, waits_per_group={
         name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
-        for name, group in groups.items()}, checkpoint_backups=(backups,) if backups else ())
+        for name, group in groups.items()}, checkpoint_backups=(backups,) if backups else (),
+        # a fleet worker: its manager reaches it through the DNS endpoint (publicly trusted certificate: no CA)
+        fleet_endpoint=(cluster.endpoint.apply(lambda e: f"https://{e}"), "") if cfg.fleet is not None else None)
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -192,10 +197,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
 
 def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider,
                      waits_per_group: dict[str, tuple[pulumi.Resource, ...]],
-                     checkpoint_backups: tuple[pulumi.Resource, ...] = ()) -> dict[str, object]:
+                     checkpoint_backups: tuple[pulumi.Resource, ...] = (),
+                     fleet_endpoint: Optional[tuple[pulumi.Input[str], pulumi.Input[str]]] = None) -> dict[str, object]:
     """The controllers, namespaces, guardrails, queues and workloads, on a cluster the stack made or one made
     elsewhere (pathways:cluster.existing). `waits_per_group`: what a slice group's workloads wait for besides
-    the Kubernetes objects (its pools, the head pool, the bucket grants)."""
+    the Kubernetes objects (its pools, the head pool, the bucket grants). `fleet_endpoint`: a fleet worker's API
+    server URL and CA (base64 PEM; empty for a publicly trusted certificate), as its manager reaches it."""
     k8s_opts = pulumi.ResourceOptions(provider=provider)
     kube = cfg.kubernetes
     controllers: tuple[Dependency, ...] = ()
@@ -229,12 +236,21 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     if run_access:
         RunAccess("runs", RunAccessArgs(objects=tuple(run_access)), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
     queues: tuple[Dependency, ...] = ()
+    fleet_output: Optional[dict[str, Any]] = None
     if kube.kueue.enabled:
+        kueue_objects = kueue_manifest.objects(stack)
+        if cfg.fleet is not None and cfg.fleet.role == "manager":
+            kueue_objects, workers = fleet.manager(cfg, stack)
+            # the workers, as the manager reads them (each judged by the fleet rules when it resolves)
+            fleet_output = {"role": "manager", "workers": workers.apply(lambda f: {
+                n: {"stack": w.name, "region": w.region, "endpoint": w.endpoint, "groups": dict(w.groups)} for n, w in f.items()})}
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
-            system_role=SYSTEM_ROLE, objects=kueue_manifest.objects(stack),
+            system_role=SYSTEM_ROLE, objects=kueue_objects,
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
+        if cfg.fleet is not None and cfg.fleet.role == "worker" and fleet_endpoint is not None:
+            fleet_output = {"role": "worker", **fleet.worker(cfg, stack, provider, list(kueue.ready), *fleet_endpoint)}
     metrics: tuple[Dependency, ...] = ()
     if kube.install_metrics_adapter and stack.autoscaled_workloads:
         metrics = tuple(CustomMetricsAdapter("metrics-adapter", CustomMetricsAdapterArgs(
@@ -299,6 +315,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         # what the program needs to use it (MaxText: local_checkpoint_directory; the backups' bucket)
         "multiTierCheckpointing": {"localCheckpointDirectory": stack.mtc.mount_path, "bucket": stack.mtc.bucket} if stack.mtc else None,
         "storage": storage_manifest.storage_output(stack),
+        # pathways:fleet: a worker's endpoint, CA, token (secret), versions, queues and quotas for its manager; a
+        # manager's workers as it read them
+        "fleet": fleet_output,
     }
 
 
@@ -317,8 +336,11 @@ def existing_cluster(cfg: StackConfig) -> dict[str, object]:
         cluster_identifier=f"existing/{cfg.cluster_name}",
         enable_server_side_apply=True,
     )
+    fleet_endpoint = None
+    if cfg.fleet is not None and cfg.fleet.role == "worker" and cfg.fleet.endpoint is not None:
+        fleet_endpoint = (cfg.fleet.endpoint, fleet.existing_cluster_ca(existing.kubeconfig, existing.context))
     return {"clusterName": cfg.cluster_name, "cacheLocation": cfg.cache_location,
-            **kubernetes_layer(cfg, resolve(cfg), provider, {})}
+            **kubernetes_layer(cfg, resolve(cfg), provider, {}, fleet_endpoint=fleet_endpoint)}
 
 
 def main() -> None:

@@ -19,6 +19,9 @@ TODAY = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
 cluster_rules.now = lambda: TODAY
 
 STACKS = stackfile.stack_names()
+# A fleet manager runs no pod of its own (its runs are dispatched to its workers): no workload, dashboard tile or
+# alert about one.
+FLEET_MANAGERS = ("fleet-manager",)
 
 # The smallest valid config; tests copy it and change one thing.
 BASE_CONFIG = {

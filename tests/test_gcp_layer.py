@@ -38,7 +38,8 @@ def test_cluster_settings(committed_stack):
     assert c.input("enableShieldedNodes") is True
     assert c.input("ipAllocationPolicy.clusterSecondaryRangeName") == "pods"
     # nodes only in the stack's one zone: zonal clusters imply it, regional ones pin it
-    zone = {"dev": "us-east5-b", "staging": "us-east5-b", "prod": "us-east5-a", "serving": "us-east5-b"}[name]
+    zone = {"dev": "us-east5-b", "staging": "us-east5-b", "prod": "us-east5-a", "serving": "us-east5-b", "fleet-east": "us-east5-b",
+            "fleet-central": "us-central1-b", "fleet-manager": "us-east5-b"}[name]
     regional = name == "prod"
     assert c.input("location") == ("us-east5" if regional else zone)
     for p in plan.by_type(POOL):
@@ -62,8 +63,8 @@ def test_all_pools_share_the_zone_and_node_defaults(committed_stack):
 
 
 def test_tpu_pools_options(committed_stack):
-    _, plan = committed_stack
-    assert tpu_pools(plan)
+    name, plan = committed_stack
+    assert bool(tpu_pools(plan)) is (name != "fleet-manager")  # a fleet manager's slices are its workers'
     for p in tpu_pools(plan):
         assert p.options["deleteBeforeReplace"] is True
         assert p.options["customTimeouts"]["create"] == "180m"
@@ -77,12 +78,13 @@ def test_head_pool(committed_stack):
     assert head.input("nodeConfig.machineType") == "n2-standard-64"
     assert head.input("nodeConfig.labels") == {"pathways/role": "head"}
     assert head.input("nodeConfig.taints") == [{"key": "pathways/role", "value": "head", "effect": "NO_SCHEDULE"}]
-    if name == "dev":  # scales to zero: the autoscaler owns the count, up to one node per head workload and runs.headNodes
+    if name in ("dev", "fleet-east", "fleet-central"):  # scales to zero: the autoscaler owns the count, up to one node per head workload and runs.headNodes
         assert head.input("nodeCount") is None and head.input("initialNodeCount") == 0
         assert head.input("autoscaling") == {"minNodeCount": 0, "maxNodeCount": 2}
         assert sorted(head.options["ignoreChanges"]) == ["initialNodeCount", "nodeCount"]
         return
-    assert head.input("nodeCount") == {"staging": 2, "prod": 2, "serving": 0}[name]  # serving: leaders on their slices
+    # serving: leaders on their slices; a fleet manager runs no Pathways pod
+    assert head.input("nodeCount") == {"staging": 2, "prod": 2, "serving": 0, "fleet-manager": 0}[name]
     assert head.input("autoscaling") is None
 
 
@@ -124,7 +126,8 @@ def test_scratch_role_and_bucket_members(committed_stack):
 
 # soft delete days and artifacts TTL days per stack: the defaults (7 = GCS's minimum and default, 30)
 # unless the stack file sets them (prod: 30 and 14)
-BUCKET_DAYS = {"dev": (7, 30), "staging": (7, 30), "prod": (30, 14), "serving": (7, 30)}
+BUCKET_DAYS = {"dev": (7, 30), "staging": (7, 30), "prod": (30, 14), "serving": (7, 30), "fleet-east": (7, 30), "fleet-central": (7, 30),
+               "fleet-manager": (7, 30)}
 
 
 def test_bucket_flags_and_lifecycle(committed_stack):
@@ -132,7 +135,7 @@ def test_bucket_flags_and_lifecycle(committed_stack):
     soft_delete_days, ttl_days = BUCKET_DAYS[name]
     scratch, artifacts = plan.one(BUCKET, "scratch"), plan.one(BUCKET, "scratch-artifacts")
     for b in (scratch, artifacts):
-        assert b.input("location") == plan.one(CLUSTER).input("location")[: len("us-east5")]
+        assert b.input("location") == plan.one(CLUSTER).input("location").rsplit("-", 1)[0] or b.input("location") == plan.one(CLUSTER).input("location")
         assert b.input("uniformBucketLevelAccess") is True
         assert b.input("publicAccessPrevention") == "enforced"
         assert b.input("forceDestroy") is False
@@ -172,6 +175,9 @@ def test_outputs(committed_stack):
         "staging": {"v6e": ["tpu-v6e-0", "tpu-v6e-1"], "v6e-spot": ["tpu-v6e-spot-0"]},
         "prod": {"train": [f"tpu-train-{i}" for i in range(4)], "explore": ["tpu-explore-0"]},
         "serving": {"serve": ["tpu-serve-0", "tpu-serve-1"]},
+        "fleet-east": {"train": ["tpu-train-0", "tpu-train-1"]},
+        "fleet-central": {"train": [f"tpu-train-{i}" for i in range(4)]},
+        "fleet-manager": {},  # its slices are its workers'
     }[name]
 
 

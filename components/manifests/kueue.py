@@ -238,8 +238,10 @@ def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
         names = dict.fromkeys(f["name"] for rg in spec.get("resourceGroups") or [] for f in rg.get("flavors") or [])
         checks = [c["name"] for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
         return [*(("ResourceFlavor", n) for n in names), *(("AdmissionCheck", c) for c in checks)]
-    if obj.get("kind") == "AdmissionCheck" and (spec.get("parameters") or {}).get("kind") == "ProvisioningRequestConfig":
-        return [("ProvisioningRequestConfig", spec["parameters"]["name"])]
+    if obj.get("kind") == "AdmissionCheck" and (spec.get("parameters") or {}).get("kind") in ("ProvisioningRequestConfig", "MultiKueueConfig"):
+        return [(spec["parameters"]["kind"], spec["parameters"]["name"])]
+    if obj.get("kind") == "MultiKueueConfig":
+        return [("MultiKueueCluster", c) for c in spec.get("clusters") or []]
     if obj.get("kind") == "LocalQueue" and spec.get("clusterQueue"):
         return [("ClusterQueue", spec["clusterQueue"])]
     return []

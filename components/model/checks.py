@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from . import (
     cluster_checks,
+    fleet_checks,
     names_checks,
     pools_checks,
     resilience_checks,
@@ -104,6 +105,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     cluster_checks.deletion_protection,     # protected: true keeps deletion protection on
     *resilience_checks.RULES,               # multi-tier checkpointing: sidecar, RAM disk room, its bucket
     *runs_checks.RULES,                     # ad-hoc runs: their queue's name is no workload's
+    *fleet_checks.RULES,                    # a manager: Kueue, runs, no pools; a worker: runs, its endpoint
     *storage_checks.RULES,                  # mounts: batch only, declared file systems, clear of the MTC mount
 )
 

@@ -321,7 +321,10 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         runs=cfg.runs,
         file_systems=tuple(cfg.storage.file_systems),
         csi_drivers=cfg.csi_drivers,
-        undelivered=frozenset(g.name for g in cfg.slices if g.future_reservation and g.future_reservation.start_time > cluster_rules.now()),
+        fleet=cfg.fleet,
+        # a fleet manager's groups are its workers' (no pools, no quota of its own); a calendar request's wait for delivery
+        undelivered=frozenset(g.name for g in cfg.slices if (cfg.fleet is not None and cfg.fleet.role == "manager")
+                              or (g.future_reservation and g.future_reservation.start_time > cluster_rules.now())),
     )
 
 

@@ -88,7 +88,7 @@ def estimate(stack: ResolvedStack) -> CostEstimate:
     chips: dict[tuple[str, Capacity, bool], int] = {}
     held: dict[tuple[str, Capacity], int] = {}  # chips of autoscaled pools that always-on workloads keep up
     holders: dict[tuple[str, Capacity], list[str]] = {}
-    for g in stack.slices:
+    for g in () if stack.fleet_manager else stack.slices:  # a fleet manager's slices are its workers'
         key = (g.tpu.family, g.capacity, g.autoscaled)
         chips[key] = chips.get(key, 0) + g.pools * g.tpu.chips
         if g.autoscaled:

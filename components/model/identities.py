@@ -231,6 +231,8 @@ TABLE: dict[str, Access] = {
     # queued provisioning (components/manifests/kueue.py): Kueue's ProvisioningRequest admission check
     "kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueConfig": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:rbac.authorization.k8s.io/v1:Role": _k8s("roles/container.admin", "container.roles.create", "container.roles.escalate"),
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": _k8s("roles/container.admin", "container.roleBindings.create", "container.roles.bind"),
     # The CI preview identity's dry-run access (components/manifests/ci_preview.py)

@@ -16,6 +16,7 @@ from typing import Optional
 from .alerting import MonitoringConfig
 from .bucket import BucketConfig
 from .common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
+from .fleet import FleetConfig
 from .pools import SliceGroup
 from .pricing import PricesConfig
 from .runs import RUN_SERVICE_ACCOUNT, Runs, run_queue
@@ -160,9 +161,15 @@ class ResolvedStack:
     """pathways:storage.fileSystems: one PersistentVolume and claim each in the workload namespace."""
     csi_drivers: tuple[str, ...] = ()
     """The GKE CSI driver add-ons the mounts need (gcsfuse, filestore, lustre)."""
+    fleet: Optional[FleetConfig] = None
+    """pathways:fleet: a manager holds no slices (its groups are its workers'), a worker publishes its queues."""
     undelivered: frozenset[str] = frozenset()
     """Slice groups whose future reservation is not delivered yet (startTime ahead): no pools, no queue quota; they
     come with the first `pulumi up` after startTime."""
+
+    @property
+    def fleet_manager(self) -> bool:
+        return self.fleet is not None and self.fleet.role == "manager"
 
     def group_pools(self, group: SliceGroup) -> int:
         """Node pools the group has now: its slices and spares, or none before its future reservation is delivered."""

@@ -19,6 +19,7 @@ from .bucket import BucketConfig
 from .cluster import ClusterConfig, NetworkConfig, gke_version_key
 from .common import MAX_WORKLOADS, PROJECT_NAMESPACE, PathwaysVersion, ProjectId, Region, Zone, _Model
 from .errors import Problem
+from .fleet import FleetConfig
 from .kubernetes import KubernetesConfig
 from .pools import HeadPoolConfig, SliceGroup
 from .pricing import PricesConfig
@@ -63,6 +64,9 @@ class StackConfig(_Model):
     storage: StorageConfig = Field(default_factory=StorageConfig, description=(
         "Existing file systems workloads mount (docs/storage.md); buckets are mounted by name from workloads[].mounts."))
     prices: PricesConfig = Field(default_factory=PricesConfig)
+    fleet: Optional[FleetConfig] = Field(default=None, description=(
+        "This stack's part in a MultiKueue fleet (docs/fleet.md): a worker publishes what a manager needs, a manager "
+        "queues ad-hoc runs and dispatches each to a worker with room; absent, the stack is a cluster on its own."))
     allow_disruption: list[str] = Field(default_factory=list, max_length=200, description=(
         "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
         "delete or recreate in a protected stack. Review it in the PR; empty it after the change lands."
@@ -198,6 +202,8 @@ class StackConfig(_Model):
 
     @property
     def head_nodes(self) -> int:
+        if self.fleet is not None and self.fleet.role == "manager":
+            return 0  # a manager runs no Pathways pod: its runs are dispatched to the workers
         if self.head_pool.node_count is not None:
             return self.head_pool.node_count
         for_runs = self.runs.head_nodes if self.runs else 0

@@ -23,8 +23,10 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
     blocks = reservations.blocks if isinstance(reservations, Recorded) else {}
     groups = [{
         "name": g.name, "tpu": g.tpu.name, "topology": g.tpu.topology, "machineType": g.tpu.machine_type,
-        "slices": g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts, "vms": g.pools * g.tpu.hosts,
-        "chips": g.pools * g.tpu.chips, "capacity": g.capacity.value, "reservation": g.reservation,
+        # a fleet manager's groups hold nothing of its own: their slices are its workers'
+        "slices": 0 if stack.fleet_manager else g.count, "spares": g.spares, "vmsPerSlice": g.tpu.hosts,
+        "vms": 0 if stack.fleet_manager else g.pools * g.tpu.hosts, "chips": 0 if stack.fleet_manager else g.pools * g.tpu.chips,
+        "capacity": g.capacity.value, "reservation": g.reservation,
         "queuedProvisioning": g.queued_provisioning, "ladder": list(g.ladder),
         # slices[].futureReservation: the calendar-mode request (null without one)
         "futureReservation": {
@@ -101,10 +103,13 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         } if stack.runs else None,
         "storage": _storage(stack),
         "ladders": _ladders(stack),
+        # pathways:fleet (docs/fleet.md): the stack's role, and a manager's workers in dispatch order
+        "fleet": {"role": stack.fleet.role, "workers": [{"name": w.name, "stack": w.stack} for w in stack.fleet.workers]}
+        if stack.fleet else None,
         "workloads": workloads,
         "labels": dict(stack.labels),
         "totals": {
-            "slices": sum(g.count for g in stack.slices), "spares": sum(g.spares for g in stack.slices),
+            "slices": sum(g["slices"] for g in groups), "spares": sum(g.spares for g in stack.slices),
             "tpuVms": sum(g["vms"] for g in groups), "tpuChips": sum(g["chips"] for g in groups),
             "cpuVms": stack.head_nodes + stack.system_min_nodes + stack.proxy_nodes,
             "nodePools": pools, "workloads": len(stack.workloads), "activeWorkloads": len(stack.active_workloads),
@@ -281,6 +286,14 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         cost_range = ("" if ladder["idleHourly"] is None else
                       f"; {bound}${ladder['idleHourly']:,.2f}/h idle, {bound}${ladder['fullHourly']:,.2f}/h with every rung full")
         lines.append(f"  ladder {ladder['group']}: {' -> '.join(rung(r) for r in ladder['rungs'])}{cost_range}")
+    fleet = s["fleet"]
+    if fleet and fleet["role"] == "manager":
+        workers = ", ".join(f"{w['name']} ({w['stack']})" for w in fleet["workers"])
+        lines.append(f"  fleet manager: no slices of its own; Kueue admits runs against the summed quota of workers {workers}, "
+                     "read at deploy, and dispatches each to the first with room (MultiKueue)")
+    elif fleet:
+        lines.append("  fleet worker: the `fleet` output (a secret) gives a manager this cluster's endpoint, queues, quotas and "
+                     "a token for MultiKueue")
     lines += ["", "CPU pools:"]
     rows = [["pool", "machine", "nodes"], ["head", s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
             ["system", s["systemPool"]["machineType"], f"{s['systemPool']['minNodes']}-{s['systemPool']['maxNodes']} (autoscaled)"]]

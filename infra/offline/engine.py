@@ -102,6 +102,8 @@ class Plan:
     stack: str
     resources: list[Registration] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    revealed_outputs: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The outputs with secrets unwrapped, for a stack reference in another offline plan; never printed."""
 
     def by_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
@@ -128,6 +130,17 @@ SECRET_DIGEST_KEY = secrets.token_bytes(32)
 def _secret_digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"))
     return hmac.new(SECRET_DIGEST_KEY, text.encode(), hashlib.sha256).hexdigest()
+
+
+def _revealed(value: Any) -> Any:
+    """Deserialized RPC values with secrets unwrapped: what another stack's reference reads (never printed)."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return _revealed(value.get("value"))
+        return {k: _revealed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_revealed(v) for v in value]
+    return _plain(value)
 
 
 def _plain(value: Any, digests: Optional[dict[str, str]] = None, path: str = "") -> Any:
@@ -167,8 +180,11 @@ RESERVATION_READS = ("gcp:compute/getReservation:getReservation", "gcp:compute/g
 class StandInMocks(pulumi_mocks.Mocks):
     """Deterministic outputs for resources and invokes that would otherwise need Google Cloud."""
 
-    def __init__(self, project: str, reservations: Optional[dict[str, dict[str, Any]]] = None):
+    def __init__(self, project: str, reservations: Optional[dict[str, dict[str, Any]]] = None,
+                 stack_outputs: Optional[dict[str, dict[str, Any]]] = None):
         self.project = project
+        # other stacks' outputs by fully qualified name, for stack references (a fleet manager reads its workers')
+        self.stack_outputs = stack_outputs or {}
         # recorded get_reservation(_block, _sub_block) responses by "<project>/<name>[/<block>[/<sub-block>]]" (tests of
         # the live read; offline, none is read)
         self.reservations = reservations or {}
@@ -194,6 +210,12 @@ class StandInMocks(pulumi_mocks.Mocks):
             extra = {"name": f"projects/{project}/roles/{inputs.get('roleId')}"}
         elif t.startswith("gcp:compute/"):
             extra = {"selfLink": f"projects/{project}/{t.split('/')[1].split(':')[0]}s/{name}"}
+        elif t == "pulumi:pulumi:StackReference":
+            # as the engine reads one: the stack's outputs, none if it has none (a stack not yet deployed)
+            extra = {"outputs": self.stack_outputs.get(str(inputs.get("name")), {}), "secretOutputNames": []}
+        elif t == "kubernetes:core/v1:Secret" and inputs.get("type") == "kubernetes.io/service-account-token":
+            # the token controller fills it (the provider waits for it): a stand-in token
+            extra = {"data": {"token": "b2ZmbGluZS10b2tlbg==", **(inputs.get("data") or {})}}
         elif t == "random:index/randomPassword:RandomPassword":
             extra = {"result": f"offline-{args.name}"}
         resource_id = extra.get("name") if t == "gcp:projects/iAMCustomRole:IAMCustomRole" else f"{args.name}-id"
@@ -229,6 +251,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.registrations: dict[str, Registration] = {}
         self.stack_outputs: dict[str, Any] = {}
+        self.revealed_outputs: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def RegisterResource(self, request):
@@ -263,22 +286,51 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def RegisterResourceOutputs(self, request):
         if request.urn.split("::")[2] == "pulumi:pulumi:Stack":
-            self.stack_outputs = _plain(rpc.deserialize_properties(request.outputs))
+            outputs = rpc.deserialize_properties(request.outputs)
+            self.stack_outputs = _plain(outputs)
+            self.revealed_outputs = _revealed(outputs)
         return super().RegisterResourceOutputs(request)
 
 
+def fleet_worker_outputs(config: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """A fleet manager's workers' outputs, from their own offline plans: each worker named <org>/<project>/<stack>
+    whose stack file is in stacks/ (Pulumi.<stack>.yaml). A worker without one has no outputs, as a stack not yet
+    deployed, and the manager's rules say so."""
+    import json
+
+    from infra.offline.stackfile import load_config, stack_path
+
+    try:
+        fleet = json.loads(config.get("pathways:fleet", "null")) or {}
+    except json.JSONDecodeError:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for w in fleet.get("workers") or [] if fleet.get("role") == "manager" else []:
+        name = str(w.get("stack", ""))
+        path = stack_path(name.rsplit("/", 1)[-1])
+        if path.is_file():
+            flat, secrets = load_config(path)
+            out[name] = run(flat, path.name[len("Pulumi."):-len(".yaml")], secrets).revealed_outputs
+    return out
+
+
 def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), program_dir: Path = PROGRAM_DIR,
-        reservations: Optional[dict[str, dict[str, Any]]] = None) -> Plan:
+        reservations: Optional[dict[str, dict[str, Any]]] = None, stack_outputs: Optional[dict[str, dict[str, Any]]] = None) -> Plan:
     """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
     `program_dir`: another program directory to run the same way (the bootstrap project, bootstrap/).
     `reservations`: recorded get_reservation responses ("<project>/<name>" -> the provider's outputs): the program
     then reads slices[].readReservation reservations through the mocks' invoke hook, as under `pulumi preview`.
     Without them the offline engine makes no read (reservationRecord is judged instead).
 
+    `stack_outputs`: other stacks' outputs by fully qualified name, for stack references; by default a fleet
+    manager's workers' offline plans (fleet_worker_outputs).
+
     `secret_keys`: the keys stackfile.flatten found secret (it refused secrets anywhere but workload env values).
     Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
     """
     check_sdk()
+    if stack_outputs is None and program_dir == PROGRAM_DIR:
+        stack_outputs = fleet_worker_outputs(config)
     settings.ROOT.set(None)
     pulumi.runtime.set_all_config(dict(config), list(secret_keys))
     # The stack file was read here, not by the CLI: infra/offline/stackfile.flatten refused every secret the stack
@@ -290,7 +342,7 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     checked = CHECKED_SECRET_PATHS.set({k: () for k in secret_keys})
     live = LIVE_READS.set(reservations is not None)
     project = str(config.get("gcp:project", "offline-project"))
-    monitor = RecordingMonitor(StandInMocks(project, reservations))
+    monitor = RecordingMonitor(StandInMocks(project, reservations, stack_outputs))
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
     # set_mocks makes and finishes a root stack of its own; drop it so run_in_stack makes the one
     # the language host would, and its outputs reach RegisterResourceOutputs.
@@ -309,4 +361,5 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
         CHECKED_SECRET_PATHS.reset(checked)
         LIVE_READS.reset(live)
     resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)
-    return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())))
+    return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())),
+                revealed_outputs=monitor.revealed_outputs)

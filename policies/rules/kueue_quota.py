@@ -15,6 +15,8 @@ from .common import NODE_POOL, WORKLOAD_TYPES, get, is_tpu_pool
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+ADMISSION_CHECK = "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck"
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 TPU = "google.com/tpu"
 
@@ -45,7 +47,14 @@ def _validate(args: StackValidationArgs, report) -> None:
     creates_pools = any(r.resource_type == NODE_POOL for r in resources)
     flavor_group = {get(r.props, "metadata.name"): (get(r.props, "spec.nodeLabels") or {}).get(SLICE_GROUP_LABEL)
                     for r in resources if r.resource_type == FLAVOR}
+    # a fleet manager's queue admits against its workers' pools (MultiKueue dispatches every workload it admits):
+    # its quota is their sum, which the program reads from them, not this plan's pools
+    multikueue = {get(r.props, "metadata.name") for r in resources
+                  if r.resource_type == ADMISSION_CHECK and get(r.props, "spec.controllerName") == MULTIKUEUE}
     for q in queues:
+        checks = {c.get("name") for c in (get(q.props, "spec.admissionChecksStrategy.admissionChecks") or [])}
+        if checks & multikueue:
+            continue
         for group in get(q.props, "spec.resourceGroups") or []:
             for flavor in group.get("flavors") or []:
                 quota = next((int(str(x.get("nominalQuota"))) for x in flavor.get("resources") or [] if x.get("name") == TPU), 0)
@@ -64,7 +73,7 @@ def _validate(args: StackValidationArgs, report) -> None:
 
 kueue_quota = StackValidationPolicy(
     name="pathways-kueue-quota",
-    description="Kueue TPU quotas never exceed the chips the pools hold; every JobSet and LeaderWorkerSet of a Kueue stack carries a LocalQueue label.",
+    description="Kueue TPU quotas never exceed the chips the pools hold (a fleet manager's: its workers'); every JobSet and LeaderWorkerSet of a Kueue stack carries a LocalQueue label.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
 )

@@ -1,0 +1,104 @@
+"""MultiKueue objects of a fleet (pure Python): a worker's identity for its manager, a manager's clusters, config,
+admission check and queues. Facts and sources: components/model/fleet.py."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from ..model import quantity
+from ..model.fleet import (
+    MULTIKUEUE_CHECK,
+    MULTIKUEUE_CONTROLLER,
+    MULTIKUEUE_NAMESPACE,
+    MULTIKUEUE_SERVICE_ACCOUNT,
+    FleetConfig,
+    WorkerFacts,
+)
+from .kueue import API_VERSION, RESOURCES
+
+RBAC = "rbac.authorization.k8s.io"
+MULTIKUEUE_CONFIG = "pathways-fleet"
+
+
+def worker_rules() -> list[dict[str, Any]]:
+    """What the manager's Kueue does on a worker (Kueue's create-multikueue-kubeconfig.sh, for the kinds this stack
+    runs): create and watch the dispatched JobSets, LeaderWorkerSets and their Workloads, read their status and the
+    queues."""
+    full = ["create", "delete", "get", "list", "watch"]
+    return [
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": full},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
+        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"], "verbs": full},
+        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets/status"], "verbs": ["get"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*full, "update", "patch"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]},
+    ]
+
+
+def token_secret_name(fleet: FleetConfig) -> str:
+    # the generation in the name: raising it replaces the Secret, and the token controller signs a new token
+    return f"{MULTIKUEUE_SERVICE_ACCOUNT}-token-{fleet.token_generation}"
+
+
+def worker_objects(fleet: FleetConfig) -> list[dict[str, Any]]:
+    """The manager's identity on a worker: its ServiceAccount, ClusterRole and binding, and a long-lived token Secret
+    (kubernetes.io/service-account-token, filled by the token controller), in Kueue's namespace."""
+    meta = {"namespace": MULTIKUEUE_NAMESPACE}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT, **meta}},
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT}, "rules": worker_rules()},
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT},
+         "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": MULTIKUEUE_SERVICE_ACCOUNT},
+         "subjects": [{"kind": "ServiceAccount", "name": MULTIKUEUE_SERVICE_ACCOUNT, "namespace": MULTIKUEUE_NAMESPACE}]},
+        {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+         "metadata": {"name": token_secret_name(fleet), "annotations": {"kubernetes.io/service-account.name": MULTIKUEUE_SERVICE_ACCOUNT}, **meta}},
+    ]
+
+
+def kubeconfig_secret_name(worker: str) -> str:
+    return f"pathways-fleet-{worker}"
+
+
+def manager_objects(fleet: FleetConfig) -> list[dict[str, Any]]:
+    """A MultiKueueCluster per worker (its kubeconfig in the Secret kubeconfig_secret_name, made apart: it holds the
+    token), the MultiKueueConfig listing them in order, and the admission check naming it."""
+    clusters = [{"apiVersion": API_VERSION, "kind": "MultiKueueCluster", "metadata": {"name": w.name}, "spec": {
+        "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": kubeconfig_secret_name(w.name)}}}}
+        for w in fleet.workers]
+    return [
+        *clusters,
+        {"apiVersion": API_VERSION, "kind": "MultiKueueConfig", "metadata": {"name": MULTIKUEUE_CONFIG},
+         "spec": {"clusters": [w.name for w in fleet.workers]}},
+        {"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": MULTIKUEUE_CHECK}, "spec": {
+            "controllerName": MULTIKUEUE_CONTROLLER,
+            "parameters": {"apiGroup": API_VERSION.split("/")[0], "kind": "MultiKueueConfig", "name": MULTIKUEUE_CONFIG}}},
+    ]
+
+
+def fleet_quotas(workers: Mapping[str, WorkerFacts]) -> dict[str, dict[str, str]]:
+    """Per Kueue flavor and resource: the sum of the workers' quotas (what the manager may admit before dispatch)."""
+    total: dict[str, dict[str, Any]] = {}
+    for facts in workers.values():
+        for flavor, amounts in facts.quotas.items():
+            for resource, amount in amounts.items():
+                total.setdefault(flavor, {}).setdefault(resource, 0)
+                total[flavor][resource] += quantity.parse(amount)
+    def text(n: Any) -> str:
+        # whole GiB as Gi, as the ClusterQueues write memory (components/manifests/kueue.py); else bytes
+        return quantity.canonical(f"{int(n // quantity.GIB)}Gi" if n % quantity.GIB == 0 and n >= quantity.GIB else str(int(n)))
+    return {f: {r: text(n) for r, n in amounts.items()} for f, amounts in total.items()}
+
+
+def manager_cluster_queues(queues: list[dict[str, Any]], quota: Callable[[str, str], Any]) -> list[dict[str, Any]]:
+    """The stack's ClusterQueues as a manager's: every flavor's quota from `quota(flavor, resource)` (the workers'
+    sum), and the MultiKueue check on all flavors (Kueue makes a queue with a per-flavor MultiKueue check inactive)."""
+    out = []
+    for q in queues:
+        spec = dict(q["spec"])
+        spec["resourceGroups"] = [{**rg, "flavors": [
+            {"name": f["name"], "resources": [{"name": r, "nominalQuota": quota(f["name"], r)} for r in RESOURCES]}
+            for f in rg["flavors"]]} for rg in spec["resourceGroups"]]
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": MULTIKUEUE_CHECK}]}
+        out.append({**q, "spec": spec})
+    return out

@@ -1,0 +1,185 @@
+"""pathways:fleet (docs/fleet.md): a worker's identity and output for its manager, a manager's MultiKueue objects
+and queues, and the rules on both, under the offline engine (the manager reading its workers' offline plans)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from components.manifests import fleet as fleet_manifest
+from components.model.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
+from infra.offline import engine, stackfile
+from infra.offline.render import manifests
+from tests.conftest import config_with, stack_plan
+from tests.test_storage import refusal
+
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
+
+
+def objects(plan, kind: str) -> list[dict]:
+    return [o for o in manifests(plan) if o["kind"] == kind]
+
+
+def test_a_worker_publishes_its_endpoint_token_queues_and_quotas_for_its_manager():
+    plan = stack_plan("fleet-east")
+    fleet = plan.revealed_outputs["fleet"]
+    assert plan.outputs["fleet"] == "[secret]"  # the token is in it: the whole output is a secret
+    assert fleet["role"] == "worker" and fleet["stack"] == "fleet-east" and fleet["region"] == "us-east5"
+    # the DNS endpoint, which takes Kubernetes tokens on a worker (and no CA: its certificate is publicly trusted)
+    assert fleet["endpoint"] == f"https://{plan.outputs['clusterEndpoint']}" and fleet["caCertificate"] == ""
+    dns = plan.one("gcp:container/cluster:Cluster").input("controlPlaneEndpointsConfig.dnsEndpointConfig")
+    assert dns == {"allowExternalTraffic": True, "enableK8sTokensViaDns": True}
+    assert fleet["token"] == "offline-token"  # the stand-in token controller's
+    assert fleet["versions"] == {"kueue": "0.19.2", "jobset": "0.12.0", "lws": "0.9.0"}
+    assert "pathways/runs-pathways" in fleet["localQueues"] and fleet["namespaces"][0] == "pathways"
+    assert fleet["groups"] == {"train": {"tpu": "v6e-16", "slices": 2}}
+    assert fleet["quotas"]["tpu-train"]["google.com/tpu"] == "32"
+
+
+def test_a_stack_outside_a_fleet_keeps_tokens_off_its_dns_endpoint():
+    dns = stack_plan("dev").one("gcp:container/cluster:Cluster").input("controlPlaneEndpointsConfig.dnsEndpointConfig")
+    assert dns == {"allowExternalTraffic": True}
+    assert stack_plan("dev").outputs.get("fleet") is None
+
+
+def test_the_managers_identity_on_a_worker_is_kueues_narrowed_to_what_the_stack_runs():
+    plan = stack_plan("fleet-east")
+    (role,) = [r for r in objects(plan, "ClusterRole") if r["metadata"]["name"] == "pathways-multikueue"]
+    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert verbs[("jobset.x-k8s.io", "jobsets")] == {"create", "delete", "get", "list", "watch"}
+    assert verbs[("kueue.x-k8s.io", "workloads/status")] == {"get", "patch", "update"}
+    assert verbs[("kueue.x-k8s.io", "localqueues")] == {"get", "list", "watch"}
+    assert not any(r in ("secrets", "pods", "*") for _, r in verbs) and not any("*" in v for v in verbs.values())
+    (binding,) = [b for b in objects(plan, "ClusterRoleBinding") if b["metadata"]["name"] == "pathways-multikueue"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "pathways-multikueue", "namespace": MULTIKUEUE_NAMESPACE}]
+    (secret,) = plan.by_type("kubernetes:core/v1:Secret")
+    assert secret.input("type") == "kubernetes.io/service-account-token"
+    assert secret.input("metadata.annotations") == {"kubernetes.io/service-account.name": "pathways-multikueue"}
+
+
+def test_the_manager_dispatches_through_multikueue_with_its_workers_summed_quota():
+    plan = stack_plan("fleet-manager")
+    clusters = objects(plan, "MultiKueueCluster")
+    assert {c["metadata"]["name"]: c["spec"]["clusterSource"]["kubeConfig"] for c in clusters} == {
+        "east": {"locationType": "Secret", "location": "pathways-fleet-east"},
+        "central": {"locationType": "Secret", "location": "pathways-fleet-central"}}
+    (config,) = objects(plan, "MultiKueueConfig")
+    assert config["spec"]["clusters"] == ["east", "central"]
+    (check,) = objects(plan, "AdmissionCheck")
+    assert check["metadata"]["name"] == MULTIKUEUE_CHECK and check["spec"]["controllerName"] == "kueue.x-k8s.io/multikueue"
+    assert check["spec"]["parameters"] == {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "pathways-fleet"}
+    (cq,) = objects(plan, "ClusterQueue")
+    # on every flavor: Kueue makes a queue whose MultiKueue check is per flavor inactive
+    assert cq["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": MULTIKUEUE_CHECK}]}
+    quota = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in cq["spec"]["resourceGroups"][0]["flavors"]}
+    assert quota["tpu-train"]["google.com/tpu"] == "96"  # east 2 + central 4 slices of 16 chips
+    # the kubeconfig Secrets: in Kueue's namespace, kept secret
+    secrets = plan.by_type("kubernetes:core/v1:Secret")
+    assert sorted(s.input("metadata.name") for s in secrets) == ["pathways-fleet-central", "pathways-fleet-east"]
+    assert all(s.input("metadata.namespace") == MULTIKUEUE_NAMESPACE and s.input("stringData") == "[secret]" for s in secrets)
+    # no pools, no head node: the runs run on the workers
+    assert not [p for p in plan.by_type("gcp:container/nodePool:NodePool") if p.input("name", "").startswith("tpu-")]
+    assert plan.revealed_outputs["fleet"]["workers"]["central"]["region"] == "us-central1"
+
+
+def kueue_refuses(doc: dict) -> list[str]:
+    """Kueue v0.19.2's own kubeconfig checks (pkg/controller/admissionchecks/multikueue/multikueuecluster.go
+    validateKubeconfig / validateRestConfig): what makes a MultiKueueCluster InsecureKubeConfig."""
+    out = []
+    for u in doc.get("users") or []:
+        user = u.get("user") or {}
+        out += [k for k in ("tokenFile", "exec", "auth-provider", "username", "password") if k in user]
+    for c in doc.get("clusters") or []:
+        cluster = c.get("cluster") or {}
+        out += [k for k in ("insecure-skip-tls-verify", "certificate-authority") if cluster.get(k)]
+        if not cluster.get("server"):
+            out.append("server")
+    return out
+
+
+def test_the_kubeconfig_is_one_kueue_accepts_and_gclouds_is_not():
+    facts = WorkerFacts.from_output({"stack": "fleet-east", "endpoint": "https://10.254.254.1:32764", "caCertificate": "Q0E=",
+                                     "token": "t0ken"})
+    doc = yaml.safe_load(kubeconfig("east", facts))
+    assert kueue_refuses(doc) == []
+    assert doc["users"][0]["user"] == {"token": "t0ken"}
+    assert doc["clusters"][0]["cluster"] == {"server": "https://10.254.254.1:32764", "certificate-authority-data": "Q0E="}
+    gcloud = {**doc, "users": [{"name": "gke", "user": {"exec": {"command": "gke-gcloud-auth-plugin"}}}]}
+    assert kueue_refuses(gcloud) == ["exec"]
+
+
+@pytest.mark.parametrize(("changes", "key", "text"), [
+    ({"runs": None}, "pathways:fleet.role", "manager without runs"),
+    ({"workloads": [{"name": "nb", "mode": "interactive"}], "pathwaysVersion": "jax-0.7.2"}, "pathways:workloads",
+     "nb: a fleet manager takes ad-hoc runs only"),
+    ({"slices": [{"name": "train", "tpu": "v6e-16", "spot": True}]}, "pathways:slices[0].spot", "a fleet manager holds no slices"),
+    ({"kubernetes": {"kueue": {"enabled": False}}}, "pathways:kubernetes.kueue.enabled", "a fleet manager is Kueue's MultiKueue"),
+    ({"fleet": {"role": "manager", "workers": [{"name": "a", "stack": "o/p/a"}, {"name": "a", "stack": "o/p/b"}]}}, "pathways:fleet",
+     "workers: name 'a' is listed twice"),
+    ({"fleet": {"role": "manager", "workers": []}}, "pathways:fleet", "list at least one under workers"),
+    ({"fleet": {"role": "manager", "workers": [{"name": "a", "stack": "fleet-east"}]}}, "pathways:fleet.workers[0].stack",
+     "is not a fully qualified stack name"),
+    ({"fleet": {"role": "manager", "workers": [{"name": f"w{i}", "stack": f"o/p/w{i}"} for i in range(21)]}}, "pathways:fleet.workers",
+     "at most 20"),
+])
+def test_a_manager_config_that_cannot_dispatch_is_refused_with_one_line(changes, key, text):
+    base = {"slices": [{"name": "train", "tpu": "v6e-16"}], "runs": {},
+            "fleet": {"role": "manager", "workers": [{"name": "east", "stack": "organization/pathways/fleet-east"}]}}
+    line = refusal(config_with(**{**base, **changes}), key)
+    assert line is not None and text in line, line
+
+
+def test_a_worker_on_a_cluster_made_elsewhere_says_where_its_manager_reaches_it(tmp_path):
+    kubeconfig_path = tmp_path / "kubeconfig"
+    kubeconfig_path.write_text("apiVersion: v1\nkind: Config\n")
+    cfg = config_with(cluster={"existing": {"kubeconfig": str(kubeconfig_path)}}, runs={}, fleet={"role": "worker"})
+    assert "required on a cluster made elsewhere" in (refusal(cfg, "pathways:fleet.endpoint") or "")
+    cfg = config_with(runs={}, fleet={"role": "worker", "endpoint": "http://10.0.0.1"})
+    assert "is not an API server URL" in (refusal(cfg, "pathways:fleet.endpoint") or "")
+
+
+def manager_run(worker_outputs: dict[str, dict]) -> list[str]:
+    from infra.program import InvalidStackConfig
+
+    flat, secrets = stackfile.load_config(stackfile.stack_path("fleet-manager"))
+    with pytest.raises(InvalidStackConfig) as err:
+        engine.run(flat, "fleet-manager", secrets, stack_outputs=worker_outputs)
+    return str(err.value).splitlines()
+
+
+def outputs_of(*names: str) -> dict[str, dict]:
+    return {f"organization/pathways/{n}": json.loads(json.dumps(stack_plan(n).revealed_outputs)) for n in names}
+
+
+def test_the_managers_deploy_refuses_workers_that_multikueue_could_not_use_one_line_each():
+    outputs = outputs_of("fleet-east", "fleet-central")
+    central = outputs["organization/pathways/fleet-central"]["fleet"]
+    central["versions"]["kueue"] = "0.18.0"
+    central["localQueues"] = []
+    central["groups"]["train"]["tpu"] = "v6e-8"
+    assert manager_run(outputs) == [
+        "pathways:fleet.workers[1]: central (organization/pathways/fleet-central) runs kueue 0.18.0 (the manager's 0.19.2): "
+        "MultiKueue needs the same controllers on every cluster; deploy the worker with the manager's versions",
+        "pathways:fleet.workers[1]: central (organization/pathways/fleet-central) has no pathways/runs-pathways: a dispatched "
+        "run keeps its namespace and LocalQueue, so the worker needs both; give it the manager's kubernetes.namespace, runs: {} "
+        "and slice groups",
+        "pathways:fleet.workers[1]: central (organization/pathways/fleet-central) has slice group train of v6e-8, the manager's "
+        "is v6e-16: a run fits its group's TPU on every worker; rename one",
+    ]
+
+
+def test_a_worker_not_yet_deployed_is_named_and_nothing_is_made():
+    lines = manager_run(outputs_of("fleet-east"))
+    assert lines == ["pathways:fleet.workers[1].stack: organization/pathways/fleet-central publishes no fleet output: deploy it "
+                     "with fleet.role: worker first (its `pulumi up` makes the manager's token)"]
+
+
+def test_fleet_quotas_sum_each_flavor_and_resource():
+    a = WorkerFacts.from_output({"quotas": {"tpu-train": {"cpu": "712", "memory": "2784Gi", "google.com/tpu": "16"}}})
+    b = WorkerFacts.from_output({"quotas": {"tpu-train": {"cpu": "1424", "memory": "5568Gi", "google.com/tpu": "32"},
+                                            "pathways-head": {"cpu": "0", "memory": "0", "google.com/tpu": "0"}}})
+    assert fleet_manifest.fleet_quotas({"a": a, "b": b}) == {
+        "tpu-train": {"cpu": "2136", "memory": "8352Gi", "google.com/tpu": "48"},
+        "pathways-head": {"cpu": "0", "memory": "0", "google.com/tpu": "0"}}
