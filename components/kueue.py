@@ -11,7 +11,7 @@ import pulumi
 from .controller_chart import install_chart
 from .dependencies import Dependency, all_of
 from .kubernetes_object import KubernetesObject
-from .manifests.controller_charts import KUEUE
+from .manifests.controller_charts import KUEUE, kueue_manager_config
 from .manifests.kueue import references
 
 
@@ -23,6 +23,8 @@ class KueueArgs:
     """oci://registry.k8s.io/kueue/charts/kueue, a local chart directory, or None: the cluster runs Kueue already."""
     system_role: str
     """Value of the pathways/role label on the system pool, where the controller runs."""
+    frameworks: Optional[tuple[str, ...]] = None
+    """The integrations Kueue enables, or None for the chart's (a fleet's clusters: FLEET_FRAMEWORKS)."""
     objects: list[dict[str, Any]] = field(default_factory=list)
     """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses (built from the stack)."""
 
@@ -37,7 +39,8 @@ class Kueue(pulumi.ComponentResource):
         if args.chart is not None:
             # The values come from components/manifests/controller_charts.py, which the offline render uses too.
             installed.append(install_chart(self, name, namespace=KUEUE.namespace, pod_security=KUEUE.pod_security, chart=args.chart,
-                                           version=args.version, values=KUEUE.values(args.version, args.system_role)).resources)
+                                           version=args.version, values={**KUEUE.values(args.version, args.system_role),
+                                                                         **(kueue_manager_config(args.frameworks) if args.frameworks else {})}).resources)
         made: dict[tuple[str, str], KubernetesObject] = {}
         for obj in args.objects:  # each after the objects it names (kueue.objects' order)
             named = [made[r] for r in references(obj) if r in made]

@@ -27,6 +27,7 @@ from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.manifests import monitoring, service_access
 from components.manifests import runs as runs_manifest
 from components.manifests import storage as storage_manifest
+from components.manifests.controller_charts import FLEET_FRAMEWORKS
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
 from components.model.config import StackConfig, resolve
@@ -246,7 +247,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
                 n: {"stack": w.name, "region": w.region, "endpoint": w.endpoint, "groups": dict(w.groups)} for n, w in f.items()})}
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
-            system_role=SYSTEM_ROLE, objects=kueue_objects,
+            system_role=SYSTEM_ROLE, objects=kueue_objects, frameworks=FLEET_FRAMEWORKS if cfg.fleet is not None else None,
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
         if cfg.fleet is not None and cfg.fleet.role == "worker" and fleet_endpoint is not None:

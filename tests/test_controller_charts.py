@@ -15,7 +15,7 @@ import yaml
 import infra.offline.__main__ as offline_cli
 from components.labels import SYSTEM_ROLE
 from components.manifests import guardrails
-from components.manifests.controller_charts import CHARTS, LWS
+from components.manifests.controller_charts import CHARTS, FLEET_FRAMEWORKS, LWS, kueue_manager_config
 from components.model.config import load, resolve
 from components.resource_types import HELM_CHART
 from infra.offline import charts
@@ -47,7 +47,9 @@ def test_the_program_installs_each_chart_with_the_values_of_controller_charts(na
     for r in (r for r in installed if r.name in CHARTS):
         chart = CHARTS[r.name]
         assert r.input("namespace") == chart.namespace and r.input("skipCrds") is False
-        assert r.input("values") == chart.values(r.input("version"), SYSTEM_ROLE, mtc=_mtc(name))
+        # a fleet's Kueue: the chart's manager config with JobSet alone (tests/test_fleet.py)
+        fleet = kueue_manager_config(FLEET_FRAMEWORKS) if name.startswith("fleet-") and r.name == "kueue" else {}
+        assert r.input("values") == {**chart.values(r.input("version"), SYSTEM_ROLE, mtc=_mtc(name)), **fleet}
         ns = next(o for o in plan.by_type("kubernetes:core/v1:Namespace") if o.input("metadata.name") == chart.namespace)
         assert ns.input("metadata.labels") == guardrails.psa_labels(chart.pod_security)
 

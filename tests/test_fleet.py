@@ -183,3 +183,33 @@ def test_fleet_quotas_sum_each_flavor_and_resource():
     assert fleet_manifest.fleet_quotas({"a": a, "b": b}) == {
         "tpu-train": {"cpu": "2136", "memory": "8352Gi", "google.com/tpu": "48"},
         "pathways-head": {"cpu": "0", "memory": "0", "google.com/tpu": "0"}}
+
+
+def test_a_fleets_kueue_runs_the_charts_config_with_jobset_alone():
+    # the pinned chart's own manager config (build/charts, from the Go module) but the integrations: on a manager,
+    # Kueue keeps a worker inactive until it watches every enabled integration's kind there
+    from components.manifests.controller_charts import FLEET_FRAMEWORKS, KUEUE_CHART_CONFIG, kueue_manager_config
+    from tools.cluster.local import ROOT
+
+    chart = yaml.safe_load((ROOT / "build" / "charts" / "kueue" / "values.yaml").read_text())
+    default = yaml.safe_load(chart["managerConfig"]["controllerManagerConfigYaml"])
+    assert {k: v for k, v in default.items() if k != "integrations"} == KUEUE_CHART_CONFIG
+    assert "jobset.x-k8s.io/jobset" in default["integrations"]["frameworks"]
+    mine = yaml.safe_load(kueue_manager_config(FLEET_FRAMEWORKS)["managerConfig"]["controllerManagerConfigYaml"])
+    assert mine == {**default, "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]}}
+    # and the stacks of a fleet install Kueue with it; the others with the chart's
+    def values(name: str) -> dict:
+        (chart_resource,) = [r for r in stack_plan(name).resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.urn.endswith("::kueue")]
+        return chart_resource.input("values")
+    assert values("fleet-manager")["managerConfig"] == values("fleet-east")["managerConfig"] == kueue_manager_config(FLEET_FRAMEWORKS)["managerConfig"]
+    assert "managerConfig" not in values("dev")
+
+
+def test_a_run_on_the_manager_is_judged_as_a_run_its_slices_left_to_the_workers_quota():
+    from components.model.config import load, load_run
+    from infra.offline.stackfile import raw_values
+
+    config, secrets = stackfile.load_config(stackfile.stack_path("fleet-manager"))
+    cfg = load(raw_values(config), "fleet-manager", frozenset(secrets))
+    with_run = load_run(cfg, {"name": "wide", "image": "example.com/t:1", "slices": 4})
+    assert with_run.workloads[-1].slices == 4 and with_run.workload_group(with_run.workloads[-1]).name == "train"

@@ -82,6 +82,31 @@ def _lws_values(chart: ControllerChart, version: str, system_role: str, mtc: boo
 JOBSET = ControllerChart("jobset", "jobset-system", CONTROLLER_NAMESPACE_LEVEL, "registry.k8s.io/jobset/jobset", _jobset_values)
 # `restricted` since the check of issue #34: the v0.19.2 chart's pod passes it (tests/test_pod_security.py), where
 # `baseline` was enforced before because nobody had checked.
+# charts/kueue/values.yaml (v0.19.2) managerConfig.controllerManagerConfigYaml, but the integrations: a fleet's Kueue
+# enables what its workloads are. On a MultiKueue manager Kueue watches every enabled integration's kind on each
+# worker and, until every watch is established, keeps the worker's MultiKueueCluster inactive (the real Kueue, with
+# the chart's list: "no matches for kind AppWrapper"), so the fleet's clusters enable JobSet alone, the kind runs are.
+KUEUE_CHART_CONFIG: dict[str, Any] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {"groupKindConcurrency": {"Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+                                            "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
+    "clientConnection": {"qps": 300, "burst": 500},
+}
+FLEET_FRAMEWORKS = ("jobset.x-k8s.io/jobset",)
+
+
+def kueue_manager_config(frameworks: tuple[str, ...]) -> dict[str, Any]:
+    """Kueue chart values replacing its manager config: the chart's own, with only these integrations."""
+    import yaml
+
+    config = {**KUEUE_CHART_CONFIG, "integrations": {"frameworks": list(frameworks)}}
+    return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
+
+
 KUEUE = ControllerChart("kueue", "kueue-system", CONTROLLER_NAMESPACE_LEVEL, "registry.k8s.io/kueue/kueue", _kueue_values)
 LWS = ControllerChart("lws", "lws-system", CONTROLLER_NAMESPACE_LEVEL, "registry.k8s.io/lws/lws", _lws_values)
 CHARTS = {c.release: c for c in (JOBSET, KUEUE, LWS)}

@@ -110,6 +110,10 @@ STACK_RULES: tuple[StackRule, ...] = (
 )
 
 
+# Rules a run (infra.run, config.load_run) is not judged by: a fleet manager takes runs, not declared workloads.
+NOT_FOR_RUNS: tuple[StackRule, ...] = (fleet_checks.manager_workloads,)
+
+
 def cross_checks(cfg: StackConfig) -> list[Problem]:
     """Every rule's problems, in STACK_RULES order."""
     problems: list[Problem] = []

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from . import cluster as cluster_rules
-from .checks import cross_checks
+from .checks import NOT_FOR_RUNS, cross_checks
 from .cluster import AuthorizedNetwork
 from .common import GCP_KEYS as GCP_KEYS
 from .common import MAX_TPU_POOLS as MAX_TPU_POOLS
@@ -386,7 +386,7 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
     with_run = cfg.model_copy(update={"workloads": [*cfg.workloads, workload]})
     # The run's own problems, and the stack-wide ones it brings (its head pod fits no head VM, say); not the head
     # pool's node count, which counts declared workloads: Kueue queues a run that finds no room.
-    before = set(cross_checks(cfg))
+    before = set(cross_checks(cfg)) | {p for rule in NOT_FOR_RUNS for p in rule(with_run)}
     problems = [
         _run_key(p, prefix) for p in cross_checks(with_run)
         if p not in before and p.key != config_key(("headPool", "nodeCount"))

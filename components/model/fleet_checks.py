@@ -21,11 +21,6 @@ def manager(cfg: StackConfig) -> list[Problem]:
         problems.append(Problem(config_key(("fleet", "role")), (
             "manager without runs: a manager dispatches ad-hoc runs (python -m infra.run), whose queues every worker has "
             "under the same names; add `runs: {}` here and on every worker")))
-    if cfg.workloads:
-        problems.append(Problem(config_key(("workloads",)), (
-            f"{', '.join(w.name for w in cfg.workloads)}: a fleet manager takes ad-hoc runs only; a declared workload keeps a "
-            "LocalQueue of its own that no worker has, so Kueue could not dispatch it; submit it as a run, or declare it "
-            "on a worker")))
     for i, g in enumerate(cfg.slices):
         made = sorted(POOL_KEYS[k] for k in g.model_fields_set if k in POOL_KEYS)
         if made:
@@ -33,6 +28,16 @@ def manager(cfg: StackConfig) -> list[Problem]:
                 f"a fleet manager holds no slices: {', '.join(made)} shape node pools, which are its workers'; name the "
                 "group and its TPU only (its quota is the workers' slices of the same group)")))
     return problems
+
+
+def manager_workloads(cfg: StackConfig) -> list[Problem]:
+    """A manager takes runs (infra.run, judged without this rule), not declared workloads."""
+    if cfg.fleet is None or cfg.fleet.role != "manager" or not cfg.workloads:
+        return []
+    return [Problem(config_key(("workloads",)), (
+        f"{', '.join(w.name for w in cfg.workloads)}: a fleet manager takes ad-hoc runs only; a declared workload keeps a "
+        "LocalQueue of its own that no worker has, so Kueue could not dispatch it; submit it as a run, or declare it "
+        "on a worker"))]
 
 
 def worker(cfg: StackConfig) -> list[Problem]:
@@ -58,5 +63,5 @@ def worker(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-RULES = (manager, worker)
+RULES = (manager, manager_workloads, worker)
 

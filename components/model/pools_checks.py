@@ -56,6 +56,8 @@ def unique_group_names(cfg: StackConfig) -> list[Problem]:
 def workload_slices(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
     """A workload takes at most its group's slices (or, on a ladder, its largest rung's: all its slices run on one
     rung); the group's spares stand by for restarts."""
+    if cfg.fleet is not None and cfg.fleet.role == "manager":
+        return []  # a fleet manager's groups are its workers': its Kueue admits a run on their summed quota, or never
     group = cfg.workload_group(w)
     rungs = [group, *(g for g in cfg.slices if g.name in group.ladder)]
     most = max(g.count for g in rungs)

@@ -108,6 +108,8 @@ class Deployed:
 def create_nodes(cluster: LocalCluster, nodes: list[dict[str, Any]]) -> None:
     """Nodes are created, not applied: like a kubelet's registration, the create carries the status
     (capacity, allocatable) the scheduler reads."""
+    if cluster.pod_cidr:  # kwok gives the node's pods addresses from it (tools/cluster/local.py)
+        nodes = [{**n, "spec": {**(n.get("spec") or {}), "podCIDR": cluster.pod_cidr, "podCIDRs": [cluster.pod_cidr]}} for n in nodes]
     for i in range(0, len(nodes), 200):
         cluster.kubectl("create", "-f", "-", stdin=yaml.safe_dump_all(nodes[i:i + 200]), timeout=300)
     names = {n["metadata"]["name"] for n in nodes}
@@ -229,14 +231,18 @@ def wait_guards_active(cluster: LocalCluster) -> None:
 
 
 def deploy_stack(cluster: LocalCluster, name: str, config: dict[str, Any], workdir: Path,
-                 secrets: Optional[dict[str, str]] = None, program: Optional[str] = None) -> Deployed:
+                 secrets: Optional[dict[str, str]] = None, program: Optional[str] = None,
+                 on_this_cluster: Optional[dict[str, Any]] = None, state: Optional[Path] = None) -> Deployed:
     """GKE's nodes for the stack's pools, then the real `pulumi up` of its Kubernetes layer, charts included.
+    `on_this_cluster`: keys set on the cluster-made-elsewhere config only (a fleet worker's endpoint here); `state`:
+    a Pulumi backend directory shared with other stacks' runs (tools/pulumi_real/run.py).
     Fails with the output when `pulumi up` does, after taking down what it made (`pulumi destroy`)."""
     t0 = time.monotonic()
     nodes, queued = stack_nodes(config, name)
     create_nodes(cluster, nodes)
     cluster.offer_queued_pools(queued)
-    run = PulumiRun(workdir, name, existing_mode(config, cluster), secrets=secrets, program=program)
+    run = PulumiRun(workdir, name, {**existing_mode(config, cluster), **(on_this_cluster or {})}, secrets=secrets, program=program,
+                    state=state)
     try:
         up = pulumi_up(cluster, run)
         if up.returncode != 0:

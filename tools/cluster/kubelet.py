@@ -144,6 +144,7 @@ class ControllerKubelet:
         self.exits: list[str] = []
         """Every time a controller exited, with its log's tail (restarted as the kubelet does)."""
         self._handled: set[str] = set()
+        self._starting: set[str] = set()  # pods being started now (_on_pod)
         self._waiting: dict[str, dict[str, Any]] = {}
         """Pods whose volumes' ConfigMaps or Secrets do not exist yet, by uid: tried again every second."""
         self._lock = threading.Lock()
@@ -211,12 +212,16 @@ class ControllerKubelet:
             if p:
                 self._kill(p)
             return
-        if uid in self._handled:
-            return
         found = self._engine_container(pod)
         if not found or not pod.get("status", {}).get("podIP") or pod["status"].get("phase") != "Running":
             return
         container, key = found
+        # the pod watch and the retry of waiting pods both come here: one start a pod (a second would plug a second
+        # veth of the same name, "File exists", under load with several control planes)
+        with self._lock:
+            if uid in self._handled or uid in self._starting:
+                return
+            self._starting.add(uid)
         try:
             self._run(pod, container, self.engines[key])
             self._handled.add(uid)
@@ -229,6 +234,9 @@ class ControllerKubelet:
             message = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: cannot run {container['image']}: {e}"
             log(message)
             self.errors.append(message)  # the pod stays unready, as one whose image cannot be pulled
+        finally:
+            with self._lock:
+                self._starting.discard(uid)
 
     # --- running a pod ------------------------------------------------------------------------------
 

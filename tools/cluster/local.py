@@ -96,9 +96,13 @@ INFERENCE_POOL_CHART = Path(__file__).resolve().parents[2] / "build" / "charts" 
 
 
 class LocalCluster:
-    def __init__(self, workdir: Path, name: str = "pathways-e2e"):
+    def __init__(self, workdir: Path, name: str = "pathways-e2e", pod_cidr: Optional[str] = None):
         self.workdir = workdir
         self.name = name
+        # its nodes' spec.podCIDR, from which kwok gives their pods addresses (else its default 10.0.0.0/24): control
+        # planes that run at once each need their own, or the kubelet stand-in's routes to one's pods would take
+        # another's (tools/cluster/kubelet.py; a KwokConfiguration of kwokctl's would replace all kwok's defaults)
+        self.pod_cidr = pod_cidr
         self.kwok_workdir = workdir / "kwok"
         self.kubeconfig = workdir / "kubeconfig"
         self.api: Optional[Api] = None

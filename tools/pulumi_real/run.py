@@ -64,12 +64,14 @@ class Result:
 
 class PulumiRun:
     def __init__(self, workdir: Path, stack: str, config: dict[str, Any], secrets: Optional[dict[str, str]] = None,
-                 program: Optional[str] = None):
+                 program: Optional[str] = None, state: Optional[Path] = None):
         self.workdir = workdir
         self.stack = stack
         self.project = workdir / "project"
         self.home = workdir / "pulumi-home"
-        self.state = workdir / "state"
+        # `state`: a backend other runs share (a stack reference reads the stacks of its own backend); each run keeps
+        # its own project and home, so each CLI call acts on the stack it selected
+        self.state = state or workdir / "state"
         self._running: Optional[subprocess.Popen[str]] = None
         # main: infra must exist beside Pulumi.yaml; the program itself runs in the host from the checkout
         for d in (self.project / "stacks", self.project / "infra", self.home, self.state):

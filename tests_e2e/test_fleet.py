@@ -1,0 +1,188 @@
+"""A fleet (docs/fleet.md): two worker control planes and a manager, each deployed by the real `pulumi up` of its
+committed stack (fleet-east, fleet-central, fleet-manager) into one Pulumi backend; the manager's program reads the
+workers' `fleet` outputs through real stack references. The real Kueue with MultiKueue on the manager dispatches the
+runs a researcher submits there (`python -m infra.run submit`) to the workers, whose real Kueue, JobSet controller and
+scheduler run them on their kwok TPU nodes. Asserted: what Kueue did (the MultiKueueClusters' Active condition, the
+Workloads' status.clusterName, the mirrored JobSets) and where the scheduler put the pods, not what the stacks wrote.
+
+What this tier cannot show: GKE's DNS endpoint taking the token (the workers here are reached at their API servers'
+address on this machine, given as fleet.endpoint, as a cluster made elsewhere would be)."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+from infra.offline.stackfile import stack_path
+from tests_e2e.helpers import condition, is_true, user_stack_file, workload
+from tools.cluster.deploy import deploy_stack, take_down
+from tools.cluster.local import ROOT, ClusterError, LocalCluster
+from tools.cluster.offline import ADDRESS
+
+NS = "pathways"
+IMAGE = "example.com/trainer:1"
+RESEARCHERS = "pathways-researchers@example.com"
+WORKERS = {"east": "fleet-east", "central": "fleet-central"}
+GROUP = "pathways/slice-group"
+
+
+def stack_config(name: str) -> dict[str, Any]:
+    return yaml.safe_load(stack_path(name).read_text())["config"]
+
+
+@pytest.fixture(scope="module")
+def fleet(cluster: LocalCluster) -> Iterator[dict[str, LocalCluster]]:
+    """Three more control planes beside the session's, each with its own pod addresses; the three stacks deployed
+    into one backend (a stack reference reads another stack of its backend), workers first."""
+    base = cluster.workdir / "fleet"
+    clusters: dict[str, LocalCluster] = {}
+    with ExitStack() as stack:
+        for i, role in enumerate(("east", "central", "manager")):
+            c = LocalCluster(base / role, name=f"fleet-{role}", pod_cidr=f"10.0.{i + 1}.0/24")
+            stack.callback(c.stop)
+            c.create()
+            c.start_kubelet()
+            clusters[role] = c
+        deployed = []
+        t0 = time.monotonic()
+        for role, name in WORKERS.items():
+            config = stack_config(name)
+            # the manager's Kueue reaches this API server at the address its sandbox routes to (tools/cluster/offline.py)
+            endpoint = {"pathways:fleet": {**config["pathways:fleet"], "endpoint": f"https://{ADDRESS.split('/')[0]}:{clusters[role].apiserver_port}"}}
+            deployed.append((clusters[role], deploy_stack(clusters[role], name, config, base / name, on_this_cluster=endpoint,
+                                                             state=base / "state")))
+        deployed.append((clusters["manager"], deploy_stack(clusters["manager"], "fleet-manager", stack_config("fleet-manager"), base / "fleet-manager",
+                                                                 state=base / "state")))
+        print(f"fleet deployed in {time.monotonic() - t0:.0f} s")
+        yield clusters
+        for c, d in reversed(deployed):
+            take_down(c, d)
+
+
+def active(obj: dict[str, Any]) -> dict[str, Any]:
+    if not is_true(obj, "Active"):  # what Kueue says instead, for the timeout's message
+        raise ClusterError(f"{obj['metadata']['name']}: {(obj.get('status') or {}).get('conditions')}")
+    return obj
+
+
+def judged(obj: dict[str, Any]) -> dict[str, Any] | None:
+    return obj if condition(obj, "Active") else None
+
+
+def submit(manager: LocalCluster, name: str, slices: int) -> subprocess.CompletedProcess[str]:
+    """A researcher's run, submitted to the manager as docs/runs.md shows."""
+    directory = manager.workdir / "user"
+    directory.mkdir(exist_ok=True)
+    stack_file = user_stack_file(manager, stack_config("fleet-manager"), directory, "fleet-manager")
+    kubeconfig = manager.user_kubeconfig("rita@example.com", (RESEARCHERS,))
+    return subprocess.run([sys.executable, "-m", "infra.run", "submit", "--config", str(stack_file), "--kubeconfig", str(kubeconfig),
+                           "--name", name, "--image", IMAGE, "--slices", str(slices), "--", "python3", "train.py"],
+                          cwd=ROOT, env=manager.env, capture_output=True, text=True, timeout=300)
+
+
+def dispatched_to(manager: LocalCluster, run: str, timeout: float = 240) -> str:
+    """The worker Kueue on the manager says the run's Workload was admitted on (status.clusterName)."""
+    def cluster_name() -> str:
+        w = workload(manager, NS, run)
+        return str(((w or {}).get("status") or {}).get("clusterName") or "")
+    return manager.wait_for(f"run {run} dispatched", cluster_name, timeout=timeout)
+
+
+def running_on(worker: LocalCluster, run: str, pods: int, timeout: float = 180) -> list[dict[str, Any]]:
+    def placed() -> list[dict[str, Any]]:
+        ps = [p for p in worker.get("pods", "-n", NS, "-l", f"jobset.sigs.k8s.io/jobset-name={run}")["items"]
+              if (p.get("spec") or {}).get("nodeName")]
+        return ps if len(ps) >= pods else []
+    return worker.wait_for(f"run {run}'s {pods} pods placed", placed, timeout=timeout)
+
+
+def test_the_manager_connects_to_each_worker_with_the_token_its_stack_published(fleet):
+    manager = fleet["manager"]
+    for name in WORKERS:
+        mkc = manager.wait_for(f"MultiKueueCluster {name} active", lambda n=name: active(manager.get("multikueuecluster.kueue.x-k8s.io", n)),
+                               timeout=120)
+        assert condition(mkc, "Active")["reason"] == "Active", mkc["status"]
+    check = manager.get("admissioncheck.kueue.x-k8s.io", "pathways-fleet")
+    assert is_true(check, "Active"), check["status"]
+    # the manager's queue admits against the workers' summed quota: 2 + 4 slices of v6e-16
+    cq = manager.get("clusterqueue.kueue.x-k8s.io", "pathways")
+    tpu = next(r for f in cq["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "tpu-train" for r in f["resources"] if r["name"] == "google.com/tpu")
+    assert tpu["nominalQuota"] == "96"
+    assert is_true(cq, "Active"), cq["status"]
+
+
+def test_runs_go_to_the_worker_with_room_and_their_status_comes_back(fleet):
+    manager, east, central = fleet["manager"], fleet["east"], fleet["central"]
+    t0 = time.monotonic()
+    # four slices: only central has four
+    assert (proc := submit(manager, "wide", 4)).returncode == 0, proc.stderr
+    assert dispatched_to(manager, "wide") == "central"
+    dispatch = time.monotonic() - t0
+    pods = running_on(central, "wide", 4 * 4 + 1)  # sixteen TPU hosts and the head
+    workers = [p for p in pods if "workers" in p["metadata"]["name"] or p["spec"].get("nodeSelector", {}).get(GROUP)]
+    assert workers and all(p["spec"]["nodeSelector"].get(GROUP) == "train" for p in workers)
+    # Kueue on the manager holds the JobSet (managedBy MultiKueue): no pod of it runs there
+    assert manager.get("jobset.jobset.x-k8s.io", "wide", "-n", NS)["spec"].get("managedBy") == "kueue.x-k8s.io/multikueue"
+    assert manager.get("pods", "-n", NS)["items"] == []
+    # central is full: the next run goes to east
+    assert (proc := submit(manager, "narrow", 2)).returncode == 0, proc.stderr
+    assert dispatched_to(manager, "narrow") == "east"
+    running_on(east, "narrow", 2 * 4 + 1)
+    # the worker's JobSet status reaches the manager's copy
+    manager.wait_for("the worker's JobSet status on the manager", lambda: (manager.get("jobset.jobset.x-k8s.io", "narrow", "-n", NS).get("status") or {})
+                     .get("replicatedJobsStatus"), timeout=120)
+    print(f"time to dispatch: {dispatch:.0f} s")
+    # deleting a run on the manager removes it from its worker
+    manager.kubectl("delete", "jobset.jobset.x-k8s.io", "wide", "-n", NS, "--wait=true", timeout=180)
+    central.wait_for("run wide gone from central", lambda: central.kubectl("get", "jobset.jobset.x-k8s.io", "wide", "-n", NS, check=False).returncode != 0,
+                     timeout=180)
+    manager.kubectl("delete", "jobset.jobset.x-k8s.io", "narrow", "-n", NS, "--wait=true", timeout=180)
+    east.wait_for("run narrow gone from east", lambda: east.kubectl("get", "jobset.jobset.x-k8s.io", "narrow", "-n", NS, check=False).returncode != 0,
+                  timeout=180)
+
+
+def test_kueue_refuses_a_kubeconfig_with_an_exec_plugin_as_the_stack_says(fleet):
+    manager, east = fleet["manager"], fleet["east"]
+    ca = yaml.safe_load(east.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority-data"]
+    gcloud = {"apiVersion": "v1", "kind": "Config", "current-context": "x",
+              "clusters": [{"name": "x", "cluster": {"server": f"https://{ADDRESS.split('/')[0]}:{east.apiserver_port}", "certificate-authority-data": ca}}],
+              "users": [{"name": "x", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "gke-gcloud-auth-plugin"}}}],
+              "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}
+    manager.apply([
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "by-hand", "namespace": "kueue-system"},
+         "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(gcloud).encode()).decode()}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "by-hand"},
+         "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "by-hand"}}}},
+    ])
+    try:
+        mkc = manager.wait_for("the by-hand cluster judged", lambda: judged(manager.get("multikueuecluster.kueue.x-k8s.io", "by-hand")),
+                               timeout=60)
+        assert condition(mkc, "Active")["status"] == "False" and condition(mkc, "Active")["reason"] == "InsecureKubeConfig", mkc["status"]
+    finally:
+        manager.kubectl("delete", "multikueuecluster.kueue.x-k8s.io", "by-hand", "--wait=true")
+        manager.kubectl("delete", "secret", "by-hand", "-n", "kueue-system")
+
+
+def test_the_three_control_planes_memory(fleet):
+    """The cost of a fleet on one machine: each control plane's processes' resident memory."""
+    rss = {}
+    for role, c in fleet.items():
+        pids = subprocess.run(["pgrep", "-f", str(c.kwok_workdir)], capture_output=True, text=True).stdout.split()
+        total = 0
+        for pid in pids:
+            try:
+                total += int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmRSS:")))
+            except (OSError, StopIteration):
+                continue
+        rss[role] = total // 1024
+        assert pids, role
+    print(f"control planes' RSS (MiB): {rss}")
+    assert all(v > 0 for v in rss.values())
