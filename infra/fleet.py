@@ -32,10 +32,18 @@ def local_queue_names(stack: ResolvedStack) -> list[str]:
     return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in kueue_manifest.objects(stack) if o["kind"] == "LocalQueue"]
 
 
-def existing_cluster_ca(kubeconfig_path: str, context: Optional[str]) -> str:
+def existing_cluster_ca(kubeconfig_path: Path, context: Optional[str]) -> str:
     """The certificate-authority-data of a kubeconfig's cluster (its current context's, or `context`'s): what a
-    manager's kubeconfig for this cluster carries inline."""
-    doc = yaml.safe_load(Path(kubeconfig_path).expanduser().read_text(encoding="utf-8")) or {}
+    manager's kubeconfig for this cluster carries inline. InvalidStackConfig, one line, for a file that cannot be read."""
+    from infra.program import InvalidStackConfig
+
+    try:
+        doc = yaml.safe_load(kubeconfig_path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise InvalidStackConfig(ConfigError([Problem(config_key(("cluster", "existing", "kubeconfig")), (
+            f"cannot be read for the fleet worker's CA ({type(e).__name__}); give the path of a readable kubeconfig file"))])) from None
+    if not isinstance(doc, dict):
+        doc = {}
     name = context or doc.get("current-context")
     ctx = next((c["context"] for c in doc.get("contexts") or [] if c.get("name") == name), {})
     cluster = next((c["cluster"] for c in doc.get("clusters") or [] if c.get("name") == ctx.get("cluster")), {})

@@ -339,7 +339,7 @@ def existing_cluster(cfg: StackConfig) -> dict[str, object]:
     )
     fleet_endpoint = None
     if cfg.fleet is not None and cfg.fleet.role == "worker" and cfg.fleet.endpoint is not None:
-        fleet_endpoint = (cfg.fleet.endpoint, fleet.existing_cluster_ca(existing.kubeconfig, existing.context))
+        fleet_endpoint = (cfg.fleet.endpoint, fleet.existing_cluster_ca(path, existing.context))
     return {"clusterName": cfg.cluster_name, "cacheLocation": cfg.cache_location,
             **kubernetes_layer(cfg, resolve(cfg), provider, {}, fleet_endpoint=fleet_endpoint)}
 

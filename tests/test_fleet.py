@@ -213,3 +213,16 @@ def test_a_run_on_the_manager_is_judged_as_a_run_its_slices_left_to_the_workers_
     cfg = load(raw_values(config), "fleet-manager", frozenset(secrets))
     with_run = load_run(cfg, {"name": "wide", "image": "example.com/t:1", "slices": 4})
     assert with_run.workloads[-1].slices == 4 and with_run.workload_group(with_run.workloads[-1]).name == "train"
+
+
+def test_an_unreadable_kubeconfig_of_a_worker_made_elsewhere_is_one_line(tmp_path):
+    from infra.fleet import existing_cluster_ca
+    from infra.program import InvalidStackConfig
+
+    with pytest.raises(InvalidStackConfig) as err:
+        existing_cluster_ca(tmp_path / "missing", None)
+    assert str(err.value).startswith("pathways:cluster.existing.kubeconfig: cannot be read for the fleet worker's CA")
+    good = tmp_path / "kubeconfig"
+    good.write_text(yaml.safe_dump({"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k"}}],
+                                    "clusters": [{"name": "k", "cluster": {"certificate-authority-data": "Q0E="}}]}))
+    assert existing_cluster_ca(good, None) == "Q0E="
