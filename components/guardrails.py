@@ -22,6 +22,12 @@ class ClusterGuardrailsArgs:
     """A Shared Pathways Service's namespace, where its clients create their hostNetwork proxy Jobs."""
     proxy_clients: tuple[tuple[str, str], ...] = ()
     """Those clients, as (RBAC subject kind, name)."""
+    guards: bool = True
+    """The node and template guards (kubernetes.guards.enabled)."""
+    exempt_namespaces: tuple[str, ...] = ()
+    """Namespaces the node guard does not judge (kubernetes.guards.exemptNamespaces)."""
+    node_pools: tuple[str, ...] = ()
+    """Pools made elsewhere the stack selects by name: a template selecting one reaches the Pathways nodes."""
     ci_preview_user: Optional[str] = None
     """The CI preview identity as the cluster authenticates it (its service account's email), given server-side dry
     runs and nothing else (components/manifests/ci_preview.py); None: no such access."""
@@ -47,11 +53,13 @@ class ClusterGuardrails(pulumi.ComponentResource):
             for pc in guardrails.priority_classes()
         }
         self.policies: list[pulumi.Resource] = []
-        for suffix, policy in (
-            ("node-guard", guardrails.node_guard_policy(args.workload_namespace, args.extra_namespaces)),
+        guards = (
+            ("node-guard", guardrails.node_guard_policy(args.workload_namespace, args.extra_namespaces, args.exempt_namespaces)),
             ("template-guard", guardrails.template_guard_policy(
-                args.workload_namespace, args.extra_namespaces, proxy_namespace=args.proxy_namespace, proxy_clients=args.proxy_clients)),
-        ):
+                args.workload_namespace, args.extra_namespaces, proxy_namespace=args.proxy_namespace,
+                proxy_clients=args.proxy_clients, node_pools=args.node_pools)),
+        ) if args.guards else ()
+        for suffix, policy in guards:
             guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
                 f"{name}-{suffix}", metadata=policy["metadata"], spec=policy["spec"], opts=child,
             )

@@ -24,7 +24,7 @@ from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
 from components.manifests import lws as lws_manifest
 from components.manifests import metrics_adapter as metrics_adapter_manifest
-from components.manifests import monitoring, service_access
+from components.manifests import monitoring, placement, service_access
 from components.manifests import runs as runs_manifest
 from components.manifests import storage as storage_manifest
 from components.manifests.controller_charts import FLEET_FRAMEWORKS
@@ -225,6 +225,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         workload_namespace=kube.namespace, extra_namespaces=tuple(stack.workload_namespaces[1:]),
         proxy_namespace=service.service_settings.namespace if service else None,
         proxy_clients=tuple((c.kind, c.name) for c in service.service_settings.clients) if service else (),
+        guards=stack.guards.enabled, exempt_namespaces=tuple(stack.guards.exempt_namespaces),
+        node_pools=placement.named_pools(stack),
         # the bootstrap's CI preview identity, on clusters the stack makes (GKE authenticates it by its email)
         ci_preview_user=ci_account_email(cfg.stack, "preview", cfg.project) if cfg.cluster.existing is None else None,
     ), opts=k8s_opts)
@@ -306,7 +308,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         "kueue": {
             "localQueues": {w.name: f"{w.namespace}/{w.local_queue}" for w in stack.active_workloads},
             "clusterQueues": [name for name, _ in stack.queue_shards],
-            "quotas": kueue_manifest.quota_quantities(stack),
+            # a shared ClusterQueue's quota is its owner's, not what the stack's slice groups would give
+            "quotas": kueue_manifest.quota_quantities(stack) if stack.shared_cluster_queue is None else None,
         } if kube.kueue.enabled else None,
         "workloadNamespace": kube.namespace,
         "runs": runs_manifest.runs_output(stack),

@@ -43,6 +43,7 @@ from ..labels import (
     HEAD_ROLE,
     HEAD_TAINT,
     LWS_NAME_LABEL,
+    NODE_POOL_LABEL,
     ROLE_LABEL,
     SLICE_GROUP_LABEL,
     SLICE_LABEL,
@@ -126,10 +127,13 @@ def _host_network(spec: str) -> str:
     return f"(has({spec}.hostNetwork) && {spec}.hostNetwork)"
 
 
-def _selects_pathways_nodes(spec: str) -> str:
-    """The pod spec at `spec` selects the head or TPU nodes by a node selector."""
+def _selects_pathways_nodes(spec: str, node_pools: tuple[str, ...] = ()) -> str:
+    """The pod spec at `spec` selects the head or TPU nodes by a node selector (on a cluster made elsewhere, the pools
+    the stack names by GKE's node-pool label too)."""
+    pools = (f" || ('{NODE_POOL_LABEL}' in {spec}.nodeSelector && {spec}.nodeSelector['{NODE_POOL_LABEL}'] in "
+             f"[{_quoted(node_pools)}])" if node_pools else "")
     return (f"(has({spec}.nodeSelector) && ({spec}.nodeSelector.exists(k, k in [{_quoted(GUARDED_NODE_LABELS)}]) || "
-            f"('{ROLE_LABEL}' in {spec}.nodeSelector && {spec}.nodeSelector['{ROLE_LABEL}'] == '{HEAD_ROLE}')))")
+            f"('{ROLE_LABEL}' in {spec}.nodeSelector && {spec}.nodeSelector['{ROLE_LABEL}'] == '{HEAD_ROLE}'){pools}))")
 
 
 def _requests_tpus(spec: str) -> str:
@@ -140,13 +144,13 @@ def _requests_tpus(spec: str) -> str:
     return f"({spec}.containers.exists({asks}) || (has({spec}.initContainers) && {spec}.initContainers.exists({asks})))"
 
 
-def _reaches_pathways(spec: str) -> str:
+def _reaches_pathways(spec: str, node_pools: tuple[str, ...] = ()) -> str:
     """The pod template at `spec` would run on the Pathways nodes or act as their service account. Not its TPU
     requests: the real API server's type check of this policy finds no `requests` field in a StatefulSet's
     container resources (Kubernetes 1.36: "apps/v1, Kind=StatefulSet: undefined field 'requests'", found by the
     real-engine tier), and a pod that asks for TPUs without tolerating their taint never lands on a TPU node;
     the node guard checks the pods' requests themselves."""
-    return f"({_tolerates_pathways(spec)} || {_selects_pathways_nodes(spec)} || {_host_network(spec)})"
+    return f"({_tolerates_pathways(spec)} || {_selects_pathways_nodes(spec, node_pools)} || {_host_network(spec)})"
 
 
 def _has_lws_label(metadata: str) -> str:
@@ -187,14 +191,18 @@ def _policy(name: str, rules: list[dict[str, Any]], conditions: list[dict[str, s
     }
 
 
-def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
+def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = (), exempt_namespaces: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`exempt_namespaces` (kubernetes.guards.exemptNamespaces): namespaces the stack does not own whose pods may use
+    the host network and the Pathways nodes (an xpk cluster's workloads in default): the guard does not judge them,
+    as it does not judge the system namespaces."""
     workload = tuple(dict.fromkeys((workload_namespace, *extra_namespaces)))
     names = ", ".join(workload)
     pod = "object.spec"
+    outside = f"!{_system_namespace()}" + (f" && !{_namespace_is(exempt_namespaces)}" if exempt_namespaces else "")
     return _policy(
         NODE_GUARD,
         [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}],
-        [{"name": "outside-system-namespaces", "expression": f"!{_system_namespace()}"}],
+        [{"name": "outside-system-namespaces", "expression": outside}],
         [
             # CREATE only: a pod made while its namespace was a workload namespace stays updatable after a stack
             # change drops it (the Job controller removes its job-tracking finalizer by update; refused, the pod
@@ -221,10 +229,11 @@ def node_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...]
 
 
 def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, ...] = (), *,
-                          proxy_namespace: Optional[str] = None, proxy_clients: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+                          proxy_namespace: Optional[str] = None, proxy_clients: tuple[tuple[str, str], ...] = (),
+                          node_pools: tuple[str, ...] = ()) -> dict[str, Any]:
     """`proxy_namespace` and `proxy_clients` ((kind, name) of RBAC subjects, User or Group): a Shared Pathways
     Service's namespace and the clients whose proxy Jobs there may use hostNetwork (and nothing else of the
-    Pathways nodes)."""
+    Pathways nodes). `node_pools`: the pools made elsewhere that the stack selects by name (placement.named_pools)."""
     workload = tuple(dict.fromkeys((workload_namespace, *extra_namespaces)))
     pod = "object.spec.template.spec"
     # containers and initContainers are different CEL types (the API server's type check refuses `+`):
@@ -242,7 +251,7 @@ def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, 
                               *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [{_quoted(groups)}]))"]
                                 if groups else [])])
         # hostNetwork, nothing else that reaches the Pathways nodes: pw-proxy.yaml's shape
-        only_host_network = (f"!({_tolerates_pathways(pod)} || {_selects_pathways_nodes(pod)} || {_requests_tpus(pod)})")
+        only_host_network = (f"!({_tolerates_pathways(pod)} || {_selects_pathways_nodes(pod, node_pools)} || {_requests_tpus(pod)})")
         allowed.append(f"(request.resource.resource == 'jobs' && request.namespace == '{proxy_namespace}' && "
                        f"{only_host_network} && ({client}))")
     return _policy(
@@ -251,7 +260,7 @@ def template_guard_policy(workload_namespace: str, extra_namespaces: tuple[str, 
          {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["statefulsets"]}],
         [{"name": "in-pathways-namespaces", "expression": _namespace_is(workload)}],
         [
-            {"expression": f"!{_reaches_pathways(pod)} || {' || '.join(allowed)}", "message": TEMPLATE_MESSAGE},
+            {"expression": f"!{_reaches_pathways(pod, node_pools)} || {' || '.join(allowed)}", "message": TEMPLATE_MESSAGE},
             {"expression": (f"!{_has_lws_label('object.spec.template.metadata')} || "
                             f"(request.resource.resource == 'statefulsets' && {_acted_by(STATEFULSET_CREATORS)})"),
              "message": (f"only the LeaderWorkerSet controller makes StatefulSets whose pods are labelled {LWS_NAME_LABEL} "

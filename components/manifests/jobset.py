@@ -10,14 +10,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..labels import (
-    HEAD_ROLE,
     HEAD_TAINT,
     NODE_POOL_LABEL,
-    ROLE_LABEL,
     SLICE_GROUP_LABEL,
     SPOT_LABEL,
     TPU_ACCELERATOR_LABEL,
-    TPU_TOPOLOGY_LABEL,
 )
 from ..model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
 from ..model.pools import Capacity
@@ -26,7 +23,7 @@ from ..model.resilience import MTC_CSI_DRIVER, MTC_VOLUME
 from ..model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
 from ..model.storage import GCSFUSE_ANNOTATION
 from ..model.workload import SIDECAR_SHM_DIR, coordinator_label
-from . import storage
+from . import placement, storage
 from .kueue import queue_labels
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -257,7 +254,7 @@ def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     pod: dict[str, Any] = {
         **_pod_common(w),
         "restartPolicy": "Never",
-        "nodeSelector": {ROLE_LABEL: HEAD_ROLE},
+        "nodeSelector": placement.head_selector(stack),
         # Never a TPU VM. Said for Kueue: it matches a PodSet against a flavor by the flavor's own nodeLabels keys
         # only (v0.19.2 flavorassigner.go, flavorSelector), so the role selector alone let a head PodSet fit a
         # TPU flavor's cpu and memory quota whenever the head flavor's was held, and that head never ran
@@ -350,14 +347,13 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
         # Never; a crashed worker is then replaced by a new pod, counted the same, which JobSet's exclusive
         # placement (a required affinity to its Job's other pods) puts back on its slice's node pool.
         "restartPolicy": "Never" if w.on_failure else "OnFailure",
-        "nodeSelector": {
-            TPU_ACCELERATOR_LABEL: tpu.accelerator,
-            TPU_TOPOLOGY_LABEL: tpu.topology,
-            SLICE_GROUP_LABEL: rw.group.name,
-        },
+        "nodeSelector": placement.group_selector(rw.group),
         "tolerations": tolerations,
         "containers": [worker],
     }
+    pools = placement.pool_affinity(rw.group)
+    if pools is not None:
+        pod["affinity"] = pools
     if len(rw.rungs) > 1:
         # A capacity ladder: the workers may run on any rung, and Kueue picks one (the first flavor in the ClusterQueue's
         # order with room) and writes that flavor's nodeLabels (its slice group) and tolerations into the template on

@@ -39,20 +39,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..labels import (
-    HEAD_ROLE,
     HEAD_TAINT,
     QUEUED_TAINT,
-    ROLE_LABEL,
-    SLICE_GROUP_LABEL,
     SPOT_LABEL,
-    TPU_ACCELERATOR_LABEL,
     TPU_TAINT,
-    TPU_TOPOLOGY_LABEL,
 )
 from ..model import machines, quantity
 from ..model.pools import Capacity, SliceGroup
 from ..model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
 from ..model.resolved import QUEUE, ResolvedStack, ResolvedWorkload
+from . import placement
 from .guardrails import PRIORITY_CLASSES
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -87,9 +83,11 @@ def _toleration(taint: tuple[str, str, str]) -> dict[str, Any]:
 
 
 def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
+    if stack.shared_cluster_queue is not None:
+        return []  # the shared ClusterQueue's flavors are its owner's
     flavors = [{
         "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": HEAD_FLAVOR},
-        "spec": {"nodeLabels": {ROLE_LABEL: HEAD_ROLE}, "tolerations": [_toleration(HEAD_TAINT)]},
+        "spec": {"nodeLabels": placement.head_selector(stack), "tolerations": [_toleration(HEAD_TAINT)]},
     }]
     for g in stack.slices:
         tolerations = [{"key": TPU_TAINT[0], "operator": "Exists", "effect": "NoSchedule"}]
@@ -100,11 +98,7 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
         flavors.append({
             "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(g)},
             "spec": {
-                "nodeLabels": {
-                    TPU_ACCELERATOR_LABEL: g.tpu.accelerator,
-                    TPU_TOPOLOGY_LABEL: g.tpu.topology,
-                    SLICE_GROUP_LABEL: g.name,
-                },
+                "nodeLabels": placement.group_selector(g),
                 "tolerations": tolerations,
             },
         })
@@ -144,6 +138,8 @@ COHORT = QUEUE
 
 
 def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
+    if stack.shared_cluster_queue is not None:
+        return []  # made elsewhere: the stack's LocalQueues point at it
     q = quotas(stack)
     shards = stack.queue_shards
     sharded = len(shards) > 1

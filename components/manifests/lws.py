@@ -33,10 +33,7 @@ from ..labels import (
     LWS_NAME_LABEL,
     LWS_WORKER_INDEX_LABEL,
     NODE_POOL_LABEL,
-    SLICE_GROUP_LABEL,
     SPOT_LABEL,
-    TPU_ACCELERATOR_LABEL,
-    TPU_TOPOLOGY_LABEL,
 )
 from ..model import vllm
 from ..model.common import JETSTREAM_HTTP_RESOURCES, RESOURCE_MANAGER_RESOURCES
@@ -44,6 +41,7 @@ from ..model.pools import Capacity
 from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
 from ..model.resolved import ResolvedStack, ResolvedWorkload
 from ..model.workload import DISAGGREGATED_SERVER, serve_service_name, serve_worker_request
+from . import placement
 from .jobset import (
     DROP_ALL,
     POD_ANNOTATIONS,
@@ -77,17 +75,14 @@ def _port(port: int, name: str) -> dict[str, Any]:
 
 
 def _tpu_placement(w: ResolvedWorkload) -> dict[str, Any]:
-    tpu = w.group.tpu
     tolerations = [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     if w.group.capacity is Capacity.SPOT:
         tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
+    pools = placement.pool_affinity(w.group)
     return {
-        "nodeSelector": {
-            TPU_ACCELERATOR_LABEL: tpu.accelerator,
-            TPU_TOPOLOGY_LABEL: tpu.topology,
-            SLICE_GROUP_LABEL: w.group.name,
-        },
+        "nodeSelector": placement.group_selector(w.group),
         "tolerations": tolerations,
+        **({"affinity": pools} if pools is not None else {}),
     }
 
 

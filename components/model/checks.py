@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from . import (
     cluster_checks,
+    existing_checks,
     fleet_checks,
     names_checks,
     pools_checks,
@@ -107,6 +108,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     *runs_checks.RULES,                     # ad-hoc runs: their queue's name is no workload's
     *fleet_checks.RULES,                    # a manager: Kueue, runs, no pools; a worker: runs, its endpoint
     *storage_checks.RULES,                  # mounts: batch only, declared file systems, clear of the MTC mount
+    *existing_checks.RULES,                 # a cluster made elsewhere as it is: named pools, shared queue, scoped guards
 )
 
 

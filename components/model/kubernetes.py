@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from pydantic import Field, field_validator
 
@@ -54,15 +55,47 @@ class KueueConfig(_Model):
         "Where the Kueue chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
     ))
 
+    cluster_queue: Optional[str] = Field(default=None, description=(
+        "Share this existing ClusterQueue (an xpk cluster's cluster-queue) instead of making the stack's own: the "
+        "stack's LocalQueues point at it, and it makes no ResourceFlavor or ClusterQueue, so one queue admits all work "
+        "onto the cluster's slices. With cluster.existing and installControllers: false. docs/from-xpk.md."))
+
     @field_validator("chart")
     @classmethod
     def _chart(cls, v: str) -> str:
         return _chart_source(v)
 
+    @field_validator("cluster_queue")
+    @classmethod
+    def _cluster_queue(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else _dns_label(v, 253)
+
     @field_validator("version")
     @classmethod
     def _version(cls, v: str) -> str:
         return _chart_version(v, MIN_KUEUE, "the kueue.x-k8s.io/v1beta2 API the stack writes")
+
+
+class GuardsConfig(_Model):
+    enabled: bool = Field(default=True, description=(
+        "The admission guards (ValidatingAdmissionPolicies pathways-nodes-reserved and pathways-workload-templates) "
+        "that keep the Pathways head and TPU nodes, and the host network, to the stack's workloads. Off: nothing keeps "
+        "other pods off those nodes or out of their service account; the plan warns. docs/security.md."))
+    exempt_namespaces: list[str] = Field(default_factory=list, max_length=20, description=(
+        "Namespaces whose pods may run on the Pathways nodes or the host network although the stack does not own them "
+        "(on an xpk cluster: default, where xpk runs its workloads); the guards still judge every other namespace, "
+        "and the plan names these. docs/from-xpk.md."))
+
+    @field_validator("exempt_namespaces")
+    @classmethod
+    def _namespaces(cls, v: list[str]) -> list[str]:
+        for ns in v:
+            _dns_label(ns, 63)
+            if ns in ("kube-system", "kube-public", "kube-node-lease") or ns.startswith(("gke-", "gmp-")):
+                raise ValueError(f"{ns!r} is a system namespace, which the guards exempt already; remove it")
+        if len(set(v)) != len(v):
+            raise ValueError("names a namespace twice")
+        return v
 
 
 class KubernetesConfig(_Model):
@@ -76,6 +109,7 @@ class KubernetesConfig(_Model):
         "installs); the stack then only checks nothing of its own would clash."
     ))
     kueue: KueueConfig = Field(default_factory=KueueConfig)
+    guards: GuardsConfig = Field(default_factory=GuardsConfig)
     # LWS v0.9.0: the release Kueue v0.19.2 builds against (its go.mod), newer than Google's pins (v0.4.0 in the
     # Pathways inference guide, v0.6.1 in the GKE tutorial), which the stack does not need: the leaderworkerset.
     # sigs.k8s.io annotations came in v0.6.0, and v0.9.0's webhook checks what the offline tools check.

@@ -31,6 +31,15 @@ class HeadPoolConfig(_Model):
         "Autoscale the pool between 0 and its node count: no head VM runs while no workload does (a head pod then "
         "waits a few minutes for its node)."
     ))
+    node_pool: Optional[str] = Field(default=None, description=(
+        "With cluster.existing: the existing pool that runs the head pods, selected by GKE's own label "
+        "cloud.google.com/gke-nodepool (e.g. xpk's cpu-np) instead of the stack's pathways/role=head. "
+        "docs/from-xpk.md."))
+
+    @field_validator("node_pool")
+    @classmethod
+    def _node_pool(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else _dns_label(v, 40)
 
 
 # A reservation as GKE's --reservation and a node pool's reservationAffinity name it: name or shared path, then
@@ -139,11 +148,24 @@ class SliceGroup(_Model):
     needed_until: Optional[date] = Field(default=None, description=(
         "With a reservation that ends (deleteAtTime, calendar mode): the date the group is needed until; a reservation "
         "ending before it is refused. Without it, any end is refused."))
+    node_pools: list[str] = Field(default_factory=list, max_length=MAX_TPU_POOLS, description=(
+        "With cluster.existing: the group's existing node pools, one per slice (e.g. xpk's <cluster>-np-0), selected "
+        "by GKE's own label cloud.google.com/gke-nodepool instead of the stack's pathways/slice-group; their nodes need "
+        "no label of this project. docs/from-xpk.md."))
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return _dns_label(v, 20)
+
+    @field_validator("node_pools")
+    @classmethod
+    def _node_pools(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _dns_label(name, 40)
+        if len(set(v)) != len(v):
+            raise ValueError(f"names a pool twice ({', '.join(sorted({n for n in v if v.count(n) > 1}))}); each slice is its own pool")
+        return v
 
     @field_validator("tpu", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from .alerting import MonitoringConfig
 from .bucket import BucketConfig
 from .common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
 from .fleet import FleetConfig
+from .kubernetes import GuardsConfig
 from .pools import SliceGroup
 from .pricing import PricesConfig
 from .runs import RUN_SERVICE_ACCOUNT, Runs, run_queue
@@ -153,6 +154,13 @@ class ResolvedStack:
     """The stack installs the JobSet, Kueue and LWS controllers (kubernetes.installControllers)."""
     install_metrics_adapter: bool = True
     """kubernetes.installMetricsAdapter: the Custom Metrics Stackdriver Adapter, when a serve workload autoscales."""
+    head_node_pool: Optional[str] = None
+    """headPool.nodePool: the head pods select this existing pool by GKE's own label, not pathways/role=head."""
+    shared_cluster_queue: Optional[str] = None
+    """kubernetes.kueue.clusterQueue: a ClusterQueue made elsewhere, which the stack's LocalQueues point at; the stack
+    makes no ResourceFlavor or ClusterQueue."""
+    guards: GuardsConfig = GuardsConfig()
+    """kubernetes.guards: the admission guards on, and the namespaces they let onto the Pathways nodes besides the stack's."""
     mtc: Optional[ResolvedMtc] = None
     """resilience.mtc: multi-tier checkpointing on the cluster (add-ons, bucket, CheckpointConfigurations)."""
     runs: Optional[Runs] = None
@@ -228,6 +236,9 @@ class ResolvedStack:
 
     @property
     def queue_shards(self) -> list[tuple[str, tuple[SliceGroup, ...]]]:
+        """(ClusterQueue, its slice groups): the stack's own queues, or the one it shares (kubernetes.kueue.clusterQueue)."""
+        if self.shared_cluster_queue is not None:
+            return [(self.shared_cluster_queue, self.slices)]
         return queue_shards(self.slices)
 
 

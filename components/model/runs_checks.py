@@ -13,7 +13,8 @@ def run_queue_names(cfg: StackConfig) -> list[Problem]:
     queues live: a workload named like a run queue would make two objects of one name."""
     if cfg.runs is None or not cfg.kubernetes.kueue.enabled:
         return []
-    taken = {run_queue(name) for name, _ in queue_shards(tuple(cfg.slices))}
+    shared = cfg.kubernetes.kueue.cluster_queue
+    taken = {run_queue(name) for name in ([shared] if shared else [n for n, _ in queue_shards(tuple(cfg.slices))])}
     return [
         Problem(config_key(("workloads", i, "name")), (
             f"{w.name!r} is the name of the ad-hoc runs' LocalQueue (pathways:runs); choose another name"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from ..labels import ROLE_LABEL, SYSTEM_ROLE
+from ..labels import HEAD_TAINT, ROLE_LABEL, SYSTEM_ROLE
 from . import cost, inference_gateway, metrics_adapter, rollout, tpu_zones, vllm
 from .common import PRIORITY_CLASSES
 from .failures import failure_handling
@@ -28,6 +28,8 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "vms": 0 if stack.fleet_manager else g.pools * g.tpu.hosts, "chips": 0 if stack.fleet_manager else g.pools * g.tpu.chips,
         "capacity": g.capacity.value, "reservation": g.reservation,
         "queuedProvisioning": g.queued_provisioning, "ladder": list(g.ladder),
+        # slices[].nodePools: pools made elsewhere, selected by GKE's node-pool label ([]: the stack's own labels)
+        "nodePools": list(g.node_pools),
         # slices[].futureReservation: the calendar-mode request (null without one)
         "futureReservation": {
             "startTime": f"{g.future_reservation.start_time:%Y-%m-%dT%H:%M:%SZ}", "endTime": f"{g.future_reservation.end_time:%Y-%m-%dT%H:%M:%SZ}",
@@ -81,7 +83,9 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
     pools = stack.node_pools
     return {
         "sliceGroups": groups,
-        "headPool": {"machineType": stack.head_machine_type, "nodes": stack.head_nodes},
+        "headPool": {"machineType": stack.head_machine_type, "nodes": stack.head_nodes, "nodePool": stack.head_node_pool},
+        # kubernetes.kueue.clusterQueue: the ClusterQueue made elsewhere that the stack's LocalQueues share (null: its own)
+        "sharedClusterQueue": stack.shared_cluster_queue,
         "systemPool": {"machineType": stack.system_machine_type, "minNodes": stack.system_min_nodes, "maxNodes": stack.system_max_nodes},
         "proxyPool": {"machineType": stack.proxy_machine_type, "nodes": stack.proxy_nodes} if stack.proxy_machine_type else None,
         "buckets": ([
@@ -171,6 +175,7 @@ def notices(stack: ResolvedStack) -> list[str]:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
     out += serving_prerequisites(stack)
+    out += as_it_is(stack)
     if stack.existing_cluster and stack.csi_drivers:
         out.append(f"mounts on a cluster made elsewhere: the cluster must have GKE's {', '.join(stack.csi_drivers)} CSI "
                    "driver add-on(s) enabled and Workload Identity Federation on its node pools; the stack enables them "
@@ -195,6 +200,33 @@ def notices(stack: ResolvedStack) -> list[str]:
     if not tpu_zones.covered(stack.zone):
         out.append(f"TPU zones: {stack.zone} is outside the regions of the stack's zone table (North America), so the "
                    "plan has not checked that it offers the slice groups' TPU families")
+    return out
+
+
+def as_it_is(stack: ResolvedStack) -> list[str]:
+    """A cluster made elsewhere taken as it is (docs/from-xpk.md): what its owner's setup must give, and what the
+    stack's guards no longer keep."""
+    out = []
+    if not stack.guards.enabled:
+        out.append("admission guards off (kubernetes.guards.enabled: false): any pod that may be created in any namespace can "
+                   "tolerate the TPU taint or use the host network, run on the Pathways nodes and act as their service "
+                   "account (which writes the scratch bucket)")
+    elif stack.guards.exempt_namespaces:
+        out.append(f"admission guards exempt namespace(s) {', '.join(stack.guards.exempt_namespaces)} "
+                   "(kubernetes.guards.exemptNamespaces): pods there may run on the Pathways nodes and the host network, "
+                   "acting as the nodes' service account; whoever may create pods there has that access")
+    if stack.shared_cluster_queue is not None:
+        out.append(f"queues: the stack's LocalQueues point at ClusterQueue {stack.shared_cluster_queue}, made elsewhere "
+                   "(kubernetes.kueue.clusterQueue): its flavors, quota and preemption are its owner's; it must select "
+                   f"namespace(s) {', '.join(stack.workload_namespaces)} and hold cpu and memory quota on a flavor for "
+                   "the head pool's nodes (xpk's Pathways clusters have cpu-user), or the head pods are never admitted")
+    elif stack.existing_cluster and stack.kueue and not stack.install_controllers:
+        out.append("queues: the cluster runs Kueue already (kubernetes.installControllers: false) and the stack adds its own "
+                   "ClusterQueue over the slice groups' nodes; if a ClusterQueue of the cluster's (xpk's cluster-queue) "
+                   "covers those nodes too, both admit work onto one slice: share it with kubernetes.kueue.clusterQueue")
+    if stack.head_node_pool is not None:
+        out.append(f"head pool {stack.head_node_pool} (headPool.nodePool) is made elsewhere: unless it is tainted "
+                   f"{HEAD_TAINT[0]}={HEAD_TAINT[1]}:NoSchedule, other pods may take the head pods' room on it")
     return out
 
 
@@ -286,6 +318,10 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         cost_range = ("" if ladder["idleHourly"] is None else
                       f"; {bound}${ladder['idleHourly']:,.2f}/h idle, {bound}${ladder['fullHourly']:,.2f}/h with every rung full")
         lines.append(f"  ladder {ladder['group']}: {' -> '.join(rung(r) for r in ladder['rungs'])}{cost_range}")
+    lines += [f"  {g['name']}: node pools {', '.join(g['nodePools'])}, made elsewhere (selected by cloud.google.com/gke-nodepool)"
+              for g in s["sliceGroups"] if g["nodePools"]]
+    if s["sharedClusterQueue"]:
+        lines.append(f"  queue: ClusterQueue {s['sharedClusterQueue']}, made elsewhere and shared (its flavors and quota are its owner's)")
     fleet = s["fleet"]
     if fleet and fleet["role"] == "manager":
         workers = ", ".join(f"{w['name']} ({w['stack']})" for w in fleet["workers"])
@@ -295,7 +331,8 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         lines.append("  fleet worker: the `fleet` output (a secret) gives a manager this cluster's endpoint, queues, quotas and "
                      "a token for MultiKueue")
     lines += ["", "CPU pools:"]
-    rows = [["pool", "machine", "nodes"], ["head", s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
+    head = "head" if not s["headPool"]["nodePool"] else f"head ({s['headPool']['nodePool']}, made elsewhere)"
+    rows = [["pool", "machine", "nodes"], [head, s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
             ["system", s["systemPool"]["machineType"], f"{s['systemPool']['minNodes']}-{s['systemPool']['maxNodes']} (autoscaled)"]]
     if s["proxyPool"]:
         rows.append(["proxy", s["proxyPool"]["machineType"], str(s["proxyPool"]["nodes"])])

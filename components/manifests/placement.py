@@ -1,0 +1,46 @@
+"""Which nodes the head pods and a slice group's workers select, in one place for the JobSets, the LeaderWorkerSets,
+the Kueue flavors and the guards (pure Python).
+
+The stack's own pools carry this project's labels (components/labels.py). A pool made elsewhere (xpk, Cluster Toolkit)
+named in the stack file (headPool.nodePool, slices[].nodePools) is selected by GKE's own label on every node,
+cloud.google.com/gke-nodepool, beside GKE's TPU accelerator and topology labels: its nodes need nothing of ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..labels import HEAD_ROLE, NODE_POOL_LABEL, ROLE_LABEL, SLICE_GROUP_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from ..model.pools import SliceGroup
+from ..model.resolved import ResolvedStack
+
+
+def head_selector(stack: ResolvedStack) -> dict[str, str]:
+    """The head pods' node selector, and the head flavor's nodeLabels."""
+    if stack.head_node_pool is not None:
+        return {NODE_POOL_LABEL: stack.head_node_pool}
+    return {ROLE_LABEL: HEAD_ROLE}
+
+
+def group_selector(group: SliceGroup) -> dict[str, str]:
+    """A slice group's nodes by exact labels: the workers' node selector, and the group's flavor's nodeLabels. A group
+    on named pools is told by its pools' names in the workers' affinity (pool_affinity), which a flavor cannot hold (its
+    nodeLabels are exact values); existing_checks.named_flavors keeps two such groups of one TPU shape apart."""
+    selector = {TPU_ACCELERATOR_LABEL: group.tpu.accelerator, TPU_TOPOLOGY_LABEL: group.tpu.topology}
+    if not group.node_pools:
+        selector[SLICE_GROUP_LABEL] = group.name
+    return selector
+
+
+def pool_affinity(group: SliceGroup) -> Optional[dict[str, Any]]:
+    """A required node affinity to a named group's pools, None for a group on the stack's labels."""
+    if not group.node_pools:
+        return None
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": NODE_POOL_LABEL, "operator": "In", "values": list(group.node_pools)}]}]}}}
+
+
+def named_pools(stack: ResolvedStack) -> tuple[str, ...]:
+    """Every pool the stack names (head first): the guards judge a template selecting one as reaching the Pathways nodes."""
+    return tuple(dict.fromkeys([*([stack.head_node_pool] if stack.head_node_pool else []),
+                                *(p for g in stack.slices for p in g.node_pools)]))
