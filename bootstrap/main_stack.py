@@ -142,15 +142,16 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
     """The Pulumi types the main program registers for this config (its own pathways:* components aside)."""
     stack = resolve(cfg)
     kube = cfg.kubernetes
-    types = {
-        "pulumi:providers:kubernetes", "kubernetes:core/v1:Namespace", "kubernetes:scheduling.k8s.io/v1:PriorityClass",
-        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
-        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
-    }
+    types = {"pulumi:providers:kubernetes", "kubernetes:core/v1:Namespace", "kubernetes:scheduling.k8s.io/v1:PriorityClass"}
+    if kube.guards.enabled:
+        types |= {"kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+                  "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"}
     if kube.install_controllers:
         types.add("kubernetes:helm.sh/v4:Chart")
     if kube.kueue.enabled:
-        types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass")}
+        types.add("kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass")
+        if kube.kueue.cluster_queue is None:  # a shared ClusterQueue and its flavors are someone else's
+            types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ResourceFlavor", "ClusterQueue")}
         if stack.active_workloads or stack.run_queues:
             types.add("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
         if any(g.queued_provisioning for g in cfg.slices):

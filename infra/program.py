@@ -343,8 +343,11 @@ def existing_cluster(cfg: StackConfig) -> dict[str, object]:
     fleet_endpoint = None
     if cfg.fleet is not None and cfg.fleet.role == "worker" and cfg.fleet.endpoint is not None:
         fleet_endpoint = (cfg.fleet.endpoint, fleet.existing_cluster_ca(path, existing.context))
+    stack = resolve(cfg)
     return {"clusterName": cfg.cluster_name, "cacheLocation": cfg.cache_location,
-            **kubernetes_layer(cfg, resolve(cfg), provider, {}, fleet_endpoint=fleet_endpoint)}
+            # what the cluster's pools must be for the workloads to land (docs/existing-cluster.md)
+            "clusterPools": placement.cluster_pools(stack),
+            **kubernetes_layer(cfg, stack, provider, {}, fleet_endpoint=fleet_endpoint)}
 
 
 def main() -> None:

@@ -271,6 +271,9 @@ FEATURES = {
     "no kueue, no controllers": config_with(pathwaysVersion="jax-0.7.2", kubernetes={"kueue": {"enabled": False}, "installControllers": False},
                                             workloads=[{"name": "nb", "mode": "interactive"}]),
     "existing cluster": config_with(cluster={"existing": {"kubeconfig": "build/kubeconfig"}}, bucket={"name": "b-cache"}),
+    "existing cluster as it is, guards off": config_with(
+        cluster={"existing": {"kubeconfig": "build/kubeconfig"}}, bucket={"name": "b-cache"},
+        kubernetes={"installControllers": False, "kueue": {"clusterQueue": "cluster-queue"}, "guards": {"enabled": False}}),
     "serving": config_with(pathwaysVersion="jax-0.9.2", workloads=[
         {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct"}}]),
     "multi-tier checkpointing": config_with(pathwaysVersion="jax-0.7.2", resilience={"mtc": {"inMemoryVolumeSize": "64Gi"}}, workloads=[

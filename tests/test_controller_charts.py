@@ -41,6 +41,9 @@ def test_the_program_installs_each_chart_with_the_values_of_controller_charts(na
     # one source for `pulumi up` and the offline render: the Chart's release, namespace and values
     plan = stack_plan(name)
     installed = plan.by_type(HELM_CHART)
+    if name == "xpk-cluster":  # xpk installed the controllers (kubernetes.installControllers: false)
+        assert installed == []
+        return
     assert {r.name for r in installed} >= {"jobset", "kueue"}
     # besides the controllers', only a serve workload's inference gateway chart (tests/test_inference_gateway.py)
     assert all(r.name.endswith("-inference-pool") for r in installed if r.name not in CHARTS)

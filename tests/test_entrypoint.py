@@ -160,8 +160,8 @@ def test_rendered_yaml_reads_like_a_hand_written_manifest(tmp_path):
     assert "\n              env:\n              - name: " in text
 
 
-def test_every_committed_stack_plans(committed_stack):
-    name, plan = committed_stack
+def test_every_made_stack_plans(made_stack):
+    name, plan = made_stack
     assert plan.resources and plan.outputs["clusterName"] == f"pathways-{name}"
 
 

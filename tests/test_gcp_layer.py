@@ -28,8 +28,8 @@ def pool(plan, name):
 # --- every committed stack -----------------------------------------------------------------
 
 
-def test_cluster_settings(committed_stack):
-    name, plan = committed_stack
+def test_cluster_settings(made_stack):
+    name, plan = made_stack
     c = plan.one(CLUSTER)
     assert c.input("removeDefaultNodePool") is True
     assert c.input("datapathProvider") == "ADVANCED_DATAPATH"
@@ -48,8 +48,8 @@ def test_cluster_settings(committed_stack):
     assert c.input("nodeConfig.serviceAccount").endswith("-sys@" + c.input("project") + ".iam.gserviceaccount.com")
 
 
-def test_all_pools_share_the_zone_and_node_defaults(committed_stack):
-    name, plan = committed_stack
+def test_all_pools_share_the_zone_and_node_defaults(made_stack):
+    name, plan = made_stack
     for p in plan.by_type(POOL):
         nc = p.input("nodeConfig")
         assert nc["oauthScopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
@@ -62,8 +62,8 @@ def test_all_pools_share_the_zone_and_node_defaults(committed_stack):
         assert "compute@developer.gserviceaccount.com" not in nc["serviceAccount"]
 
 
-def test_tpu_pools_options(committed_stack):
-    name, plan = committed_stack
+def test_tpu_pools_options(made_stack):
+    name, plan = made_stack
     assert bool(tpu_pools(plan)) is (name != "fleet-manager")  # a fleet manager's slices are its workers'
     for p in tpu_pools(plan):
         assert p.options["deleteBeforeReplace"] is True
@@ -72,8 +72,8 @@ def test_tpu_pools_options(committed_stack):
         assert p.input("nodeConfig.labels")["pathways/slice-group"]
 
 
-def test_head_pool(committed_stack):
-    name, plan = committed_stack
+def test_head_pool(made_stack):
+    name, plan = made_stack
     head = pool(plan, "pathways-head")
     assert head.input("nodeConfig.machineType") == "n2-standard-64"
     assert head.input("nodeConfig.labels") == {"pathways/role": "head"}
@@ -88,11 +88,11 @@ def test_head_pool(committed_stack):
     assert head.input("autoscaling") is None
 
 
-def test_node_sa_has_only_logging_monitoring_and_registry_roles(committed_stack):
+def test_node_sa_has_only_logging_monitoring_and_registry_roles(made_stack):
     # the bootstrap grants them (bootstrap/program.py, tests/test_bootstrap.py): the stack grants no project role
     from components.model.identities import NODE_ROLES
 
-    _, plan = committed_stack
+    _, plan = made_stack
     assert plan.by_type(PROJECT_IAM) == []
     assert set(NODE_ROLES) == {
         "roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer",
@@ -105,8 +105,8 @@ def test_node_sa_has_only_logging_monitoring_and_registry_roles(committed_stack)
                                                    "system": f"{cluster[:26].rstrip('-')}-sys@{project}.iam.gserviceaccount.com"}
 
 
-def test_scratch_role_and_bucket_members(committed_stack):
-    _, plan = committed_stack
+def test_scratch_role_and_bucket_members(made_stack):
+    _, plan = made_stack
     role = plan.one(ROLE)
     assert sorted(role.input("permissions")) == sorted(SCRATCH_PERMISSIONS)
     assert len(SCRATCH_PERMISSIONS) == 5
@@ -130,8 +130,8 @@ BUCKET_DAYS = {"dev": (7, 30), "staging": (7, 30), "prod": (30, 14), "serving": 
                "fleet-manager": (7, 30)}
 
 
-def test_bucket_flags_and_lifecycle(committed_stack):
-    name, plan = committed_stack
+def test_bucket_flags_and_lifecycle(made_stack):
+    name, plan = made_stack
     soft_delete_days, ttl_days = BUCKET_DAYS[name]
     scratch, artifacts = plan.one(BUCKET, "scratch"), plan.one(BUCKET, "scratch-artifacts")
     for b in (scratch, artifacts):
@@ -155,8 +155,8 @@ def test_bucket_flags_and_lifecycle(committed_stack):
     assert not cache_prefix.startswith("artifacts")
 
 
-def test_protection_follows_the_stack_setting(committed_stack):
-    name, plan = committed_stack
+def test_protection_follows_the_stack_setting(made_stack):
+    name, plan = made_stack
     protected = name == "prod"
     assert plan.one(CLUSTER).options["protect"] is protected
     assert plan.one(BUCKET, "scratch").options["protect"] is protected
@@ -164,8 +164,8 @@ def test_protection_follows_the_stack_setting(committed_stack):
     assert plan.one(CLUSTER).input("deletionProtection") is (name not in ("dev", "serving"))
 
 
-def test_outputs(committed_stack):
-    name, plan = committed_stack
+def test_outputs(made_stack):
+    name, plan = made_stack
     o = plan.outputs
     assert o["kubeconfig"] == "[secret]"
     assert o["cacheLocation"] == f"{o['bucketUrl']}/pathways-cache"
@@ -241,8 +241,8 @@ def test_slice_pool_shape_per_family(tpu):
     assert plan.one(CLUSTER).input("minMasterVersion") is None
 
 
-def test_committed_stacks_request_no_gke_version(committed_stack):
-    _, plan = committed_stack
+def test_made_stacks_request_no_gke_version(made_stack):
+    _, plan = made_stack
     assert plan.one(CLUSTER).input("minMasterVersion") is None
     assert plan.one(CLUSTER).input("releaseChannel.channel") in {"REGULAR", "STABLE"}
     for p in plan.by_type(POOL):

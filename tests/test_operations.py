@@ -213,8 +213,8 @@ def _metric_types(text):
     return re.findall(r'metric\.type="([^"]+)"', text)
 
 
-def test_dashboard_passes_the_structure_and_uses_documented_metrics(committed_stack):
-    name, plan = committed_stack
+def test_dashboard_passes_the_structure_and_uses_documented_metrics(made_stack):
+    name, plan = made_stack
     if name in FLEET_MANAGERS:
         assert not plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")  # nothing of its own to watch
         return
@@ -241,8 +241,8 @@ def test_dashboard_passes_the_structure_and_uses_documented_metrics(committed_st
         assert f'resource.label."cluster_name"="{plan.outputs["clusterName"]}"' in f
 
 
-def test_alerts_cover_the_failures_and_use_documented_metrics(committed_stack):
-    name, plan = committed_stack
+def test_alerts_cover_the_failures_and_use_documented_metrics(made_stack):
+    name, plan = made_stack
     if name in FLEET_MANAGERS:
         assert not plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")  # nothing of its own to watch
         return
@@ -271,10 +271,10 @@ def test_alerts_cover_the_failures_and_use_documented_metrics(committed_stack):
         "enableComponents": ["SYSTEM_COMPONENTS", "POD", "JOBSET"], "managedPrometheus": {"enabled": True}}
 
 
-def test_every_aggregation_is_one_the_monitoring_api_accepts(committed_stack):
+def test_every_aggregation_is_one_the_monitoring_api_accepts(made_stack):
     # Aligner reference: ALIGN_DELTA/ALIGN_RATE only on CUMULATIVE or DELTA metrics, MEAN/SUM/MAX only on
     # GAUGE or DELTA ones; kinds from the GKE system metrics list (monitoring.METRICS)
-    name, plan = committed_stack
+    name, plan = made_stack
     dash = json.loads(plan.one("gcp:monitoring/dashboard:Dashboard").input("dashboardJson"))
     alerts = [a.input("conditions") for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")]
     assert monitoring.aggregation_problems(dash) == []
@@ -330,8 +330,8 @@ def test_duty_cycle_alert_follows_the_config_and_notifies_channels():
     assert alert.input("notificationChannels") == ["projects/test-proj-123/notificationChannels/42"]
 
 
-def test_interruption_and_restart_alerts_fire_on_their_thresholds(committed_stack):
-    _, plan = committed_stack
+def test_interruption_and_restart_alerts_fire_on_their_thresholds(made_stack):
+    _, plan = made_stack
     by_name = {a.input("displayName").split(": ", 1)[1]: a.input("conditions")[0]["conditionThreshold"]
                for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy") if "conditionThreshold" in a.input("conditions")[0]}
     t = by_name["TPU slice interrupted"]  # one interruption is one restarted slice: alert on the first
@@ -345,8 +345,8 @@ def test_interruption_and_restart_alerts_fire_on_their_thresholds(committed_stac
 # --- links -----------------------------------------------------------------------------------------------
 
 
-def test_every_workload_has_links(committed_stack):
-    name, plan = committed_stack
+def test_every_workload_has_links(made_stack):
+    name, plan = made_stack
     if name in FLEET_MANAGERS:
         assert not plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")  # nothing of its own to watch
         return

@@ -62,7 +62,7 @@ def test_summary_numbers_of_every_committed_stack(stack):
     assert s["totals"] == want["totals"]
     assert [(w["name"], w["mode"], w["sliceGroup"], w["slices"], w["chips"]) for w in s["workloads"]] == want["workloads"]
     # one head node per active workload, and runs.headNodes for ad-hoc runs (dev takes runs)
-    assert s["headPool"] == {"machineType": "n2-standard-64", "nodes": want["totals"]["activeWorkloads"] + (stack == "dev")}
+    assert s["headPool"] == {"machineType": "n2-standard-64", "nodes": want["totals"]["activeWorkloads"] + (stack == "dev"), "nodePool": None}
 
 
 def test_cost_of_the_dev_stack_is_an_upper_bound_for_spot():

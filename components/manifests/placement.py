@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import HEAD_ROLE, NODE_POOL_LABEL, ROLE_LABEL, SLICE_GROUP_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
-from ..model.pools import SliceGroup
+from ..labels import HEAD_ROLE, NODE_POOL_LABEL, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from ..model.pools import Capacity, SliceGroup
 from ..model.resolved import ResolvedStack
 
 
@@ -44,3 +44,19 @@ def named_pools(stack: ResolvedStack) -> tuple[str, ...]:
     """Every pool the stack names (head first): the guards judge a template selecting one as reaching the Pathways nodes."""
     return tuple(dict.fromkeys([*([stack.head_node_pool] if stack.head_node_pool else []),
                                 *(p for g in stack.slices for p in g.node_pools)]))
+
+
+def cluster_pools(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """On a cluster made elsewhere: the pools the stack expects to find, as the labels their nodes must carry (the
+    stack output `clusterPools`): the head pool, then each slice's pool (by its name, or by this project's labels).
+    The offline render checks the workloads' placement against these, as it checks a made cluster's against its
+    NodePools."""
+    pools: list[dict[str, Any]] = [{"pool": stack.head_node_pool or "head", "labels": head_selector(stack)}]
+    for g in stack.slices:
+        tpu = {TPU_ACCELERATOR_LABEL: g.tpu.accelerator, TPU_TOPOLOGY_LABEL: g.tpu.topology,
+               **({SPOT_LABEL: "true"} if g.capacity is Capacity.SPOT else {})}
+        names = list(g.node_pools) or [f"{g.name}-{i}" for i in range(g.pools)]
+        for name in names:
+            labels = {NODE_POOL_LABEL: name, **tpu} if g.node_pools else {SLICE_GROUP_LABEL: g.name, **tpu}
+            pools.append({"pool": name, "labels": labels, "chipsPerVm": g.tpu.chips_per_vm, "hosts": g.tpu.hosts})
+    return pools

@@ -29,6 +29,7 @@ DOMAIN_MODULES = (
     "components/manifests/jobset.py",
     "components/manifests/guardrails.py",
     "components/manifests/kueue.py",
+    "components/manifests/placement.py",
     "components/manifests/pod_security.py",
     "components/manifests/runs.py",
     "components/manifests/service_access.py",

@@ -58,6 +58,9 @@ def manifests(plan: Plan) -> list[dict[str, Any]]:
 
 def pool_facts(plan: Plan) -> list[PoolFacts]:
     """The labels each node pool's nodes will carry: ours, plus those GKE sets on TPU nodes."""
+    if not plan.by_type(NODE_POOL) and plan.outputs.get("clusterPools"):
+        # a cluster made elsewhere: the pools the stack expects there (placement.cluster_pools)
+        return [PoolFacts(p["pool"], dict(p["labels"]), p.get("chipsPerVm"), p.get("hosts")) for p in plan.outputs["clusterPools"]]
     groups = plan.outputs.get("sliceGroups", {})
     facts = []
     for r in plan.by_type(NODE_POOL):

@@ -216,7 +216,10 @@ def wait_guards_active(cluster: LocalCluster) -> None:
                   and n["metadata"]["name"] not in KEPT_NAMESPACES]
     probes = []
     if "pathways-nodes-reserved" in policies:
-        probes.append(("pathways-nodes-reserved", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "guard-probe", "namespace": "default"},
+        # a bare hostNetwork pod: in the stack's own namespace it is no Pathways Job's; elsewhere no namespace's but
+        # the stack's (default may be exempt: kubernetes.guards.exemptNamespaces)
+        where = privileged[0] if privileged else "default"
+        probes.append(("pathways-nodes-reserved", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "guard-probe", "namespace": where},
                                                    "spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "x:1"}]}}))
     if "pathways-workload-templates" in policies and privileged:
         probes.append(("pathways-workload-templates", {
