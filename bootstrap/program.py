@@ -109,10 +109,25 @@ def read_config(values: Mapping[str, str]) -> BootstrapConfig:
                     f"stacks {accounts[account]!r} and {s.name!r} both run their nodes as {account!r} (their cluster names are "
                     "alike): give one of them another pathways:cluster.name")))
             accounts[account] = s.name
+    names = {s.name for s in stacks}
+    for s in stacks:
+        missing = [w for w in fleet_worker_stacks(s) if w not in names]
+        if missing:
+            problems.append(Problem(_key("stacks"), (
+                f"{s.name} is a fleet manager reading worker stack(s) {', '.join(missing)}, which this bootstrap does not set "
+                "up: a stack reference reads its workers from the same state bucket, so list them here too")))
     if problems:
         raise ConfigError(problems)
     return BootstrapConfig(project=project, project_number=number, repository=repository, repository_id=ids["repositoryId"],
                            repository_owner_id=ids["repositoryOwnerId"], stacks=tuple(stacks), state_bucket=bucket, state_location=location)
+
+
+def fleet_worker_stacks(s: MainStack) -> list[str]:
+    """A fleet manager's worker stacks, by their names in this backend (<org>/<project>/<stack>: the last part)."""
+    fleet = s.config.fleet
+    if fleet is None or fleet.role != "manager":
+        return []
+    return [w.stack.rsplit("/", 1)[-1] for w in fleet.workers]
 
 
 def _stacks(text: Optional[str], project: str, problems: list[Problem]) -> list[MainStack]:
@@ -274,6 +289,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                                         opts=after("storage.googleapis.com"))
     out_environments: dict[str, Any] = {}
     roles: dict[str, Any] = {}
+    by_name = {s.name: s for s in cfg.stacks}
     for s in cfg.stacks:
         roles[s.name] = {}
         # The node service accounts, made here so that the deploy identity needs neither to create service accounts
@@ -322,6 +338,21 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                 else:
                     assert s.kms_key is not None
                     gcp.kms.CryptoKeyIAMMember(name, crypto_key_id=keys[s.kms_key].id, role=g.role, member=account.member)
+            # a fleet manager reads its workers' `fleet` outputs through stack references (docs/fleet.md)
+            readers = identities.fleet_reader_grants(
+                [(w, by_name[w].kms_key is not None) for w in fleet_worker_stacks(s)], cfg.state_bucket, PROJECT_NAMESPACE)
+            for worker, g in readers:
+                name = f"{s.name}-{identity}-reads-{worker}-{g.role.removeprefix('roles/')}"
+                if g.scope == "state bucket":
+                    assert g.condition is not None
+                    gcp.storage.BucketIAMMember(
+                        name, bucket=state.name, role=g.role, member=account.member,
+                        condition=gcp.storage.BucketIAMMemberConditionArgs(title=g.condition.title, expression=g.condition.expression))
+                else:
+                    worker_key = by_name[worker].kms_key
+                    assert worker_key is not None
+                    gcp.kms.CryptoKeyIAMMember(name, crypto_key_id=keys[worker_key].id, role=g.role, member=account.member)
+            grants = [*grants, *(g for _, g in readers)]
             roles[s.name][identity] = sorted({g.role for g in grants})
             # What to put in the GitHub environments' variables (docs/ci.md, "CI identities").
             for env in envs:

@@ -20,6 +20,8 @@ from components.model.config import StackConfig
 from components.model.errors import ConfigError, Problem, config_key
 from components.model.fleet import MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
 from components.model.fleet_workers import fleet_problems
+from components.model.pools import SliceGroup
+from components.model.pricing import tpu_chip_price
 from components.model.resolved import ResolvedStack
 
 
@@ -69,9 +71,19 @@ def worker(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider, after
         "token": pulumi.Output.secret(token),
         "versions": {"kueue": kube.kueue.version, "jobset": kube.jobset_version, "lws": kube.lws_version},
         "namespaces": list(stack.workload_namespaces), "localQueues": local_queue_names(stack),
-        "groups": {g.name: {"tpu": g.tpu.name, "slices": stack.group_slices(g)} for g in stack.slices},
+        # what a manager's plan shows of this worker: its chips per group, their capacity and list cost an hour
+        "groups": {g.name: group_facts(stack, g) for g in stack.slices},
         "quotas": kueue_manifest.quota_quantities(stack),
     }
+
+
+def group_facts(stack: ResolvedStack, g: SliceGroup) -> dict[str, Any]:
+    """A worker's slice group as its manager sees it: TPU, slices and chips in its queue, capacity, $/hour of those chips
+    at the worker's prices (None where no price is known)."""
+    chips = stack.group_slices(g) * g.tpu.chips
+    price, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
+    return {"tpu": g.tpu.name, "slices": stack.group_slices(g), "chips": chips, "capacity": g.capacity.value,
+            "hourly": None if price is None else round(price * chips, 2)}
 
 
 def _facts(cfg: StackConfig, stack: ResolvedStack, outputs: list[Any]) -> dict[str, WorkerFacts]:

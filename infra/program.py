@@ -246,7 +246,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             kueue_objects, workers = fleet.manager(cfg, stack)
             # the workers, as the manager reads them (each judged by the fleet rules when it resolves)
             fleet_output = {"role": "manager", "workers": workers.apply(lambda f: {
-                n: {"stack": w.name, "region": w.region, "endpoint": w.endpoint, "groups": dict(w.groups)} for n, w in f.items()})}
+                n: {"stack": w.name, "region": w.region, "endpoint": w.endpoint, "groups": dict(w.groups)} for n, w in f.items()}),
+                # where a run landed: Kueue writes the worker's name on its Workload (python -m infra.run list shows it)
+                "whereARunRuns": f"kubectl get workloads -n {kube.namespace} -o custom-columns=NAME:.metadata.name,CLUSTER:.status.clusterName"}
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
             system_role=SYSTEM_ROLE, objects=kueue_objects, frameworks=FLEET_FRAMEWORKS if cfg.fleet is not None else None,

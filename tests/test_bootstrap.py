@@ -179,13 +179,17 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
         types = {r.type for r in stack_plan(main).resources}
         kms = uses_kms(main)
         stack_file = main_stack.load_main_stack(main)
-        wanted: list[tuple[identities.Identity, list[str]]] = [("deploy", identities.deploy_roles(types, kms_key=kms)),
-                                                               ("preview", identities.preview_roles(types, kms_key=kms))]
+        # a fleet manager also reads its workers' checkpoints (test_a_fleet_managers_identities_read_...)
+        workers = bootstrap.fleet_worker_stacks(stack_file)
+        readers = {g.role for _, g in identities.fleet_reader_grants([(w, uses_kms(w)) for w in workers], state_bucket, "pathways")}
+        wanted: list[tuple[identities.Identity, list[str]]] = [
+            ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms), *readers})),
+            ("preview", sorted({*identities.preview_roles(types, kms_key=kms), *readers}))]
         for identity, expected in wanted:
             got = roles_of(plan, email(plan, main, identity))
             assert sorted(set().union(*got.values())) == expected
             assert sorted(got[PROJECT_MEMBER]) == identities.project_roles(identity, types)  # project-wide: the table's
-            assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]}  # on the state bucket only
+            assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]} | (readers & {identities.STATE_ROLES["preview"]})  # the state bucket only
             assert got[KEY_MEMBER] == ({identities.KMS_ROLES[identity]} if kms else set())  # on the stack's key only
             assert plan.outputs["roles"][main][identity] == expected
             mine = [r for r in plan.by_type(PROJECT_MEMBER) + plan.by_type(BUCKET_MEMBER)
@@ -195,7 +199,10 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
                     assert r.input("condition.expression") == identities.stack_buckets_condition(stack_file.buckets).expression
                 elif r.type == BUCKET_MEMBER:
                     assert r.input("bucket") == state_bucket
-                    assert r.input("condition.expression") == identities.stack_state_condition(state_bucket, "pathways", main).expression
+                    reads = [w for w in workers if r.name.endswith(f"-reads-{w}-storage.objectViewer")]
+                    assert r.input("condition.expression") == (
+                        identities.stack_state_read_condition(state_bucket, "pathways", reads[0]) if reads
+                        else identities.stack_state_condition(state_bucket, "pathways", main)).expression
                 else:
                     assert r.input("condition") is None, r.input("role")
         assert {"roles/monitoring.alertPolicyEditor", "roles/monitoring.dashboardEditor"} <= roles_of(plan, email(plan, main, "deploy"))[PROJECT_MEMBER]
@@ -377,3 +384,39 @@ def test_the_readme_commands_name_a_bootstrap_stack_and_every_config_key():
     (stack,) = re.findall(r"pulumi -C bootstrap stack select (\S+) --create", readme)
     assert stack in BOOTSTRAP_STACKS and "pulumi -C bootstrap up" in readme
     assert all(f"`pathways-bootstrap:{k}`" in readme for k in bootstrap.KEYS)
+
+
+def test_a_fleet_managers_identities_read_their_workers_state_and_nothing_else_of_it():
+    # a stack reference reads the worker's checkpoint from the same backend (docs/fleet.md), and Pulumi decrypts its
+    # secret `fleet` output with the worker's secrets provider: passphrase workers here, so no key grant
+    plan = bootstrap_plan("pathways-fleet-123")
+    for identity in ("deploy", "preview"):
+        member = f"serviceAccount:{email(plan, 'fleet-manager', identity)}"
+        reads = {r.name: r for r in plan.by_type(BUCKET_MEMBER) if r.input("member") == member and "-reads-" in r.name}
+        assert set(reads) == {f"fleet-manager-{identity}-reads-{w}-storage.objectViewer" for w in ("fleet-east", "fleet-central")}
+        for w in ("fleet-east", "fleet-central"):
+            condition = reads[f"fleet-manager-{identity}-reads-{w}-storage.objectViewer"].input("condition")
+            assert f"objects/.pulumi/stacks/pathways/{w}.json'" in condition["expression"]
+            assert "history" not in condition["expression"] and "locks" not in condition["expression"]  # read its outputs, never write
+        assert not [r for r in plan.by_type(KEY_MEMBER) if r.input("member") == member]
+    # a worker's identities read no other stack's state
+    worker = f"serviceAccount:{email(plan, 'fleet-east', 'deploy')}"
+    assert not [r for r in plan.by_type(BUCKET_MEMBER) if r.input("member") == worker and "-reads-" in r.name]
+
+
+def test_a_manager_whose_workers_this_bootstrap_does_not_set_up_is_refused():
+    config = {**bootstrap_config("pathways-fleet-123"), "pathways-bootstrap:stacks": '["fleet-east", "fleet-manager"]'}
+    with pytest.raises(bootstrap.InvalidBootstrapConfig) as e:
+        engine.run(config, "bad", program_dir=BOOTSTRAP)
+    assert str(e.value).splitlines() == [
+        "pathways-bootstrap:stacks: fleet-manager is a fleet manager reading worker stack(s) fleet-central, which this bootstrap "
+        "does not set up: a stack reference reads its workers from the same state bucket, so list them here too"]
+
+
+def test_the_reader_grants_take_a_kms_workers_key_too():
+    from components.model.identities import fleet_reader_grants
+
+    grants = fleet_reader_grants([("east", True), ("west", False)], "state-b", "pathways")
+    assert [(w, g.role, g.scope) for w, g in grants] == [
+        ("east", "roles/storage.objectViewer", "state bucket"), ("east", "roles/cloudkms.cryptoKeyDecrypter", "secrets key"),
+        ("west", "roles/storage.objectViewer", "state bucket")]

@@ -177,3 +177,22 @@ def test_the_refusal_is_the_same_under_the_program():
     with pytest.raises(InvalidStackConfig) as err:
         engine.run(flatten(config)[0], "test")
     assert "pathways:kubernetes.kueue.clusterQueue: shares a ClusterQueue made elsewhere" in str(err.value)
+
+
+def test_render_checks_placement_against_the_pools_the_cluster_must_have():
+    # before clusterPools, `render` of any stack on a cluster made elsewhere refused every JobSet ("matches no node pool
+    # the stack creates": it has none to create)
+    from components.manifests.admission import check_jobset
+    from infra.offline.render import check_plan, manifests, pool_facts
+
+    plain = config_with(cluster={"existing": {"kubeconfig": "kubeconfig"}}, bucket={"name": "b-cache"}, pathwaysVersion="jax-0.7.2",
+                        workloads=[{"name": "train", "mode": "batch", "image": "example.com/trainer:1"}])
+    for config in (plain, XPK):
+        assert [v for r in check_plan(plan_of(config)).values() for v in r.violations] == []
+    pools = {p.name: p.labels for p in pool_facts(plan_of(XPK))}
+    assert pools["cpu-np"] == {POOL: "cpu-np"} and pools["team-np-1"][POOL] == "team-np-1"
+    assert sorted(pool_facts(plan_of(plain))[i].name for i in range(3)) == ["head", "main-0", "main-1"]
+    # and the check still bites: the xpk stack's JobSet against the plain stack's pools selects none of them
+    jobset = next(m for m in manifests(plan_of(XPK)) if m.get("kind") == "JobSet")
+    report = check_jobset(jobset, pool_facts(plan_of(plain)))
+    assert any(v.rule == "node-selector" for v in report.violations)

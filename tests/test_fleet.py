@@ -34,7 +34,12 @@ def test_a_worker_publishes_its_endpoint_token_queues_and_quotas_for_its_manager
     assert fleet["token"] == "offline-token"  # the stand-in token controller's
     assert fleet["versions"] == {"kueue": "0.19.2", "jobset": "0.12.0", "lws": "0.9.0"}
     assert "pathways/runs-pathways" in fleet["localQueues"] and fleet["namespaces"][0] == "pathways"
-    assert fleet["groups"] == {"train": {"tpu": "v6e-16", "slices": 2}}
+    # what the manager's plan shows of it: 2 x v6e-16 on spot, at the list price of a v6e spot chip-hour
+    from components.model.pools import Capacity
+    from components.model.pricing import PricesConfig, tpu_chip_price
+
+    spot, _ = tpu_chip_price("v6e", Capacity.SPOT, PricesConfig())
+    assert fleet["groups"] == {"train": {"tpu": "v6e-16", "slices": 2, "chips": 32, "capacity": "spot", "hourly": round(32 * spot, 2)}}
     assert fleet["quotas"]["tpu-train"]["google.com/tpu"] == "32"
 
 
@@ -226,3 +231,38 @@ def test_an_unreadable_kubeconfig_of_a_worker_made_elsewhere_is_one_line(tmp_pat
     good.write_text(yaml.safe_dump({"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k"}}],
                                     "clusters": [{"name": "k", "cluster": {"certificate-authority-data": "Q0E="}}]}))
     assert existing_cluster_ca(good, None) == "Q0E="
+
+
+def test_the_managers_plan_shows_each_workers_region_chips_and_cost():
+    import contextlib
+    import io
+
+    from infra.offline.__main__ import main as offline_main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert offline_main(["plan", "--stack", "fleet-manager"]) == 0
+    text = out.getvalue()
+    table = text.split("Fleet workers")[1].split("\n\n")[0].splitlines()
+    assert table[1].split() == ["worker", "stack", "region", "group", "tpu", "chips", "capacity", "$/hour"]
+    assert table[2].split()[:7] == ["east", "organization/pathways/fleet-east", "us-east5", "train", "v6e-16", "32", "spot"]
+    assert table[3].split()[:7] == ["central", "organization/pathways/fleet-central", "us-central1", "train", "v6e-16", "64", "spot"]
+    assert "every worker's slices busy: about $" in text
+    # and how to find where a run landed
+    assert "CLUSTER:.status.clusterName" in stack_plan("fleet-manager").outputs["fleet"]["whereARunRuns"]
+
+
+def test_run_list_names_the_worker_a_run_was_dispatched_to():
+    from infra.run.status import rows, table
+
+    jobset = {"metadata": {"name": "wide", "uid": "u1", "creationTimestamp": "2026-12-01T00:00:00Z",
+                           "labels": {"kueue.x-k8s.io/queue-name": "runs-pathways"}}}
+    wl = {"metadata": {"name": "jobset-wide", "ownerReferences": [{"kind": "JobSet", "uid": "u1"}]},
+          "status": {"clusterName": "central", "conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}]}}
+    (row,) = rows([jobset], [wl], {}, True, 0)
+    assert row.cluster == "central" and row.to_json()["cluster"] == "central"
+    lines = table([row]).splitlines()
+    assert lines[0].split()[:4] == ["NAME", "OWNER", "STATE", "CLUSTER"] and lines[1].split()[:4] == ["wide", "stack", "admitted", "central"]
+    # on a single cluster no column of dashes
+    (alone,) = rows([jobset], [{**wl, "status": {"conditions": wl["status"]["conditions"]}}], {}, True, 0)
+    assert "CLUSTER" not in table([alone])

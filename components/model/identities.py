@@ -129,6 +129,29 @@ def stack_state_condition(bucket: str, project: str, stack: str) -> Condition:
     )
 
 
+def stack_state_read_condition(bucket: str, project: str, stack: str) -> Condition:
+    """Another stack's checkpoint alone, as a stack reference reads it from a DIY backend (its stacks/<project>/<stack>.json,
+    found through the bucket and its meta.yaml): a fleet manager reading its workers' outputs."""
+    objects = f"projects/_/buckets/{bucket}/objects/.pulumi"
+    return Condition(
+        title=f"reads-state-of-{stack}"[:100],
+        expression=" || ".join([f"resource.name == 'projects/_/buckets/{bucket}'", f"resource.name == '{objects}/meta.yaml'",
+                                f"resource.name == '{objects}/stacks/{project}/{stack}.json'"]),
+    )
+
+
+def fleet_reader_grants(workers: Iterable[tuple[str, bool]], bucket: str, project: str) -> list[tuple[str, Grant]]:
+    """What a fleet manager's deploy and preview identities need of each worker stack (stack name, whether it encrypts
+    its secrets with Cloud KMS): read its checkpoint, and decrypt with its key the `fleet` output (a secret: Pulumi
+    decrypts a referenced stack's secrets with that stack's secrets provider)."""
+    out: list[tuple[str, Grant]] = []
+    for stack, kms in workers:
+        out.append((stack, Grant(STATE_ROLES["preview"], "state bucket", stack_state_read_condition(bucket, project, stack))))
+        if kms:
+            out.append((stack, Grant(KMS_ROLES["preview"], "secrets key")))
+    return out
+
+
 _NETWORK = (("roles/compute.networkAdmin",), ("roles/compute.networkViewer",), (COMPUTE,))
 # Cluster and node pools: the cluster API only (clusterAdmin); creating nodes that run as the stack's node
 # service accounts needs iam.serviceAccounts.actAs on them: NODE_ACCOUNT_ROLE, on those two accounts only.

@@ -125,6 +125,24 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
     }
 
 
+def with_fleet_workers(summary: dict[str, Any], fleet_output: Any) -> dict[str, Any]:
+    """A manager's summary with what its workers publish, as its program read them (the `fleet` output): each
+    worker's region and, per slice group, its chips, capacity and list cost an hour. Unchanged when not a manager or
+    the output is not known (a preview before the workers are deployed)."""
+    fleet = summary.get("fleet")
+    read = (fleet_output or {}).get("workers") if isinstance(fleet_output, dict) else None
+    if not fleet or fleet.get("role") != "manager" or not isinstance(read, dict):
+        return summary
+    workers = []
+    for w in fleet["workers"]:
+        facts = read.get(w["name"]) or {}
+        groups = {g: {k: v.get(k) for k in ("tpu", "chips", "capacity", "hourly")} for g, v in (facts.get("groups") or {}).items()}
+        hourly = [g["hourly"] for g in groups.values()]
+        workers.append({**w, "region": facts.get("region"), "groups": groups,
+                        "hourly": round(sum(hourly), 2) if groups and None not in hourly else None})
+    return {**summary, "fleet": {**fleet, "workers": workers}}
+
+
 def _ladders(stack: ResolvedStack) -> list[dict[str, Any]]:
     """Each capacity ladder (slices[].ladder): its rungs in Kueue's order with their chips and list price per hour,
     and what the ladder costs idle (only the rungs that never scale down) and with every rung full. No price on a
@@ -326,7 +344,17 @@ def summary_text(s: dict[str, Any]) -> list[str]:
     if fleet and fleet["role"] == "manager":
         workers = ", ".join(f"{w['name']} ({w['stack']})" for w in fleet["workers"])
         lines.append(f"  fleet manager: no slices of its own; Kueue admits runs against the summed quota of workers {workers}, "
-                     "read at deploy, and dispatches each to the first with room (MultiKueue)")
+                     "read at deploy, and dispatches each to a worker with room: the first whose Kueue admits it (MultiKueue)")
+        read = [w for w in fleet["workers"] if "groups" in w]
+        if read:
+            lines += ["", "Fleet workers (as their stacks publish them; a run of a group goes to one with room in that group):"]
+            rows = [["worker", "stack", "region", "group", "tpu", "chips", "capacity", "$/hour"]]
+            rows += [[w["name"], w["stack"], w["region"] or "-", g, v["tpu"], str(v["chips"]), v["capacity"],
+                      "-" if v["hourly"] is None else _money(v["hourly"])] for w in read for g, v in w["groups"].items()]
+            lines += _table(rows)
+            known = [w["hourly"] for w in read]
+            if None not in known:
+                lines.append(f"  every worker's slices busy: about {_money(sum(known))}/hour at the workers' prices (list prices unless set)")
     elif fleet:
         lines.append("  fleet worker: the `fleet` output (a secret) gives a manager this cluster's endpoint, queues, quotas and "
                      "a token for MultiKueue")

@@ -153,13 +153,13 @@ def _fail(error: Exception) -> int:
 
 def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") -> int:
     from components.model.config import resolve
-    from components.model.summary import stack_summary, summary_text
+    from components.model.summary import stack_summary, summary_text, with_fleet_workers
 
     violations = _policies(plan, args.policy_config)
     path = critical_path(plan, model.cluster.node_pool_concurrency)
     from infra.reservation_records import read_records
 
-    summary = stack_summary(resolve(model), read_records(model))
+    summary = with_fleet_workers(stack_summary(resolve(model), read_records(model)), plan.outputs.get("fleet"))
     if args.json:
         doc = {**plan.to_json(), "summary": summary, "deployTime": path.to_json(),
                "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}

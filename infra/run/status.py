@@ -33,6 +33,8 @@ class RunRow:
     priority: str
     age: str
     why: str
+    cluster: str = "-"
+    """On a fleet manager: the worker cluster MultiKueue dispatched it to (Workload.status.clusterName)."""
 
     def to_json(self) -> dict[str, str]:
         return dict(self.__dict__)
@@ -128,6 +130,7 @@ def rows(jobsets: list[dict[str, Any]], workloads: list[dict[str, Any]], positio
             queue=labels.get("kueue.x-k8s.io/queue-name", "-"), position=place,
             priority=labels.get("kueue.x-k8s.io/priority-class", "-"),
             age=age(meta.get("creationTimestamp", ""), now), why=why,
+            cluster=str(((wl or {}).get("status") or {}).get("clusterName") or "-"),
         ))
     return out
 
@@ -141,7 +144,10 @@ def positions(pending: list[dict[str, Any]]) -> dict[str, Position]:
 
 
 def table(found: list[RunRow]) -> str:
-    headers = ("NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY")
-    cells = [headers, *((r.name, r.owner, r.state, r.queue, r.position, r.priority, r.age, r.why) for r in found)]
+    # CLUSTER only where MultiKueue dispatched something (a fleet manager): elsewhere every row would say "-"
+    fleet = any(r.cluster != "-" for r in found)
+    headers = ("NAME", "OWNER", "STATE", *(("CLUSTER",) if fleet else ()), "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY")
+    cells = [headers, *((r.name, r.owner, r.state, *((r.cluster,) if fleet else ()), r.queue, r.position, r.priority, r.age, r.why)
+                        for r in found)]
     widths = [max(len(c[i]) for c in cells) for i in range(len(headers) - 1)]
     return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(headers) - 1)) + "  " + c[-1] for c in cells) + "\n"
