@@ -266,3 +266,14 @@ def test_run_list_names_the_worker_a_run_was_dispatched_to():
     # on a single cluster no column of dashes
     (alone,) = rows([jobset], [{**wl, "status": {"conditions": wl["status"]["conditions"]}}], {}, True, 0)
     assert "CLUSTER" not in table([alone])
+
+
+def test_the_managers_plan_says_the_workers_need_its_cache_bucket():
+    from components.model.config import load, resolve
+    from components.model.summary import stack_summary
+    from infra.offline.stackfile import load_config, raw_values, stack_path
+
+    flat, secrets = load_config(stack_path("fleet-manager"))
+    summary = stack_summary(resolve(load(raw_values(flat), "fleet-manager", frozenset(secrets))))
+    (notice,) = [n for n in summary["notices"] if n.startswith("fleet runs keep their compilation cache")]
+    assert "gs://pathways-fleet-123-fleet-manager-pathways/pathways-cache" in notice and "roles/storage.objectUser" in notice

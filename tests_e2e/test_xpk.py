@@ -243,6 +243,7 @@ def test_xpks_workload_waits_in_the_one_queue_while_the_stacks_holds_the_slices(
     w = c.wait_for("xpk's workload judged by Kueue", lambda: (x := workload(c, "default", XPK_WORKLOAD)) and condition(x, "QuotaReserved") and x,
                    timeout=120)
     reserved = condition(w, "QuotaReserved")
+    # Kueue's own words: no unused google.com/tpu quota left in xpk's flavor (the stack's workload holds it)
     assert reserved["status"] == "False" and "insufficient unused quota for google.com/tpu in flavor 2xv6e-16" in reserved["message"], reserved
     assert [p for p in pods_of(c, "default", XPK_WORKLOAD) if p["spec"].get("nodeName")] == []
 

@@ -242,6 +242,10 @@ def as_it_is(stack: ResolvedStack) -> list[str]:
         out.append("queues: the cluster runs Kueue already (kubernetes.installControllers: false) and the stack adds its own "
                    "ClusterQueue over the slice groups' nodes; if a ClusterQueue of the cluster's (xpk's cluster-queue) "
                    "covers those nodes too, both admit work onto one slice: share it with kubernetes.kueue.clusterQueue")
+    if stack.fleet_manager and stack.runs is not None:
+        out.append(f"fleet runs keep their compilation cache in {stack.cache_location} (this stack's bucket) wherever they run: "
+                   "the stack grants the workers' node service accounts nothing on it, so grant each worker's Pathways nodes "
+                   "roles/storage.objectUser there, or the runs' servers cannot write their cache")
     if stack.head_node_pool is not None:
         out.append(f"head pool {stack.head_node_pool} (headPool.nodePool) is made elsewhere: unless it is tainted "
                    f"{HEAD_TAINT[0]}={HEAD_TAINT[1]}:NoSchedule, other pods may take the head pods' room on it")
