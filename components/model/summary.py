@@ -136,8 +136,8 @@ def with_fleet_workers(summary: dict[str, Any], fleet_output: Any) -> dict[str, 
     workers = []
     for w in fleet["workers"]:
         facts = read.get(w["name"]) or {}
-        groups = {g: {k: v.get(k) for k in ("tpu", "chips", "capacity", "hourly")} for g, v in (facts.get("groups") or {}).items()}
-        hourly = [g["hourly"] for g in groups.values()]
+        groups = [{"group": g, **{k: v.get(k) for k in ("tpu", "chips", "capacity", "hourly")}} for g, v in (facts.get("groups") or {}).items()]
+        hourly = [g["hourly"] for g in groups]
         workers.append({**w, "region": facts.get("region"), "groups": groups,
                         "hourly": round(sum(hourly), 2) if groups and None not in hourly else None})
     return {**summary, "fleet": {**fleet, "workers": workers}}
@@ -353,8 +353,8 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         if read:
             lines += ["", "Fleet workers (as their stacks publish them; a run of a group goes to one with room in that group):"]
             rows = [["worker", "stack", "region", "group", "tpu", "chips", "capacity", "$/hour"]]
-            rows += [[w["name"], w["stack"], w["region"] or "-", g, v["tpu"], str(v["chips"]), v["capacity"],
-                      "-" if v["hourly"] is None else _money(v["hourly"])] for w in read for g, v in w["groups"].items()]
+            rows += [[w["name"], w["stack"], w["region"] or "-", g["group"], g["tpu"], str(g["chips"]), g["capacity"],
+                      "-" if g["hourly"] is None else _money(g["hourly"])] for w in read for g in w["groups"]]
             lines += _table(rows)
             known = [w["hourly"] for w in read]
             if None not in known:
