@@ -100,6 +100,8 @@ def test_the_plan_says_what_is_made_elsewhere_and_what_the_guards_let_through():
     notices = "\n".join(s["notices"])
     assert "admission guards exempt namespace(s) default" in notices
     assert "must select namespace(s) pathways" in notices
+    # found by the real Kueue (tests_e2e/test_xpk.py): the stack's classes outrank all of xpk's, so its workloads preempt xpk's
+    assert "rank 100,000 to 2,000,000 (pathways-* priority classes), above every PriorityClass xpk makes" in notices
     assert s["sharedClusterQueue"] == "cluster-queue" and s["headPool"]["nodePool"] == "cpu-np"
     assert s["sliceGroups"][0]["nodePools"] == ["team-np-0", "team-np-1"]
     # off: a warning that says what is lost

@@ -52,7 +52,8 @@ def workload(cluster: LocalCluster, namespace: str, jobset: str) -> dict[str, An
 
 
 def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    return next((c for c in (obj or {}).get("status", {}).get("conditions", []) if c["type"] == kind), None)
+    # a condition list may be null (a CRD's status before the API server has judged it)
+    return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
 
 
 def is_true(obj: dict[str, Any] | None, kind: str) -> bool:

@@ -146,7 +146,9 @@ def install_controllers_as_xpk(cluster: LocalCluster) -> None:
         objects = render_chart(chart_dir(chart.release), chart.release, chart.namespace, values)
         crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
         cluster.apply(crds)
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=120s", *(f"crd/{c['metadata']['name']}" for c in crds))
+        names = {c["metadata"]["name"] for c in crds}
+        cluster.wait_for(f"{chart.release}'s CRDs established", lambda names=names: names <= {
+            c["metadata"]["name"] for c in cluster.get("crds")["items"] if is_true(c, "Established")}, timeout=120, interval=1)
         cluster.apply([o for o in objects if o["kind"] != "CustomResourceDefinition"])
     cluster.wait_for("JobSet and Kueue controllers available", lambda: controllers_available(cluster) and all(
         cluster.get("deployments", "-n", ns)["items"] for ns in ("jobset-system", "kueue-system")), timeout=300, interval=1)
@@ -183,7 +185,10 @@ def xpk(cluster: LocalCluster) -> Iterator[tuple[LocalCluster, PulumiRun, dict[s
         apply_when_webhooks_answer(c, XPK_KUEUE)
         print(f"xpk's cluster set up in {time.monotonic() - t0:.0f} s")
         config = stack_config(c)
-        run = PulumiRun(base / "stack", "xpk-cluster", config)
+        # deployed with its workload held (state: suspended), as a team brings it up before its first run
+        held = copy.deepcopy(config)
+        held["pathways:workloads"][0]["state"] = "suspended"
+        run = PulumiRun(base / "stack", "xpk-cluster", held)
         up = pulumi_up(c, run)
         assert up.returncode == 0, up.output[-4000:]
         wait_guards_active(c)
@@ -210,61 +215,77 @@ def running_pods(cluster: LocalCluster, namespace: str, jobset: str, count: int,
     return cluster.wait_for(f"{count} pods of {namespace}/{jobset} running", done, timeout=timeout)
 
 
+def admitted(cluster: LocalCluster, namespace: str, jobset: str, timeout: float) -> dict[str, Any]:
+    """The JobSet's Workload once Kueue admits it; on a timeout, what Kueue says of every Workload."""
+    try:
+        return cluster.wait_for(f"{namespace}/{jobset} admitted", lambda: (x := workload(cluster, namespace, jobset)) and is_true(x, "Admitted") and x,
+                                timeout=timeout)
+    except ClusterError as e:
+        said = [f"{w['metadata']['namespace']}/{w['metadata']['name']}: {[(c['type'], c['status'], c.get('message')) for c in (w.get('status') or {}).get('conditions') or []]}"
+                for w in cluster.get("workloads.kueue.x-k8s.io", "-A")["items"]]
+        raise ClusterError(f"{e}\n" + "\n".join(said)) from None
+
+
 def admitted_flavors(w: dict[str, Any]) -> dict[str, set[str]]:
     """PodSet -> the flavors Kueue assigned it (status.admission)."""
     return {a["name"]: set((a.get("flavors") or {}).values()) for a in w["status"]["admission"]["podSetAssignments"]}
 
 
-def test_the_stack_joins_xpks_queue_and_its_pods_land_on_xpks_pools(xpk):
+def test_the_stack_adds_its_queues_to_xpks_and_no_queue_of_its_own(xpk):
     c, _, _ = xpk
     # Kueue's objects on the cluster: xpk's, and the stack's LocalQueues, not a second ClusterQueue
     assert [q["metadata"]["name"] for q in c.get("clusterqueues.kueue.x-k8s.io")["items"]] == ["cluster-queue"]
     assert sorted(f["metadata"]["name"] for f in c.get("resourceflavors.kueue.x-k8s.io")["items"]) == ["2xv6e-16", "cpu-user"]
-    lq = c.get("localqueue.kueue.x-k8s.io", "-n", NS, "train")
-    assert is_true(lq, "Active"), lq.get("status")  # Kueue: its ClusterQueue (xpk's) exists and is active
-    w = c.wait_for("the stack's train admitted", lambda: (x := workload(c, NS, "train")) and is_true(x, "Admitted") and x, timeout=180)
-    assert w["status"]["admission"]["clusterQueue"] == "cluster-queue"
-    assert admitted_flavors(w) == {"pathways-head": {"cpu-user"}, "worker": {"2xv6e-16"}}
-    placed = pools_of(c, running_pods(c, NS, "train", 1 + 2 * 4))
-    heads = {pool for name, pool in placed.items() if "pathways-head" in name}
-    workers = {pool for name, pool in placed.items() if "-worker-" in name}
-    assert heads == {"cpu-np"} and workers == set(TPU_POOLS), placed
-    # each slice on its own pool (JobSet's exclusive placement by GKE's pool label)
-    by_job: dict[str, set[str]] = {}
-    for name, pool in placed.items():
-        if "-worker-" in name:
-            by_job.setdefault(name.rsplit("-", 2)[0], set()).add(pool)
-    assert sorted(len(p) for p in by_job.values()) == [1, 1], by_job
+    lq = c.get("localqueue.kueue.x-k8s.io", "-n", NS, "runs-cluster-queue")
+    assert is_true(lq, "Active"), lq.get("status")  # Kueue: its ClusterQueue, xpk's, exists and is active
+    held = c.get("localqueue.kueue.x-k8s.io", "-n", NS, "train")
+    assert condition(held, "Active")["reason"] == "Stopped", held.get("status")  # the held workload's queue
 
 
-def test_xpks_workload_waits_in_the_one_queue_while_the_stacks_holds_the_slices(xpk):
+def test_xpks_workload_runs_in_default_on_the_host_network_past_the_guards(xpk):
     c, _, _ = xpk
     c.apply([xpk_pathways_jobset(XPK_WORKLOAD, 1)])
-    w = c.wait_for("xpk's workload judged by Kueue", lambda: (x := workload(c, "default", XPK_WORKLOAD)) and condition(x, "QuotaReserved") and x,
-                   timeout=120)
-    reserved = condition(w, "QuotaReserved")
-    # Kueue's own words: no unused google.com/tpu quota left in xpk's flavor (the stack's workload holds it)
-    assert reserved["status"] == "False" and "insufficient unused quota for google.com/tpu in flavor 2xv6e-16" in reserved["message"], reserved
-    assert [p for p in pods_of(c, "default", XPK_WORKLOAD) if p["spec"].get("nodeName")] == []
-
-
-def test_suspending_the_stacks_workload_lets_xpks_run_on_the_host_network(xpk):
-    c, run, config = xpk
-    suspended = copy.deepcopy(config)
-    suspended["pathways:workloads"][0]["state"] = "suspended"
-    run.set_config(suspended)
-    up = pulumi_up(c, run)
-    assert up.returncode == 0, up.output[-4000:]
-    # the stack's queue holds its workload (HoldAndDrain): Kueue evicts it and admits xpk's in the same ClusterQueue
-    w = c.wait_for("xpk's workload admitted", lambda: (x := workload(c, "default", XPK_WORKLOAD)) and is_true(x, "Admitted") and x, timeout=240)
+    w = admitted(c, "default", XPK_WORKLOAD, timeout=120)
+    assert w["status"]["admission"]["clusterQueue"] == "cluster-queue"
     assert admitted_flavors(w) == {"pathways-head": {"cpu-user"}, "worker": {"2xv6e-16"}}
     pods = running_pods(c, "default", XPK_WORKLOAD, 1 + 4)
     # created in default with hostNetwork, a privileged container and hostPath: the guards let xpk's namespace be
     assert all(p["spec"].get("hostNetwork") for p in pods)
     placed = pools_of(c, pods)
     assert {pool for name, pool in placed.items() if "pathways-head" in name} == {"cpu-np"}
-    assert {pool for name, pool in placed.items() if "-worker-" in name} <= set(TPU_POOLS)
-    assert not [p for p in pods_of(c, NS, "train") if running(p)]
+    workers = {pool for name, pool in placed.items() if "-worker-" in name}
+    assert len(workers) == 1 and workers <= set(TPU_POOLS), placed  # its one slice: one of xpk's pools
+
+
+def test_in_the_one_queue_the_stacks_workload_outranks_xpks_and_takes_its_slice(xpk):
+    c, run, config = xpk
+    run.set_config(config)  # state: running
+    up = pulumi_up(c, run)
+    assert up.returncode == 0, up.output[-4000:]
+    # one queue, so no double admission: the stack's two-slice workload (WorkloadPriorityClass pathways-experiment,
+    # 100,000) outranks xpk's run (PriorityClass medium, 500) and Kueue preempts it for the slices
+    w = admitted(c, NS, "train", timeout=180)
+    assert w["status"]["admission"]["clusterQueue"] == "cluster-queue"
+    assert admitted_flavors(w) == {"pathways-head": {"cpu-user"}, "worker": {"2xv6e-16"}}
+    theirs = workload(c, "default", XPK_WORKLOAD)
+    evicted = condition(theirs, "Evicted")
+    assert evicted and evicted["status"] == "True" and evicted["reason"] == "Preempted", (theirs or {}).get("status")
+    placed = pools_of(c, running_pods(c, NS, "train", 1 + 2 * 4))
+    assert {pool for name, pool in placed.items() if "pathways-head" in name} == {"cpu-np"}
+    assert {pool for name, pool in placed.items() if "-worker-" in name} == set(TPU_POOLS), placed
+    # each slice on its own pool (JobSet's exclusive placement by GKE's pool label)
+    by_job: dict[str, set[str]] = {}
+    for name, pool in placed.items():
+        if "-worker-" in name:
+            by_job.setdefault(name.rsplit("-", 2)[0], set()).add(pool)
+    assert sorted(len(p) for p in by_job.values()) == [1, 1], by_job
+    # xpk's run waits in the same queue for a slice
+    def waiting() -> dict[str, Any] | None:
+        x = workload(c, "default", XPK_WORKLOAD)
+        r = condition(x, "QuotaReserved")
+        return r if r and r["status"] == "False" and "insufficient unused quota for google.com/tpu in flavor 2xv6e-16" in (r.get("message") or "") else None
+    c.wait_for("xpk's run waiting for quota", waiting, timeout=120)
+    assert not [p for p in pods_of(c, "default", XPK_WORKLOAD) if running(p)]
 
 
 def test_the_guards_still_judge_every_other_namespace(xpk):
@@ -286,6 +307,7 @@ def test_destroying_the_stack_leaves_xpks_setup(xpk):
     result = run.cli("destroy", "--yes")
     assert result.returncode == 0, result.output[-4000:]
     assert [q["metadata"]["name"] for q in c.get("clusterqueues.kueue.x-k8s.io")["items"]] == ["cluster-queue"]
+    assert sorted(f["metadata"]["name"] for f in c.get("resourceflavors.kueue.x-k8s.io")["items"]) == ["2xv6e-16", "cpu-user"]
     assert c.get("localqueue.kueue.x-k8s.io", "-n", "default", "multislice-queue")["spec"]["clusterQueue"] == "cluster-queue"
-    assert is_true(workload(c, "default", XPK_WORKLOAD), "Admitted")  # xpk's run goes on
     assert not c.get("validatingadmissionpolicies")["items"]
+    assert not c.get("localqueues.kueue.x-k8s.io", "-n", NS)["items"]

@@ -238,6 +238,10 @@ def as_it_is(stack: ResolvedStack) -> list[str]:
                    "(kubernetes.kueue.clusterQueue): its flavors, quota and preemption are its owner's; it must select "
                    f"namespace(s) {', '.join(stack.workload_namespaces)} and hold cpu and memory quota on a flavor for "
                    "the head pool's nodes (xpk's Pathways clusters have cpu-user), or the head pods are never admitted")
+        low, high = min(v for v, _ in PRIORITY_CLASSES.values()), max(v for v, _ in PRIORITY_CLASSES.values())
+        out.append(f"priorities in the shared queue: the stack's workloads rank {low:,} to {high:,} (pathways-* priority classes), "
+                   "above every PriorityClass xpk makes (very-low 100 to very-high 1,000): where that queue preempts by priority "
+                   "(xpk's does: withinClusterQueue LowerPriority), Kueue evicts the owner's running work for any of the stack's")
     elif stack.existing_cluster and stack.kueue and not stack.install_controllers:
         out.append("queues: the cluster runs Kueue already (kubernetes.installControllers: false) and the stack adds its own "
                    "ClusterQueue over the slice groups' nodes; if a ClusterQueue of the cluster's (xpk's cluster-queue) "
