@@ -44,6 +44,19 @@ def named_pools(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
+def fleet_worker_pools(cfg: StackConfig) -> list[Problem]:
+    """A fleet's runs are built on the manager, from its config: their pods select this project's labels
+    (pathways/role=head, pathways/slice-group), which pools named by GKE's label alone do not carry."""
+    if cfg.fleet is None or cfg.fleet.role != "worker":
+        return []
+    why = ("a fleet worker runs what its manager builds, whose pods select this project's labels (pathways/role=head, "
+           "pathways/slice-group), not pool names; give the pools those labels (gcloud container node-pools update "
+           "--node-labels) and remove this")
+    problems = [Problem(config_key(("headPool", "nodePool")), why)] if cfg.head_pool.node_pool is not None else []
+    problems += [Problem(config_key(("slices", i, "nodePools")), why) for i, g in enumerate(cfg.slices) if g.node_pools]
+    return problems
+
+
 def named_flavors(cfg: StackConfig) -> list[Problem]:
     """The stack's own Kueue flavors tell named groups apart by TPU accelerator and topology alone (a flavor's nodeLabels
     are exact values, so no flavor can say "one of these pools"): two named groups of one TPU shape would share
@@ -122,4 +135,4 @@ def guards(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-RULES = (named_pools, named_flavors, shared_cluster_queue, guards)
+RULES = (named_pools, fleet_worker_pools, named_flavors, shared_cluster_queue, guards)
