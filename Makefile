@@ -8,6 +8,16 @@ STACK  ?= dev
 
 REF    ?= origin/main
 
+# Every variable a rule's target or prerequisites name is defined here, above the rules: make expands those
+# when it reads the rule, so a variable defined later is empty there (tests/test_install.py checks it).
+# The upstream JobSet, Kueue and LWS CRDs the admission checks read and their charts plan and render expand, from
+# the Go modules of the versions the stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
+CRDS := build/crds/.stamp
+# The pinned vLLM TPU and tpu-inference wheels, unpacked for tests/test_vllm_sources.py to read (hash-locked).
+SERVING_SOURCES := build/serving-sources/.installed
+# Google's Shared Pathways Service client (pathwaysutils), a test peer of the e2e tier, in its own venv.
+CLIENT_VENV := build/client-venv
+
 .PHONY: plan diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
@@ -28,9 +38,7 @@ plan: $(VENV)/.installed $(CRDS)
 diff: $(VENV)/.installed
 	$(PY) -m infra.offline diff --stack $(STACK) --against $(REF)
 
-# The upstream JobSet, Kueue and LWS CRDs the admission checks read and their charts plan and render expand, from
-# the Go modules of the versions the stack installs (hash-checked by tools/engines/*/go.sum; needs Go, not a build).
-CRDS := build/crds/.stamp
+# The upstream CRDs and charts from the controllers' Go modules (a `go mod download`, hash-checked by go.sum).
 $(CRDS): tools/engines/control-plane/go.sum tools/engines/gke-crds/go.sum $(wildcard tools/engines/gke-crds/*.yaml) tools/engines/crds.py
 	$(PYTHON) tools/engines/crds.py
 crds: $(CRDS)
@@ -38,8 +46,6 @@ crds: $(CRDS)
 render: $(VENV)/.installed $(CRDS)
 	$(PY) -m infra.offline render --stack $(STACK) --out build/render/$(STACK)
 
-# The pinned vLLM TPU and tpu-inference wheels, unpacked for tests/test_vllm_sources.py to read (hash-locked).
-SERVING_SOURCES := build/serving-sources/.installed
 $(SERVING_SOURCES): tools/serving/sources.lock $(VENV)/.installed
 	@echo "==> unpacking the pinned vllm-tpu and tpu-inference wheels into build/serving-sources (first run only; about 10 s)"
 	rm -rf build/serving-sources
@@ -59,8 +65,6 @@ test: $(VENV)/.installed $(CRDS) $(SERVING_SOURCES)
 toolchain:
 	$(PYTHON) tools/engines/build.py
 
-# Google's Shared Pathways Service client (pathwaysutils), a test peer of the e2e tier, in its own venv.
-CLIENT_VENV := build/client-venv
 $(CLIENT_VENV)/.installed: tools/cluster/client-requirements.lock
 	@echo "==> setting up $(CLIENT_VENV) (pathwaysutils and its JAX; first run only, about 45 s)"
 	test -x $(CLIENT_VENV)/bin/python || $(PYTHON) -m venv $(CLIENT_VENV)

@@ -6,6 +6,7 @@ import copy
 import datetime
 import functools
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -18,14 +19,68 @@ from infra.offline import engine, stackfile
 TODAY = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
 cluster_rules.now = lambda: TODAY
 
+ROOT = Path(__file__).resolve().parents[1]
+
+# Two kinds of test read stack files:
+# - tests over every stack (STACKS, MADE_STACKS, the committed_stack and made_stack fixtures, @every_stack) read
+#   stacks/, the team's own files, and derive what they expect from each stack's file: a team adds, re-points or
+#   removes stacks and they stay green (tests/test_own_stacks.py proves it in a scratch copy);
+# - tests about a particular example read its copy in tests/fixtures/examples/ (example_plan("prod")), as the
+#   example was written, never the live file a team edits.
+EXAMPLES = ROOT / "tests" / "fixtures" / "examples"
+EXAMPLE_STACKS = EXAMPLES / "stacks"
+EXAMPLE_BOOTSTRAP = EXAMPLES / "bootstrap"
+
 STACKS = stackfile.stack_names()
-# Committed stacks on a cluster made elsewhere (cluster.existing): no GCP resource, no controllers of their own; the
-# tests of what the stack makes in GCP run on the others (made_stack), and test_existing_as_is judges these.
-EXISTING_CLUSTER_STACKS = ("xpk-cluster",)
+
+
+def _stack_doc(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _is_existing_cluster(path: Path) -> bool:
+    return bool((_stack_doc(path).get("config") or {}).get("pathways:cluster", {}).get("existing"))
+
+
+def _is_fleet_manager(path: Path) -> bool:
+    return ((_stack_doc(path).get("config") or {}).get("pathways:fleet") or {}).get("role") == "manager"
+
+
+# Stacks on a cluster made elsewhere (cluster.existing): no GCP resource, no controllers of their own; the tests of
+# what the stack makes in GCP run on the others (made_stack), and test_existing_as_is judges these.
+EXISTING_CLUSTER_STACKS = tuple(s for s in STACKS if _is_existing_cluster(stackfile.stack_path(s)))
 MADE_STACKS = tuple(s for s in STACKS if s not in EXISTING_CLUSTER_STACKS)
 # A fleet manager runs no pod of its own (its runs are dispatched to its workers): no workload, dashboard tile or
 # alert about one.
-FLEET_MANAGERS = ("fleet-manager",)
+FLEET_MANAGERS = tuple(s for s in STACKS if _is_fleet_manager(stackfile.stack_path(s)))
+
+
+def every_stack(argname: str = "stack", stacks: "tuple[str, ...] | list[str] | None" = None):
+    """Parametrize a test over every stack in stacks/ (or the given subset of them) and mark it every_stack, the
+    set tests/test_own_stacks.py runs again in a scratch copy with a team's stacks."""
+    params = STACKS if stacks is None else stacks
+
+    def mark(test):
+        return pytest.mark.every_stack(pytest.mark.parametrize(argname, params)(test))
+
+    return mark
+
+
+def example_path(name: str) -> Path:
+    """The copy of example stack `name` the tests about it read (tests/fixtures/examples/stacks)."""
+    return EXAMPLE_STACKS / f"Pulumi.{name}.yaml"
+
+
+def example_config(name: str) -> dict:
+    """An example stack's config as written (the YAML's `config:` mapping)."""
+    return _stack_doc(example_path(name))["config"]
+
+
+@functools.lru_cache(maxsize=None)
+def example_plan(name: str) -> engine.Plan:
+    """The plan of an example stack's copy; a fleet manager's workers are the example copies beside it."""
+    config, secrets = stackfile.load_config(example_path(name))
+    return engine.run(config, name, secrets, stacks_dir=EXAMPLE_STACKS)
 
 # The smallest valid config; tests copy it and change one thing.
 BASE_CONFIG = {
@@ -71,6 +126,7 @@ def plan_of(config: dict, stack: str = "test") -> engine.Plan:
 
 @functools.lru_cache(maxsize=None)
 def stack_plan(stack: str) -> engine.Plan:
+    """The plan of stacks/Pulumi.<stack>.yaml, the team's file: for tests over every stack only."""
     config, secrets = stackfile.load_config(stackfile.stack_path(stack))
     return engine.run(config, stack, secrets)
 
@@ -90,6 +146,12 @@ def write_stack_file(tmp_path, config: dict, name: str = "Pulumi.test.yaml"):
     path = tmp_path / name
     path.write_text(yaml.safe_dump({"config": config}))
     return path
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if {"committed_stack", "made_stack"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.every_stack)
 
 
 def pytest_sessionstart(session):

@@ -9,9 +9,9 @@ import pytest
 from components.manifests import admission
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import manifests, pool_facts
-from tests.conftest import stack_plan
+from tests.conftest import example_path, example_plan
 
-PLAN = stack_plan("staging")
+PLAN = example_plan("staging")
 POOLS = pool_facts(PLAN)
 GOOD = {o["metadata"]["name"]: o for o in manifests(PLAN) if o["kind"] == "JobSet"}
 
@@ -188,7 +188,7 @@ def test_render_says_when_a_schema_layer_could_not_run(monkeypatch, tmp_path, ca
     monkeypatch.setattr(admission, "JOBSET_SCHEMA", tmp_path / "absent.yaml")
     admission._jobset_schema.cache_clear()
     try:
-        assert main(["render", "--stack", "dev", "--out", str(tmp_path / "out")]) == 0
+        assert main(["render", "--config", str(example_path("dev")), "--out", str(tmp_path / "out")]) == 0
         out = capsys.readouterr().out
         assert "note: JobSet CRD schema not found at" in out and "run `make crds`" in out
     finally:

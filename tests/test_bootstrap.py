@@ -5,6 +5,7 @@ stack's GitHub environments, and the Cloud KMS key its stack file names."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -18,12 +19,13 @@ from bootstrap import program as bootstrap
 from components.model import identities
 from components.model.config import load
 from infra.offline import engine, stackfile
-from tests.conftest import STACKS, config_with, in_zone_of, stack_plan
+from tests.conftest import EXAMPLE_BOOTSTRAP, EXAMPLE_STACKS, config_with, every_stack, example_path, in_zone_of, stack_plan
+from tests.test_workflows import ci_stacks
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP = ROOT / "bootstrap"
 BOOTSTRAP_STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in BOOTSTRAP.glob("Pulumi.*.yaml"))
-CI_STACKS = ["dev", "staging", "prod"]  # the stacks the workflows deploy
+CI_STACKS = ci_stacks()  # the stacks the workflows deploy
 SA = "gcp:serviceaccount/account:Account"
 PROJECT_MEMBER, BUCKET_MEMBER, KEY_MEMBER = ("gcp:projects/iAMMember:IAMMember", "gcp:storage/bucketIAMMember:BucketIAMMember",
                                              "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
@@ -37,7 +39,31 @@ def bootstrap_config(stack: str) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=None)
 def bootstrap_plan(stack: str) -> engine.Plan:
+    """The plan of bootstrap/Pulumi.<stack>.yaml, the team's file: for tests over every bootstrap stack only."""
     return engine.run(bootstrap_config(stack), stack, program_dir=BOOTSTRAP)
+
+
+@contextlib.contextmanager
+def example_stacks():
+    """The bootstrap reads its main stacks from the example copies (tests/fixtures/examples/stacks)."""
+    saved = main_stack.STACKS_DIR
+    main_stack.STACKS_DIR = EXAMPLE_STACKS
+    try:
+        yield
+    finally:
+        main_stack.STACKS_DIR = saved
+
+
+def example_bootstrap_config(project: str) -> dict[str, str]:
+    config, _ = stackfile.load_config(EXAMPLE_BOOTSTRAP / f"Pulumi.{project}.yaml")
+    return config
+
+
+@functools.lru_cache(maxsize=None)
+def example_bootstrap_plan(project: str) -> engine.Plan:
+    """The bootstrap of an example project, as written (tests/fixtures/examples/bootstrap), over the example stacks."""
+    with example_stacks():
+        return engine.run(example_bootstrap_config(project), project, program_dir=BOOTSTRAP)
 
 
 def main_stacks(stack: str) -> list[str]:
@@ -60,6 +86,7 @@ def email(plan: engine.Plan, main: str, identity: str) -> str:
     return f"pulumi-{main}-{identity}@{project}.iam.gserviceaccount.com"
 
 
+@pytest.mark.every_stack
 def test_every_ci_stack_has_a_bootstrap_stack_for_its_project():
     covered = {m: s for s in BOOTSTRAP_STACKS for m in main_stacks(s)}
     assert set(CI_STACKS) <= covered.keys()
@@ -67,7 +94,7 @@ def test_every_ci_stack_has_a_bootstrap_stack_for_its_project():
         assert bootstrap_config(stack)["gcp:project"] == stack_plan(main).one("gcp:container/cluster:Cluster").input("project")
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_the_apis_the_stacks_need_are_enabled_and_stay_enabled(stack):
     plan = bootstrap_plan(stack)
     services = {r.input("service"): r for r in plan.by_type("gcp:projects/service:Service")}
@@ -81,7 +108,7 @@ def test_the_apis_the_stacks_need_are_enabled_and_stay_enabled(stack):
     assert all(r.input("disableOnDestroy") is False for r in services.values())  # destroying the bootstrap never breaks a stack
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_the_state_bucket(stack):
     plan = bootstrap_plan(stack)
     bucket = plan.one("gcp:storage/bucket:Bucket", "state")
@@ -97,7 +124,7 @@ def test_the_state_bucket(stack):
     assert plan.outputs["stateBackend"] == f"gs://{project}-pulumi-state"
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_only_the_repositorys_workflows_get_tokens(stack):
     plan = bootstrap_plan(stack)
     cfg = bootstrap_config(stack)
@@ -149,7 +176,7 @@ def test_finding_2_deploy_identities_are_mains_in_gcps_own_condition(claims, acc
     assert not _token_accepted(condition, {"repository_id": ours["repository_id"], "repository_owner_id": "999", **claims})
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_each_identity_is_usable_only_from_its_environment(stack):
     plan = bootstrap_plan(stack)
     cfg = bootstrap_config(stack)
@@ -171,7 +198,7 @@ def test_each_identity_is_usable_only_from_its_environment(stack):
     assert all(r.input("member").startswith("principal://") for r in wif)  # never a principalSet
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
     plan = bootstrap_plan(stack)
     state_bucket = plan.one("gcp:storage/bucket:Bucket", "state").input("name")
@@ -208,7 +235,7 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
         assert {"roles/monitoring.alertPolicyEditor", "roles/monitoring.dashboardEditor"} <= roles_of(plan, email(plan, main, "deploy"))[PROJECT_MEMBER]
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_finding_1_the_bootstrap_owns_the_node_accounts_and_deploy_may_only_act_as_them(stack):
     plan = bootstrap_plan(stack)
     for main in main_stacks(stack):
@@ -229,7 +256,7 @@ def test_finding_1_the_bootstrap_owns_the_node_accounts_and_deploy_may_only_act_
         assert not held & {"roles/iam.serviceAccountAdmin", "roles/iam.serviceAccountUser", "roles/resourcemanager.projectIamAdmin"}
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_finding_6_the_state_bucket_holds_the_backend_metadata_a_first_preview_needs(stack):
     # pulumi/pulumi pkg/backend/diy/meta.go: the CLI writes .pulumi/meta.yaml ({version: 1}) into an empty bucket on its
     # first command; the preview identity may not write, so the bootstrap does
@@ -240,7 +267,7 @@ def test_finding_6_the_state_bucket_holds_the_backend_metadata_a_first_preview_n
     assert bootstrap.STATE_META == "version: 1\n" and yaml.safe_load(bootstrap.STATE_META) == {"version": 1}
 
 
-@pytest.mark.parametrize("stack", BOOTSTRAP_STACKS)
+@every_stack("stack", BOOTSTRAP_STACKS)
 def test_a_kms_key_only_where_the_stack_file_uses_gcpkms(stack):
     plan = bootstrap_plan(stack)
     wanted = {}
@@ -257,10 +284,12 @@ def test_a_kms_key_only_where_the_stack_file_uses_gcpkms(stack):
     assert all(k.input("rotationPeriod") == "7776000s" for k in keys)
 
 
-def test_dev_uses_a_passphrase_and_staging_and_prod_their_own_key():
-    assert [uses_kms(s) for s in CI_STACKS] == [False, True, True]
-    (prod,) = [s for s in BOOTSTRAP_STACKS if main_stacks(s) == ["prod"]]
-    assert [k.input("name") for k in bootstrap_plan(prod).by_type("gcp:kms/cryptoKey:CryptoKey")] == ["pulumi-prod"]
+def test_the_example_dev_uses_a_passphrase_and_staging_and_prod_their_own_key():
+    kms = [str(yaml.safe_load((EXAMPLE_STACKS / f"Pulumi.{s}.yaml").read_text()).get("secretsprovider", "")).startswith("gcpkms://")
+           for s in ("dev", "staging", "prod")]
+    assert kms == [False, True, True]
+    keys = example_bootstrap_plan("pathways-prod-123").by_type("gcp:kms/cryptoKey:CryptoKey")
+    assert [k.input("name") for k in keys] == ["pulumi-prod"]
 
 
 # --- the main stack's types, read from its stack file ---------------------------------------------
@@ -298,7 +327,7 @@ def _predicted_and_planned(config: dict, secrets: tuple[str, ...] = ()) -> tuple
     return set(main_stack.resource_types(cfg)), {r.type for r in plan.resources if not r.type.startswith(identities.COMPONENT_PREFIX)}
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@every_stack("stack")
 def test_the_bootstrap_reads_each_committed_stacks_types_as_the_plan_has_them(stack):
     main = main_stack.load_main_stack(stack)
     assert set(main.types) == {r.type for r in stack_plan(stack).resources if not r.type.startswith(identities.COMPONENT_PREFIX)}
@@ -346,7 +375,7 @@ GOOD = {"gcp:project": "pathways-prod-123", "pathways-bootstrap:repository": "ex
 ])
 def test_bad_config_fails_with_one_line_naming_the_key(change, key, says):
     config = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
-    with pytest.raises(bootstrap.InvalidBootstrapConfig) as e:
+    with example_stacks(), pytest.raises(bootstrap.InvalidBootstrapConfig) as e:
         engine.run(config, "bad", program_dir=BOOTSTRAP)
     lines = str(e.value).splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{key}: ") and says in lines[0], lines
@@ -361,7 +390,7 @@ def test_a_long_stack_name_is_refused_before_google_refuses_its_service_account(
 
 def test_a_stack_whose_key_lives_in_another_project_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path)
-    doc = yaml.safe_load(stackfile.stack_path("prod").read_text())
+    doc = yaml.safe_load(example_path("prod").read_text())
     doc["secretsprovider"] = doc["secretsprovider"].replace("projects/pathways-prod-123", "projects/other-project-1")
     (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(Exception) as e:
@@ -382,14 +411,14 @@ def test_the_readme_shows_the_role_tables_the_code_derives():
 def test_the_readme_commands_name_a_bootstrap_stack_and_every_config_key():
     readme = (BOOTSTRAP / "README.md").read_text()
     (stack,) = re.findall(r"pulumi -C bootstrap stack select (\S+) --create", readme)
-    assert stack in BOOTSTRAP_STACKS and "pulumi -C bootstrap up" in readme
+    assert (EXAMPLE_BOOTSTRAP / f"Pulumi.{stack}.yaml").is_file() and "pulumi -C bootstrap up" in readme
     assert all(f"`pathways-bootstrap:{k}`" in readme for k in bootstrap.KEYS)
 
 
 def test_a_fleet_managers_identities_read_their_workers_state_and_nothing_else_of_it():
     # a stack reference reads the worker's checkpoint from the same backend (docs/fleet.md), and Pulumi decrypts its
     # secret `fleet` output with the worker's secrets provider: passphrase workers here, so no key grant
-    plan = bootstrap_plan("pathways-fleet-123")
+    plan = example_bootstrap_plan("pathways-fleet-123")
     for identity in ("deploy", "preview"):
         member = f"serviceAccount:{email(plan, 'fleet-manager', identity)}"
         reads = {r.name: r for r in plan.by_type(BUCKET_MEMBER) if r.input("member") == member and "-reads-" in r.name}
@@ -405,8 +434,8 @@ def test_a_fleet_managers_identities_read_their_workers_state_and_nothing_else_o
 
 
 def test_a_manager_whose_workers_this_bootstrap_does_not_set_up_is_refused():
-    config = {**bootstrap_config("pathways-fleet-123"), "pathways-bootstrap:stacks": '["fleet-east", "fleet-manager"]'}
-    with pytest.raises(bootstrap.InvalidBootstrapConfig) as e:
+    config = {**example_bootstrap_config("pathways-fleet-123"), "pathways-bootstrap:stacks": '["fleet-east", "fleet-manager"]'}
+    with example_stacks(), pytest.raises(bootstrap.InvalidBootstrapConfig) as e:
         engine.run(config, "bad", program_dir=BOOTSTRAP)
     assert str(e.value).splitlines() == [
         "pathways-bootstrap:stacks: fleet-manager is a fleet manager reading worker stack(s) fleet-central, which this bootstrap "

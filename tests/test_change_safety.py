@@ -14,8 +14,7 @@ import yaml
 
 from infra.offline.change_rules import FORCE_NEW, forcing_paths
 from infra.offline.diff import diff, guard
-from infra.offline.stackfile import stack_path
-from tests.conftest import plan_of
+from tests.conftest import ROOT, example_path, plan_of
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 POOL = "gcp:container/nodePool:NodePool"
@@ -24,7 +23,7 @@ POOL = "gcp:container/nodePool:NodePool"
 def stack_config(stack: str) -> dict:
     """A committed stack's config, without its recorded reservations: these tests make larger, moved and renamed
     stacks to see what the diff says, which the records would refuse first (tests/test_reservations.py has that)."""
-    config = yaml.safe_load(stack_path(stack).read_text())["config"]
+    config = yaml.safe_load(example_path(stack).read_text())["config"]
     for group in config.get("pathways:slices") or []:
         group.pop("reservationRecord", None)
     return config
@@ -190,17 +189,19 @@ def test_force_new_rules_are_provider_facts():
 def test_cli_against_a_git_ref(tmp_path, capsys):
     from infra.offline.__main__ import main
 
-    unchanged = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "stacks/Pulumi.prod.yaml"]).returncode == 0
-    assert main(["diff", "--stack", "prod", "--against", "HEAD"]) in (0, 1)
+    fixture = str(example_path("prod").relative_to(ROOT))
+    unchanged = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", fixture], cwd=ROOT).returncode == 0 and \
+        subprocess.run(["git", "cat-file", "-e", f"HEAD:{fixture}"], cwd=ROOT, capture_output=True).returncode == 0
+    assert main(["diff", "--config", str(example_path("prod")), "--against", "HEAD"]) in (0, 1)
     out = capsys.readouterr().out
     assert out.startswith("Changes to stack 'prod' against HEAD")
     if unchanged:
         assert "no changes" in out
-    assert main(["diff", "--stack", "prod", "--against", "no-such-ref-xyz"]) == 2
+    assert main(["diff", "--config", str(example_path("prod")), "--against", "no-such-ref-xyz"]) == 2
     assert "not a git revision here" in capsys.readouterr().err
     after = tmp_path / "Pulumi.prod.yaml"
     after.write_text(yaml.safe_dump({"config": edit(stack_config("prod"), "pathways:slices", _set_group("reservation", "r2"))}))
-    assert main(["diff", "--config", str(after), "--before", str(stack_path("prod")), "--json"]) == 1
+    assert main(["diff", "--config", str(after), "--before", str(example_path("prod")), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["guard"]["ok"] is False and len(doc["guard"]["refusals"]) == 4
     assert {c["name"] for c in doc["changes"] if c["action"] == "replace"} == {f"slices-train-{i}" for i in range(4)}
@@ -219,7 +220,7 @@ def test_the_review_shows_old_and_new_values_the_capacity_delta_and_one_pattern_
 
     after = tmp_path / "Pulumi.prod.yaml"
     after.write_text(yaml.safe_dump({"config": edit(stack_config("prod"), "pathways:slices", _set_group("tpu", "v5p-256"))}))
-    assert main(["diff", "--config", str(after), "--before", str(stack_path("prod"))]) == 1
+    assert main(["diff", "--config", str(after), "--before", str(example_path("prod"))]) == 1
     out = capsys.readouterr().out
     # each changed field, old -> new, down into lists and keys with dots
     assert "          placementPolicy.tpuTopology: 4x4x4 -> 4x4x8\n" in out and "          nodeCount: 16 -> 32\n" in out
@@ -229,7 +230,7 @@ def test_the_review_shows_old_and_new_values_the_capacity_delta_and_one_pattern_
     # chips and cost of the change: 4 slices of v5p-128 (64 chips) -> v5p-256 (128 chips)
     assert "Capacity: 264 -> 520 TPU chips; estimated cost $1,115.65 -> $2,190.85/hour (+$1,075.20/hour, +$784,896/month)" in out
     assert 'to allow each group\'s pools at once: pathways:allowDisruption: ["slices-train-*"]' in out
-    assert main(["diff", "--config", str(after), "--before", str(stack_path("prod")), "--json"]) == 1
+    assert main(["diff", "--config", str(after), "--before", str(example_path("prod")), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     pool = next(c for c in doc["changes"] if c["name"] == "slices-train-0")
     assert pool["values"]["nodeCount"] == {"old": 16, "new": 32}
@@ -326,6 +327,7 @@ def test_a_cel_field_the_new_jobset_drops_is_not_said_to_fail():
     assert "spec.successPolicy" in added.forced_by and "(spec.successPolicy: 'Value is immutable')" in added.notes[0]
 
 
+@pytest.mark.every_stack
 def test_the_cel_immutable_jobset_fields_are_the_pinned_crds():
     # Source: the JobSet v0.12.0 CRD (`make crds`, tools/engines/jobset/go.mod): every spec field whose CEL rule
     # is `self == oldSelf`, less volumeClaimPolicies, which no stack's JobSet sets

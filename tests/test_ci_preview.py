@@ -10,7 +10,7 @@ import pytest
 from components.manifests import ci_preview
 from components.model.identities import ci_account_email
 from infra import ci_state
-from tests.conftest import config_with, plan_of, stack_plan
+from tests.conftest import config_with, example_plan, plan_of
 from tests.test_security import _admitted, _evaluate
 
 USER = "pulumi-dev-preview@pathways-dev-123.iam.gserviceaccount.com"
@@ -57,7 +57,7 @@ def test_finding_6_the_grant_never_reaches_admission_policies_or_subresources():
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
 def test_finding_6_the_stack_grants_its_bootstraps_preview_identity_dry_runs(stack):
-    plan = stack_plan(stack)
+    plan = example_plan(stack)
     project = plan.one("gcp:container/cluster:Cluster").input("project")
     user = ci_account_email(stack, "preview", project)  # the account the bootstrap makes for this stack
     binding = plan.one(CLUSTER_ROLE_BINDING, "guardrails-ci-preview")

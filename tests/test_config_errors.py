@@ -14,7 +14,7 @@ from infra.offline import engine
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import flatten, raw_values
 from infra.program import InvalidStackConfig
-from tests.conftest import BASE_CONFIG, config_with, write_stack_file
+from tests.conftest import BASE_CONFIG, config_with, example_path, write_stack_file
 
 WORKLOAD = {"name": "train", "image": "example.com/trainer:1", "sliceGroup": "main"}
 
@@ -238,7 +238,7 @@ def test_unusable_paths_are_one_line_errors(tmp_path, capsys):
     assert "not a regular file" in capsys.readouterr().err
     blocker = tmp_path / "file"
     blocker.write_text("")
-    assert offline_main(["render", "--stack", "dev", "--out", str(blocker / "out")]) == 2
+    assert offline_main(["render", "--config", str(example_path("dev")), "--out", str(blocker / "out")]) == 2
     err = capsys.readouterr().err
     assert "cannot write there" in err and "Traceback" not in err
 

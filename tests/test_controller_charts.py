@@ -25,10 +25,10 @@ from infra.offline.policy_runner import run_policies
 from infra.offline.render import RenderError, write_manifests
 from infra.offline.stackfile import load_config, raw_values, stack_path
 from policies.rules import ALL_POLICIES
-from tests.conftest import STACKS, config_with, plan_of, stack_plan
+from tests.conftest import config_with, every_stack, example_path, example_plan, plan_of, stack_plan
 from tests.test_policies import mutate
 
-SERVING = stack_plan("serving")
+SERVING = example_plan("serving")
 
 
 def _mtc(name: str) -> bool:
@@ -36,7 +36,7 @@ def _mtc(name: str) -> bool:
     return resolve(load(raw_values(config), name, frozenset(secrets))).mtc is not None
 
 
-@pytest.mark.parametrize("name", STACKS)
+@every_stack("name")
 def test_the_program_installs_each_chart_with_the_values_of_controller_charts(name):
     # one source for `pulumi up` and the offline render: the Chart's release, namespace and values
     plan = stack_plan(name)
@@ -100,7 +100,7 @@ def test_the_serving_stack_renders_these_chart_objects():
 def test_the_stack_decides_which_charts_are_rendered():
     releases = {c.release for c in chart_objects(SERVING)}
     assert releases == {"jobset", "kueue", "lws", "serve-llama-inference-pool"}  # the example's gateway
-    assert {c.release for c in chart_objects(stack_plan("dev"))} == {"jobset", "kueue"}  # no serve workload: no LWS
+    assert {c.release for c in chart_objects(example_plan("dev"))} == {"jobset", "kueue"}  # no serve workload: no LWS
     assert {c.release for c in chart_objects(plan_of(config_with(kubernetes={"kueue": {"enabled": False}})))} == {"jobset"}
     assert chart_objects(plan_of(config_with(kubernetes={"installControllers": False}))) == []
 
@@ -134,7 +134,7 @@ def test_the_policy_run_sees_each_object_as_a_child_of_its_chart():
     assert len(plan.resources) == len(SERVING.resources) + len(chart_objects(SERVING))
 
 
-@pytest.mark.parametrize("name", STACKS)
+@every_stack("name")
 def test_committed_stacks_pass_every_rule_with_the_charts_objects(name):
     # the controllers' own Roles are not the Shared Pathways Service's (pathways-service-access reads only those)
     assert run_policies(with_chart_objects(stack_plan(name)), ALL_POLICIES) == []
@@ -167,7 +167,7 @@ def test_guardrails_name_the_service_accounts_the_charts_create():
 
 def test_without_the_charts_plan_and_render_say_to_run_make_crds(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(charts, "CHARTS", tmp_path / "charts")
-    for command in (["plan", "--stack", "serving"], ["render", "--stack", "serving", "--out", str(tmp_path / "out")]):
+    for command in (["plan", "--config", str(example_path("serving"))], ["render", "--config", str(example_path("serving")), "--out", str(tmp_path / "out")]):
         assert offline_cli.main(command) == 2
         err = capsys.readouterr().err
         assert err == f"error: {tmp_path / 'charts' / 'jobset'} is missing: run `make crds` (it copies the pinned JobSet, Kueue and LWS charts from their Go modules)\n"

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from infra.offline.critical_path import critical_path
-from tests.conftest import plan_of
+from tests.conftest import example_path, plan_of
 from tools.bench import stack_config
 
 POOL = "gcp:container/nodePool:NodePool"
@@ -119,7 +119,7 @@ def test_controller_and_workloads_wait_only_on_what_they_need(plans):
 def test_plan_text_shows_the_chain(capsys):
     from infra.offline.__main__ import main
 
-    assert main(["plan", "--stack", "dev"]) == 0
+    assert main(["plan", "--config", str(example_path("dev"))]) == 0
     out = capsys.readouterr().out
     assert "Deploy time: expected ~16 min with 100 node-pool operations at once; worst case 225 min by create timeouts" in out
     # the chain the expected time comes from (10 + 4 + 2 = 16), each step typical and longest; the worst-case

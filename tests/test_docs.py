@@ -17,7 +17,8 @@ import yaml
 from components.model.config import key_paths
 from infra.offline.__main__ import _EXIT_CODES, EXIT_INVALID, EXIT_POLICY
 from infra.offline.__main__ import main as offline_main
-from infra.offline.stackfile import stack_names, stack_path
+from infra.offline.stackfile import stack_names
+from tests.conftest import EXAMPLE_STACKS, example_path
 from tools import docs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -274,7 +275,8 @@ def _json_of(argv: list[str], capsys, expect: int = 0) -> dict:
 
 
 def test_the_plan_json_fields_are_documented(tmp_path, capsys):
-    docs_ = [_json_of(["plan", "--stack", s, "--json"], capsys) for s in stack_names()]
+    # the example stacks (their copies) between them have every field the docs describe
+    docs_ = [_json_of(["plan", "--config", str(path), "--json"], capsys) for path in sorted(EXAMPLE_STACKS.glob("Pulumi.*.yaml"))]
     # what the committed stacks lack: a shared service (proxyPool), flex-start (whenUsed), a policy violation
     service = tmp_path / "Pulumi.svc.yaml"
     service.write_text(yaml.safe_dump({"config": {
@@ -285,7 +287,7 @@ def test_the_plan_json_fields_are_documented(tmp_path, capsys):
     docs_.append(_json_of(["plan", "--config", str(service), "--json"], capsys))
     strict = tmp_path / "policy.json"
     strict.write_text(json.dumps({"pathways-cluster-hardening": {"protectedStacks": ["dev"]}}))
-    violated = _json_of(["plan", "--stack", "dev", "--json", "--policy-config", str(strict)], capsys, expect=EXIT_POLICY)
+    violated = _json_of(["plan", "--config", str(example_path("dev")), "--json", "--policy-config", str(strict)], capsys, expect=EXIT_POLICY)
     assert violated["policyViolations"]
     docs_.append(violated)
     actual: dict[str, set[str]] = {}
@@ -296,7 +298,7 @@ def test_the_plan_json_fields_are_documented(tmp_path, capsys):
 
 
 def test_the_diff_json_fields_are_documented(tmp_path, capsys):
-    prod = stack_path("prod")
+    prod = example_path("prod")
     after = tmp_path / "Pulumi.prod.yaml"
     # replaces both JobSets: refused, protected (the sidecar is built for the same JAX)
     after.write_text(prod.read_text().replace("jax-0.7.2", "jax-0.7.3").replace("jax_0.7.2", "jax_0.7.3"))
@@ -305,6 +307,7 @@ def test_the_diff_json_fields_are_documented(tmp_path, capsys):
     assert _documented_objects("json-fields:diff", DOCS / "changing.md") == _objects(doc)
 
 
+@pytest.mark.every_stack
 def test_the_example_policy_config_passes_every_committed_stack(tmp_path, capsys):
     text = _text(DOCS / "policy-pack.md").split("<!-- policy-config-example -->", 1)[1]
     example = json.loads(text.split("```json", 1)[1].split("```", 1)[0])

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from infra.offline.__main__ import main as offline_main
-from infra.offline.stackfile import stack_path
+from tests.conftest import example_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_pulumi_style_entry_point_imports_components(tmp_path):
     """runpy.run_path('infra') from another directory, with only infra/ on sys.path, as the
     language host does: `components` must import, and resources must register."""
-    config = yaml.safe_load(stack_path("dev").read_text())["config"]
+    config = yaml.safe_load(example_path("dev").read_text())["config"]
     flat = {k: (json.dumps(v) if isinstance(v, (dict, list)) else str(v).lower() if isinstance(v, bool) else str(v)) for k, v in config.items()}
     script = textwrap.dedent(f"""
         import json, runpy, sys
@@ -56,7 +56,7 @@ def test_pulumi_style_entry_point_imports_components(tmp_path):
 
 
 def test_plan_json_shape(capsys):
-    assert offline_main(["plan", "--stack", "dev", "--json"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("dev")), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"resources", "outputs", "policyViolations", "criticalPath", "summary", "deployTime"}
     assert doc["policyViolations"] == []
@@ -71,13 +71,13 @@ def test_plan_json_shape(capsys):
 def test_same_config_planned_twice_gives_identical_json(capsys):
     outputs = []
     for _ in range(2):
-        assert offline_main(["plan", "--stack", "prod", "--json"]) == 0
+        assert offline_main(["plan", "--config", str(example_path("prod")), "--json"]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1]
 
 
 def test_text_plan_shows_tree_and_summary(capsys):
-    assert offline_main(["plan", "--stack", "dev"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("dev"))]) == 0
     out = capsys.readouterr().out
     assert "+ pathways:gcp:GkeCluster  cluster" in out
     assert "  + gcp:container/cluster:Cluster  cluster" in out
@@ -89,12 +89,12 @@ def test_text_plan_shows_tree_and_summary(capsys):
     assert "      replicatedJobs: pathways-head x1, worker x1" in out
     # key inputs beyond the essential ones only with --verbose
     assert "privateClusterConfig.enablePrivateNodes" not in out
-    assert offline_main(["plan", "--stack", "dev", "--verbose"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("dev")), "--verbose"]) == 0
     assert "privateClusterConfig.enablePrivateNodes: true" in capsys.readouterr().out
 
 
 def test_the_verbose_plan_shows_every_key_input_and_no_unset_one(capsys):
-    assert offline_main(["plan", "--stack", "prod", "--verbose"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("prod")), "--verbose"]) == 0
     out = capsys.readouterr().out
     # names as GCP shows them, beside the Pulumi resource names, and the zone every node lives in
     assert ("  + gcp:compute/subnetwork:Subnetwork  network-subnet\n      name: pathways-prod\n      region: us-east5\n"
@@ -113,7 +113,7 @@ def test_the_verbose_plan_shows_every_key_input_and_no_unset_one(capsys):
 
 def test_config_file_outside_stacks_dir(tmp_path, capsys):
     path = tmp_path / "candidate.yaml"
-    path.write_text(stack_path("staging").read_text())
+    path.write_text(example_path("staging").read_text())
     assert offline_main(["plan", "--config", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["outputs"]["clusterName"] == "pathways-candidate"
@@ -139,7 +139,7 @@ def test_render_writes_one_file_per_kubernetes_object(committed_stack, tmp_path,
 def test_rendered_yaml_reads_like_a_hand_written_manifest(tmp_path):
     # apiVersion, kind, metadata, name, namespace, spec first, the rest alphabetical, at every level and in every
     # list item: each container, env entry, port and replicatedJob starts with its name
-    assert offline_main(["render", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    assert offline_main(["render", "--config", str(example_path("dev")), "--out", str(tmp_path)]) == 0
     first = ("apiVersion", "kind", "metadata", "name", "namespace", "spec")
 
     def check(node, path):
@@ -196,7 +196,7 @@ def test_plan_json_is_identical_across_processes_and_hash_seeds():
     outs = []
     for seed in ("1", "2"):
         proc = subprocess.run(
-            [sys.executable, "-m", "infra.offline", "plan", "--stack", "staging", "--json"],
+            [sys.executable, "-m", "infra.offline", "plan", "--config", str(example_path("staging")), "--json"],
             cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed},
         )
         assert proc.returncode == 0, proc.stderr

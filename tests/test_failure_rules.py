@@ -18,7 +18,7 @@ from components.manifests.jobset import DISRUPTION_MESSAGE_PATTERN, PROGRAM_ERRO
 from components.model.workload import DEFAULT_FAIL_ON_EXIT_CODES
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import manifests
-from tests.conftest import config_with, plan_of, stack_plan
+from tests.conftest import config_with, example_path, example_plan, plan_of
 from tests.test_serving import WEIGHTS
 from tests.test_workload_contract import problem
 
@@ -151,7 +151,7 @@ def test_the_offline_admission_refuses_what_the_job_api_refuses():
 def test_no_long_running_pathways_pod_is_the_autoscalers_to_evict():
     # tunix #2342: with headPool.scaleToZero the autoscaler took the head's node
     for stack in ("dev", "staging", "prod", "serving"):
-        for obj in manifests(stack_plan(stack)):
+        for obj in manifests(example_plan(stack)):
             if obj["kind"] == "JobSet":
                 templates = [rj["template"]["spec"]["template"] for rj in obj["spec"]["replicatedJobs"]]
             elif obj["kind"] == "LeaderWorkerSet":
@@ -164,7 +164,7 @@ def test_no_long_running_pathways_pod_is_the_autoscalers_to_evict():
 
 
 def test_the_plan_says_what_each_failure_does(capsys):
-    assert offline_main(["plan", "--stack", "prod"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("prod"))]) == 0
     text = capsys.readouterr().out
     assert "  pretrain on failure:" in text
     assert "program exits 2, 126, 127: fails the JobSet at once, no restart" in text

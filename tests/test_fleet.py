@@ -12,7 +12,7 @@ from components.manifests import fleet as fleet_manifest
 from components.model.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
 from infra.offline import engine, stackfile
 from infra.offline.render import manifests
-from tests.conftest import config_with, stack_plan
+from tests.conftest import config_with, example_path, example_plan
 from tests.test_storage import refusal
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
@@ -23,7 +23,7 @@ def objects(plan, kind: str) -> list[dict]:
 
 
 def test_a_worker_publishes_its_endpoint_token_queues_and_quotas_for_its_manager():
-    plan = stack_plan("fleet-east")
+    plan = example_plan("fleet-east")
     fleet = plan.revealed_outputs["fleet"]
     assert plan.outputs["fleet"] == "[secret]"  # the token is in it: the whole output is a secret
     assert fleet["role"] == "worker" and fleet["stack"] == "fleet-east" and fleet["region"] == "us-east5"
@@ -44,13 +44,13 @@ def test_a_worker_publishes_its_endpoint_token_queues_and_quotas_for_its_manager
 
 
 def test_a_stack_outside_a_fleet_keeps_tokens_off_its_dns_endpoint():
-    dns = stack_plan("dev").one("gcp:container/cluster:Cluster").input("controlPlaneEndpointsConfig.dnsEndpointConfig")
+    dns = example_plan("dev").one("gcp:container/cluster:Cluster").input("controlPlaneEndpointsConfig.dnsEndpointConfig")
     assert dns == {"allowExternalTraffic": True}
-    assert stack_plan("dev").outputs.get("fleet") is None
+    assert example_plan("dev").outputs.get("fleet") is None
 
 
 def test_the_managers_identity_on_a_worker_is_kueues_narrowed_to_what_the_stack_runs():
-    plan = stack_plan("fleet-east")
+    plan = example_plan("fleet-east")
     (role,) = [r for r in objects(plan, "ClusterRole") if r["metadata"]["name"] == "pathways-multikueue"]
     verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     assert verbs[("jobset.x-k8s.io", "jobsets")] == {"create", "delete", "get", "list", "watch"}
@@ -65,7 +65,7 @@ def test_the_managers_identity_on_a_worker_is_kueues_narrowed_to_what_the_stack_
 
 
 def test_the_manager_dispatches_through_multikueue_with_its_workers_summed_quota():
-    plan = stack_plan("fleet-manager")
+    plan = example_plan("fleet-manager")
     clusters = objects(plan, "MultiKueueCluster")
     assert {c["metadata"]["name"]: c["spec"]["clusterSource"]["kubeConfig"] for c in clusters} == {
         "east": {"locationType": "Secret", "location": "pathways-fleet-east"},
@@ -148,14 +148,14 @@ def test_a_worker_on_a_cluster_made_elsewhere_says_where_its_manager_reaches_it(
 def manager_run(worker_outputs: dict[str, dict]) -> list[str]:
     from infra.program import InvalidStackConfig
 
-    flat, secrets = stackfile.load_config(stackfile.stack_path("fleet-manager"))
+    flat, secrets = stackfile.load_config(example_path("fleet-manager"))
     with pytest.raises(InvalidStackConfig) as err:
         engine.run(flat, "fleet-manager", secrets, stack_outputs=worker_outputs)
     return str(err.value).splitlines()
 
 
 def outputs_of(*names: str) -> dict[str, dict]:
-    return {f"organization/pathways/{n}": json.loads(json.dumps(stack_plan(n).revealed_outputs)) for n in names}
+    return {f"organization/pathways/{n}": json.loads(json.dumps(example_plan(n).revealed_outputs)) for n in names}
 
 
 def test_the_managers_deploy_refuses_workers_that_multikueue_could_not_use_one_line_each():
@@ -204,7 +204,7 @@ def test_a_fleets_kueue_runs_the_charts_config_with_jobset_alone():
     assert mine == {**default, "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]}}
     # and the stacks of a fleet install Kueue with it; the others with the chart's
     def values(name: str) -> dict:
-        (chart_resource,) = [r for r in stack_plan(name).resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.urn.endswith("::kueue")]
+        (chart_resource,) = [r for r in example_plan(name).resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.urn.endswith("::kueue")]
         return chart_resource.input("values")
     assert values("fleet-manager")["managerConfig"] == values("fleet-east")["managerConfig"] == kueue_manager_config(FLEET_FRAMEWORKS)["managerConfig"]
     assert "managerConfig" not in values("dev")
@@ -214,7 +214,7 @@ def test_a_run_on_the_manager_is_judged_as_a_run_its_slices_left_to_the_workers_
     from components.model.config import load, load_run
     from infra.offline.stackfile import raw_values
 
-    config, secrets = stackfile.load_config(stackfile.stack_path("fleet-manager"))
+    config, secrets = stackfile.load_config(example_path("fleet-manager"))
     cfg = load(raw_values(config), "fleet-manager", frozenset(secrets))
     with_run = load_run(cfg, {"name": "wide", "image": "example.com/t:1", "slices": 4})
     assert with_run.workloads[-1].slices == 4 and with_run.workload_group(with_run.workloads[-1]).name == "train"
@@ -241,7 +241,7 @@ def test_the_managers_plan_shows_each_workers_region_chips_and_cost():
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert offline_main(["plan", "--stack", "fleet-manager"]) == 0
+        assert offline_main(["plan", "--config", str(example_path("fleet-manager"))]) == 0
     text = out.getvalue()
     table = text.split("Fleet workers")[1].split("\n\n")[0].splitlines()
     assert table[1].split() == ["worker", "stack", "region", "group", "tpu", "chips", "capacity", "$/hour"]
@@ -249,7 +249,7 @@ def test_the_managers_plan_shows_each_workers_region_chips_and_cost():
     assert table[3].split()[:7] == ["central", "organization/pathways/fleet-central", "us-central1", "train", "v6e-16", "64", "spot"]
     assert "every worker's slices busy: about $" in text
     # and how to find where a run landed
-    assert "CLUSTER:.status.clusterName" in stack_plan("fleet-manager").outputs["fleet"]["whereARunRuns"]
+    assert "CLUSTER:.status.clusterName" in example_plan("fleet-manager").outputs["fleet"]["whereARunRuns"]
 
 
 def test_run_list_names_the_worker_a_run_was_dispatched_to():
@@ -271,9 +271,9 @@ def test_run_list_names_the_worker_a_run_was_dispatched_to():
 def test_the_managers_plan_says_the_workers_need_its_cache_bucket():
     from components.model.config import load, resolve
     from components.model.summary import stack_summary
-    from infra.offline.stackfile import load_config, raw_values, stack_path
+    from infra.offline.stackfile import load_config, raw_values
 
-    flat, secrets = load_config(stack_path("fleet-manager"))
+    flat, secrets = load_config(example_path("fleet-manager"))
     summary = stack_summary(resolve(load(raw_values(flat), "fleet-manager", frozenset(secrets))))
     (notice,) = [n for n in summary["notices"] if n.startswith("fleet runs keep their compilation cache")]
     assert "gs://pathways-fleet-123-fleet-manager-pathways/pathways-cache" in notice and "roles/storage.objectUser" in notice

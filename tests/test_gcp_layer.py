@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components.scratch_bucket import SCRATCH_PERMISSIONS
-from tests.conftest import config_with, in_zone_of, plan_of, stack_plan
+from tests.conftest import config_with, example_plan, in_zone_of, plan_of
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -182,12 +182,12 @@ def test_outputs(made_stack):
 
 
 def test_prod_private_regional_cluster():
-    c = stack_plan("prod").one(CLUSTER)
+    c = example_plan("prod").one(CLUSTER)
     assert c.input("location") == "us-east5" and c.input("nodeLocations") == ["us-east5-a"]
     assert c.input("privateClusterConfig.enablePrivateNodes") is True
     assert c.input("masterAuthorizedNetworksConfig.cidrBlocks") == [{"cidrBlock": "10.200.0.0/16", "displayName": "corp-vpn"}]
     assert c.input("releaseChannel.channel") == "STABLE"
-    for p in tpu_pools(stack_plan("prod")):
+    for p in tpu_pools(example_plan("prod")):
         assert p.input("nodeConfig.reservationAffinity") == {
             "consumeReservationType": "SPECIFIC_RESERVATION",
             "key": "compute.googleapis.com/reservation-name",

@@ -13,8 +13,8 @@ import yaml
 from components.model.config import load
 from components.model.errors import ConfigError
 from infra.offline.__main__ import main as offline_main
-from infra.offline.stackfile import MAX_STACK_FILE_BYTES, stack_path
-from tests.conftest import config_with, write_stack_file
+from infra.offline.stackfile import MAX_STACK_FILE_BYTES
+from tests.conftest import config_with, example_path, write_stack_file
 
 VERSION = "jax-0.7.2"
 WORKLOAD = {"name": "train", "image": "example.com/trainer:1"}
@@ -242,7 +242,7 @@ def test_render_never_follows_a_symlink_and_removes_what_the_stack_no_longer_has
     out = tmp_path / "out"
     outside = tmp_path / "outside.txt"
     outside.write_text("keep me")
-    code, _, _ = run_cli(capsys, "render", "--stack", "staging", "--out", str(out))
+    code, _, _ = run_cli(capsys, "render", "--config", str(example_path("staging")), "--out", str(out))
     assert code == 0
     first = sorted(p.name for p in out.iterdir())
     assert "jobset-pathways-notebook.yaml" in first and ".pathways-render.json" in first
@@ -250,7 +250,7 @@ def test_render_never_follows_a_symlink_and_removes_what_the_stack_no_longer_has
     (out / "jobset-pathways-notebook.yaml").unlink()
     (out / "jobset-pathways-notebook.yaml").symlink_to(outside)
     (out / "notes.txt").write_text("mine")
-    config = yaml.safe_load(stack_path("staging").read_text())["config"]
+    config = yaml.safe_load(example_path("staging").read_text())["config"]
     config["pathways:workloads"] = [w for w in config["pathways:workloads"] if w["name"] != "train-smoke"]
     config["pathways:headPool"] = {"nodeCount": 1}
     path = write_stack_file(tmp_path, config, "Pulumi.staging.yaml")
@@ -276,7 +276,7 @@ def test_render_writes_no_secret_placeholders(tmp_path, capsys):
 def test_render_into_a_symlinked_out_dir_is_refused(tmp_path, capsys):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    code, _, err = run_cli(capsys, "render", "--stack", "dev", "--out", str(tmp_path / "link"))
+    code, _, err = run_cli(capsys, "render", "--config", str(example_path("dev")), "--out", str(tmp_path / "link"))
     assert code == 2 and "is a symlink; give the directory itself" in err
 
 
@@ -312,7 +312,7 @@ def _mutations(rng: random.Random, base: dict) -> dict:
 
 def _fuzz_cases(n: int) -> list[tuple[str, bytes]]:
     rng = random.Random(20261130)  # reproducible
-    bases = [yaml.safe_load(stack_path(s).read_text()) for s in ("dev", "staging", "prod")]
+    bases = [yaml.safe_load(example_path(s).read_text()) for s in ("dev", "staging", "prod")]
     cases = []
     for i in range(n):
         base = bases[i % len(bases)]
@@ -431,11 +431,11 @@ def test_render_never_deletes_a_file_it_did_not_write(tmp_path, capsys):
     from infra.offline.__main__ import main
 
     out = tmp_path / "out"
-    assert main(["render", "--stack", "dev", "--out", str(out)]) == 0
+    assert main(["render", "--config", str(example_path("dev")), "--out", str(out)]) == 0
     (out / "notes.yaml").write_text("my own notes\n")
     index = out / ".pathways-render.json"
     index.write_text(json.dumps(json.loads(index.read_text()) + ["notes.yaml"]))  # an edited index
-    assert main(["render", "--stack", "dev", "--out", str(out)]) == 0
+    assert main(["render", "--config", str(example_path("dev")), "--out", str(out)]) == 0
     assert (out / "notes.yaml").read_text() == "my own notes\n"
     assert "kept notes.yaml: listed in .pathways-render.json but not a file render wrote" in capsys.readouterr().out
 

@@ -15,7 +15,7 @@ import pytest
 
 from components.model import identities
 from components.model.identities import TABLE, deploy_roles, grants, preview_roles, project_roles, required_apis
-from tests.conftest import MADE_STACKS, STACKS, config_with, in_zone_of, plan_of, stack_plan
+from tests.conftest import MADE_STACKS, config_with, every_stack, in_zone_of, plan_of, stack_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIMITIVE = {"roles/owner", "roles/editor", "roles/viewer"}
@@ -33,7 +33,7 @@ def all_roles() -> set[str]:
             | {identities.NODE_ACCOUNT_ROLE})
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@every_stack("stack")
 def test_every_type_in_every_committed_plan_has_its_roles(stack):
     plan = stack_plan(stack)
     custom = {r.type for r in plan.resources if r.custom}
@@ -77,7 +77,7 @@ def test_every_resource_the_program_can_construct_has_its_roles():
     assert found - TABLE.keys() == set()
 
 
-@pytest.mark.parametrize("stack", MADE_STACKS)
+@every_stack("stack", MADE_STACKS)
 def test_deploy_can_create_the_alert_policies_and_dashboard(stack):
     # issue #28: the documented deploy roles had no Monitoring role, so the first `pulumi up` got a 403
     types = plan_types(stack_plan(stack))
@@ -86,7 +86,7 @@ def test_deploy_can_create_the_alert_policies_and_dashboard(stack):
     assert "roles/monitoring.admin" not in deploy_roles(types) and "roles/monitoring.editor" not in deploy_roles(types)
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@every_stack("stack")
 def test_preview_reads_the_state_and_decrypts_the_secrets_and_writes_nothing(stack):
     roles = preview_roles(plan_types(stack_plan(stack)), kms_key=True)
     assert {"roles/storage.objectViewer", "roles/cloudkms.cryptoKeyDecrypter"} <= set(roles)
@@ -153,7 +153,7 @@ ESCALATING = {"roles/iam.serviceAccountAdmin", "roles/iam.serviceAccountTokenCre
               "roles/iam.securityAdmin", "roles/owner", "roles/editor"}
 
 
-@pytest.mark.parametrize("stack", MADE_STACKS)
+@every_stack("stack", MADE_STACKS)
 def test_finding_1_the_deploy_identity_cannot_become_another_service_account(stack):
     # serviceAccountAdmin could grant itself token-creator on any account of the project, and a project-wide
     # serviceAccountUser could run a node pool as any of them; neither is granted any more
@@ -164,7 +164,7 @@ def test_finding_1_the_deploy_identity_cannot_become_another_service_account(sta
     assert not [g for g in grants("preview", set(TABLE), buckets=("b",)) if g.role in ESCALATING | {"roles/iam.serviceAccountUser"}]
 
 
-@pytest.mark.parametrize("stack", MADE_STACKS)
+@every_stack("stack", MADE_STACKS)
 def test_finding_1_the_deploy_identity_grants_no_project_role(stack):
     # Google offers no condition on a setIamPolicy call's members (only iam.googleapis.com/modifiedGrantsByRole, roles):
     # the node accounts' project roles are the bootstrap's to grant, and the stack grants none
@@ -216,7 +216,7 @@ def test_an_unknown_type_is_an_error_not_a_silent_skip():
     assert project_roles("deploy", {"pathways:gcp:GkeCluster", "pulumi:providers:kubernetes"}) == []
 
 
-@pytest.mark.parametrize("stack", MADE_STACKS)
+@every_stack("stack", MADE_STACKS)
 def test_apis_follow_the_types(stack):
     apis = required_apis(plan_types(stack_plan(stack)))
     assert {"container.googleapis.com", "compute.googleapis.com", "monitoring.googleapis.com", "iam.googleapis.com",

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.conftest import example_path
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -130,7 +132,7 @@ def test_an_unsupported_pulumi_sdk_fails_loudly_in_one_line(monkeypatch, capsys)
 
     engine.check_sdk()  # the installed one is supported
     monkeypatch.setattr(engine.metadata, "version", lambda name: "3.300.1")
-    assert main(["plan", "--stack", "dev"]) == 2
+    assert main(["plan", "--config", str(example_path("dev"))]) == 2
     err = capsys.readouterr().err
     assert err == ("error: pulumi 3.300.1 is installed; the offline engine is tested with pulumi >=3.272,<3.273 "
                    "(its SDK internals change between releases): run `make` to install requirements.lock\n")

@@ -7,7 +7,7 @@ import pytest
 from components.manifests import admission
 from components.manifests.jobset import IMMUTABLE_SPEC_FIELDS
 from infra.offline.render import check_plan, manifests
-from tests.conftest import FLEET_MANAGERS, config_with, in_zone_of, plan_of, stack_plan
+from tests.conftest import FLEET_MANAGERS, config_with, example_plan, in_zone_of, plan_of
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 CHART = "kubernetes:helm.sh/v4:Chart"
@@ -66,7 +66,7 @@ def test_every_committed_stack_renders_clean(committed_stack):
 
 
 def test_provider_controller_and_dependencies():
-    plan = stack_plan("staging")
+    plan = example_plan("staging")
     provider = plan.one("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "pathways-staging-123/us-east5-b/pathways-staging"
     chart = plan.one(CHART, "jobset")
@@ -264,7 +264,7 @@ def test_workload_waits_on_controller_and_its_own_pools_only():
 
 
 def test_interactive_outputs():
-    out = stack_plan("dev").outputs["interactive"]["notebook"]
+    out = example_plan("dev").outputs["interactive"]["notebook"]
     assert out["proxyAddress"] == "grpc://notebook-pathways-head-0-0.notebook.pathways.svc.cluster.local:29000"
     # the proxy speaks ALTS: clients in the VPC use the address; a laptop's notebook runs in the cluster instead
     assert out["clientEnv"] == "JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://notebook-pathways-head-0-0.notebook.pathways.svc.cluster.local:29000"

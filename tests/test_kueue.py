@@ -5,14 +5,15 @@ Facts: Kueue v0.19.2's sources. The CRD schemas come from its Go module (make cr
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from components.manifests import admission
 from components.manifests import kueue as kq
 from components.model import machines
 from components.model.config import resolve
 from infra.offline.render import check_builtins, manifests
-from infra.offline.stackfile import flatten, raw_values
-from tests.conftest import FLEET_MANAGERS, config_with, plan_of, stack_plan
+from infra.offline.stackfile import flatten, raw_values, stack_path
+from tests.conftest import FLEET_MANAGERS, config_with, example_plan, plan_of, stack_plan
 
 VERSION = "jax-0.7.2"
 CQ = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -60,7 +61,8 @@ def test_quotas_equal_what_the_pools_provide(made_stack):
     name, plan = made_stack
     if name in FLEET_MANAGERS:
         # a manager's quota is what its workers' pools provide, summed (read from their offline plans here)
-        workers = [stack_plan(w) for w in ("fleet-east", "fleet-central")]
+        manager = yaml.safe_load(stack_path(name).read_text())["config"]["pathways:fleet"]
+        workers = [stack_plan(w["stack"].rsplit("/", 1)[-1]) for w in manager["workers"]]
         summed: dict[str, dict[str, object]] = {}
         for w in workers:
             for flavor, amounts in _amounts(expected_quotas(w)).items():
@@ -75,7 +77,7 @@ def test_quotas_equal_what_the_pools_provide(made_stack):
 
 def test_prod_quotas_written_out():
     # prod: 4 x v5p-128 (16 hosts of ct5p-hightpu-4t: 208 vCPU / 448 GB) + 1 x v5p-16 (2 hosts), 2 x n2-standard-64
-    q = cq_quotas(stack_plan("prod"))
+    q = cq_quotas(example_plan("prod"))
     assert q["tpu-train"] == {"cpu": str(206 * 64), "memory": f"{430 * 64}Gi", "google.com/tpu": str(64 * 4)}
     assert q["tpu-explore"] == {"cpu": str(206 * 2), "memory": f"{430 * 2}Gi", "google.com/tpu": "8"}
     assert q["pathways-head"] == {"cpu": "124", "memory": "484Gi", "google.com/tpu": "0"}
@@ -155,7 +157,7 @@ def test_without_kueue_there_are_no_queue_objects_or_labels():
 
 
 def test_kueue_chart_install():
-    plan = stack_plan("dev")
+    plan = example_plan("dev")
     chart = plan.one("kubernetes:helm.sh/v4:Chart", "kueue")
     assert chart.input("chart") == "oci://registry.k8s.io/kueue/charts/kueue" and chart.input("version") == "0.19.2"
     assert chart.input("namespace") == "kueue-system" and chart.input("skipCrds") is False
@@ -274,7 +276,7 @@ def _kueue_flavor_matches(pod: dict, flavor: dict) -> bool:
 def test_a_head_podset_fits_only_the_head_flavor_and_a_worker_only_its_slice_group(stack):
     # Found by the real-engine tier (prod -> staging): while the head flavor's quota was held, Kueue gave a
     # head PodSet a TPU flavor whose cpu and memory quota it fitted, and that head never ran.
-    plan = stack_plan(stack)
+    plan = example_plan(stack)
     flavors = {f["metadata"]["name"]: f["spec"] for f in objects(plan, "ResourceFlavor")}
     checked = 0
     for js in objects(plan, "JobSet"):

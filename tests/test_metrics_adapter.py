@@ -9,8 +9,8 @@ from components.model import metrics_adapter as ma
 from components.model.config import load, resolve
 from components.model.summary import notices
 from infra.offline.render import check_builtins, manifests
-from tests.conftest import plan_of, stack_plan
-from tests.test_bootstrap import PROJECT_MEMBER, bootstrap_config, bootstrap_plan
+from tests.conftest import example_plan, plan_of
+from tests.test_bootstrap import PROJECT_MEMBER, example_bootstrap_config, example_bootstrap_plan
 from tests.test_vllm import AUTOSCALE, FOUR, WEIGHTS, _raw, vllm_config
 
 ADAPTER_LABEL = ("k8s-app", ma.NAME)
@@ -22,7 +22,7 @@ def adapter_objects(plan) -> list[dict]:
 
 
 def test_an_autoscaled_endpoint_gets_the_adapter_its_autoscaler_reads_through():
-    plan = stack_plan("serving")
+    plan = example_plan("serving")
     objs = {(o["kind"], o["metadata"]["name"]): o for o in adapter_objects(plan)}
     # the three aggregated APIs, served by the adapter's Service (upstream's manifest)
     apis = {name: o["spec"] for (kind, name), o in objs.items() if kind == "APIService"}
@@ -48,7 +48,7 @@ def test_an_autoscaled_endpoint_gets_the_adapter_its_autoscaler_reads_through():
 
 
 def test_the_autoscaler_waits_for_the_adapter():
-    plan = stack_plan("serving")
+    plan = example_plan("serving")
     (hpa,) = plan.by_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
     adapter_urns = {r.urn for r in plan.resources if "CustomMetricsAdapter" in r.urn}
     assert adapter_urns & set(hpa.dependencies), hpa.dependencies
@@ -71,14 +71,14 @@ def test_turning_it_off_is_said_in_the_plan():
 
 
 def test_the_bootstrap_grants_the_adapter_its_monitoring_read_through_workload_identity():
-    plan = bootstrap_plan("pathways-serving-123")
-    number = bootstrap_config("pathways-serving-123")["pathways-bootstrap:projectNumber"]
+    plan = example_bootstrap_plan("pathways-serving-123")
+    number = example_bootstrap_config("pathways-serving-123")["pathways-bootstrap:projectNumber"]
     (grant,) = [r for r in plan.by_type(PROJECT_MEMBER) if str(r.input("member")).startswith("principal://")]
     assert grant.input("role") == "roles/monitoring.viewer"
     assert grant.input("member") == (f"principal://iam.googleapis.com/projects/{number}/locations/global/workloadIdentityPools/"
                                      "pathways-serving-123.svc.id.goog/subject/ns/custom-metrics/sa/custom-metrics-stackdriver-adapter")
     # and nowhere else: no other stack autoscales
-    assert not [r for r in bootstrap_plan("pathways-dev-123").by_type(PROJECT_MEMBER) if "custom-metrics" in str(r.input("member"))]
+    assert not [r for r in example_bootstrap_plan("pathways-dev-123").by_type(PROJECT_MEMBER) if "custom-metrics" in str(r.input("member"))]
 
 
 def test_its_apis_go_first_when_the_stack_is_destroyed():
@@ -86,7 +86,7 @@ def test_its_apis_go_first_when_the_stack_is_destroyed():
     # (NamespaceDeletionDiscoveryFailure: a destroy of the serving stack hung on kueue-system in the real-engine
     # tier). Each APIService is made after its server and every namespace and controller chart, so a destroy deletes
     # it before them.
-    plan = stack_plan("serving")
+    plan = example_plan("serving")
     by_urn = {r.urn: r for r in plan.resources}
     for api in plan.by_type("kubernetes:apiregistration.k8s.io/v1:APIService"):
         names = {(by_urn[u].type, by_urn[u].name) for u in api.dependencies if u in by_urn}

@@ -15,8 +15,8 @@ import pytest
 from components.model.resilience import DEFAULT_GCSFUSE_OPTIONS, MTC_CSI_DRIVER, MTC_MIN_GKE_VERSION
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import manifests
-from tests.conftest import config_with, plan_of, stack_plan
-from tests.test_bootstrap import bootstrap_plan
+from tests.conftest import config_with, example_path, example_plan, plan_of
+from tests.test_bootstrap import example_bootstrap_plan
 from tests.test_workload_contract import problem
 
 VERSION = "jax-0.7.2"
@@ -64,7 +64,7 @@ def test_backups_go_to_a_hierarchical_bucket_only_gkes_checkpointing_driver_may_
 
 
 def test_the_bootstrap_grants_the_checkpointing_driver_the_backups_bucket_alone():
-    plan = bootstrap_plan("pathways-prod-123")
+    plan = example_bootstrap_plan("pathways-prod-123")
     (grant,) = [m for m in plan.by_type("gcp:projects/iAMMember:IAMMember") if m.name == "prod-checkpointing-driver"]
     assert grant.input("role") == "roles/storage.objectUser"
     assert grant.input("member") == (
@@ -143,7 +143,7 @@ def test_the_stack_outputs_say_where_the_ram_disk_is_and_where_it_is_backed_up()
 
 
 def test_the_prod_example_turns_it_on():
-    plan = stack_plan("prod")
+    plan = example_plan("prod")
     assert plan.one(CLUSTER).input("addonsConfig.highScaleCheckpointingConfig.enabled") is True
     assert [o["metadata"]["name"] for o in manifests(plan) if o["kind"] == "CheckpointConfiguration"] == ["pathways-mtc-ct5p-hightpu-4t"]
 
@@ -176,7 +176,7 @@ def test_the_backups_bucket_is_required_on_an_existing_cluster():
 
 def test_docs_resilience_quotes_the_prod_plan_as_it_is(capsys):
     # the plan excerpts docs/resilience.md shows (failure rules, multi-tier checkpointing) are what `plan` prints
-    assert offline_main(["plan", "--stack", "prod"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("prod"))]) == 0
     printed = capsys.readouterr().out
     doc = (Path(__file__).resolve().parents[1] / "docs" / "resilience.md").read_text()
     fenced = re.findall(r"^```[a-z]*\n(.*?)^```$", doc, flags=re.S | re.M)

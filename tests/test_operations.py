@@ -12,7 +12,7 @@ import pytest
 from components.manifests import monitoring
 from infra.offline.stackfile import flatten, raw_values
 from policies.rules import ALL_POLICIES
-from tests.conftest import FLEET_MANAGERS, config_with, plan_of, stack_plan
+from tests.conftest import FLEET_MANAGERS, config_with, example_path, example_plan, plan_of
 
 VERSION = "jax-0.7.2"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -29,7 +29,7 @@ def violations(plan, name):
 
 
 def test_prod_holds_node_upgrades_and_maintains_on_weekends():
-    c = stack_plan("prod").one(CLUSTER)
+    c = example_plan("prod").one(CLUSTER)
     policy = c.input("maintenancePolicy")
     assert policy["recurringWindow"] == {"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
     (exclusion,) = policy["maintenanceExclusions"]
@@ -38,14 +38,14 @@ def test_prod_holds_node_upgrades_and_maintains_on_weekends():
 
 
 def test_tpu_pools_upgrade_as_slices():
-    for p in stack_plan("prod").by_type(POOL):
+    for p in example_plan("prod").by_type(POOL):
         if p.input("name").startswith("tpu-"):
             # no surge node (a spare VM cannot join a slice): Cluster Toolkit gke-node-pool's TPU default
             assert p.input("upgradeSettings") == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
 
 
 def test_protected_stacks_must_hold_node_upgrades():
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     assert violations(prod, "pathways-disruption-policy") == []
     cfg = json.loads(json.dumps(__import__("yaml").safe_load(open("stacks/Pulumi.prod.yaml"))["config"]))
     cfg["pathways:cluster"].pop("maintenance")
@@ -57,7 +57,7 @@ def test_protected_stacks_must_hold_node_upgrades():
         g["autoUpgrade"] = False
     assert violations(plan_of(cfg, "prod"), "pathways-disruption-policy") == []
     # unprotected stacks may leave upgrades to GKE
-    assert violations(stack_plan("staging"), "pathways-disruption-policy") == []
+    assert violations(example_plan("staging"), "pathways-disruption-policy") == []
 
 
 @pytest.mark.parametrize("maintenance,key,text", [
@@ -88,7 +88,7 @@ def test_every_stack_has_a_maintenance_window_even_with_exclusions_only():
     # the provider refuses a maintenancePolicy without exactly one window (ExactlyOneOf,
     # resource_container_cluster.go), and without one GKE may upgrade a TPU pool at any hour
     for name in ("dev", "staging"):
-        assert stack_plan(name).one(CLUSTER).input("maintenancePolicy")["recurringWindow"] == {
+        assert example_plan(name).one(CLUSTER).input("maintenancePolicy")["recurringWindow"] == {
             "startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
     exclusion = {"name": "x", "startTime": "2026-12-10T00:00:00Z", "endTime": "2027-01-05T00:00:00Z"}
     policy = plan_of(config_with(cluster={"maintenance": {"exclusions": [exclusion]}})).one(CLUSTER).input("maintenancePolicy")
@@ -364,14 +364,14 @@ def test_every_workload_has_links(made_stack):
 def test_plan_prints_the_links_in_full(capsys):
     from infra.offline.__main__ import main
 
-    assert main(["plan", "--stack", "dev"]) == 0
+    assert main(["plan", "--config", str(example_path("dev"))]) == 0
     out = capsys.readouterr().out
     assert "https://console.cloud.google.com/monitoring/dashboards/builder/" in out
     assert "…" not in next(line for line in out.splitlines() if "logs/query" in line)
 
 
 def test_dev_dashboard_tiles_and_namespace_filters():
-    dash = json.loads(stack_plan("dev").one("gcp:monitoring/dashboard:Dashboard").input("dashboardJson"))
+    dash = json.loads(example_plan("dev").one("gcp:monitoring/dashboard:Dashboard").input("dashboardJson"))
     assert [t["widget"]["title"] for t in dash["mosaicLayout"]["tiles"]] == [
         "notebook (dev): TPU duty cycle %", "notebook (dev): HBM used", "Head pods: CPU cores", "Head pods: memory used",
         "Pod restarts (Pathways namespace)", "JobSet restarts", "Node interruptions (spot, flex-start, maintenance)"]

@@ -16,8 +16,9 @@ from components.model.config import load, resolve
 from components.model.errors import ConfigError
 from components.model.summary import stack_summary, summary_text
 from infra.offline.__main__ import main as offline_main
-from infra.offline.stackfile import load_config, raw_values, stack_path
+from infra.offline.stackfile import load_config, raw_values
 from infra.reservation_records import read_records
+from tests.conftest import example_path
 
 N2_STANDARD_64 = 64 * 0.031611 + 256 * 0.004237  # per vCPU-hour and GiB-hour, us-central1
 E2_STANDARD_4 = 4 * 0.021811 + 16 * 0.002923
@@ -26,7 +27,7 @@ FEE = 0.10
 
 
 def summary_of(stack: str, **overrides) -> dict:
-    config, secrets = load_config(stack_path(stack))
+    config, secrets = load_config(example_path(stack))
     raw = raw_values(config)
     raw.update(overrides)
     cfg = load(raw, stack, frozenset(secrets))
@@ -132,13 +133,13 @@ def test_bad_prices_are_one_line_errors(prices, message):
 
 
 def test_plan_prints_the_summary_and_json_carries_it(capsys):
-    assert offline_main(["plan", "--stack", "prod"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("prod"))]) == 0
     out = capsys.readouterr().out
     assert re.search(r"train +v5p-128 +4x4x4 +ct5p-hightpu-4t +4 +0 +64 +256 +reservation +pathways-prod-v5p", out)
     assert "  reservation pathways-prod-v5p: 72 of 72 VMs free (recorded)\n" in out
     assert "Stack: 5 TPU slice(s) (264 chips on 66 TPU VMs, spares included), 4 CPU VM(s), 7 node pools, 2 workload(s)" in out
     assert "Estimated cost of what the stack keeps running: at most $1,115.65/hour" in out
-    assert offline_main(["plan", "--stack", "prod", "--json"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("prod")), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"] == summary_of("prod")
 
 
@@ -157,7 +158,7 @@ def test_readme_plan_excerpt_is_real_output(capsys):
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     excerpt = readme.split("<!-- plan-excerpt:dev -->", 1)[1].split("```text", 1)[1].split("```", 1)[0]
-    assert offline_main(["plan", "--stack", "dev"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("dev"))]) == 0
     out = capsys.readouterr().out
     lines = [line for line in excerpt.strip("\n").splitlines() if line.strip() and line.strip() != "..."]
     assert len(lines) >= 15

@@ -16,7 +16,7 @@ from components.manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, WORKLOAD
 from infra.offline.charts import CHARTS as CHART_DIRS
 from infra.offline.charts import render_chart
 from infra.offline.render import manifests
-from tests.conftest import FLEET_MANAGERS, STACKS, stack_plan
+from tests.conftest import FLEET_MANAGERS, every_stack, stack_plan
 
 IMAGE = "registry.k8s.io/pause:3.10"
 ANNOTATION = "container.apparmor.security.beta.kubernetes.io/app"
@@ -204,7 +204,7 @@ def _stack_pods(name: str) -> list[tuple[str, str, Mapping, Mapping]]:
     return [(o["kind"], path, m, s) for o in manifests(stack_plan(name)) for path, m, s in pod_security.pod_templates(o)]
 
 
-@pytest.mark.parametrize("name", STACKS)
+@every_stack("name")
 def test_pathways_pods_need_the_privileged_level_their_namespace_has(name):
     assert WORKLOAD_NAMESPACE_LEVEL == "privileged"
     pods = _stack_pods(name)

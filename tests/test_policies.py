@@ -13,7 +13,7 @@ import infra.offline.__main__ as offline_cli
 from infra.offline.engine import Plan, Registration
 from infra.offline.policy_runner import PolicyConfigError, run_policies
 from policies.rules import ALL_POLICIES
-from tests.conftest import config_with, in_zone_of, plan_of, stack_plan
+from tests.conftest import config_with, example_path, example_plan, in_zone_of, plan_of
 
 VERSION = "jax-0.7.2"
 
@@ -141,18 +141,18 @@ def test_jobset_must_depend_on_the_controller():
     (lambda p: Plan(p.stack, [r for r in p.resources if r.name != "pathways-ports-deny"], p.outputs), "are not closed to other sources"),
 ])
 def test_protected_stacks_must_be_private_with_closed_pathways_ports(breaker, message):
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     assert not [v for v in violations(prod) if v.policy == "pathways-network-exposure"]
     found = [v.message for v in violations(breaker(prod)) if v.policy == "pathways-network-exposure"]
     assert any(message in m for m in found), found
     # the same change in an unprotected stack is allowed (dev may open its endpoint on purpose)
-    dev = stack_plan("dev")
+    dev = example_plan("dev")
     if "public" in message or "open to the internet" in message:
         assert not [v for v in violations(breaker(dev)) if v.policy == "pathways-network-exposure" and message in v.message]
 
 
 def test_protected_stacks_need_protect_and_deletion_protection():
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     unprotected = mutate(mutate(prod, "gcp:container/cluster:Cluster", "cluster", "deletionProtection", False, protect=False),
                          "gcp:storage/bucket:Bucket", "scratch", protect=False)
     found = {(v.policy, v.message.split(" ")[0]) for v in violations(unprotected)}
@@ -186,7 +186,7 @@ def test_protection_follows_the_stacks_own_flag_not_its_name():
 def test_an_exclusion_that_has_ended_protects_nothing(monkeypatch):
     rule = __import__("importlib").import_module("policies.rules.disruption_policy")
 
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     assert not [v for v in violations(prod) if v.policy == "pathways-disruption-policy"]
     monkeypatch.setattr(rule, "now", lambda: __import__("datetime").datetime(2027, 4, 11, tzinfo=__import__("datetime").timezone.utc))
     found = [v.message for v in violations(prod) if v.policy == "pathways-disruption-policy"]
@@ -445,7 +445,7 @@ def _network_messages(plan) -> list[str]:
 
 def test_port_ranges_end_where_they_say():
     # "29003-29004" and "28990-28999" sit between and below Pathways ports (29000-29002, 29005): inclusive ends, no more
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     for ports, opened in ((["29003-29004"], None), (["28990-28999"], None), (["28990-29000"], "[29000]")):
         wide = add(prod, FIREWALL_T, "wide-open", {"name": "wide-open", "sourceRanges": ["0.0.0.0/0"], "allows": [{"protocol": "tcp", "ports": ports}]})
         found = [m for m in _network_messages(wide) if "wide-open" in m]
@@ -455,7 +455,7 @@ def test_port_ranges_end_where_they_say():
 
 def test_an_existing_vpc_is_not_asked_for_cloud_nat():
     # the stack creates no Network when it uses pathways:network.existingNetwork: egress is the VPC owner's
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     no_nat = Plan(prod.stack, [r for r in prod.resources if r.type != "gcp:compute/routerNat:RouterNat"], prod.outputs)
     assert any("without Cloud NAT" in m for m in _network_messages(no_nat))
     existing = Plan(prod.stack, [r for r in no_nat.resources if r.type != "gcp:compute/network:Network"], prod.outputs)
@@ -463,7 +463,7 @@ def test_an_existing_vpc_is_not_asked_for_cloud_nat():
 
 
 def test_a_protected_control_plane_needs_a_private_endpoint_or_authorized_networks_not_both():
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     public_with_networks = mutate(prod, CLUSTER_T, "cluster", "privateClusterConfig.enablePrivateEndpoint", False)
     private_without_networks = mutate(prod, CLUSTER_T, "cluster", "masterAuthorizedNetworksConfig", None)
     for plan in (public_with_networks, private_without_networks):
@@ -473,7 +473,7 @@ def test_a_protected_control_plane_needs_a_private_endpoint_or_authorized_networ
 
 
 def test_a_deny_from_part_of_the_internet_does_not_close_the_pathways_ports():
-    prod = stack_plan("prod")
+    prod = example_plan("prod")
     partial = mutate(prod, FIREWALL_T, "pathways-ports-deny", "sourceRanges", ["10.0.0.0/8"])
     assert any("are not closed to other sources" in m for m in _network_messages(partial))
 
@@ -520,6 +520,6 @@ def test_the_pack_describes_each_policy_for_the_reviewer():
 def test_a_bad_policy_config_is_a_one_line_error(tmp_path, capsys, content, says):
     path = tmp_path / "policy-config.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    assert offline_cli.main(["plan", "--stack", "dev", "--policy-config", str(path)]) == 2
+    assert offline_cli.main(["plan", "--config", str(example_path("dev")), "--policy-config", str(path)]) == 2
     out, err = capsys.readouterr()
     assert err.splitlines() == [f"error: {says.format(path=path)}"] and "Traceback" not in out + err

@@ -41,6 +41,7 @@ VARIANTS = {
 }
 
 
+@pytest.mark.every_stack
 @pytest.mark.parametrize("name", [*STACKS, *VARIANTS])
 def test_every_quantity_is_canonical(name):
     plan = stack_plan(name) if name in STACKS else plan_of(VARIANTS[name], name)

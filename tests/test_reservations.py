@@ -16,9 +16,8 @@ from components.model.reservations import ReservationRecordError, availability, 
 from components.model.summary import stack_summary
 from components.model.tpu import from_name
 from infra.offline.__main__ import main as offline_main
-from infra.offline.stackfile import stack_path
 from infra.reservation_records import read_records
-from tests.conftest import config_with, write_stack_file
+from tests.conftest import config_with, example_path, write_stack_file
 from tests.test_storage import refusal
 
 RECORDS = Path(__file__).parent / "fixtures" / "reservations"
@@ -94,21 +93,21 @@ def test_a_file_that_is_not_a_reservation_is_refused(doc):
 
 def stack_summary_of(name: str):
     from components.model.config import load
-    from infra.offline.stackfile import load_config, raw_values, stack_path
+    from infra.offline.stackfile import load_config, raw_values
 
-    config, secrets = load_config(stack_path(name))
+    config, secrets = load_config(example_path(name))
     cfg = load(raw_values(config), name, frozenset(secrets))
     return stack_summary(resolve(cfg), read_records(cfg))
 
 
 def prod_with(**group_changes):
-    cfg = yaml.safe_load(stack_path("prod").read_text())["config"]
+    cfg = yaml.safe_load(example_path("prod").read_text())["config"]
     cfg["pathways:slices"] = [{**g, **group_changes.get(g["name"], {})} for g in cfg["pathways:slices"]]
     return cfg
 
 
 def test_prod_plans_with_its_recorded_reservations_free_vms(capsys):
-    assert offline_main(["plan", "--stack", "prod"]) == 0
+    assert offline_main(["plan", "--config", str(example_path("prod"))]) == 0
     out = capsys.readouterr().out
     assert out.count("  reservation pathways-prod-v5p: 72 of 72 VMs free (recorded)\n") == 1
     assert stack_summary_of("prod")["sliceGroups"][0]["reservationFree"] == "reservation pathways-prod-v5p: 72 of 72 VMs free"

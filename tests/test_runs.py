@@ -16,7 +16,7 @@ from components.manifests import runs as runs_manifest
 from components.model.config import ConfigError, as_run, load, load_run, resolve
 from infra.offline.render import manifests
 from infra.run.status import Position, rows, state, table
-from tests.conftest import config_with, plan_of, stack_plan, write_stack_file
+from tests.conftest import config_with, example_plan, plan_of, write_stack_file
 from tests.test_security import _evaluate
 from tools.cluster.local import ROOT
 
@@ -309,7 +309,7 @@ def test_the_policy_pack_refuses_a_wider_runs_role_and_an_open_binding():
     from policies.rules import ALL_POLICIES
     from tests.test_policies import mutate
 
-    plan = stack_plan("dev")
+    plan = example_plan("dev")
     assert [v for v in run_policies(plan, ALL_POLICIES) if v.policy == "pathways-service-access"] == []
     wider = mutate(plan, "kubernetes:rbac.authorization.k8s.io/v1:Role", "runs-role-pathways-runs", "rules.3.verbs", ["get", "list", "watch", "create"])
     assert [v.message for v in run_policies(wider, ALL_POLICIES) if v.policy == "pathways-service-access"] == [

@@ -10,7 +10,7 @@ import pytest
 from components.manifests import guardrails
 from components.model.ports import PATHWAYS_PORTS
 from infra.offline.render import manifests
-from tests.conftest import config_with, plan_of, stack_plan
+from tests.conftest import config_with, example_plan, plan_of
 
 FIREWALL = "gcp:compute/firewall:Firewall"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -99,7 +99,7 @@ def _allowed(rules, source_ip, source_sa, target_sa, port) -> bool:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_pathways_ports_are_reachable_only_from_the_pathways_node_identity(stack):
-    plan = stack_plan(stack)
+    plan = example_plan(stack)
     rules = _gke_rules(plan) + _our_rules(plan)
     sas = plan.outputs["nodeServiceAccounts"]
     pathways, system = sas["pathways"], sas["system"]
@@ -387,7 +387,7 @@ def test_a_pod_of_a_namespace_the_stack_dropped_can_still_lose_its_finalizer():
 
 
 def test_guards_are_bound_and_deny():
-    plan = stack_plan("dev")
+    plan = example_plan("dev")
     policies = {p["metadata"]["name"]: p for p in _objects(plan, "ValidatingAdmissionPolicy")}
     bindings = {b["metadata"]["name"]: b for b in _objects(plan, "ValidatingAdmissionPolicyBinding")}
     assert sorted(policies) == sorted(bindings) == [
@@ -412,14 +412,14 @@ def test_every_built_in_object_passes_the_strict_kubernetes_schema(committed_sta
 
 def test_priority_classes_order_serving_over_training_over_interactive_over_experiments():
     # below system-cluster-critical (2,000,000,000); a higher value wins a node and may preempt
-    plan = stack_plan("staging")
+    plan = example_plan("staging")
     values = {r.inputs["metadata"]["name"]: r.inputs["value"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")}
     assert values == {"pathways-serving": 2_000_000, "pathways-training": 1_000_000, "pathways-interactive": 500_000, "pathways-experiment": 100_000}
 
 
 def test_rootless_containers_run_as_uid_and_gid_1000():
     # pathwaysutils' client proxy (yamls/pw-proxy.yaml) runs as user 1000; our IFRT proxy container matches
-    js = next(o for o in manifests(stack_plan("staging")) if o["kind"] == "JobSet")
+    js = next(o for o in manifests(example_plan("staging")) if o["kind"] == "JobSet")
     head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     proxy = next(c for c in head.get("initContainers", []) + head["containers"] if c["name"] == "pathways-proxy")
     sc = proxy["securityContext"]

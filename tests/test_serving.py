@@ -16,8 +16,8 @@ from components.model.config import load
 from components.model.errors import ConfigError
 from infra.offline.diff import diff, guard
 from infra.offline.render import check_builtins, manifests
-from infra.offline.stackfile import flatten, stack_path
-from tests.conftest import config_with, plan_of, stack_plan
+from infra.offline.stackfile import flatten
+from tests.conftest import config_with, example_path, example_plan, plan_of
 
 VERSION = "jax-0.5.3"  # the Pathways release Google pairs with jetstream-pathways:v0.2.0
 WEIGHTS = "gs://acme-models/llama3.1-8b/checkpoints/0/items"
@@ -296,7 +296,7 @@ def test_the_lws_controller_is_installed_only_for_serving():
     assert ns.input("metadata.labels")["pod-security.kubernetes.io/enforce"] == "restricted"
     (lws,) = PLAN.by_type(LWS)
     assert chart.urn in lws.dependencies  # CRD and webhooks first: the pod webhook injects LWS_LEADER_ADDRESS
-    assert not [r for r in stack_plan("dev").by_type(CHART) if r.name == "lws"]
+    assert not [r for r in example_plan("dev").by_type(CHART) if r.name == "lws"]
 
 
 def test_kueue_queues_serving_above_training_and_holds_a_suspended_endpoint():
@@ -320,7 +320,7 @@ def test_a_serving_only_stack_has_an_empty_head_pool():
 
 
 def _serving_config():
-    return yaml.safe_load(stack_path("serving").read_text())["config"]
+    return yaml.safe_load(example_path("serving").read_text())["config"]
 
 
 def test_the_change_review_says_what_serving_loses():

@@ -18,7 +18,7 @@ from components.model.config import ConfigError, as_run, load, load_run, resolve
 from components.model.storage import CHECKPOINT_OPTIONS, DATA_OPTIONS, GCSFUSE_HOST_NETWORK_MIN_GKE
 from infra.offline.render import manifests
 from tests.conftest import config_with, plan_of, write_stack_file
-from tests.test_bootstrap import bootstrap_plan
+from tests.test_bootstrap import example_bootstrap_plan
 from tests.test_runs import RUNS
 from tests.test_security import _evaluate
 from tests.test_workload_contract import raw
@@ -157,7 +157,7 @@ def test_the_plan_makes_the_service_account_volumes_and_claims_before_the_worklo
 
 
 def test_the_bootstrap_grants_each_mounted_bucket_alone_to_the_pods_own_service_account():
-    plan = bootstrap_plan("pathways-staging-123")
+    plan = example_bootstrap_plan("pathways-staging-123")
     grants = {m.input("bucket"): m for m in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
     principal = ("principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
                  "pathways-staging-123.svc.id.goog/subject/ns/pathways/sa/train-smoke-storage")

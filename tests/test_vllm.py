@@ -12,8 +12,8 @@ from components.model.config import load, resolve
 from components.model.errors import ConfigError
 from components.model.summary import stack_summary, summary_text
 from infra.offline.render import manifests
-from infra.offline.stackfile import flatten, stack_path
-from tests.conftest import config_with, plan_of, stack_plan
+from infra.offline.stackfile import flatten
+from tests.conftest import config_with, example_path, example_plan, plan_of
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 WEIGHTS = "gs://acme-models/meta-llama/Llama-3.1-8B-Instruct"
@@ -82,10 +82,10 @@ def test_without_weights_the_model_comes_from_hugging_face_with_the_teams_token(
 
 
 def test_the_example_serving_stack_runs_vllm():
-    cfg = load(_raw(yaml.safe_load(stack_path("serving").read_text())["config"]), stack="serving")
+    cfg = load(_raw(yaml.safe_load(example_path("serving").read_text())["config"]), stack="serving")
     (w,) = cfg.workloads
     assert w.serve is not None and w.serve.engine_name == "vllm" and w.serve.engine is None
-    plan = stack_plan("serving")
+    plan = example_plan("serving")
     assert "vllm" in containers(the_lws(plan)["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
 
 

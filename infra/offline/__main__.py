@@ -117,7 +117,8 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, "StackConfig"]:
     stack = args.stack or stack_name_for(path)
     config, secret_keys = load_config(path)
     try:
-        plan = run(config, stack, secret_keys)
+        # a fleet manager's workers are the stack files beside its own
+        plan = run(config, stack, secret_keys, stacks_dir=path.parent)
     except InvalidStackConfig as e:
         raise StackFileError(str(e)) from None
     # The program accepted these values, so the model the summary and the guard read loads without error.
@@ -240,7 +241,7 @@ def _diff_command(args: argparse.Namespace) -> int:
         before_plan = Plan(stack=stack)
     else:
         try:
-            before_plan = run(before[0], stack, before[1])
+            before_plan = run(before[0], stack, before[1], stacks_dir=path.parent)
         except InvalidStackConfig as e:
             raise StackFileError(f"{label}: that config is invalid: {str(e).splitlines()[0]}") from None
         before_capacity = _capacity(load(raw_values(before[0]), stack, frozenset(before[1])))

@@ -292,13 +292,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
-def fleet_worker_outputs(config: dict[str, str]) -> dict[str, dict[str, Any]]:
+def fleet_worker_outputs(config: dict[str, str], stacks_dir: Optional[Path] = None) -> dict[str, dict[str, Any]]:
     """A fleet manager's workers' outputs, from their own offline plans: each worker named <org>/<project>/<stack>
-    whose stack file is in stacks/ (Pulumi.<stack>.yaml). A worker without one has no outputs, as a stack not yet
-    deployed, and the manager's rules say so."""
+    whose stack file (Pulumi.<stack>.yaml) is beside the manager's, in `stacks_dir` (default stacks/). A worker
+    without one has no outputs, as a stack not yet deployed, and the manager's rules say so."""
     import json
 
-    from infra.offline.stackfile import load_config, stack_path
+    from infra.offline.stackfile import STACKS_DIR, load_config
 
     try:
         fleet = json.loads(config.get("pathways:fleet", "null")) or {}
@@ -307,15 +307,16 @@ def fleet_worker_outputs(config: dict[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for w in fleet.get("workers") or [] if fleet.get("role") == "manager" else []:
         name = str(w.get("stack", ""))
-        path = stack_path(name.rsplit("/", 1)[-1])
+        path = (stacks_dir or STACKS_DIR) / f"Pulumi.{name.rsplit('/', 1)[-1]}.yaml"
         if path.is_file():
             flat, secrets = load_config(path)
-            out[name] = run(flat, path.name[len("Pulumi."):-len(".yaml")], secrets).revealed_outputs
+            out[name] = run(flat, path.name[len("Pulumi."):-len(".yaml")], secrets, stacks_dir=stacks_dir).revealed_outputs
     return out
 
 
 def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), program_dir: Path = PROGRAM_DIR,
-        reservations: Optional[dict[str, dict[str, Any]]] = None, stack_outputs: Optional[dict[str, dict[str, Any]]] = None) -> Plan:
+        reservations: Optional[dict[str, dict[str, Any]]] = None, stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
+        stacks_dir: Optional[Path] = None) -> Plan:
     """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
     `program_dir`: another program directory to run the same way (the bootstrap project, bootstrap/).
     `reservations`: recorded get_reservation responses ("<project>/<name>" -> the provider's outputs): the program
@@ -323,14 +324,15 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     Without them the offline engine makes no read (reservationRecord is judged instead).
 
     `stack_outputs`: other stacks' outputs by fully qualified name, for stack references; by default a fleet
-    manager's workers' offline plans (fleet_worker_outputs).
+    manager's workers' offline plans (fleet_worker_outputs), read from `stacks_dir`: the folder of the stack's own
+    file (default stacks/).
 
     `secret_keys`: the keys stackfile.flatten found secret (it refused secrets anywhere but workload env values).
     Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
     """
     check_sdk()
     if stack_outputs is None and program_dir == PROGRAM_DIR:
-        stack_outputs = fleet_worker_outputs(config)
+        stack_outputs = fleet_worker_outputs(config, stacks_dir)
     settings.ROOT.set(None)
     pulumi.runtime.set_all_config(dict(config), list(secret_keys))
     # The stack file was read here, not by the CLI: infra/offline/stackfile.flatten refused every secret the stack
