@@ -38,21 +38,17 @@ def _stack_doc(path: Path) -> dict:
     return yaml.safe_load(path.read_text()) or {}
 
 
-def _is_existing_cluster(path: Path) -> bool:
-    return bool((_stack_doc(path).get("config") or {}).get("pathways:cluster", {}).get("existing"))
-
-
-def _is_fleet_manager(path: Path) -> bool:
-    return ((_stack_doc(path).get("config") or {}).get("pathways:fleet") or {}).get("role") == "manager"
+# each stack file read once, at collection
+_CONFIGS = {s: _stack_doc(stackfile.stack_path(s)).get("config") or {} for s in STACKS}
 
 
 # Stacks on a cluster made elsewhere (cluster.existing): no GCP resource, no controllers of their own; the tests of
 # what the stack makes in GCP run on the others (made_stack), and test_existing_as_is judges these.
-EXISTING_CLUSTER_STACKS = tuple(s for s in STACKS if _is_existing_cluster(stackfile.stack_path(s)))
+EXISTING_CLUSTER_STACKS = tuple(s for s in STACKS if (_CONFIGS[s].get("pathways:cluster") or {}).get("existing"))
 MADE_STACKS = tuple(s for s in STACKS if s not in EXISTING_CLUSTER_STACKS)
 # A fleet manager runs no pod of its own (its runs are dispatched to its workers): no workload, dashboard tile or
 # alert about one.
-FLEET_MANAGERS = tuple(s for s in STACKS if _is_fleet_manager(stackfile.stack_path(s)))
+FLEET_MANAGERS = tuple(s for s in STACKS if (_CONFIGS[s].get("pathways:fleet") or {}).get("role") == "manager")
 
 
 def every_stack(argname: str = "stack", stacks: "tuple[str, ...] | list[str] | None" = None):
