@@ -113,3 +113,13 @@ def test_the_recorder_reads_the_engines_both_tiers_and_the_slowest_scenarios():
 def test_the_recorder_refuses_a_red_or_warm_run(log, why):
     with pytest.raises(RecordError, match=why):
         parse(log, TIMES)
+
+
+def test_ci_runs_the_readmes_first_command_first():
+    readme = (ROOT / "README.md").read_text()
+    quickstart = readme.split("```sh\n", 1)[1].split("```", 1)[0]
+    first = quickstart.splitlines()[0].split("#", 1)[0].strip()
+    assert first == "make plan"
+    lines = [line for line in _commands(CI_RUN) if line.startswith(("make ", "python3 tools/"))]
+    assert lines[0] == first, f".ci/run's first command is {lines[0]!r}, not the README's {first!r}"
+    assert lines.index(first) < lines.index("make test")

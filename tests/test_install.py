@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import example_path
@@ -146,3 +148,40 @@ def test_the_supported_range_is_the_requirement_range():
     (line,) = [ln for ln in requirement_lines(ROOT / "requirements.txt") if ln.startswith("pulumi>")]
     (low, high) = SUPPORTED_PULUMI
     assert str(Requirement(line).specifier) == f"<{high[0]}.{high[1]},>={low[0]}.{low[1]}"
+
+
+def _makefile_rules() -> list[tuple[int, str]]:
+    """(line number, text) of each rule line: a target and its prerequisites, not a recipe or an assignment."""
+    rules = []
+    for number, line in enumerate((ROOT / "Makefile").read_text().splitlines()):
+        if line.startswith(("\t", "#", " ")) or ":" not in line or re.match(r"^\s*[A-Za-z_]+\s*(:=|\?=|\+=|=)", line):
+            continue
+        rules.append((number, line))
+    return rules
+
+
+def test_every_variable_a_rule_names_is_defined_above_it():
+    # make expands a rule's targets and prerequisites when it reads the line: a variable defined further down is
+    # empty there, and the prerequisite silently vanishes (a fresh clone's `make plan` fetched no charts, #56)
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    defined_at = {}
+    for number, line in enumerate(lines):
+        assignment = re.match(r"^([A-Za-z_]+)\s*(:=|\?=|=)", line)
+        if assignment:
+            defined_at.setdefault(assignment.group(1), number)
+    rules = _makefile_rules()
+    assert len(rules) > 15
+    for number, line in rules:
+        for name in re.findall(r"\$\(([A-Za-z_]+)\)", line):
+            assert name in defined_at, f"Makefile line {number + 1} names $({name}), which is never defined"
+            assert defined_at[name] < number, f"Makefile line {number + 1} names $({name}), defined only on line {defined_at[name] + 1}"
+
+
+@pytest.mark.parametrize("target", ["plan", "render", "test", "e2e"])
+def test_the_readme_targets_fetch_the_charts_before_they_use_them(target):
+    # `make -n -B`: what a fresh clone would run, in order, without running it
+    dry = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), target], capture_output=True, text=True, check=True).stdout
+    assert "tools/engines/crds.py" in dry, f"make {target} on a fresh clone never fetches the charts and CRDs"
+    uses = {"plan": "infra.offline plan", "render": "infra.offline render", "test": "pytest", "e2e": "pytest"}[target]
+    assert dry.index("tools/engines/crds.py") < dry.index(uses)
+    assert dry.index("requirements.lock") < dry.index(uses)
