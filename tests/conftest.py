@@ -42,6 +42,22 @@ def _stack_doc(path: Path) -> dict:
 _CONFIGS = {s: _stack_doc(stackfile.stack_path(s)).get("config") or {} for s in STACKS}
 
 
+def stack_config(name: str) -> dict:
+    """A stack's config as its file in stacks/ writes it (the YAML's `config:` mapping): what a test over every stack
+    derives its expectations from."""
+    return _CONFIGS[name]
+
+
+def section(config: dict, key: str) -> dict:
+    """pathways:<key> of a stack file's config, {} when the file leaves it out."""
+    return config.get(f"pathways:{key}") or {}
+
+
+def is_protected(name: str) -> bool:
+    """pathways:protected as the stack file sets it (off unless set)."""
+    return bool(_CONFIGS[name].get("pathways:protected", False))
+
+
 # Stacks on a cluster made elsewhere (cluster.existing): no GCP resource, no controllers of their own; the tests of
 # what the stack makes in GCP run on the others (made_stack), and test_existing_as_is judges these.
 EXISTING_CLUSTER_STACKS = tuple(s for s in STACKS if (_CONFIGS[s].get("pathways:cluster") or {}).get("existing"))
@@ -125,6 +141,15 @@ def stack_plan(stack: str) -> engine.Plan:
     """The plan of stacks/Pulumi.<stack>.yaml, the team's file: for tests over every stack only."""
     config, secrets = stackfile.load_config(stackfile.stack_path(stack))
     return engine.run(config, stack, secrets)
+
+
+@functools.lru_cache(maxsize=None)
+def stack_model(stack: str):
+    """The resolved model of stacks/Pulumi.<stack>.yaml (its workloads' derived facts): for tests over every stack."""
+    from components.model.config import load, resolve
+
+    config, secrets = stackfile.load_config(stackfile.stack_path(stack))
+    return resolve(load(stackfile.raw_values(config), stack, frozenset(secrets)))
 
 
 @pytest.fixture(params=STACKS)

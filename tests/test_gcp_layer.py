@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components.scratch_bucket import SCRATCH_PERMISSIONS
-from tests.conftest import config_with, example_plan, in_zone_of, plan_of
+from tests.conftest import FLEET_MANAGERS, config_with, example_plan, in_zone_of, is_protected, plan_of, section, stack_config, stack_model
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -38,10 +38,9 @@ def test_cluster_settings(made_stack):
     assert c.input("enableShieldedNodes") is True
     assert c.input("ipAllocationPolicy.clusterSecondaryRangeName") == "pods"
     # nodes only in the stack's one zone: zonal clusters imply it, regional ones pin it
-    zone = {"dev": "us-east5-b", "staging": "us-east5-b", "prod": "us-east5-a", "serving": "us-east5-b", "fleet-east": "us-east5-b",
-            "fleet-central": "us-central1-b", "fleet-manager": "us-east5-b"}[name]
-    regional = name == "prod"
-    assert c.input("location") == ("us-east5" if regional else zone)
+    cfg = stack_config(name)
+    zone, regional = cfg["gcp:zone"], bool(section(cfg, "cluster").get("regional"))
+    assert c.input("location") == (cfg["gcp:region"] if regional else zone)
     for p in plan.by_type(POOL):
         assert p.input("location") == c.input("location")
         assert p.input("nodeLocations") == ([zone] if regional else None)
@@ -50,13 +49,14 @@ def test_cluster_settings(made_stack):
 
 def test_all_pools_share_the_zone_and_node_defaults(made_stack):
     name, plan = made_stack
+    serve_groups = {w.group.name for w in stack_model(name).serve_workloads}
     for p in plan.by_type(POOL):
         nc = p.input("nodeConfig")
         assert nc["oauthScopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
         assert nc["shieldedInstanceConfig"]["enableSecureBoot"] is True
         # Workload Identity everywhere but the slices of serve workloads, which Google's JetStream-on-Pathways
         # tutorial runs on the node's identity (PLATFORM-FACTS §7)
-        serving = name == "serving" and p.input("name").startswith("tpu-serve-")
+        serving = (p.input("nodeConfig.labels") or {}).get("pathways/slice-group") in serve_groups
         assert nc["workloadMetadataConfig"]["mode"] == ("GCE_METADATA" if serving else "GKE_METADATA")
         assert nc["gvnic"]["enabled"] is True
         assert "compute@developer.gserviceaccount.com" not in nc["serviceAccount"]
@@ -64,7 +64,7 @@ def test_all_pools_share_the_zone_and_node_defaults(made_stack):
 
 def test_tpu_pools_options(made_stack):
     name, plan = made_stack
-    assert bool(tpu_pools(plan)) is (name != "fleet-manager")  # a fleet manager's slices are its workers'
+    assert bool(tpu_pools(plan)) is (name not in FLEET_MANAGERS)  # a fleet manager's slices are its workers'
     for p in tpu_pools(plan):
         assert p.options["deleteBeforeReplace"] is True
         assert p.options["customTimeouts"]["create"] == "180m"
@@ -78,14 +78,26 @@ def test_head_pool(made_stack):
     assert head.input("nodeConfig.machineType") == "n2-standard-64"
     assert head.input("nodeConfig.labels") == {"pathways/role": "head"}
     assert head.input("nodeConfig.taints") == [{"key": "pathways/role", "value": "head", "effect": "NO_SCHEDULE"}]
-    if name in ("dev", "fleet-east", "fleet-central"):  # scales to zero: the autoscaler owns the count, up to one node per head workload and runs.headNodes
+    head_config = section(stack_config(name), "headPool")
+    if head_config.get("scaleToZero"):  # the autoscaler owns the count, up to one node per head workload and runs.headNodes
         assert head.input("nodeCount") is None and head.input("initialNodeCount") == 0
-        assert head.input("autoscaling") == {"minNodeCount": 0, "maxNodeCount": 2}
+        assert head.input("autoscaling")["minNodeCount"] == 0 and head.input("autoscaling")["maxNodeCount"] >= 1
         assert sorted(head.options["ignoreChanges"]) == ["initialNodeCount", "nodeCount"]
         return
-    # serving: leaders on their slices; a fleet manager runs no Pathways pod
-    assert head.input("nodeCount") == {"staging": 2, "prod": 2, "serving": 0, "fleet-manager": 0}[name]
     assert head.input("autoscaling") is None
+    if "nodeCount" in head_config:
+        assert head.input("nodeCount") == head_config["nodeCount"]
+
+
+@pytest.mark.parametrize("name,count", [("dev", None), ("fleet-east", None), ("fleet-central", None),
+                                        ("staging", 2), ("prod", 2), ("serving", 0), ("fleet-manager", 0)])
+def test_head_pool_size_of_each_example(name, count):
+    # the size the model gives each example: serve leaders sit on their slices, a fleet manager runs no Pathways pod
+    head = pool(example_plan(name), "pathways-head")
+    if count is None:
+        assert head.input("autoscaling") == {"minNodeCount": 0, "maxNodeCount": 2}
+    else:
+        assert head.input("nodeCount") == count and head.input("autoscaling") is None
 
 
 def test_node_sa_has_only_logging_monitoring_and_registry_roles(made_stack):
@@ -124,15 +136,16 @@ def test_scratch_role_and_bucket_members(made_stack):
         assert p.input("nodeConfig.serviceAccount") == node_sa
 
 
-# soft delete days and artifacts TTL days per stack: the defaults (7 = GCS's minimum and default, 30)
-# unless the stack file sets them (prod: 30 and 14)
-BUCKET_DAYS = {"dev": (7, 30), "staging": (7, 30), "prod": (30, 14), "serving": (7, 30), "fleet-east": (7, 30), "fleet-central": (7, 30),
-               "fleet-manager": (7, 30)}
+# GCS's minimum and default soft delete (7 days) and the artifacts' TTL, unless the stack file sets them
+DEFAULT_SOFT_DELETE_DAYS, DEFAULT_ARTIFACTS_TTL_DAYS = 7, 30
 
 
 def test_bucket_flags_and_lifecycle(made_stack):
     name, plan = made_stack
-    soft_delete_days, ttl_days = BUCKET_DAYS[name]
+    bucket = section(stack_config(name), "bucket")
+    soft_delete_days = bucket.get("softDeleteDays", DEFAULT_SOFT_DELETE_DAYS)
+    ttl_days = bucket.get("artifactsTtlDays", DEFAULT_ARTIFACTS_TTL_DAYS)
+    protected = is_protected(name)
     scratch, artifacts = plan.one(BUCKET, "scratch"), plan.one(BUCKET, "scratch-artifacts")
     for b in (scratch, artifacts):
         assert b.input("location") == plan.one(CLUSTER).input("location").rsplit("-", 1)[0] or b.input("location") == plan.one(CLUSTER).input("location")
@@ -140,7 +153,7 @@ def test_bucket_flags_and_lifecycle(made_stack):
         assert b.input("publicAccessPrevention") == "enforced"
         assert b.input("forceDestroy") is False
         assert b.input("softDeletePolicy") == {"retentionDurationSeconds": soft_delete_days * 86400}
-        assert b.input("labels") == {"pathways-stack": name, **({"pathways-protected": "true"} if name == "prod" else {})}
+        assert b.input("labels") == {"pathways-stack": name, **({"pathways-protected": "true"} if protected else {})}
     # Pathways owns the scratch bucket's lifecycle rules: we set none and never diff them.
     assert scratch.input("lifecycleRules") in (None, [])
     assert scratch.options["ignoreChanges"] == ["lifecycleRules"]
@@ -157,11 +170,17 @@ def test_bucket_flags_and_lifecycle(made_stack):
 
 def test_protection_follows_the_stack_setting(made_stack):
     name, plan = made_stack
-    protected = name == "prod"
+    protected = is_protected(name)
     assert plan.one(CLUSTER).options["protect"] is protected
     assert plan.one(BUCKET, "scratch").options["protect"] is protected
     assert plan.one(BUCKET, "scratch-artifacts").options["protect"] is protected
-    assert plan.one(CLUSTER).input("deletionProtection") is (name not in ("dev", "serving"))
+    # GKE's deletion protection is on unless the stack file turns it off
+    assert plan.one(CLUSTER).input("deletionProtection") is section(stack_config(name), "cluster").get("deletionProtection", True)
+
+
+def test_example_protection_as_written():
+    assert [n for n in ("dev", "staging", "prod", "serving") if example_plan(n).one(CLUSTER).options["protect"]] == ["prod"]
+    assert [n for n in ("dev", "staging", "prod", "serving") if not example_plan(n).one(CLUSTER).input("deletionProtection")] == ["dev", "serving"]
 
 
 def test_outputs(made_stack):
@@ -170,15 +189,37 @@ def test_outputs(made_stack):
     assert o["kubeconfig"] == "[secret]"
     assert o["cacheLocation"] == f"{o['bucketUrl']}/pathways-cache"
     assert set(o["nodeServiceAccounts"]) == {"pathways", "system"}
-    assert o["slicePools"] == {
-        "dev": {"dev": ["tpu-dev-0"]},
-        "staging": {"v6e": ["tpu-v6e-0", "tpu-v6e-1"], "v6e-spot": ["tpu-v6e-spot-0"]},
-        "prod": {"train": [f"tpu-train-{i}" for i in range(4)], "explore": ["tpu-explore-0"]},
-        "serving": {"serve": ["tpu-serve-0", "tpu-serve-1"]},
-        "fleet-east": {"train": ["tpu-train-0", "tpu-train-1"]},
-        "fleet-central": {"train": [f"tpu-train-{i}" for i in range(4)]},
-        "fleet-manager": {},  # its slices are its workers'
-    }[name]
+    # one pool per slice, tpu-<group>-<index>; a fleet manager's slices are its workers'
+    cfg = stack_config(name)
+    expected = {} if name in FLEET_MANAGERS else {
+        s["name"]: [f"tpu-{s['name']}-{i}" for i in range(s.get("count", 1))] for s in cfg.get("pathways:slices", [])}
+    assert o["slicePools"] == expected
+
+
+@pytest.mark.parametrize("name,zone,location", [("dev", "us-east5-b", "us-east5-b"), ("prod", "us-east5-a", "us-east5"),
+                                                ("fleet-central", "us-central1-b", "us-central1-b")])
+def test_example_cluster_locations(name, zone, location):
+    plan = example_plan(name)
+    assert plan.one(CLUSTER).input("location") == location
+    assert {tuple(p.input("nodeLocations") or [location]) for p in plan.by_type(POOL)} == {(zone,)}
+
+
+def test_example_slice_pools():
+    assert example_plan("staging").outputs["slicePools"] == {"v6e": ["tpu-v6e-0", "tpu-v6e-1"], "v6e-spot": ["tpu-v6e-spot-0"]}
+    assert example_plan("prod").outputs["slicePools"] == {"train": [f"tpu-train-{i}" for i in range(4)], "explore": ["tpu-explore-0"]}
+    assert example_plan("fleet-manager").outputs["slicePools"] == {}
+
+
+def test_example_bucket_days():
+    for name, days in {"dev": 7, "prod": 30}.items():
+        assert example_plan(name).one(BUCKET, "scratch").input("softDeleteDays") is None
+        assert example_plan(name).one(BUCKET, "scratch").input("softDeletePolicy") == {"retentionDurationSeconds": days * 86400}
+    assert example_plan("prod").one(BUCKET, "scratch-artifacts").input("lifecycleRules")[0]["condition"]["age"] == 14
+
+
+def test_the_serving_examples_slices_run_on_the_node_identity():
+    modes = {p.input("name"): p.input("nodeConfig.workloadMetadataConfig.mode") for p in example_plan("serving").by_type(POOL)}
+    assert modes == {"system": "GKE_METADATA", "pathways-head": "GKE_METADATA", "tpu-serve-0": "GCE_METADATA", "tpu-serve-1": "GCE_METADATA"}
 
 
 def test_prod_private_regional_cluster():

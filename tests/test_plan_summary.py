@@ -56,7 +56,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("stack", sorted(EXPECTED))
-def test_summary_numbers_of_every_committed_stack(stack):
+def test_summary_numbers_of_each_example_stack(stack):
     s, want = summary_of(stack), EXPECTED[stack]
     got = [(g["name"], g["tpu"], g["topology"], g["machineType"], g["slices"], g["vms"], g["chips"], g["capacity"]) for g in s["sliceGroups"]]
     assert got == want["groups"]

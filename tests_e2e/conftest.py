@@ -145,8 +145,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if unplaced:
         raise pytest.UsageError(f"tests_e2e/conftest.py ORDER does not place {', '.join(unplaced)}")
 
-    def rank(item: pytest.Item) -> tuple[int, int]:
+    def rank(item: pytest.Item) -> tuple[int, float]:
         params = getattr(item, "callspec", None)
         stack = params.params.get("name") if params is not None and item.path.name == "test_stacks.py" else None
-        return (ORDER.index(item.path.name), STACK_ORDER.index(stack) if stack in STACK_ORDER else len(STACK_ORDER))
+        # a team's own stacks between the examples and serving, which test_serving starts from
+        where = STACK_ORDER.index(stack) if stack in STACK_ORDER else STACK_ORDER.index("serving") - 0.5
+        return (ORDER.index(item.path.name), where)
     items.sort(key=rank)  # stable: within a module, the collection order

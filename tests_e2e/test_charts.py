@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests_e2e.test_stacks import stack_config
+from tests_e2e.test_stacks import example_stack_config
 from tools.cluster.deploy import deploy_stack, leftovers
 from tools.cluster.local import ClusterError
 
@@ -14,7 +14,7 @@ from tools.cluster.local import ClusterError
 def test_a_chart_pod_pod_security_refuses_fails_the_deploy(cluster, stacks):
     stacks.close()  # one stack at a time: this one owns the charts while it lasts
     with pytest.raises(ClusterError) as failed:
-        deploy_stack(cluster, "nosec", stack_config("serving"), cluster.workdir / "stacks" / "nosec",
+        deploy_stack(cluster, "nosec", example_stack_config("serving"), cluster.workdir / "stacks" / "nosec",
                      program="tests_e2e.programs:lws_chart_without_seccomp")
     message = str(failed.value)
     assert "Deployment lws-system/lws-controller-manager" in message, message

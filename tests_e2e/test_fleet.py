@@ -1,5 +1,5 @@
 """A fleet (docs/fleet.md): two worker control planes and a manager, each deployed by the real `pulumi up` of its
-committed stack (fleet-east, fleet-central, fleet-manager) into one Pulumi backend; the manager's program reads the
+example stack (fleet-east, fleet-central, fleet-manager) into one Pulumi backend; the manager's program reads the
 workers' `fleet` outputs through real stack references. The real Kueue with MultiKueue on the manager dispatches the
 runs a researcher submits there (`python -m infra.run submit`) to the workers, whose real Kueue, JobSet controller and
 scheduler run them on their kwok TPU nodes. Asserted: what Kueue did (the MultiKueueClusters' Active condition, the
@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from infra.offline.stackfile import stack_path
+from tests.conftest import example_path
 from tests_e2e.helpers import condition, is_true, user_stack_file, workload
 from tools.cluster.deploy import deploy_stack, take_down
 from tools.cluster.local import ROOT, ClusterError, LocalCluster
@@ -35,7 +35,8 @@ GROUP = "pathways/slice-group"
 
 
 def stack_config(name: str) -> dict[str, Any]:
-    return yaml.safe_load(stack_path(name).read_text())["config"]
+    """The example fleet's stacks as written (tests/fixtures/examples): a team's own stacks/ files may differ."""
+    return yaml.safe_load(example_path(name).read_text())["config"]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from components.manifests.guardrails import NODE_GUARD, TEMPLATE_GUARD, TEMPLATE_MESSAGE
-from tests_e2e.test_stacks import stack_config
+from tests_e2e.test_stacks import example_stack_config
 from tools.cluster.local import LocalCluster
 
 NAMESPACE = "pathways"  # the dev stack's workload namespace (stacks/Pulumi.dev.yaml keeps the default)
@@ -40,7 +40,7 @@ def suspended_job(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def dev(cluster: LocalCluster, stacks):
-    stacks.use("dev", stack_config("dev"))
+    stacks.use("dev", example_stack_config("dev"))
     yield
     for kind, name in (("statefulset", "edited-sts"), ("job", "edited-job"), ("pod", "pending"), ("rolebinding", "erin-edit")):
         cluster.kubectl("delete", kind, name, "-n", NAMESPACE, "--ignore-not-found", "--wait=false", check=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests_e2e.test_stacks import stack_config
+from tests_e2e.test_stacks import example_stack_config
 from tools.cluster.local import LocalCluster
 
 TPU_TOLERATION = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -37,7 +37,7 @@ def tpu_node(cluster: LocalCluster) -> str:
 
 @pytest.fixture(scope="module")
 def dev(cluster, stacks):
-    stacks.use("dev", stack_config("dev"))
+    stacks.use("dev", example_stack_config("dev"))
     cluster.kubectl("create", "namespace", "team-a")
     yield
     cluster.kubectl("delete", "namespace", "team-a", "--wait=true", check=False)

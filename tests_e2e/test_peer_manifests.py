@@ -15,7 +15,7 @@ import pytest
 
 from components.manifests import admission
 from tests.peer_manifests import CASES, VARIANTS, variant
-from tests_e2e.test_stacks import stack_config
+from tests_e2e.test_stacks import example_stack_config
 
 NAMESPACE = "peer-manifests"
 
@@ -23,7 +23,7 @@ NAMESPACE = "peer-manifests"
 @pytest.fixture(scope="module")
 def peers_namespace(cluster, stacks):
     if stacks.current is None:  # any stack: each installs JobSet's chart (its controller and webhooks)
-        stacks.use("dev", stack_config("dev"))
+        stacks.use("dev", example_stack_config("dev"))
     cluster.kubectl("create", "namespace", NAMESPACE)
     yield NAMESPACE
     cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", check=False)

@@ -17,7 +17,7 @@ import yaml
 from components.model.workload import serve_service_name
 from tests.conftest import config_with
 from tests_e2e.helpers import condition, is_true, nodes, running
-from tests_e2e.test_stacks import model, stack_config
+from tests_e2e.test_stacks import example_model, example_stack_config
 from tools.cluster.kubelet import PROBES_PASSED
 
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
@@ -59,8 +59,8 @@ def check_leader_address(ps: list[dict[str, Any]], name: str, namespace: str) ->
 def serving_stack(stacks):
     """The example serving stack (autoscaled: its HorizontalPodAutoscaler owns the count between its bounds); the
     replicas it may run at most, which its slice group holds."""
-    stacks.use("serving", stack_config("serving"))
-    m = model("serving")
+    stacks.use("serving", example_stack_config("serving"))
+    m = example_model("serving")
     (w,) = m.serve_workloads
     assert w.spec.serve is not None and w.spec.serve.autoscale is not None
     return w.name, w.namespace, w.spec.serve.max_replicas, w.group.tpu.hosts + 1
@@ -112,7 +112,7 @@ def check_the_autoscaler_owns_the_replica_count_within_its_bounds(cluster, stack
     active = hpa_condition(hpa, "ScalingActive")
     assert active.get("status") == "False" and "custom metric" in active.get("message", "").lower(), hpa["status"]
     # `pulumi up` of a change leaves the autoscaler's count alone: the stack sends no spec.replicas
-    config = stack_config("serving")
+    config = example_stack_config("serving")
     config["pathways:workloads"][0]["serve"]["autoscale"]["target"] = 9
     stacks.update(config)
     assert cluster.get("horizontalpodautoscalers", "-n", namespace, name)["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "9"

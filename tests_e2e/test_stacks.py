@@ -14,6 +14,7 @@ controllers, the scheduler and Kueue did:
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 
 import pytest
@@ -22,7 +23,7 @@ import yaml
 from components.model.config import load, resolve
 from components.model.inference_gateway import picker_name
 from infra.offline.stackfile import load_config, raw_values, stack_path
-from tests.conftest import STACKS
+from tests.conftest import EXISTING_CLUSTER_STACKS, STACKS, every_stack, example_config, example_path
 from tests_e2e.helpers import condition, controller_pods, is_true, nodes, pods, wait_running, workload
 from tools.cluster.local import ClusterError
 
@@ -38,7 +39,19 @@ def model(name: str):
 
 
 def stack_config(name: str) -> dict:
+    """A stack's config as its file in stacks/ has it: for the scenario over every stack."""
     return yaml.safe_load(stack_path(name).read_text())["config"]
+
+
+def example_stack_config(name: str) -> dict:
+    """An example stack's config as written (its copy in tests/fixtures/examples): for scenarios about that example,
+    which stay as they are when a team edits or removes its stacks/ file."""
+    return copy.deepcopy(example_config(name))
+
+
+def example_model(name: str):
+    config, secrets = load_config(example_path(name))
+    return resolve(load(raw_values(config), name, frozenset(secrets)))
 
 
 def expected_admission(m) -> tuple[list, list, dict[str, str]]:
@@ -58,12 +71,12 @@ def expected_admission(m) -> tuple[list, list, dict[str, str]]:
     return admitted, waiting, rungs
 
 
-# the fleet's stacks deploy together, a manager reading its workers' outputs: tests_e2e/test_fleet.py; the stack on an
-# xpk-made cluster deploys onto one made as xpk makes it: tests_e2e/test_xpk.py
-ALONE = [name for name in STACKS if not name.startswith("fleet-") and name != "xpk-cluster"]
+# the fleet's stacks deploy together, a manager reading its workers' outputs (the example fleet: tests_e2e/test_fleet.py);
+# a stack on a cluster made elsewhere deploys onto one made as xpk makes it (the example: tests_e2e/test_xpk.py)
+ALONE = [name for name in STACKS if name not in EXISTING_CLUSTER_STACKS and not stack_config(name).get("pathways:fleet")]
 
 
-@pytest.mark.parametrize("name", ALONE)
+@every_stack("name", ALONE)
 def test_committed_stack_deploys_and_runs(cluster, stacks, name):
     m = model(name)
     stacks.use(name, stack_config(name))

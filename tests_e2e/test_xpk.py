@@ -1,4 +1,4 @@
-"""A cluster made by xpk, taken as it is (docs/from-xpk.md): the committed stack `xpk-cluster` deployed by the real
+"""A cluster made by xpk, taken as it is (docs/from-xpk.md): the example stack `xpk-cluster` deployed by the real
 `pulumi up` onto a control plane set up as `xpk cluster create-pathways --cluster team-v6e --tpu-type v6e-16
 --num-slices 2` leaves a GKE cluster, with xpk's own workload beside the stack's. Asserted: what Kueue, the scheduler
 and the API server's admission did, never what the stack wrote.
@@ -33,7 +33,7 @@ import yaml
 from components.manifests.controller_charts import JOBSET, KUEUE
 from components.model.kubernetes import KubernetesConfig
 from infra.offline.charts import render_chart
-from infra.offline.stackfile import stack_path
+from tests.conftest import example_path
 from tests_e2e.helpers import condition, is_true, running, workload
 from tools.cluster.deploy import controllers_available, create_nodes, pulumi_up, wait_guards_active
 from tools.cluster.gke_nodes import pool_nodes
@@ -167,7 +167,7 @@ def apply_when_webhooks_answer(cluster: LocalCluster, objects: list[dict[str, An
 
 def stack_config(cluster: LocalCluster) -> dict[str, Any]:
     """The committed stack as its user runs it, with this control plane's kubeconfig for the team's."""
-    config = copy.deepcopy(yaml.safe_load(stack_path("xpk-cluster").read_text())["config"])
+    config = copy.deepcopy(yaml.safe_load(example_path("xpk-cluster").read_text())["config"])
     config["pathways:cluster"] = {**config["pathways:cluster"], "existing": {"kubeconfig": str(cluster.kubeconfig)}}
     return config
 
