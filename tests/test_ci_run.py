@@ -68,18 +68,6 @@ def test_the_record_counts_every_scenario_the_tier_has_now():
         "(python -m tools.ci_record)")
 
 
-def test_the_per_stack_scenarios_the_record_counts_are_the_examples():
-    # one scenario per example stack deployed alone (tests_e2e/test_stacks.py): not a fleet member, not on a cluster
-    # made elsewhere
-    import yaml
-
-    alone = 0
-    for path in (ROOT / "tests" / "fixtures" / "examples" / "stacks").glob("Pulumi.*.yaml"):
-        config = yaml.safe_load(path.read_text())["config"]
-        alone += not (config.get("pathways:fleet") or (config.get("pathways:cluster") or {}).get("existing"))
-    assert record()["e2e"]["perStackScenarios"] == alone
-
-
 def _minutes(seconds: int) -> str:
     return f"{round(seconds / 60)} minutes"
 
