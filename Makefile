@@ -18,7 +18,7 @@ SERVING_SOURCES := build/serving-sources/.installed
 # Google's Shared Pathways Service client (pathwaysutils), a test peer of the e2e tier, in its own venv.
 CLIENT_VENV := build/client-venv
 
-.PHONY: plan diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
+.PHONY: plan plan-bootstrap diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -33,6 +33,12 @@ $(VENV)/.installed: requirements.lock requirements-bootstrap.txt
 # The plan's policy run sees the controllers' charts expanded (build/charts, which `make crds` copies).
 plan: $(VENV)/.installed $(CRDS)
 	$(PY) -m infra.offline plan --stack $(STACK)
+
+# The bootstrap of one project (bootstrap/Pulumi.<PROJECT>.yaml), offline: its resources, grants and policy verdict.
+PROJECT ?=
+plan-bootstrap: $(VENV)/.installed $(CRDS)
+	@test -n "$(PROJECT)" || { echo "make plan-bootstrap PROJECT=<project id> (bootstrap/Pulumi.<project>.yaml)" >&2; exit 2; }
+	$(PY) -m infra.offline plan-bootstrap --project $(PROJECT)
 
 # What this branch's stack file changes against REF: replacements, deletions, what they interrupt.
 diff: $(VENV)/.installed
@@ -107,6 +113,7 @@ clean:
 help:
 	@printf '%s\n' \
 	  'make plan [STACK=dev]        offline plan of stacks/Pulumi.<STACK>.yaml (creates .venv from requirements.lock, fetches the charts on first use)' \
+	  'make plan-bootstrap PROJECT=P  offline preview of bootstrap/Pulumi.<P>.yaml: its resources, grants and policy verdict' \
 	  'make diff [STACK=] [REF=]    what the stack-file change creates, replaces or interrupts, against REF (origin/main)' \
 	  'make render [STACK=dev]      the Kubernetes objects, admission-checked, into build/render/<STACK>' \
 	  'make test                    ruff, basedpyright and the unit suite (fetches the upstream CRDs first)' \

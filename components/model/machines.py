@@ -12,6 +12,7 @@ from decimal import Decimal
 
 # GiB of memory per vCPU by series and kind.
 _MEMORY_PER_VCPU: dict[str, dict[str, Decimal]] = {
+    "n1": {"standard": Decimal("3.75"), "highmem": Decimal("6.5"), "highcpu": Decimal("0.9")},
     "n2": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(1)},
     "n2d": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(1)},
     "e2": {"standard": Decimal(4), "highmem": Decimal(8), "highcpu": Decimal(1)},
@@ -23,8 +24,10 @@ _MEMORY_PER_VCPU: dict[str, dict[str, Decimal]] = {
 _MACHINE = re.compile(r"([a-z][a-z0-9]*)-(standard|highmem|highcpu)-([0-9]{1,4})")
 
 # The vCPU counts each series and kind exists in (Compute Engine docs, "General-purpose machine
-# family" for N2, N2D, E2, N4, C3, C3D, C4 machine type tables); anything else is not a machine type.
+# family" for N1, N2, N2D, E2, N4, C3, C3D, C4 machine type tables); anything else is not a machine type.
+# N1 is the first generation xpk's docs still name for the default CPU pool (n1-standard-16).
 _SIZES: dict[str, dict[str, tuple[int, ...]]] = {
+    "n1": {"standard": (1, 2, 4, 8, 16, 32, 64, 96), "highmem": (2, 4, 8, 16, 32, 64, 96), "highcpu": (2, 4, 8, 16, 32, 64, 96)},
     "n2": {"standard": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128), "highmem": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128),
            "highcpu": (2, 4, 8, 16, 32, 48, 64, 80, 96)},
     "n2d": {"standard": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224), "highmem": (2, 4, 8, 16, 32, 48, 64, 80, 96),

@@ -3,6 +3,9 @@
     python -m infra.offline plan   (--stack NAME | --config FILE) [--json] [--verbose]
     python -m infra.offline diff   (--stack NAME | --config FILE) (--against GIT_REF | --before FILE) [--json]
     python -m infra.offline render (--stack NAME | --config FILE) --out DIR
+    python -m infra.offline plan-bootstrap (--project P | --config FILE)
+    python -m infra.offline new-stack NAME --project P --zone Z --tpu TYPE [--slices N] [--spot | --flex-start | --reservation R]
+    python -m infra.offline new-stack [NAME] --from-xpk 'xpk cluster create-pathways --cluster ... --tpu-type ...'
 
 `plan` also runs the policy pack (policies/) over the recorded resources, as
 `pulumi preview --policy-pack policies` would.
@@ -21,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from components.model.errors import ConfigError
+
 from .charts import ChartError, with_chart_objects
 from .critical_path import critical_path
 from .engine import PROJECT_ROOT, Plan, UnsupportedSdk, run
@@ -28,6 +33,7 @@ from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_confi
 from .report import render_text
 from .stackfile import (
     STACK_NAME,
+    STACKS_DIR,
     StackFileError,
     config_from_text,
     load_config,
@@ -54,6 +60,8 @@ _EXIT_CODES = {
             "             deletions not listed in pathways:allowDisruption); 2 invalid config, stack file or git ref",
     "render": "exit status: 0 written; 2 invalid config or stack file, a manifest the admission checks reject,\n"
               "             or an --out directory that cannot be written",
+    "new-stack": "exit status: 0 written (the stack plans with Verdict: OK); 1 a mandatory policy refuses it; 2 what plan\n"
+                 "             refuses, a stack file that exists, or flags that say no stack (nothing is written)",
 }
 _DESCRIPTIONS = {
     "plan": "Run the Pulumi program under the mock runtime and print what `pulumi up` would create: a summary\n"
@@ -101,9 +109,45 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="machine-readable output")
         else:
             p.add_argument("--out", type=Path, required=True, help="directory for the YAML files")
+    _new_stack_parser(sub)
+    boot = sub.add_parser("plan-bootstrap", help="preview a project's bootstrap: its resources, grants and the policy verdict",
+                          description="The bootstrap of one project (bootstrap/Pulumi.<PROJECT>.yaml) under the mock runtime:\n"
+                                      "what it creates, every grant it makes, the policy pack's verdict. No cloud calls.",
+                          epilog="exit status: 0 planned, the pack passes; 1 a mandatory policy failed; 2 invalid bootstrap config",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = boot.add_mutually_exclusive_group(required=True)
+    src.add_argument("--project", help="reads bootstrap/Pulumi.<PROJECT>.yaml")
+    src.add_argument("--config", type=Path, help="a bootstrap file")
     return parser
 
 
+def _new_stack_parser(sub) -> None:
+    p = sub.add_parser("new-stack", help="write a new stack file and its bootstrap entry (from flags or an xpk command line)",
+                       description="Write stacks/Pulumi.<NAME>.yaml, commented, and add the stack to its project's bootstrap\n"
+                                   "file (bootstrap/Pulumi.<PROJECT>.yaml, made when missing), after planning it: what plan\n"
+                                   "refuses, new-stack refuses in the same words and writes nothing. docs/adopting.md.",
+                       epilog=_EXIT_CODES["new-stack"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", nargs="?", help="the stack's name (default with --from-xpk: its --cluster)")
+    p.add_argument("--from-xpk", metavar="COMMAND_LINE", help="an `xpk cluster create[-pathways] ...` line to translate; "
+                   "flags below override its values")
+    p.add_argument("--project", help="GCP project ID")
+    p.add_argument("--zone", help="the zone of the slices (the region follows)")
+    p.add_argument("--tpu", help="TPU slice type: v6e-16, v5p-128, v5litepod-16, tpu7x-8, or xpk's v6e-4x4")
+    p.add_argument("--slices", type=int, help="number of slices (one node pool each; default 1)")
+    capacity = p.add_mutually_exclusive_group()
+    capacity.add_argument("--reservation", help="consume this reservation (NAME or projects/P/reservations/NAME)")
+    capacity.add_argument("--spot", action="store_true", help="Spot VMs")
+    capacity.add_argument("--flex-start", action="store_true", help="flex-start (DWS) capacity")
+    p.add_argument("--slice-name", help="the slice group's name (default: the TPU family)")
+    p.add_argument("--pathways-version", help="Pathways release, jax-<your program's JAX> (default jax-0.7.2)")
+    ids = p.add_argument_group("the bootstrap file, when the project has none yet (bootstrap/README.md)")
+    ids.add_argument("--repository", help="OWNER/NAME on GitHub (default: the origin remote)")
+    ids.add_argument("--repository-id", help="gh api repos/OWNER/NAME --jq .id")
+    ids.add_argument("--repository-owner-id", help="gh api repos/OWNER/NAME --jq .owner.id")
+    ids.add_argument("--project-number", help="gcloud projects describe PROJECT --format='value(projectNumber)'")
+    p.add_argument("--stacks-dir", type=Path, default=STACKS_DIR, help=argparse.SUPPRESS)
+    p.add_argument("--bootstrap-dir", type=Path, default=PROJECT_ROOT / "bootstrap", help=argparse.SUPPRESS)
+    p.add_argument("--dry-run", action="store_true", help="print the files instead of writing them")
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, "StackConfig"]:
@@ -273,11 +317,19 @@ def _capacity(model: "StackConfig") -> "Capacity":
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "plan-bootstrap":
+            from .bootstrap_plan import bootstrap_plan_command
+
+            return bootstrap_plan_command(args, _policies, _violations_text)
+        if args.command == "new-stack":
+            from .new_stack_command import new_stack_command
+
+            return new_stack_command(args, _policies, _verdict)
         if args.command == "diff":
             return _diff_command(args)
         plan, model = _plan(args)
         return _plan_command(args, plan, model) if args.command == "plan" else _render_command(args, plan)
-    except (StackFileError, PolicyConfigError, UnsupportedSdk, ChartError) as e:
+    except (StackFileError, PolicyConfigError, UnsupportedSdk, ChartError, ConfigError) as e:
         return _fail(e)
 
 

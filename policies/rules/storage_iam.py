@@ -1,5 +1,8 @@
-"""Storage IAM only at bucket level; the scratch custom role holds exactly the five seed permissions;
+"""Storage IAM only at bucket level (on the bucket, or project-wide under a condition naming the buckets); the scratch custom role holds exactly the five seed permissions;
 no primitive roles; no allUsers / allAuthenticatedUsers."""
+
+import re
+from collections.abc import Mapping
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
@@ -16,13 +19,26 @@ def _members(props) -> list[str]:
     return [m for m in [get(props, "member")] + list(get(props, "members") or []) if m]
 
 
+# A bucket's IAM resource name, and its objects' (Google, "Resource attributes for IAM Conditions").
+_BUCKET_TERM = re.compile(r"resource\.name == 'projects/_/buckets/([a-z0-9._-]+)'|resource\.name\.startsWith\('projects/_/buckets/([a-z0-9._-]+)/'\)")
+
+
+def confined_to_buckets(condition) -> bool:
+    """An IAM condition that grants only on named buckets and their objects: every `||` term names one bucket, or
+    its objects (the name and a slash: a bare prefix would match <name>-other, someone else's bucket)."""
+    expression = str(condition.get("expression") or "") if isinstance(condition, Mapping) else ""
+    terms = [term.strip() for term in expression.split("||")]
+    return bool(expression) and all(_BUCKET_TERM.fullmatch(term) for term in terms)
+
+
 def _validate(args: ResourceValidationArgs, report) -> None:
     t, p = args.resource_type, args.props
     if t in PROJECT_IAM_TYPES + BUCKET_IAM_TYPES:
         role = str(get(p, "role", ""))
         if role in PRIMITIVE_ROLES:
             report(f"primitive role {role}; grant a predefined or custom role instead")
-        if t in PROJECT_IAM_TYPES and (role.startswith("roles/storage.") or "/roles/pathwaysScratch" in role):
+        storage = role.startswith("roles/storage.") or "/roles/pathwaysScratch" in role
+        if t in PROJECT_IAM_TYPES and storage and not confined_to_buckets(get(p, "condition")):
             report(f"storage role {role} granted project-wide; grant it on the bucket (gcp.storage.BucketIAMMember)")
         for m in _members(p):
             if m in PUBLIC_MEMBERS:

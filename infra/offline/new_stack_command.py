@@ -1,0 +1,111 @@
+"""`python -m infra.offline new-stack`: plan the stack the flags (or an xpk command line) describe, then write
+its file and its bootstrap entry; what the plan refuses is refused in the plan's words, and nothing is written."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from components.model.errors import ConfigError, Problem
+
+from .critical_path import critical_path
+from .engine import PROJECT_ROOT, run
+from .new_stack import BootstrapIds, StackSpec, bootstrap_text, check, stack_text, tpu_value
+from .stackfile import STACK_NAME, StackFileError, config_from_text, raw_values, shown
+
+EXIT_POLICY = 1
+
+
+def _spec(args: argparse.Namespace) -> tuple[StackSpec, list[str], list[str], list[str], "str | None"]:
+    """(the stack, translated, already so, not translated, project number) from the flags and any xpk line."""
+    translated: list[str] = []
+    already: list[str] = []
+    untranslated: list[str] = []
+    number = args.project_number
+    if args.from_xpk:
+        from .xpk_flags import translate
+
+        t = translate(args.from_xpk, args.name)
+        spec, translated, already, untranslated = t.spec, t.translated, t.already, t.untranslated
+        number = number or t.project_number
+    else:
+        missing = [flag for flag, value in (("--project", args.project), ("--zone", args.zone), ("--tpu", args.tpu)) if not value]
+        if not args.name:
+            missing.insert(0, "NAME")
+        if missing:
+            raise ConfigError([Problem("new-stack", f"missing {', '.join(missing)} (or give --from-xpk 'xpk cluster create ...')")])
+        spec = StackSpec(name=args.name, project=args.project, zone=args.zone, tpu=tpu_value(args.tpu))
+    # the flags given here win over the xpk line's
+    for attr, flag, value in (("name", "NAME", args.name), ("project", "--project", args.project), ("zone", "--zone", args.zone),
+                              ("slices", "--slices", args.slices), ("slice_name", "--slice-name", args.slice_name),
+                              ("pathways_version", "--pathways-version", args.pathways_version)):
+        if value is not None:
+            if args.from_xpk and getattr(spec, attr) not in ("", None, value) and attr not in ("slice_name", "pathways_version"):
+                translated.append(f"{flag} {value} given here, in place of the xpk line's {getattr(spec, attr)}")
+            setattr(spec, attr, value)
+    if args.tpu:
+        spec.tpu = tpu_value(args.tpu)
+    if args.spot or args.flex_start or args.reservation:
+        spec.capacity = "spot" if args.spot else "flex-start" if args.flex_start else "reservation"
+        spec.reservation = args.reservation
+    missing = [flag for flag, value in (("NAME", spec.name), ("--project", spec.project), ("--zone", spec.zone)) if not value]
+    if missing:
+        raise ConfigError([Problem("new-stack", f"the xpk line gives no {', '.join(missing)}: add {' '.join(missing)} here")])
+    return spec, translated, already, untranslated, number
+
+
+def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line: Callable) -> int:
+    from components.model.config import load
+    from infra.program import InvalidStackConfig
+
+    spec, translated, already, untranslated, number = _spec(args)
+    if not STACK_NAME.fullmatch(spec.name) or spec.name.startswith("."):
+        raise StackFileError(f"{spec.name[:60]!r} is not a stack name; use letters, digits, '-', '_', '.'")
+    check(spec)
+    path = args.stacks_dir / f"Pulumi.{spec.name}.yaml"
+    if path.exists():
+        raise StackFileError(f"{shown(path)} exists: new-stack writes new stacks only (edit that file, or pick another name)")
+    text = stack_text(spec)
+    config, secrets = config_from_text(text, path)
+    try:
+        plan = run(config, spec.name, secrets, stacks_dir=args.stacks_dir)
+    except InvalidStackConfig as e:
+        raise StackFileError(str(e)) from None
+    model = load(raw_values(config), spec.name, frozenset(secrets))
+    violations = policies(plan, None)
+    verdict = verdict_line(plan, violations, critical_path(plan, model.cluster.node_pool_concurrency))
+    refused = any(v.enforcement == "mandatory" for v in violations)
+    bootstrap_path = args.bootstrap_dir / f"Pulumi.{spec.project}.yaml"
+    ids = BootstrapIds(args.repository, args.repository_id, args.repository_owner_id, number)
+    boot, todo = bootstrap_text(bootstrap_path, spec.project, spec.name, ids)
+    out = sys.stdout.write
+    for title, lines in (("translated", translated), ("already so here", already), ("not translated", untranslated)):
+        if lines:
+            out(f"xpk flags {title}:\n" + "".join(f"  {line}\n" for line in lines))
+    if refused:
+        for v in violations:
+            if v.enforcement == "mandatory":
+                out(f"  [{v.enforcement}] {v.policy}: {v.message}\n")
+        out(f"{verdict}\nnothing written\n")
+        return EXIT_POLICY
+    if args.dry_run:
+        out(f"--- {shown(path)}\n{text}--- {shown(bootstrap_path)}\n{boot}")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        bootstrap_path.parent.mkdir(parents=True, exist_ok=True)
+        bootstrap_path.write_text(boot)
+        out(f"wrote {_rel(path)}\n{'wrote' if not todo else 'wrote (to finish)'} {_rel(bootstrap_path)}\n")
+    out(f"{verdict}\n")
+    if todo:
+        out("to fill in before the bootstrap can run: " + "; ".join(todo) + "\n")
+    out(f"next: make plan STACK={spec.name}; make plan-bootstrap PROJECT={spec.project}; docs/adopting.md, 'Add an environment'\n")
+    return 0
+
+
+def _rel(path) -> str:
+    try:
+        return str(path.resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return shown(path)
