@@ -287,6 +287,16 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
             gcp.storage.BucketIAMMember(f"{s.name}-mount-{bucket}-{namespace}-{account}", bucket=bucket, role=role,
                                         member=storage.ksa_member(project, cfg.project_number, namespace, account),
                                         opts=after("storage.googleapis.com"))
+    # The people and groups a stack names in RBAC (runs.submitters, service clients) fetch its cluster's credentials
+    # through the DNS endpoint: container.clusters.get and .connect (identities.CONNECT_ROLE); what they may do
+    # inside is the stack's RBAC. One binding per member, whichever stacks name them.
+    connect: dict[str, list[str]] = {}
+    for s in cfg.stacks:
+        for _, kind, email in s.config.rbac_subjects:
+            connect.setdefault(f"{'group' if kind == 'Group' else 'user'}:{email}", []).append(s.name)
+    for member in sorted(connect):
+        gcp.projects.IAMMember(f"connect-{member.replace(':', '-')}", project=project, role=identities.CONNECT_ROLE, member=member,
+                               opts=after("cloudresourcemanager.googleapis.com"))
     out_environments: dict[str, Any] = {}
     roles: dict[str, Any] = {}
     by_name = {s.name: s for s in cfg.stacks}

@@ -72,6 +72,8 @@ class GkeClusterArgs:
     """(CIDR, display name) pairs allowed to reach the control plane; empty means unrestricted."""
     resource_labels: dict[str, str] = field(default_factory=dict)
     """GCP labels of the cluster (the protected marker the policy pack reads, PROTECTED_LABEL)."""
+    security_group: Optional[str] = None
+    """Google Groups for RBAC: gke-security-groups@<domain>, whose member groups RBAC subjects may name."""
     gateway_api: bool = False
     """Enable GKE's Gateway API (standard channel: the GatewayClasses and the Gateway controller), which an
     inference gateway needs (GKE docs, "Deploy GKE Inference Gateway")."""
@@ -165,6 +167,10 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             # only when a serve workload has an inference gateway: off, GKE installs no Gateway API CRDs of its own
             gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if args.gateway_api else None,
+            # Google Groups for RBAC: GKE passes a user's groups (members of this one) to RBAC; updatable in place
+            # (googleapis ClusterUpdate.desired_authenticator_groups_config)
+            authenticator_groups_config=gcp.container.ClusterAuthenticatorGroupsConfigArgs(
+                security_group=args.security_group) if args.security_group else None,
             # only what is used: GKE's checkpointing driver (its CRD, controller and node DaemonSet) with
             # resilience.mtc, and the CSI drivers of the workloads' mounts
             addons_config=gcp.container.ClusterAddonsConfigArgs(

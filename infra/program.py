@@ -96,7 +96,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         maintenance_exclusions=tuple((e.name, e.start_time, e.end_time, e.scope) for e in c.maintenance.exclusions),
         monitoring_components=monitoring.MONITORING_COMPONENTS,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
-        resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads),
+        resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads), security_group=c.security_group,
         multi_tier_checkpointing=stack.mtc is not None, csi_drivers=stack.csi_drivers,
         k8s_tokens_via_dns=cfg.fleet is not None and cfg.fleet.role == "worker",
     ))

@@ -94,6 +94,9 @@ def example_plan(name: str) -> engine.Plan:
     config, secrets = stackfile.load_config(example_path(name))
     return engine.run(config, name, secrets, stacks_dir=EXAMPLE_STACKS)
 
+# Google Groups for RBAC on the cluster: what a stack that names a Google group in RBAC needs (cluster.securityGroup).
+GROUPS_RBAC = {"securityGroup": "gke-security-groups@example.com"}
+
 # The smallest valid config; tests copy it and change one thing.
 BASE_CONFIG = {
     "gcp:project": "test-proj-123",

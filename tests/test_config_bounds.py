@@ -142,7 +142,7 @@ LENGTHS = [
     ("allowDisruption", lambda n: {"allowDisruption": [f"slices-main-{i}" for i in range(n)]}, 200),
     ("prices.machineHour", lambda n: {"prices": {"machineHour": _machines(n)}}, 50),
     ("workloads[0].service.clients",
-     lambda n: {"workloads": [{"name": "sps", "mode": "service", "service": {"clients": [{"name": f"u{i}@example.com"} for i in range(n)]}}]}, 50),
+     lambda n: {"workloads": [{"name": "sps", "mode": "service", "service": {"clients": [{"kind": "User", "name": f"u{i}@example.com"} for i in range(n)]}}]}, 50),
 ]
 
 
@@ -209,7 +209,7 @@ CUT = [
     ("allowDisruption", {"allowDisruption": [LONG]}, 60),
     ("headPool.machineType", {"headPool": {"machineType": LONG}}, 80),
     ("workloads[0].image", {"workloads": [{"name": "w", "image": LONG + "!"}]}, 80),
-    ("workloads[0].service.clients[0].name", {"workloads": [{"name": "sps", "mode": "service", "service": {"clients": [{"name": LONG}]}}]}, 80),
+    ("workloads[0].service.clients[0].name", {"workloads": [{"name": "sps", "mode": "service", "service": {"clients": [{"kind": "User", "name": LONG}]}}]}, 80),
 ]
 
 

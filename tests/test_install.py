@@ -67,7 +67,7 @@ def requirement_names(path: Path, seen: frozenset[Path] = frozenset()) -> set[st
 
 def third_party_imports() -> set[str]:
     """Top-level modules the program (infra/, components/) imports that are not ours or stdlib."""
-    ours = {"infra", "components", "policies", "tests"}
+    ours = {"infra", "components", "policies", "tests", "bootstrap"}
     found: set[str] = set()
     for path in [*ROOT.joinpath("infra").rglob("*.py"), *ROOT.joinpath("components").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):

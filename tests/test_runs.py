@@ -16,7 +16,7 @@ from components.manifests import runs as runs_manifest
 from components.model.config import ConfigError, as_run, load, load_run, resolve
 from infra.offline.render import manifests
 from infra.run.status import Position, rows, state, table
-from tests.conftest import config_with, example_plan, plan_of, write_stack_file
+from tests.conftest import GROUPS_RBAC, config_with, example_plan, plan_of, write_stack_file
 from tests.test_security import _evaluate
 from tools.cluster.local import ROOT
 
@@ -25,7 +25,7 @@ RUNS = {"submitters": [{"name": "researchers@example.com"}, {"kind": "User", "na
 
 
 def model(**changes):
-    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, runs=RUNS, **changes).items() if k.startswith("pathways:")}
+    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, runs=RUNS, **{"cluster": GROUPS_RBAC, **changes}).items() if k.startswith("pathways:")}
     return load({**cfg, "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")
 
 
@@ -43,7 +43,7 @@ def problems(spec, **changes) -> list[str]:
 
 
 def test_a_stack_with_runs_gets_a_run_queue_head_room_and_the_submitters_access():
-    plan = plan_of(config_with(pathwaysVersion=VERSION, runs=RUNS, workloads=[{"name": "train", "image": "example.com/t:1"}]))
+    plan = plan_of(config_with(pathwaysVersion=VERSION, runs=RUNS, cluster=GROUPS_RBAC, workloads=[{"name": "train", "image": "example.com/t:1"}]))
     objs = {(o["kind"], o["metadata"]["name"]): o for o in manifests(plan)}
     queue = objs[("LocalQueue", "runs-pathways")]
     assert queue["metadata"]["namespace"] == "pathways" and queue["spec"] == {"clusterQueue": "pathways", "stopPolicy": "None"}

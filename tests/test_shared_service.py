@@ -9,14 +9,14 @@ import pytest
 from components.manifests.service_access import ROLE_RULES
 from infra.offline.render import check_builtins, check_plan, manifests
 from infra.offline.stackfile import flatten, raw_values
-from tests.conftest import config_with, plan_of
+from tests.conftest import GROUPS_RBAC, config_with, plan_of
 
 VERSION = "jax-0.7.2"
 CLIENTS = [{"kind": "Group", "name": "pathways-users@example.com"}, {"kind": "User", "name": "ada@example.com"}]
 
 
 def service_plan(**service):
-    return plan_of(config_with(pathwaysVersion=VERSION, workloads=[
+    return plan_of(config_with(pathwaysVersion=VERSION, cluster=GROUPS_RBAC, workloads=[
         {"name": "sps", "mode": "service", "service": {"maxClients": 3, "clients": CLIENTS, **service}},
     ]))
 

@@ -17,7 +17,7 @@ from components.manifests import storage as storage_manifest
 from components.model.config import ConfigError, as_run, load, load_run, resolve
 from components.model.storage import CHECKPOINT_OPTIONS, DATA_OPTIONS, GCSFUSE_HOST_NETWORK_MIN_GKE
 from infra.offline.render import manifests
-from tests.conftest import config_with, plan_of, write_stack_file
+from tests.conftest import GROUPS_RBAC, config_with, plan_of, write_stack_file
 from tests.test_bootstrap import example_bootstrap_plan
 from tests.test_runs import RUNS
 from tests.test_security import _evaluate
@@ -59,7 +59,7 @@ def refusal(cfg, key) -> str | None:
 
 
 def stack_model(**changes):
-    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, **changes).items() if k.startswith("pathways:")}
+    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, **{"cluster": GROUPS_RBAC, **changes}).items() if k.startswith("pathways:")}
     return load({**cfg, "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")
 
 
@@ -271,7 +271,7 @@ def test_a_run_may_act_as_the_runs_account_only_when_it_has_buckets_and_never_as
 
 
 def test_submit_mount_flags_become_the_specs_mounts(tmp_path):
-    cfg = config_with(pathwaysVersion=VERSION, storage=STORAGE, runs=runs_with_buckets())
+    cfg = config_with(pathwaysVersion=VERSION, storage=STORAGE, runs=runs_with_buckets(), cluster=GROUPS_RBAC)
     path = write_stack_file(tmp_path, cfg)
     proc = subprocess.run([sys.executable, "-m", "infra.run", "submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1",
                            "--mount", "/data=gs://my-data", "--mount", "/ckpt=gs://my-ckpts:rw", "--mount", "/s=shared", "--dry-run",

@@ -104,6 +104,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     cluster_checks.subnetwork_region,       # an existing subnetwork in gcp:region
     cluster_checks.private_nodes,           # a public node needs a public endpoint
     cluster_checks.deletion_protection,     # protected: true keeps deletion protection on
+    cluster_checks.google_groups,           # a Google group in RBAC needs Google Groups for RBAC on the cluster
     *resilience_checks.RULES,               # multi-tier checkpointing: sidecar, RAM disk room, its bucket
     *runs_checks.RULES,                     # ad-hoc runs: their queue's name is no workload's
     *fleet_checks.RULES,                    # a manager: Kueue, runs, no pools; a worker: runs, its endpoint

@@ -322,6 +322,20 @@ class ClusterConfig(_Model):
         "set 5 where GKE still enforces its 2023 quota of 5 concurrent operations (429 'concurrent operations quota')."
     ))
     maintenance: Maintenance = Field(default_factory=Maintenance)
+    security_group: Optional[str] = Field(default=None, description=(
+        "Google Groups for RBAC (GKE's authenticatorGroupsConfig): the group gke-security-groups@<your domain>, the "
+        "name GKE requires, whose member groups RBAC may name. Without it GKE passes no group membership to RBAC, so "
+        "a Google group listed in runs.submitters or a service's clients gets nothing. Changes in place."))
+
+    @field_validator("security_group")
+    @classmethod
+    def _security_group(cls, v: Optional[str]) -> Optional[str]:
+        # GKE: "the group must be named gke-security-groups" (Configure Google Groups for RBAC); pulumi-gcp's
+        # authenticatorGroupsConfig.securityGroup: "in format gke-security-groups@yourdomain.com"
+        if v is not None and not re.fullmatch(r"gke-security-groups@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,24}", v):
+            raise ValueError(f"{v[:80]!r} is not GKE's security group; GKE requires gke-security-groups@<your domain> "
+                             "(e.g. gke-security-groups@example.com)")
+        return v
 
     @field_validator("name")
     @classmethod

@@ -174,3 +174,15 @@ def deletion_protection(cfg: StackConfig) -> list[Problem]:
     if cfg.protected and cfg.cluster.deletion_protection is False:
         return [Problem(config_key(("cluster", "deletionProtection")), "false conflicts with protected: true; remove it or set protected: false")]
     return []
+
+
+def google_groups(cfg: StackConfig) -> list[Problem]:
+    """A Google group named in RBAC needs Google Groups for RBAC on the cluster: without it GKE passes no group
+    membership to the API server, so the group's members match no binding (GKE, "Configure Google Groups for RBAC").
+    A cluster made elsewhere is its owner's to configure: the plan says so instead (summary.notices)."""
+    if cfg.cluster.existing is not None or cfg.cluster.security_group is not None:
+        return []
+    return [Problem(config_key(path), (
+        f"{name!r} is a Google group, and GKE tells RBAC about group membership only with Google Groups for RBAC on: "
+        "set pathways:cluster.securityGroup: gke-security-groups@<your domain> (the group this one is a member of), "
+        "or list the researchers with kind: User")) for path, name in cfg.group_subjects]

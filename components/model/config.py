@@ -326,6 +326,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         file_systems=tuple(cfg.storage.file_systems),
         csi_drivers=cfg.csi_drivers,
         fleet=cfg.fleet,
+        group_subjects=tuple(dict.fromkeys(name for _, name in cfg.group_subjects)), security_group=cfg.cluster.security_group,
         # a fleet manager's groups are its workers' (no pools, no quota of its own); a calendar request's wait for delivery
         undelivered=frozenset(g.name for g in cfg.slices if (cfg.fleet is not None and cfg.fleet.role == "manager")
                               or (g.future_reservation and g.future_reservation.start_time > cluster_rules.now())),

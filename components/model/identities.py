@@ -83,6 +83,11 @@ NODE_ROLES = (
     "roles/autoscaling.metricsWriter",
     "roles/artifactregistry.reader",
 )
+# What the people and groups a stack names in RBAC (runs.submitters, service clients) hold on the project: fetching a
+# cluster's credentials (container.clusters.get) and reaching its control plane through the DNS-based endpoint
+# (container.clusters.connect), both in GKE's Kubernetes Engine Cluster Viewer role; it reads no object in the
+# cluster, which the stack's RBAC decides (GKE, "Access control" and "About network isolation: DNS-based endpoint").
+CONNECT_ROLE = "roles/container.clusterViewer"
 # Creating a cluster or node pool that runs as a service account needs iam.serviceAccounts.actAs on that account
 # (GKE "Use least privilege IAM service accounts"): granted on the two node accounts themselves.
 NODE_ACCOUNT_ROLE = "roles/iam.serviceAccountUser"

@@ -171,6 +171,10 @@ class ResolvedStack:
     """The GKE CSI driver add-ons the mounts need (gcsfuse, filestore, lustre)."""
     fleet: Optional[FleetConfig] = None
     """pathways:fleet: a manager holds no slices (its groups are its workers'), a worker publishes its queues."""
+    group_subjects: tuple[str, ...] = ()
+    """The Google groups the stack names in RBAC (runs.submitters, service clients)."""
+    security_group: Optional[str] = None
+    """cluster.securityGroup: Google Groups for RBAC on the cluster the stack makes."""
     undelivered: frozenset[str] = frozenset()
     """Slice groups whose future reservation is not delivered yet (startTime ahead): no pools, no queue quota; they
     come with the first `pulumi up` after startTime."""

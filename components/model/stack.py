@@ -10,7 +10,7 @@ loads and resolves.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from pydantic import Field, field_validator
 
@@ -94,6 +94,23 @@ class StackConfig(_Model):
             if not re.fullmatch(r"[a-z0-9*][-a-z0-9*]{0,100}", entry):
                 raise ValueError(f"{entry[:60]!r} is not a resource name as `diff` prints it (e.g. slices-train-0, workload-pretrain)")
         return v
+
+    @property
+    def rbac_subjects(self) -> list[tuple[tuple[Any, ...], str, str]]:
+        """(config-key path, kind, email) of each person or Google group the stack names in RBAC: runs.submitters and
+        each shared service's clients. They fetch the cluster's credentials (the bootstrap grants them that)."""
+        found: list[tuple[tuple[Any, ...], str, str]] = []
+        if self.runs is not None:
+            found += [(("runs", "submitters", i, "name"), s.kind, s.name) for i, s in enumerate(self.runs.submitters)]
+        for i, w in enumerate(self.workloads):
+            if w.service is not None:
+                found += [(("workloads", i, "service", "clients", j, "name"), c.kind, c.name) for j, c in enumerate(w.service.clients)]
+        return found
+
+    @property
+    def group_subjects(self) -> list[tuple[tuple[Any, ...], str]]:
+        """(config-key path, email) of each Google group among rbac_subjects."""
+        return [(path, name) for path, kind, name in self.rbac_subjects if kind == "Group"]
 
     @property
     def service_workload(self) -> Optional[Workload]:

@@ -192,6 +192,12 @@ def notices(stack: ResolvedStack) -> list[str]:
     elif not stack.monitoring.notification_channels:
         out.append("alerts notify no one: pathways:monitoring.notificationChannels is empty, so incidents only open in the "
                    "Cloud Console; add a channel (projects/<p>/notificationChannels/<id>)")
+    if stack.existing_cluster and stack.group_subjects:
+        out.append(f"Google group(s) {', '.join(stack.group_subjects)} in RBAC on a cluster made elsewhere: their members get in only if "
+                   "that cluster has Google Groups for RBAC on (gcloud container clusters describe CLUSTER "
+                   "--format='value(authenticatorGroupsConfig.securityGroup)' names gke-security-groups@<domain>, and these "
+                   "groups are its members); its owner turns it on with gcloud container clusters update CLUSTER "
+                   "--security-group=gke-security-groups@<domain>")
     out += serving_prerequisites(stack)
     out += as_it_is(stack)
     if stack.existing_cluster and stack.csi_drivers:

@@ -60,6 +60,8 @@ _EXIT_CODES = {
             "             deletions not listed in pathways:allowDisruption); 2 invalid config, stack file or git ref",
     "render": "exit status: 0 written; 2 invalid config or stack file, a manifest the admission checks reject,\n"
               "             or an --out directory that cannot be written",
+    "plan-bootstrap": "exit status: 0 planned and every mandatory policy passed; 1 a mandatory policy failed;\n"
+                      "             2 invalid bootstrap config or a missing bootstrap file",
     "new-stack": "exit status: 0 written (the stack plans with Verdict: OK); 1 a mandatory policy refuses it; 2 what plan\n"
                  "             refuses, a stack file that exists, or flags that say no stack (nothing is written)",
 }
@@ -113,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     boot = sub.add_parser("plan-bootstrap", help="preview a project's bootstrap: its resources, grants and the policy verdict",
                           description="The bootstrap of one project (bootstrap/Pulumi.<PROJECT>.yaml) under the mock runtime:\n"
                                       "what it creates, every grant it makes, the policy pack's verdict. No cloud calls.",
-                          epilog="exit status: 0 planned, the pack passes; 1 a mandatory policy failed; 2 invalid bootstrap config",
+                          epilog=_EXIT_CODES["plan-bootstrap"],
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     src = boot.add_mutually_exclusive_group(required=True)
     src.add_argument("--project", help="reads bootstrap/Pulumi.<PROJECT>.yaml")
