@@ -172,16 +172,29 @@ def write_stack_file(tmp_path, config: dict, name: str = "Pulumi.test.yaml"):
     return path
 
 
+def pytest_addoption(parser):
+    parser.addoption("--only-stacks", default=None, metavar="NAMES", help=(
+        "with -m every_stack: of the tests parametrized by stack (or bootstrap project), keep only these (comma-separated); "
+        "the checks across all stacks still run. tests/test_own_stacks.py runs a scratch copy's changed stacks so."))
+
+
+def _bootstrap_projects() -> set[str]:
+    return {p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "bootstrap").glob("Pulumi.*.yaml")} - {"Pulumi"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if {"committed_stack", "made_stack"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.every_stack)
-
-
-def pytest_sessionstart(session):
-    # The admission checks read the upstream CRDs from build/crds (make crds, which make test runs first):
-    # without them a whole layer would be skipped, so the suite refuses to start instead.
-    from components.manifests import admission
-
-    if not all(p.exists() for p in (admission.JOBSET_SCHEMA, admission.kueue_crd_path("ClusterQueue"), admission.LWS_SCHEMA)):
-        raise pytest.UsageError(f"{admission.CRDS} is missing the JobSet, Kueue or LWS CRDs: run `make crds` (make test does)")
+    only = config.getoption("--only-stacks")
+    if only is None:
+        return
+    keep, named = set(only.split(",")), set(STACKS) | _bootstrap_projects()
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        values = {v for v in (params.params.values() if params else ()) if isinstance(v, str)}
+        (dropped if values & named and not values & keep else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

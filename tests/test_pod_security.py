@@ -16,7 +16,7 @@ from components.manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, WORKLOAD
 from infra.offline.charts import CHARTS as CHART_DIRS
 from infra.offline.charts import render_chart
 from infra.offline.render import manifests
-from tests.conftest import FLEET_MANAGERS, every_stack, stack_plan
+from tests.conftest import every_stack, stack_model, stack_plan
 
 IMAGE = "registry.k8s.io/pause:3.10"
 ANNOTATION = "container.apparmor.security.beta.kubernetes.io/app"
@@ -208,7 +208,7 @@ def _stack_pods(name: str) -> list[tuple[str, str, Mapping, Mapping]]:
 def test_pathways_pods_need_the_privileged_level_their_namespace_has(name):
     assert WORKLOAD_NAMESPACE_LEVEL == "privileged"
     pods = _stack_pods(name)
-    assert bool(pods) is (name not in FLEET_MANAGERS)  # a fleet manager's runs run on its workers
+    assert bool(pods) is bool(stack_model(name).active_workloads)  # a fleet manager's runs run on its workers
     for kind, path, meta, pod in pods:
         assert pod_security.check_pod("privileged", meta, pod) == [], (kind, path)
         refused = {v.check for v in pod_security.check_pod("baseline", meta, pod)}
