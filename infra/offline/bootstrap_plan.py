@@ -66,7 +66,7 @@ def bootstrap_plan_command(args: argparse.Namespace, policies: Callable, violati
     accepted, violations = [], []
     for v in found:
         role = next((r.input("role") for r in plan.resources if r.urn == v.urn), None)
-        why = BY_DESIGN.get((v.policy, role))
+        why = BY_DESIGN.get((v.policy, str(role)))
         (accepted if why else violations).append((v, why))
     mandatory = sum(1 for v, _ in violations if v.enforcement == "mandatory")
     checks = [violations_text([v for v, _ in violations])]
