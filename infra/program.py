@@ -52,6 +52,7 @@ from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
 from components.workload_storage import WorkloadStorage, WorkloadStorageArgs
 from infra import fleet
 from infra.config import read_stack_config
+from infra.quota_read import judge_quota, live_reader
 from infra.reservation_records import LIVE_READS, LiveReader, read_records
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -357,6 +358,8 @@ def main() -> None:
         cfg = read_stack_config()
         # a recorded or live-read reservation that cannot hold its group fails here, before any resource
         read_records(cfg, live=LiveReader(cfg) if LIVE_READS.get() else None)
+        # and, with readQuota, the regional TPU quota the slice groups need (components/model/quota.py)
+        judge_quota(cfg, live_reader(cfg) if LIVE_READS.get() else None)
     except ConfigError as e:
         raise InvalidStackConfig(e) from None
     for name, value in build(cfg).items():

@@ -23,8 +23,11 @@ from components.model.tpu_zones import TPU_ZONES
 from tests.test_workflows import ci_stacks
 
 ROOT = Path(__file__).resolve().parents[1]
-TEAM_STACK, TEAM_PROJECT = "team-a", "team-a-ml"
-NEW_DEV_PROJECT = "acme-ml-dev"
+
+
+def _free(taken: set[str], base: str) -> str:
+    """base, or base-2, base-3, ... when a team's repository has that name already."""
+    return next(name for name in (base, *(f"{base}-{i}" for i in range(2, 100))) if name not in taken)
 
 
 def scratch_copy(dest: Path) -> Path:
@@ -56,10 +59,27 @@ def _bootstrap_of(repo: Path, stack: str) -> Path:
     return path
 
 
-def repoint_dev(repo: Path) -> str:
-    """dev in another project and a zone of another region that offers its TPU families (Google's zone table); its
-    bootstrap file moves to the new project. Returns the new zone."""
-    path = repo / "stacks" / "Pulumi.dev.yaml"
+def _stacks(repo: Path) -> dict[str, dict]:
+    return {p.name[len("Pulumi."):-len(".yaml")]: yaml.safe_load(p.read_text())["config"] for p in (repo / "stacks").glob("Pulumi.*.yaml")}
+
+
+def _projects(repo: Path) -> set[str]:
+    return {p.name[len("Pulumi."):-len(".yaml")] for p in (repo / "bootstrap").glob("Pulumi.*.yaml")}
+
+
+def movable(repo: Path) -> str:
+    """dev, or the first stack that makes its cluster on no reservation and outside a fleet (a team's own)."""
+    stacks = _stacks(repo)
+    candidates = ["dev"] + sorted(stacks)
+    return next(name for name in candidates if name in stacks and not stacks[name].get("pathways:fleet")
+                and not (stacks[name].get("pathways:cluster") or {}).get("existing")
+                and not any(s.get("reservation") for s in stacks[name].get("pathways:slices") or []))
+
+
+def repoint(repo: Path, name: str, project: str) -> str:
+    """The stack in another project and a zone of another region that offers its TPU families (Google's zone
+    table); its bootstrap file moves to the new project. Returns the new zone."""
+    path = repo / "stacks" / f"Pulumi.{name}.yaml"
     text = path.read_text()
     config = yaml.safe_load(text)["config"]
     old_project, old_region, old_zone = config["gcp:project"], config["gcp:region"], config["gcp:zone"]
@@ -68,50 +88,59 @@ def repoint_dev(repo: Path) -> str:
     region = zone.rsplit("-", 1)[0]
     text = re.sub(rf"\b{re.escape(old_zone)}\b", zone, text)
     text = re.sub(rf"\b{re.escape(old_region)}\b", region, text)
-    path.write_text(text.replace(old_project, NEW_DEV_PROJECT))
-    boot = _bootstrap_of(repo, "dev")
-    (repo / "bootstrap" / f"Pulumi.{NEW_DEV_PROJECT}.yaml").write_text(boot.read_text().replace(old_project, NEW_DEV_PROJECT))
-    boot.unlink()
+    path.write_text(text.replace(old_project, project))
+    boot = _bootstrap_of(repo, name)
+    moved = yaml.safe_load(boot.read_text())["config"]["pathways-bootstrap:stacks"] == [name]
+    (repo / "bootstrap" / f"Pulumi.{project}.yaml").write_text(
+        boot.read_text().replace(old_project, project) if moved else
+        boot.read_text().replace(old_project, project).split("pathways-bootstrap:stacks:")[0] + f"pathways-bootstrap:stacks:\n    - {name}\n")
+    if moved:
+        boot.unlink()
+    else:  # the others stay in the old project's file
+        boot.write_text(re.sub(rf"\n\s+- {re.escape(name)}\n", "\n", boot.read_text()))
     return zone
 
 
-def removable_example(repo: Path) -> str:
+def removable_example(repo: Path) -> str | None:
     """An example no workflow, fleet or other stack needs, whose bootstrap file sets up only it."""
     for path in sorted((repo / "stacks").glob("Pulumi.*.yaml")):
         name = path.name[len("Pulumi."):-len(".yaml")]
         config = yaml.safe_load(path.read_text())["config"]
-        if name in ci_stacks() or name == "dev" or config.get("pathways:fleet"):
+        if name in ci_stacks() or name == "dev" or config.get("pathways:fleet") or name.startswith("team-"):
             continue
         boot = _bootstrap_of(repo, name)
         if yaml.safe_load(boot.read_text())["config"]["pathways-bootstrap:stacks"] == [name]:
             return name
-    raise AssertionError("every example is needed by another: nothing to remove")
+    return None  # a team's repository may hold only stacks its workflows name
 
 
 def adopt(repo: Path) -> dict[str, str]:
     """A team's first day in the copy: its own stack, dev moved, an example gone. What changed, for the run."""
-    proc = subprocess.run([sys.executable, "-m", "infra.offline", "new-stack", TEAM_STACK, "--project", TEAM_PROJECT,
+    stack, project = _free(set(_stacks(repo)), "team-a"), _free(_projects(repo), "team-a-ml")
+    proc = subprocess.run([sys.executable, "-m", "infra.offline", "new-stack", stack, "--project", project,
                            "--zone", "us-central1-a", "--tpu", "v5p-8", "--slices", "2", "--spot",
                            "--repository", "team-a/pathways", "--repository-id", "712345678", "--repository-owner-id", "81234567",
                            "--project-number", "223456789012"], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    zone = repoint_dev(repo)
+    moved, moved_to = movable(repo), _free(_projects(repo), "acme-ml-dev")
+    zone = repoint(repo, moved, moved_to)
     removed = removable_example(repo)
-    (repo / "stacks" / f"Pulumi.{removed}.yaml").unlink()
-    _bootstrap_of(repo, removed).unlink()
+    if removed is not None:
+        (repo / "stacks" / f"Pulumi.{removed}.yaml").unlink()
+        _bootstrap_of(repo, removed).unlink()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.name=team", "-c", "user.email=team@example.com", "commit", "-q", "-m", "our stacks"],
                    cwd=repo, check=True)
-    return {"zone": zone, "removed": removed}
+    return {"stack": stack, "project": project, "moved": moved, "movedTo": moved_to, "zone": zone, "removed": removed or ""}
 
 
 def test_the_checks_over_every_stack_pass_on_a_teams_own_stacks(tmp_path):
     repo = scratch_copy(tmp_path / "repo")
     changed = adopt(repo)
-    assert (repo / "stacks" / f"Pulumi.{TEAM_STACK}.yaml").exists()
-    assert f"gcp:zone: {changed['zone']}" in (repo / "stacks" / "Pulumi.dev.yaml").read_text()
-    only = ",".join([TEAM_STACK, "dev", TEAM_PROJECT, NEW_DEV_PROJECT])
+    assert (repo / "stacks" / f"Pulumi.{changed['stack']}.yaml").exists()
+    assert f"gcp:zone: {changed['zone']}" in (repo / "stacks" / f"Pulumi.{changed['moved']}.yaml").read_text()
+    only = ",".join([changed["stack"], changed["moved"], changed["project"], changed["movedTo"]])
     report = tmp_path / "report.xml"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
                            "-m", "every_stack", "--only-stacks", only, "--basetemp", str(tmp_path / "inner"),
@@ -120,9 +149,10 @@ def test_the_checks_over_every_stack_pass_on_a_teams_own_stacks(tmp_path):
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     ran = report.read_text()
     # the team's stack, the moved dev and its bootstrap were checked; the removed example was not looked for
-    for name in (f"[{TEAM_STACK}]", "[dev]", f"[{TEAM_PROJECT}]", f"[{NEW_DEV_PROJECT}]"):
-        assert name in ran, name
-    assert f"[{changed['removed']}]" not in ran
+    for key in ("stack", "moved", "project", "movedTo"):
+        assert f"[{changed[key]}]" in ran, changed[key]
+    if changed["removed"]:
+        assert f"[{changed['removed']}]" not in ran
     assert int(re.search(r'tests="(\d+)"', ran).group(1)) >= 100  # type: ignore[union-attr]
 
 

@@ -52,6 +52,11 @@ class StackConfig(_Model):
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     head_pool: HeadPoolConfig = Field(default_factory=HeadPoolConfig)
     slices: list[SliceGroup] = Field(min_length=1, max_length=100, description="Slice groups.")
+    read_quota: bool = Field(default=False, description=(
+        "Read the project's regional TPU quota limits under `pulumi preview` and `up` (Cloud Quotas, pulumi-gcp's "
+        "cloudquota.get_s_quota_info) and refuse a stack whose slice groups need more chips than a limit allows, "
+        "before anything is created. The CI identities need cloudquotas.quotas.get (roles/cloudquotas.viewer). "
+        "The plan prints the chips needed either way. docs/capacity.md."))
     bucket: BucketConfig = Field(default_factory=BucketConfig)
     pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX; required when workloads are set.")
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)

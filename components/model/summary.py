@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..labels import HEAD_TAINT, ROLE_LABEL, SYSTEM_ROLE
-from . import cost, inference_gateway, metrics_adapter, rollout, tpu_zones, vllm
+from . import cost, inference_gateway, metrics_adapter, quota, rollout, tpu_zones, vllm
 from .common import PRIORITY_CLASSES
 from .failures import failure_handling
 from .ports import SERVE_HTTP_PORT
@@ -121,6 +121,12 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "rollout": {"nodePoolConcurrency": stack.node_pool_concurrency,
                     "waves": rollout.waves(pools, stack.node_pool_concurrency)},
         "cost": cost.estimate(stack).to_json(),
+        # the regional TPU quota the pools draw on (components/model/quota.py; IDs unverified, the listing is not)
+        "quota": [] if stack.existing_cluster or stack.fleet_manager else [
+            {"region": stack.region, "family": n.family, "kind": n.kind, "chips": n.chips, "groups": list(n.groups), "quotaId": n.quota_id,
+             "dimension": "=".join(n.dimension) if n.dimension else None, "describe": n.describe_command(stack.project),
+             "list": n.list_command(stack.project)}
+            for n in quota.needs(stack.slices, stack.group_pools)],
         "notices": notices(stack),
     }
 
@@ -350,6 +356,12 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         cost_range = ("" if ladder["idleHourly"] is None else
                       f"; {bound}${ladder['idleHourly']:,.2f}/h idle, {bound}${ladder['fullHourly']:,.2f}/h with every rung full")
         lines.append(f"  ladder {ladder['group']}: {' -> '.join(rung(r) for r in ladder['rungs'])}{cost_range}")
+    if s["quota"]:
+        lines.append(f"  regional TPU quota needed in {s['quota'][0]['region']} (a reserved group uses its reservation's): "
+                     + "; ".join(f"{q['chips']} {q['family']} {q['kind']} chips ({q['quotaId']}"
+                                 + (f", {q['dimension']}" if q["dimension"] else "") + ")"
+                                 for q in s["quota"]))
+        lines.append(f"    current limits: {s['quota'][0]['list']} (the quota IDs above are unverified: docs/capacity.md)")
     lines += [f"  {g['name']}: node pools {', '.join(g['nodePools'])}, made elsewhere (selected by cloud.google.com/gke-nodepool)"
               for g in s["sliceGroups"] if g["nodePools"]]
     if s["sharedClusterQueue"]:

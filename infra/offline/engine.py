@@ -181,8 +181,10 @@ class StandInMocks(pulumi_mocks.Mocks):
     """Deterministic outputs for resources and invokes that would otherwise need Google Cloud."""
 
     def __init__(self, project: str, reservations: Optional[dict[str, dict[str, Any]]] = None,
-                 stack_outputs: Optional[dict[str, dict[str, Any]]] = None):
+                 stack_outputs: Optional[dict[str, dict[str, Any]]] = None, quotas: Optional[dict[str, dict[str, Any]]] = None):
         self.project = project
+        # recorded get_s_quota_info responses by quota ID (tests of pathways:readQuota; offline, none is read)
+        self.quotas = quotas or {}
         # other stacks' outputs by fully qualified name, for stack references (a fleet manager reads its workers')
         self.stack_outputs = stack_outputs or {}
         # recorded get_reservation(_block, _sub_block) responses by "<project>/<name>[/<block>[/<sub-block>]]" (tests of
@@ -241,6 +243,11 @@ class StandInMocks(pulumi_mocks.Mocks):
                 return {}, [("name", f"googleapi: Error 404: The resource 'projects/{owner}/zones/{a.get('zone')}/{api}' "
                                      "was not found, notFound")]
             return self.reservations[key], []
+        if args.token == "gcp:cloudquota/getSQuotaInfo:getSQuotaInfo":
+            quota_id = args.args.get("quotaId")
+            if quota_id not in self.quotas:
+                return {}, [("quotaId", f"googleapi: Error 404: QuotaInfo {quota_id} not found for {args.args.get('parent')}, notFound")]
+            return self.quotas[quota_id], []
         raise NotImplementedError(f"the offline engine has no stand-in for invoke {args.token}")
 
 
@@ -316,7 +323,7 @@ def fleet_worker_outputs(config: dict[str, str], stacks_dir: Optional[Path] = No
 
 def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), program_dir: Path = PROGRAM_DIR,
         reservations: Optional[dict[str, dict[str, Any]]] = None, stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
-        stacks_dir: Optional[Path] = None) -> Plan:
+        stacks_dir: Optional[Path] = None, quotas: Optional[dict[str, dict[str, Any]]] = None) -> Plan:
     """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
     `program_dir`: another program directory to run the same way (the bootstrap project, bootstrap/).
     `reservations`: recorded get_reservation responses ("<project>/<name>" -> the provider's outputs): the program
@@ -326,6 +333,9 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     `stack_outputs`: other stacks' outputs by fully qualified name, for stack references; by default a fleet
     manager's workers' offline plans (fleet_worker_outputs), read from `stacks_dir`: the folder of the stack's own
     file (default stacks/).
+
+    `quotas`: recorded get_s_quota_info responses (quota ID -> the provider's outputs): the program then judges
+    pathways:readQuota against them, as under `pulumi preview`.
 
     `secret_keys`: the keys stackfile.flatten found secret (it refused secrets anywhere but workload env values).
     Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
@@ -342,9 +352,9 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     from infra.reservation_records import LIVE_READS
 
     checked = CHECKED_SECRET_PATHS.set({k: () for k in secret_keys})
-    live = LIVE_READS.set(reservations is not None)
+    live = LIVE_READS.set(reservations is not None or quotas is not None)
     project = str(config.get("gcp:project", "offline-project"))
-    monitor = RecordingMonitor(StandInMocks(project, reservations, stack_outputs))
+    monitor = RecordingMonitor(StandInMocks(project, reservations, stack_outputs, quotas))
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
     # set_mocks makes and finishes a root stack of its own; drop it so run_in_stack makes the one
     # the language host would, and its outputs reach RegisterResourceOutputs.

@@ -1,0 +1,101 @@
+"""Quota before spend: the plan says how many TPU chips each family and capacity kind needs in the stack's region,
+which quota that is and how to see its limit; with pathways:readQuota the program reads the limits under `pulumi
+preview` (here: recorded get_s_quota_info responses through the offline engine's invoke hook) and refuses a stack
+that cannot fit, before any resource is registered."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.model import quota
+from components.model.config import load, resolve
+from components.model.summary import stack_summary, summary_text
+from infra.offline import engine, stackfile
+from infra.program import InvalidStackConfig
+from tests.conftest import config_with
+
+GROUPS = [
+    {"name": "spot", "tpu": "v6e-16", "count": 2, "spot": True},
+    {"name": "flex", "tpu": "v6e-8", "flexStart": True},
+    {"name": "ondemand", "tpu": "v6e-4", "count": 1, "spares": 1},
+    {"name": "reserved", "tpu": "v6e-16", "reservation": "r1"},
+]
+
+
+def summary(cfg: dict) -> dict:
+    flat, secrets = stackfile.flatten(cfg)
+    return stack_summary(resolve(load(stackfile.raw_values(flat), "test", frozenset(secrets))))
+
+
+def test_the_plan_counts_chips_per_family_and_quota_kind():
+    s = summary(config_with(slices=GROUPS))
+    got = {(q["family"], q["kind"]): (q["chips"], q["groups"]) for q in s["quota"]}
+    # Spot and flex-start draw on the preemptible quota, a spare pool counts, a reservation holds its own
+    assert got == {("v6e", "preemptible"): (2 * 16 + 8, ["spot", "flex"]), ("v6e", "on-demand"): (2 * 4, ["ondemand"])}
+    q = next(q for q in s["quota"] if q["kind"] == "on-demand")
+    assert q["region"] == "us-east5" and q["dimension"] == "tpu_family=CT6E"
+    assert q["describe"] == f"gcloud beta quotas info describe {q['quotaId']} --service=compute.googleapis.com --project=test-proj-123"
+    text = "\n".join(summary_text(s))
+    assert "regional TPU quota needed in us-east5 (a reserved group uses its reservation's): 8 v6e on-demand chips" in text
+    assert "40 v6e preemptible chips (PREEMPTIBLE-TPU-V6E-per-project-region)" in text
+    assert "gcloud beta quotas info list --service=compute.googleapis.com --project=test-proj-123 --filter='quotaId~TPU'" in text
+
+
+def test_a_reserved_stack_needs_no_quota_line():
+    s = summary(config_with(slices=[GROUPS[3]]))
+    assert s["quota"] == [] and "regional TPU quota" not in "\n".join(summary_text(s))
+
+
+def info(value: int, region: str | None = "us-east5", **dims) -> dict:
+    """A get_s_quota_info response in the provider's shape (details a list of one)."""
+    return {"quotaId": "X", "dimensionsInfos": [
+        {"dimensions": {**({"region": region} if region else {}), **dims}, "details": [{"value": str(value)}], "applicableLocations": []}]}
+
+
+def plan_read(cfg: dict, quotas: dict[str, dict]):
+    flat, secrets = stackfile.flatten({**cfg, "pathways:readQuota": True})
+    return engine.run(flat, "test", secrets, quotas=quotas)
+
+
+def refusal(cfg: dict, quotas: dict[str, dict]) -> str:
+    with pytest.raises(InvalidStackConfig) as e:
+        plan_read(cfg, quotas)
+    return str(e.value)
+
+
+ON_DEMAND, PREEMPTIBLE = quota.QUOTA_IDS[("v6e", "on-demand")][0], quota.QUOTA_IDS[("v6e", "preemptible")][0]
+
+
+def test_limits_that_fit_let_the_program_register_its_pools():
+    plan = plan_read(config_with(slices=GROUPS), {ON_DEMAND: info(8, tpu_family="CT6E"), PREEMPTIBLE: info(64)})
+    assert len(plan.by_type("gcp:container/nodePool:NodePool")) > 4
+
+
+def test_a_limit_too_small_is_refused_before_any_resource():
+    message = refusal(config_with(slices=GROUPS), {ON_DEMAND: info(8, tpu_family="CT6E"), PREEMPTIBLE: info(32)})
+    assert message == (f"pathways:slices: slice group(s) spot, flex need 40 v6e preemptible chips in us-east5, and quota {PREEMPTIBLE} "
+                       "allows 32: request more (Cloud console, IAM & Admin > Quotas) or shrink the groups")
+
+
+def test_an_unreadable_quota_names_the_id_and_how_to_find_the_right_one():
+    message = refusal(config_with(slices=[GROUPS[2]]), {})
+    assert message.startswith(f"pathways:readQuota: cannot read quota {ON_DEMAND} of test-proj-123: ")
+    assert "the IDs are unverified, find yours with gcloud beta quotas info list" in message
+
+
+def test_offline_nothing_is_read():
+    flat, secrets = stackfile.flatten({**config_with(slices=GROUPS), "pathways:readQuota": True})
+    assert engine.run(flat, "test", secrets).by_type("gcp:container/nodePool:NodePool")
+
+
+@pytest.mark.parametrize("infos,dimension,expected", [
+    ([info(8, region="us-east5"), info(100, region=None)], None, 8),  # the region's own limit over the default
+    ([info(100, region=None)], None, 100),
+    ([info(4, tpu_family="CT5P"), info(16, tpu_family="CT6E")], ("tpu_family", "CT6E"), 16),
+    ([info(4, region="us-central1")], None, None),
+])
+def test_the_limit_is_the_regions(infos, dimension, expected):
+    merged = {"dimensionsInfos": [d for i in infos for d in i["dimensionsInfos"]]}
+    for d in merged["dimensionsInfos"]:
+        d["details"] = d["details"][0]  # gcloud's shape: details an object
+    assert quota.limit_in(merged, "us-east5", dimension) == expected
