@@ -18,7 +18,7 @@ SERVING_SOURCES := build/serving-sources/.installed
 # Google's Shared Pathways Service client (pathwaysutils), a test peer of the e2e tier, in its own venv.
 CLIENT_VENV := build/client-venv
 
-.PHONY: plan plan-bootstrap diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
+.PHONY: plan plan-bootstrap notebook-lock diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -100,6 +100,11 @@ mutation: $(VENV)/.installed $(CRDS) $(SERVING_SOURCES)
 	$(PY) -m tools.mutation $(if $(MODULE),--module $(MODULE)) $(if $(FIRST),--first $(FIRST)) \
 		$(if $(RERUN),--rerun $(RERUN) --out build/mutation-rerun.json) --sample $(SAMPLE)
 
+# Re-lock the notebook image's packages (infra/images/notebook, built by Cloud Build) after editing its requirements.in.
+notebook-lock: $(VENV)/.installed
+	$(VENV)/bin/uv pip compile infra/images/notebook/requirements.in --generate-hashes --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --custom-compile-command "make notebook-lock" --quiet -o infra/images/notebook/requirements.lock
+
 # Re-resolve requirements.txt (ranges) into requirements.lock after editing it.
 lock: $(VENV)/.installed
 	$(VENV)/bin/uv pip compile requirements.txt --generate-hashes --universal --python-version 3.11 \
@@ -125,6 +130,7 @@ help:
 	  'make bench                   plan time, memory and deploy-time estimates as the stack grows' \
 	  'make bench-real              the real pulumi preview: time and memory beside the offline plan (needs Go)' \
 	  'make mutation [MODULE=] [SAMPLE=] [RERUN=]  mutation testing (not in make test; a full run takes about an hour)' \
+	  'make notebook-lock           re-lock the notebook image (infra/images/notebook) after editing its requirements.in' \
 	  'make lock                    re-resolve requirements.lock after editing requirements.txt' \
 	  'make clean                   remove .venv, build and the pytest cache' \
 	  'make help                    this list'

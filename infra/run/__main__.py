@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         "delete": "delete an ad-hoc run (or --all of them), its Jobs and pods (never a declared workload)",
         "describe": "write what support needs about a run into one YAML file",
         "notebook": "forward a notebook run's JupyterLab to this machine (kubectl port-forward)",
+        "notebook-image": "the notebook image --notebook uses by default for this stack, and the command that builds it",
     }
     for name, help_ in commands.items():
         p = sub.add_parser(name, help=help_, description=help_)
@@ -88,12 +89,14 @@ def _parser() -> argparse.ArgumentParser:
                 "mount gs://BUCKET (one of runs.buckets) or a pathways:storage file system by name at PATH, read-only; "
                 "add :rw to write, e.g. /ckpt=gs://my-ckpts:rw (repeatable)"))
             p.add_argument("--notebook", action="store_true", help=(
-                f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (the image must have it; "
-                "JAX reaches the run's own proxy): open it with `notebook`"))
+                f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (JAX reaches the run's own "
+                "proxy): open it with `notebook`. Without --image: the stack's notebook image (notebook-image)"))
             p.add_argument("--dry-run", action="store_true", help="print the JobSet, create nothing")
             p.add_argument("command_", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the program's command")
         elif name == "list":
             p.add_argument("--json", action="store_true", help="one JSON object per run")
+        elif name == "notebook-image":
+            pass
         elif name == "delete":
             which = p.add_mutually_exclusive_group(required=True)
             which.add_argument("run", nargs="?", help="run name")
@@ -194,8 +197,26 @@ def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: boo
     return obj
 
 
+def _notebook_image(args: argparse.Namespace, cfg: Any) -> int:
+    from infra.notebook_image import NotebookImageError, build_command, default_image
+
+    try:
+        print(default_image(cfg))
+        print(f"  build it (Cloud Build; once per recipe change): {build_command(cfg)}", file=sys.stderr)
+    except NotebookImageError as e:
+        raise StackFileError(str(e)) from None
+    return 0
+
+
 def _submit(args: argparse.Namespace, cfg: Any) -> int:
     spec = _spec(args)
+    if args.notebook and not spec.get("image"):
+        from infra.notebook_image import NotebookImageError, default_image
+
+        try:
+            spec["image"] = default_image(cfg)  # the recipe's, built by Cloud Build (notebook-image)
+        except NotebookImageError as e:
+            raise StackFileError(str(e)) from None
     if args.dry_run:
         obj = _run_jobset(cfg, spec, "", args.notebook)
         sys.stdout.write(yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False))
@@ -345,7 +366,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from components.model.errors import ConfigError
 
     args = _parser().parse_args(argv)
-    commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook}
+    commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook,
+                "notebook-image": _notebook_image}
     try:
         cfg = _stack(args)
         return commands[args.command](args, cfg)
