@@ -53,10 +53,12 @@ def _families(config: dict) -> set[str]:
     return found
 
 
-def _bootstrap_of(repo: Path, stack: str) -> Path:
-    (path,) = [p for p in (repo / "bootstrap").glob("Pulumi.*.yaml") if p.name != "Pulumi.yaml"
-               and stack in (yaml.safe_load(p.read_text())["config"].get("pathways-bootstrap:stacks") or [])]
-    return path
+def _bootstrap_of(repo: Path, stack: str) -> Path | None:
+    """The bootstrap file that sets the stack up; none for a stack on a cluster made elsewhere that has none."""
+    found = [p for p in (repo / "bootstrap").glob("Pulumi.*.yaml") if p.name != "Pulumi.yaml"
+             and stack in (yaml.safe_load(p.read_text())["config"].get("pathways-bootstrap:stacks") or [])]
+    assert len(found) <= 1, found
+    return found[0] if found else None
 
 
 def _stacks(repo: Path) -> dict[str, dict]:
@@ -90,6 +92,7 @@ def repoint(repo: Path, name: str, project: str) -> str:
     text = re.sub(rf"\b{re.escape(old_region)}\b", region, text)
     path.write_text(text.replace(old_project, project))
     boot = _bootstrap_of(repo, name)
+    assert boot is not None, f"stack {name} has no bootstrap file"
     moved = yaml.safe_load(boot.read_text())["config"]["pathways-bootstrap:stacks"] == [name]
     (repo / "bootstrap" / f"Pulumi.{project}.yaml").write_text(
         boot.read_text().replace(old_project, project) if moved else
@@ -109,7 +112,7 @@ def removable_example(repo: Path) -> str | None:
         if name in ci_stacks() or name == "dev" or config.get("pathways:fleet") or name.startswith("team-"):
             continue
         boot = _bootstrap_of(repo, name)
-        if yaml.safe_load(boot.read_text())["config"]["pathways-bootstrap:stacks"] == [name]:
+        if boot is None or yaml.safe_load(boot.read_text())["config"]["pathways-bootstrap:stacks"] == [name]:
             return name
     return None  # a team's repository may hold only stacks its workflows name
 
@@ -126,8 +129,10 @@ def adopt(repo: Path) -> dict[str, str]:
     zone = repoint(repo, moved, moved_to)
     removed = removable_example(repo)
     if removed is not None:
+        boot = _bootstrap_of(repo, removed)
         (repo / "stacks" / f"Pulumi.{removed}.yaml").unlink()
-        _bootstrap_of(repo, removed).unlink()
+        if boot is not None:
+            boot.unlink()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.name=team", "-c", "user.email=team@example.com", "commit", "-q", "-m", "our stacks"],
