@@ -176,7 +176,8 @@ def flat_config() -> dict[str, str]:
 
 
 def required_apis(cfg: BootstrapConfig) -> list[str]:
-    return sorted({api for s in cfg.stacks for api in identities.required_apis(s.types, kms_key=s.kms_key is not None)})
+    return sorted({api for s in cfg.stacks
+                   for api in identities.required_apis(s.types, kms_key=s.kms_key is not None, read_quota=s.config.read_quota)})
 
 
 def github_subject(repository: str, environment: str) -> str:
@@ -328,7 +329,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                     member=f"principal://iam.googleapis.com/{pool_path}/subject/{github_subject(cfg.repository, env)}",
                     opts=pulumi.ResourceOptions(depends_on=[provider]))
             grants = identities.grants(identity, s.types, kms_key=s.kms_key is not None, buckets=s.buckets,
-                                       state=(cfg.state_bucket, PROJECT_NAMESPACE, s.name))
+                                       state=(cfg.state_bucket, PROJECT_NAMESPACE, s.name), read_quota=s.config.read_quota)
             for g in grants:
                 name = f"{s.name}-{identity}-{g.role.removeprefix('roles/')}"
                 if g.scope == "project":

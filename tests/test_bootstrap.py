@@ -100,7 +100,8 @@ def test_the_apis_the_stacks_need_are_enabled_and_stay_enabled(stack):
     services = {r.input("service"): r for r in plan.by_type("gcp:projects/service:Service")}
     expected = set()
     for main in main_stacks(stack):
-        expected |= set(identities.required_apis({r.type for r in stack_plan(main).resources}, kms_key=uses_kms(main)))
+        expected |= set(identities.required_apis({r.type for r in stack_plan(main).resources}, kms_key=uses_kms(main),
+                                                 read_quota=main_stack.load_main_stack(main).config.read_quota))
     assert set(services) == expected
     assert {"container.googleapis.com", "compute.googleapis.com", "monitoring.googleapis.com", "iam.googleapis.com",
             "iamcredentials.googleapis.com", "sts.googleapis.com", "storage.googleapis.com"} <= set(services)
@@ -209,13 +210,14 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
         # a fleet manager also reads its workers' checkpoints (test_a_fleet_managers_identities_read_...)
         workers = bootstrap.fleet_worker_stacks(stack_file)
         readers = {g.role for _, g in identities.fleet_reader_grants([(w, uses_kms(w)) for w in workers], state_bucket, "pathways")}
+        quota = stack_file.config.read_quota  # pathways:readQuota: both read the quota limits
         wanted: list[tuple[identities.Identity, list[str]]] = [
-            ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms), *readers})),
-            ("preview", sorted({*identities.preview_roles(types, kms_key=kms), *readers}))]
+            ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms, read_quota=quota), *readers})),
+            ("preview", sorted({*identities.preview_roles(types, kms_key=kms, read_quota=quota), *readers}))]
         for identity, expected in wanted:
             got = roles_of(plan, email(plan, main, identity))
             assert sorted(set().union(*got.values())) == expected
-            assert sorted(got[PROJECT_MEMBER]) == identities.project_roles(identity, types)  # project-wide: the table's
+            assert sorted(got[PROJECT_MEMBER]) == sorted({*identities.project_roles(identity, types), *([identities.QUOTA_ROLE] if quota else [])})  # project-wide: the table's
             assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]} | (readers & {identities.STATE_ROLES["preview"]})  # the state bucket only
             assert got[KEY_MEMBER] == ({identities.KMS_ROLES[identity]} if kms else set())  # on the stack's key only
             assert plan.outputs["roles"][main][identity] == expected

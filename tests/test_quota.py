@@ -99,3 +99,27 @@ def test_the_limit_is_the_regions(infos, dimension, expected):
     for d in merged["dimensionsInfos"]:
         d["details"] = d["details"][0]  # gcloud's shape: details an object
     assert quota.limit_in(merged, "us-east5", dimension) == expected
+
+
+def test_the_bootstrap_lets_both_identities_read_quota_only_where_a_stack_asks(tmp_path, monkeypatch):
+    from bootstrap import main_stack
+    from components.model import identities
+    from tests.test_bootstrap import BOOTSTRAP, example_bootstrap_config, example_stacks
+
+    with example_stacks():
+        stacks = main_stack.STACKS_DIR
+        reading = tmp_path / "stacks"
+        reading.mkdir()
+        for path in stacks.glob("Pulumi.*.yaml"):
+            text = path.read_text()
+            (reading / path.name).write_text(text.replace("config:\n", "config:\n  pathways:readQuota: true\n", 1) if path.name == "Pulumi.dev.yaml" else text)
+        monkeypatch.setattr(main_stack, "STACKS_DIR", reading)
+        plan = engine.run(example_bootstrap_config("pathways-dev-123"), "pathways-dev-123", program_dir=BOOTSTRAP)
+    members = {r.input("member") for r in plan.by_type("gcp:projects/iAMMember:IAMMember") if r.input("role") == identities.QUOTA_ROLE}
+    assert members == {"serviceAccount:pulumi-dev-deploy@pathways-dev-123.iam.gserviceaccount.com",
+                       "serviceAccount:pulumi-dev-preview@pathways-dev-123.iam.gserviceaccount.com"}
+    assert identities.QUOTA_API in {r.input("service") for r in plan.by_type("gcp:projects/service:Service")}
+    # and no stack of the examples asks, so no bootstrap grants it
+    from tests.test_bootstrap import example_bootstrap_plan
+    assert not [r for r in example_bootstrap_plan("pathways-dev-123").by_type("gcp:projects/iAMMember:IAMMember")
+                if r.input("role") == identities.QUOTA_ROLE]

@@ -336,8 +336,14 @@ def project_roles(identity: Identity, types: Iterable[str]) -> list[str]:
     return sorted(roles - implied)
 
 
+# pathways:readQuota: both identities read the project's quota limits under preview and up (Cloud Quotas API,
+# cloudquotas.quotas.get, in the Cloud Quotas Viewer role; components/model/quota.py).
+QUOTA_ROLE = "roles/cloudquotas.viewer"
+QUOTA_API = "cloudquotas.googleapis.com"
+
+
 def grants(identity: Identity, types: Iterable[str], *, kms_key: bool = False, buckets: Iterable[str] = (),
-           state: Optional[tuple[str, str, str]] = None) -> list[Grant]:
+           state: Optional[tuple[str, str, str]] = None, read_quota: bool = False) -> list[Grant]:
     """Everything one identity is granted: project roles (the storage ones only on `buckets`, the stack's), the
     node service accounts (deploy: act as them), the state bucket (`state`: (bucket, Pulumi project, stack), its
     own stack's objects only) and, when the stack encrypts its secrets with Cloud KMS, its key."""
@@ -350,20 +356,23 @@ def grants(identity: Identity, types: Iterable[str], *, kms_key: bool = False, b
     out.append(Grant(STATE_ROLES[identity], "state bucket", stack_state_condition(*state) if state else None))
     if kms_key:
         out.append(Grant(KMS_ROLES[identity], "secrets key"))
+    if read_quota:
+        out.append(Grant(QUOTA_ROLE, "project"))
     return out
 
 
-def deploy_roles(types: Iterable[str], *, kms_key: bool = False) -> list[str]:
+def deploy_roles(types: Iterable[str], *, kms_key: bool = False, read_quota: bool = False) -> list[str]:
     """Sorted roles of the deploy identity (project, state bucket and, with kms_key, the secrets key)."""
-    return sorted({g.role for g in grants("deploy", types, kms_key=kms_key)})
+    return sorted({g.role for g in grants("deploy", types, kms_key=kms_key, read_quota=read_quota)})
 
 
-def preview_roles(types: Iterable[str], *, kms_key: bool = False) -> list[str]:
+def preview_roles(types: Iterable[str], *, kms_key: bool = False, read_quota: bool = False) -> list[str]:
     """Sorted roles of the preview identity (read-only everywhere)."""
-    return sorted({g.role for g in grants("preview", types, kms_key=kms_key)})
+    return sorted({g.role for g in grants("preview", types, kms_key=kms_key, read_quota=read_quota)})
 
 
-def required_apis(types: Iterable[str], *, kms_key: bool = False) -> list[str]:
+def required_apis(types: Iterable[str], *, kms_key: bool = False, read_quota: bool = False) -> list[str]:
     """The services a project must have enabled for these types and for CI."""
-    apis = {api for a in _entries(types) for api in a.apis} | set(CI_APIS) | ({KMS_API} if kms_key else set())
+    apis = ({api for a in _entries(types) for api in a.apis} | set(CI_APIS) | ({KMS_API} if kms_key else set())
+            | ({QUOTA_API} if read_quota else set()))
     return sorted(apis)

@@ -55,7 +55,7 @@ class StackConfig(_Model):
     read_quota: bool = Field(default=False, description=(
         "Read the project's regional TPU quota limits under `pulumi preview` and `up` (Cloud Quotas, pulumi-gcp's "
         "cloudquota.get_s_quota_info) and refuse a stack whose slice groups need more chips than a limit allows, "
-        "before anything is created. The CI identities need cloudquotas.quotas.get (roles/cloudquotas.viewer). "
+        "before anything is created. The bootstrap grants the CI identities roles/cloudquotas.viewer for it. "
         "The plan prints the chips needed either way. docs/capacity.md."))
     bucket: BucketConfig = Field(default_factory=BucketConfig)
     pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX; required when workloads are set.")
