@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import config_with
+from tests.conftest import GROUPS_RBAC, config_with
 from tests_e2e.conftest import expect_no_changes
 from tests_e2e.helpers import is_true, nodes, pods, user_stack_file, wait_running, workload
 from tools.cluster.local import ROOT, LocalCluster
@@ -23,7 +23,7 @@ VERSION = "jax-0.7.2"
 RESEARCHERS = "researchers@example.com"
 IMAGE = "example.com/trainer:1"
 # one declared training run on one of the two v6e-16 slices (4 hosts each); room for two runs' heads
-CONFIG = config_with(pathwaysVersion=VERSION, runs={"submitters": [{"name": RESEARCHERS}], "headNodes": 2},
+CONFIG = config_with(pathwaysVersion=VERSION, runs={"submitters": [{"name": RESEARCHERS}], "headNodes": 2}, cluster=GROUPS_RBAC,
                      workloads=[{"name": "train", "image": IMAGE, "slices": 1}])
 
 

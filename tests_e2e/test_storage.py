@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.conftest import config_with
+from tests.conftest import GROUPS_RBAC, config_with
 from tests_e2e.helpers import is_true, pods, user_stack_file, wait_running, workload
 from tests_e2e.test_runs import RESEARCHERS, run, session
 
@@ -21,7 +21,7 @@ IMAGE = "example.com/trainer:1"
 SHARED = {"name": "shared", "filestore": "fs-1", "share": "vol1", "ip": "10.20.0.2", "capacity": "1Ti"}
 LUSTRE = {"name": "lfs", "lustre": "lustre-1", "filesystem": "lfs", "ip": "10.20.0.3", "capacity": "18000Gi"}
 CONFIG = config_with(
-    pathwaysVersion=VERSION, storage={"fileSystems": [SHARED, LUSTRE]},
+    pathwaysVersion=VERSION, storage={"fileSystems": [SHARED, LUSTRE]}, cluster=GROUPS_RBAC,
     runs={"submitters": [{"name": RESEARCHERS}], "headNodes": 2, "buckets": [{"name": "e2e-datasets"}]},
     workloads=[{"name": "train", "image": IMAGE, "slices": 1, "mounts": [
         {"path": "/data", "bucket": "e2e-datasets"},
