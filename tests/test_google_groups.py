@@ -50,7 +50,8 @@ def test_the_security_group_turns_google_groups_for_rbac_on():
     assert plan.one(CLUSTER).input("authenticatorGroupsConfig") == {"securityGroup": "gke-security-groups@example.com"}
 
 
-@pytest.mark.parametrize("group", ["researchers@example.com", "gke-security-groups@", "GKE-security-groups@example.com"])
+@pytest.mark.parametrize("group", ["researchers@example.com", "gke-security-groups@", "GKE-security-groups@example.com",
+                                   "gke-security-groups@" + "a" * 240 + ".com"])
 def test_gke_requires_the_group_name(group):
     message = _refusal(config_with(cluster={"securityGroup": group}))
     assert "pathways:cluster.securityGroup" in message and "GKE requires gke-security-groups@<your domain>" in message

@@ -98,6 +98,15 @@ def test_an_existing_stack_file_is_never_overwritten(tmp_path, capsys):
     assert (tmp_path / "stacks" / "Pulumi.t.yaml").read_text() == "config: {}\n"
 
 
+def test_a_bootstrap_file_that_is_not_yaml_is_named_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "bootstrap").mkdir()
+    (tmp_path / "bootstrap" / "Pulumi.team-a-ml.yaml").write_text("config: [unclosed\n")
+    assert new_stack(tmp_path, "t", "--project", "team-a-ml", "--zone", "us-east5-b", "--tpu", "v6e-8") == 2
+    err = capsys.readouterr().err
+    assert "Pulumi.team-a-ml.yaml: not YAML" in err and "Traceback" not in err
+    assert not (tmp_path / "stacks" / "Pulumi.t.yaml").exists()
+
+
 def test_without_the_github_ids_the_bootstrap_says_what_to_fill_in(tmp_path, capsys):
     args = ["new-stack", "t", "--project", "team-a-ml", "--zone", "us-east5-b", "--tpu", "v6e-8", "--repository", "team/p",
             "--stacks-dir", str(tmp_path / "stacks"), "--bootstrap-dir", str(tmp_path / "bootstrap")]

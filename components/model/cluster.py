@@ -332,7 +332,7 @@ class ClusterConfig(_Model):
     def _security_group(cls, v: Optional[str]) -> Optional[str]:
         # GKE: "the group must be named gke-security-groups" (Configure Google Groups for RBAC); pulumi-gcp's
         # authenticatorGroupsConfig.securityGroup: "in format gke-security-groups@yourdomain.com"
-        if v is not None and not re.fullmatch(r"gke-security-groups@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,24}", v):
+        if v is not None and (len(v) > 254 or not re.fullmatch(r"gke-security-groups@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,24}", v)):
             raise ValueError(f"{v[:80]!r} is not GKE's security group; GKE requires gke-security-groups@<your domain> "
                              "(e.g. gke-security-groups@example.com)")
         return v

@@ -336,8 +336,9 @@ def project_roles(identity: Identity, types: Iterable[str]) -> list[str]:
     return sorted(roles - implied)
 
 
-# pathways:readQuota: both identities read the project's quota limits under preview and up (Cloud Quotas API,
-# cloudquotas.quotas.get, in the Cloud Quotas Viewer role; components/model/quota.py).
+# pathways:readQuota: both identities read the project's quota limits under preview and up. The Cloud Quotas API's
+# quotaInfos.get needs cloudquotas.quotas.get (its REST reference, "IAM Permissions"); the role name holding it is
+# not verified here (no cloud): docs/capacity.md says so (components/model/quota.py).
 QUOTA_ROLE = "roles/cloudquotas.viewer"
 QUOTA_API = "cloudquotas.googleapis.com"
 

@@ -21,7 +21,6 @@ from components.model.errors import ConfigError, Problem
 
 from .engine import PROJECT_ROOT
 
-CAPACITIES = ("on-demand", "spot", "flex-start", "reservation")
 # The Pathways release the examples run; a team moves it with its program's JAX (docs/runs.md).
 DEFAULT_PATHWAYS_VERSION = "jax-0.7.2"
 _PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
@@ -72,10 +71,6 @@ def check(spec: StackSpec) -> None:
         problems.append(Problem("--zone", f"{spec.zone[:80]!r} is not a zone (e.g. us-east5-b)"))
     if spec.slices < 1 or spec.slices > 256:
         problems.append(Problem("--slices", f"{spec.slices} is not a number of slices (1 to 256)"))
-    if spec.capacity not in CAPACITIES:
-        problems.append(Problem("--capacity", f"{spec.capacity!r}; use one of {', '.join(CAPACITIES)}"))
-    if (spec.capacity == "reservation") != bool(spec.reservation):
-        problems.append(Problem("--reservation", "give the reservation's name (or projects/P/reservations/NAME) with reservation capacity"))
     if problems:
         raise ConfigError(problems)
 
@@ -158,7 +153,10 @@ def bootstrap_text(path: Path, project: str, stack: str, ids: BootstrapIds) -> t
     pathways-bootstrap:stacks list, its comments kept; a new one is written with what is known."""
     if path.exists():
         text = path.read_text()
-        doc = yaml.safe_load(text) or {}
+        try:
+            doc = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError([Problem(str(path), f"not YAML ({' '.join(str(e).split())[:200]}); fix it, then add the stack")]) from None
         stacks = (doc.get("config") or {}).get("pathways-bootstrap:stacks")
         if not isinstance(stacks, list):
             raise ConfigError([Problem(str(path), "has no pathways-bootstrap:stacks list to add the stack to")])
