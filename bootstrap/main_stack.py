@@ -15,9 +15,9 @@ from typing import Any, Optional
 
 import yaml
 
+from components.model.capacity.tpu import Placement
 from components.model.config import GCP_KEYS, PROJECT_NAMESPACE, StackConfig, load, resolve
 from components.model.errors import ConfigError
-from components.model.tpu import Placement
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS_DIR = ROOT / "stacks"

@@ -2,7 +2,7 @@
 `pulumi up` (bootstrap/README.md). Per project: the APIs, the Pulumi state bucket (with the metadata object a
 first `pulumi` command would otherwise write), the GitHub Workload Identity pool and provider, trusting the
 repository by its immutable IDs; per main stack: its node service accounts and their project roles, its preview
-and deploy service accounts with the roles components/model/identities.py derives from the stack's resource types,
+and deploy service accounts with the roles components/model/cluster/identities.py derives from the stack's resource types,
 usable only from the stack's GitHub environments (deploy and main-branch previews from refs/heads/main only), and
 the Cloud KMS key its stack file encrypts secrets with.
 """
@@ -18,10 +18,11 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi.runtime import config as runtime_config
 
-from components.model import identities, metrics_adapter, resilience, storage
-from components.model.bucket import check_bucket_name
+from components.model.cluster import identities
+from components.model.cluster.bucket import check_bucket_name
 from components.model.common import PROJECT_NAMESPACE
 from components.model.errors import ConfigError, Problem
+from components.model.workloads import metrics_adapter, resilience, storage
 
 from .main_stack import KmsKey, MainStack, MainStackError, load_main_stack
 
@@ -267,7 +268,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
     if any(s.installs_metrics_adapter for s in cfg.stacks):
         # One binding for every stack that installs the adapter (they share the project's Workload Identity pool and
         # the adapter's namespace and name): its Kubernetes service account reads Cloud Monitoring, where Managed
-        # Prometheus writes the metrics its autoscalers scale on (components/model/metrics_adapter.py).
+        # Prometheus writes the metrics its autoscalers scale on (components/model/workloads/metrics_adapter.py).
         gcp.projects.IAMMember("metrics-adapter-monitoring-viewer", project=project, role=metrics_adapter.MONITORING_ROLE,
                                member=metrics_adapter.workload_identity_member(project, cfg.project_number),
                                opts=after("cloudresourcemanager.googleapis.com"))
@@ -282,7 +283,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                                    condition=gcp.projects.IAMMemberConditionArgs(title=title, expression=expression),
                                    opts=after("cloudresourcemanager.googleapis.com"))
     for s in cfg.stacks:
-        # Storage mounts (components/model/storage.py): the role on each mounted bucket alone, to the Kubernetes service
+        # Storage mounts (components/model/workloads/storage.py): the role on each mounted bucket alone, to the Kubernetes service
         # account of the pods that mount it, through Workload Identity Federation for GKE.
         for bucket, role, namespace, account in s.bucket_grants:
             gcp.storage.BucketIAMMember(f"{s.name}-mount-{bucket}-{namespace}-{account}", bucket=bucket, role=role,
@@ -304,7 +305,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
     for s in cfg.stacks:
         roles[s.name] = {}
         # The node service accounts, made here so that the deploy identity needs neither to create service accounts
-        # nor to grant project roles (components/node_identity.py): their IDs are the ones the stack derives.
+        # nor to grant project roles (components/gcp/node_identity.py): their IDs are the ones the stack derives.
         nodes = []
         for account_id in s.node_account_ids:
             node = gcp.serviceaccount.Account(

@@ -1,9 +1,9 @@
-"""The identity/role tables of bootstrap/README.md, rendered from components/model/identities.py and the
+"""The identity/role tables of bootstrap/README.md, rendered from components/model/cluster/identities.py and the
 committed stacks: `python -m bootstrap.roles_table` prints them; tests/test_bootstrap.py keeps the README equal."""
 
 from __future__ import annotations
 
-from components.model import identities
+from components.model.cluster import identities
 
 from .main_stack import load_main_stack
 

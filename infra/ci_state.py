@@ -7,7 +7,7 @@
   none), for `pulumi stack init` when the stack is new: without it the CLI would pick the backend's default and
   rewrite the stack file's settings (pulumi/pulumi pkg/cmd/pulumi/stack/secrets.go, createSecretsManagerForNewStack).
 - `exists` and `url` (preview only): whether the stack is in the state bucket yet, and the backend to preview
-  against. The preview identity may only read the state (components/model/identities.py), and a stack with no
+  against. The preview identity may only read the state (components/model/cluster/identities.py), and a stack with no
   state previews exactly as against an empty backend, so a stack's first preview (a fresh state bucket, a team's
   first pull request) runs against an empty throwaway one and writes nothing; the deploy creates the stack.
 

@@ -1,6 +1,6 @@
 """pathways:fleet in the program: a worker's identity for its manager and its `fleet` output; a manager's stack
 references, the rules its workers' outputs must keep, its kubeconfig Secrets, MultiKueue objects and queues
-(components/model/fleet.py for the facts, components/manifests/fleet.py for the objects)."""
+(components/model/cluster/fleet.py for the facts, components/manifests/fleet.py for the objects)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,17 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.dependencies import Dependency, all_of
-from components.kubernetes_object import KubernetesObject
+from components.kubernetes.kubernetes_object import KubernetesObject
 from components.manifests import fleet as fleet_manifest
 from components.manifests import kueue as kueue_manifest
+from components.model.capacity.pools import SliceGroup
+from components.model.cluster.fleet import MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
+from components.model.cluster.fleet_workers import fleet_problems
 from components.model.config import StackConfig
+from components.model.cost.pricing import tpu_chip_price
 from components.model.errors import ConfigError, Problem, config_key
-from components.model.fleet import MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
-from components.model.fleet_workers import fleet_problems
-from components.model.pools import SliceGroup
-from components.model.pricing import tpu_chip_price
 from components.model.resolved import ResolvedStack
+from infra.errors import InvalidStackConfig
 
 
 def run_queue_names(stack: ResolvedStack) -> tuple[str, ...]:
@@ -37,8 +38,6 @@ def local_queue_names(stack: ResolvedStack) -> list[str]:
 def existing_cluster_ca(kubeconfig_path: Path, context: Optional[str]) -> str:
     """The certificate-authority-data of a kubeconfig's cluster (its current context's, or `context`'s): what a
     manager's kubeconfig for this cluster carries inline. InvalidStackConfig, one line, for a file that cannot be read."""
-    from infra.program import InvalidStackConfig
-
     try:
         doc = yaml.safe_load(kubeconfig_path.read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
@@ -88,8 +87,6 @@ def group_facts(stack: ResolvedStack, g: SliceGroup) -> dict[str, Any]:
 
 def _facts(cfg: StackConfig, stack: ResolvedStack, outputs: list[Any]) -> dict[str, WorkerFacts]:
     """The workers' outputs read, judged by the fleet rules; InvalidStackConfig (one line each) if any is broken."""
-    from infra.program import InvalidStackConfig
-
     assert cfg.fleet is not None
     problems: list[Problem] = []
     facts: dict[str, WorkerFacts] = {}

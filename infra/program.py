@@ -8,62 +8,57 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.checkpointing import CheckpointBackups, CheckpointBackupsArgs, CheckpointConfigurations, CheckpointConfigurationsArgs
-from components.cluster import GkeCluster, GkeClusterArgs
+from components.constants import PROTECTED_LABEL, SYSTEM_ROLE
 from components.dependencies import Dependency
-from components.future_reservations import CalendarReservation, CalendarReservationArgs
-from components.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
-from components.head_pool import HeadPool, HeadPoolArgs
-from components.jobset_controller import JobSetController, JobSetControllerArgs
-from components.kueue import Kueue, KueueArgs
-from components.labels import PROTECTED_LABEL, SYSTEM_ROLE
-from components.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
+from components.gcp.checkpoint_backups import CheckpointBackups, CheckpointBackupsArgs
+from components.gcp.cluster import GkeCluster, GkeClusterArgs
+from components.gcp.future_reservations import CalendarReservation, CalendarReservationArgs
+from components.gcp.head_pool import HeadPool, HeadPoolArgs
+from components.gcp.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
+from components.gcp.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
+from components.gcp.node_identity import NodeServiceAccount
+from components.gcp.node_pool_lanes import NodePoolLanes
+from components.gcp.observability import Observability, ObservabilityArgs
+from components.gcp.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
+from components.gcp.proxy_pool import ProxyPool, ProxyPoolArgs
+from components.gcp.scratch_bucket import ScratchBucket, ScratchBucketArgs
+from components.gcp.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
+from components.kubernetes.checkpointing import CheckpointConfigurations, CheckpointConfigurationsArgs
+from components.kubernetes.guardrails import ClusterGuardrails, ClusterGuardrailsArgs
+from components.kubernetes.jobset_controller import JobSetController, JobSetControllerArgs
+from components.kubernetes.kueue import Kueue, KueueArgs
+from components.kubernetes.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
+from components.kubernetes.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
+from components.kubernetes.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
+from components.kubernetes.run_access import RunAccess, RunAccessArgs
+from components.kubernetes.serving_workload import GatewayArgs, ServingWorkload, ServingWorkloadArgs
+from components.kubernetes.shared_service_access import SharedServiceAccess, SharedServiceAccessArgs
+from components.kubernetes.stack_labels import label_kubernetes_objects
+from components.kubernetes.workload_storage import WorkloadStorage, WorkloadStorageArgs
 from components.manifests import checkpointing as checkpointing_manifest
+from components.manifests import connection, monitoring, placement, service_access
 from components.manifests import inference_gateway as gateway_manifest
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
 from components.manifests import lws as lws_manifest
 from components.manifests import metrics_adapter as metrics_adapter_manifest
-from components.manifests import monitoring, placement, service_access
 from components.manifests import runs as runs_manifest
 from components.manifests import storage as storage_manifest
 from components.manifests.controller_charts import FLEET_FRAMEWORKS
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
-from components.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
+from components.model.cluster.identities import ci_account_email
 from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
-from components.model.identities import ci_account_email
-from components.model.inference_gateway import HEALTH_CHECK_RANGES
-from components.model.ports import PATHWAYS_PORTS
 from components.model.resolved import ResolvedStack
-from components.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
-from components.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
-from components.node_identity import NodeServiceAccount
-from components.node_pool_lanes import NodePoolLanes
-from components.observability import Observability, ObservabilityArgs
-from components.pathways_firewall import PathwaysFirewall, PathwaysFirewallArgs
-from components.pathways_workload import PathwaysWorkload, PathwaysWorkloadArgs
-from components.run_access import RunAccess, RunAccessArgs
-from components.scratch_bucket import ScratchBucket, ScratchBucketArgs
-from components.serving_workload import GatewayArgs, ServingWorkload, ServingWorkloadArgs
-from components.shared_service import ProxyPool, ProxyPoolArgs, SharedServiceAccess, SharedServiceAccessArgs
-from components.stack_labels import label_kubernetes_objects
-from components.tpu_slices import TpuSliceGroup, TpuSliceGroupArgs
-from components.workload_storage import WorkloadStorage, WorkloadStorageArgs
+from components.model.workloads.inference_gateway import HEALTH_CHECK_RANGES
+from components.model.workloads.ports import PATHWAYS_PORTS
 from infra import fleet
 from infra.config import read_stack_config
+from infra.errors import InvalidStackConfig
 from infra.quota_read import judge_quota, live_reader
 from infra.reservation_records import LIVE_READS, LiveReader, read_records
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
-
-class InvalidStackConfig(pulumi.RunError):
-    """Bad stack config: Pulumi prints the message (one line per problem) with no traceback."""
-
-    def __init__(self, error: ConfigError):
-        self.problems = error.problems
-        super().__init__(str(error))
 
 
 def build(cfg: StackConfig) -> dict[str, object]:
@@ -80,7 +75,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         proxy_only_cidr=net.proxy_only_cidr if cfg.creates_proxy_only_subnet else None,
     ))
     # Two identities: system nodes get no data access; Pathways nodes (head + TPU) get the bucket. The bootstrap
-    # creates both accounts and their project roles (components/node_identity.py).
+    # creates both accounts and their project roles (components/gcp/node_identity.py).
     system_sa = NodeServiceAccount(cfg.project, cfg.service_account_id("sys"))
     pathways_sa = NodeServiceAccount(cfg.project, cfg.service_account_id("nodes"))
     c = cfg.cluster
@@ -304,9 +299,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
                         *(storage if w.spec.mounts else ())),
         ), opts=k8s_opts)
         if w.mode == "interactive":
-            interactive[w.name] = jobset_manifest.interactive_access(w, cfg.stack)
+            interactive[w.name] = connection.interactive_access(w, cfg.stack)
         if w.mode == "service":
-            services[w.name] = jobset_manifest.service_access(stack, w)
+            services[w.name] = connection.service_access(stack, w)
     return {
         "kueue": {
             "localQueues": {w.name: f"{w.namespace}/{w.local_queue}" for w in stack.active_workloads},
@@ -358,7 +353,7 @@ def main() -> None:
         cfg = read_stack_config()
         # a recorded or live-read reservation that cannot hold its group fails here, before any resource
         read_records(cfg, live=LiveReader(cfg) if LIVE_READS.get() else None)
-        # and, with readQuota, the regional TPU quota the slice groups need (components/model/quota.py)
+        # and, with readQuota, the regional TPU quota the slice groups need (components/model/capacity/quota.py)
         judge_quota(cfg, live_reader(cfg) if LIVE_READS.get() else None)
     except ConfigError as e:
         raise InvalidStackConfig(e) from None

@@ -1,12 +1,12 @@
 """The regional TPU quota limits, read under `pulumi preview`/`up` when the stack asks (pathways:readQuota), and the
-slice groups judged against them before any resource is created (components/model/quota.py); the offline engine
+slice groups judged against them before any resource is created (components/model/capacity/quota.py); the offline engine
 reads nothing (infra/reservation_records.py's LIVE_READS)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from components.model import quota
+from components.model.capacity import quota
 from components.model.config import StackConfig
 from components.model.errors import ConfigError, Problem, config_key
 

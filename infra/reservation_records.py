@@ -2,7 +2,7 @@
 reservations describe --format=json` file; slices[].reservationBlockRecord, a block's or sub-block's) and, under
 `pulumi preview`/`up`, the ones read live (slices[].readReservation: pulumi-gcp's get_reservation, and
 get_reservation_block / get_reservation_sub_block for a targeted block); each judged for its slice group with the same
-one-line errors under `pulumi preview`/`up` and the offline plan (components/model/reservations.py)."""
+one-line errors under `pulumi preview`/`up` and the offline plan (components/model/capacity/reservations.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Optional
 
-from components.model.config import StackConfig
-from components.model.errors import ConfigError, Problem, config_key
-from components.model.reservations import (
+from components.model.capacity.reservations import (
     BlockState,
     Recorded,
     ReservationPath,
@@ -25,6 +23,8 @@ from components.model.reservations import (
     group_problems,
     parse_path,
 )
+from components.model.config import StackConfig
+from components.model.errors import ConfigError, Problem, config_key
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # Whether the program may read reservations live: the offline engine turns it off (no cloud call) unless a test gives

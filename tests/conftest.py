@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.model import cluster as cluster_rules
+from components.model.cluster import cluster as cluster_rules
 from infra.offline import engine, stackfile
 
 # Rules that compare with the present (an exclusion that has ended) see a fixed day, so that the suite
@@ -106,7 +106,7 @@ BASE_CONFIG = {
 }
 
 
-# A zone each TPU family is offered in (components/model/tpu_zones.py), for tests of a family BASE_CONFIG's
+# A zone each TPU family is offered in (components/model/capacity/tpu_zones.py), for tests of a family BASE_CONFIG's
 # us-east5-b does not offer.
 ZONE_OF_FAMILY = {"tpu7x": "us-central1-c", "v4": "us-central2-b", "v5e": "us-west4-a", "v5p": "us-east5-a", "v6e": "us-east5-b"}
 

@@ -1,4 +1,6 @@
-"""Data flows one way: stack config -> model -> components -> resources. These keep it so."""
+"""Data flows one way: stack config -> model -> components -> resources. These keep it so, over the whole import
+graph of the product (components/, infra/, policies/, bootstrap/): every import, at the top of a module or inside a
+function, absolute or relative, `from package import module` included. The layout they keep is docs/design.md's."""
 
 from __future__ import annotations
 
@@ -6,32 +8,169 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+PRODUCT = ("components", "infra", "policies", "bootstrap")
+MAX_LINES = 500
+LONG_MODULE_REASON = "Over 500 lines:"
 
 
-def imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
+def module_names(root: Path, folders: tuple[str, ...] = PRODUCT) -> dict[str, Path]:
+    """Dotted name -> file, for every module under `folders` (a package by its __init__)."""
+    out = {}
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            rel = path.relative_to(root)
+            if "__pycache__" in rel.parts or "venv" in rel.parts:
+                continue
+            parts = rel.with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
 
 
-def files(*parts: str) -> list[Path]:
-    return sorted((ROOT.joinpath(*parts)).rglob("*.py"))
+def _targets(name: str, path: Path, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> set[str]:
+    """The modules of `modules` an import statement loads (the longest known prefix of each name it names)."""
+    if isinstance(node, ast.Import):
+        candidates = [a.name for a in node.names]
+    else:
+        if node.level:
+            package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+            base = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
+        else:
+            base = node.module or ""
+        candidates = [f"{base}.{a.name}" for a in node.names] + [base]
+    out = set()
+    for candidate in candidates:
+        while candidate and candidate not in modules:
+            candidate = candidate.rpartition(".")[0]
+        if candidate and candidate != name:
+            out.add(candidate)
+    return out
+
+
+def import_graph(root: Path = ROOT, folders: tuple[str, ...] = PRODUCT) -> dict[str, set[str]]:
+    modules = module_names(root, folders)
+    graph = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found |= _targets(name, path, node, modules)
+        graph[name] = found
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted: the import circles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph) + 100))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+GRAPH = import_graph()
+
+
+def test_no_import_circle_among_product_modules():
+    assert circles(GRAPH) == []
+
+
+def test_the_circle_check_sees_every_form(tmp_path):
+    pkg = tmp_path / "components" / "manifests"
+    pkg.mkdir(parents=True)
+    for f in ("components/__init__.py", "components/manifests/__init__.py"):
+        (tmp_path / f).write_text("")
+    (pkg / "a.py").write_text("from components.manifests.b import X\n")
+    (pkg / "b.py").write_text("def f():\n    from . import c\n")  # inside a function, relative, a module by name
+    (pkg / "c.py").write_text("import components.manifests.a as a\n")
+    (pkg / "d.py").write_text("from components.manifests import a\n")  # into the circle, not part of it
+    assert circles(import_graph(tmp_path, ("components",))) == [
+        ["components.manifests.a", "components.manifests.b", "components.manifests.c"]]
+    (pkg / "c.py").write_text("X = 1\n")
+    assert circles(import_graph(tmp_path, ("components",))) == []
+
+
+def _external(name: str) -> set[str]:
+    """Top-level names of what a module imports outside the product (pulumi, pulumi_gcp, pydantic, ...)."""
+    out = set()
+    for node in ast.walk(ast.parse(module_names(ROOT)[name].read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out - set(PRODUCT)
+
+
+def _under(prefix: str) -> list[str]:
+    return [m for m in GRAPH if m == prefix or m.startswith(prefix + ".")]
+
+
+# What each folder may import from the product (docs/design.md, "What a folder may import").
+MAY_IMPORT = {
+    "components.model": ("components.model", "components.constants"),
+    "components.manifests": ("components.model", "components.manifests", "components.constants"),
+    "components.constants": (),
+    "components.dependencies": (),
+    "components.gcp": ("components.model", "components.manifests", "components.constants", "components.dependencies", "components.gcp"),
+    "components.kubernetes": ("components.model", "components.manifests", "components.constants", "components.dependencies",
+                              "components.kubernetes"),
+    "policies": ("components.model", "components.manifests", "components.constants", "policies"),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(MAY_IMPORT))
+def test_each_folder_imports_only_the_layers_below_it(folder):
+    allowed = MAY_IMPORT[folder]
+    for name in _under(folder):
+        beyond = {t for t in GRAPH[name] if not any(t == a or t.startswith(a + ".") for a in allowed)}
+        assert not beyond, f"{name} imports {sorted(beyond)}; {folder} may import only {allowed} (docs/design.md)"
+
+
+def test_every_components_module_sits_in_a_layer():
+    assert sorted(m for m in _under("components") if m.count(".") == 1) == [
+        "components.constants", "components.dependencies", "components.gcp", "components.kubernetes", "components.manifests",
+        "components.model"]
 
 
 def test_domain_logic_is_pulumi_free():
-    for path in files("components", "model") + files("components", "manifests"):
-        assert not {m for m in imports(path) if m.split(".")[0].startswith("pulumi")}, path
+    for name in [*_under("components.model"), *_under("components.manifests"), "components.constants"]:
+        assert not {m for m in _external(name) if m.startswith("pulumi")}, name
 
 
-def test_components_never_reach_back_into_the_program():
-    for path in files("components") + files("policies"):
-        assert not {m for m in imports(path) if m.split(".")[0] == "infra"}, path
+def test_each_platform_talks_to_its_own_provider():
+    for name in _under("components.gcp"):
+        assert "pulumi_kubernetes" not in _external(name), name
+    for name in _under("components.kubernetes"):
+        assert "pulumi_gcp" not in _external(name), name
 
 
 def reads_config(path: Path) -> bool:
@@ -48,7 +187,8 @@ def reads_config(path: Path) -> bool:
 
 
 def test_only_infra_config_reads_pulumi_config():
-    readers = [p.relative_to(ROOT).as_posix() for p in files("infra") + files("components") + files("policies") if reads_config(p)]
+    paths = module_names(ROOT, ("infra", "components", "policies"))
+    readers = [p.relative_to(ROOT).as_posix() for p in paths.values() if reads_config(p)]
     assert readers == ["infra/config.py"]
 
 
@@ -61,68 +201,47 @@ def test_the_config_reader_check_sees_every_form(tmp_path):
     assert not reads_config(tmp_path / "m.py")
 
 
-def _relative_imports(path: Path) -> set[str]:
-    """Absolute names of a module's relative imports (from ..model.config import X -> components.model.config)."""
-    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = package[: len(package) - node.level + 1]
-            out.add(".".join([*base, *(node.module.split(".") if node.module else [])]))
-    return out
-
-
 def test_builders_render_resolved_values_and_never_read_the_stack_config():
     # resolve once (components/model/resolved.py), then render: no builder goes back to StackConfig
-    for path in files("components", "manifests"):
-        assert "components.model.config" not in imports(path) | _relative_imports(path), path
-
-
-def _model_imports(path: Path) -> set[str]:
-    """The components/model modules a model module imports, by stem, `from . import x` included."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            out |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("components.model."):
-            out.add(node.module.split(".")[2])
-        elif isinstance(node, ast.ImportFrom) and node.module == "components.model":
-            out |= {a.name for a in node.names}
-    return out
-
-
-def test_no_import_circle_in_the_model():
-    graph = {p.stem: _model_imports(p) for p in files("components", "model")}
-    for start in graph:
-        seen, todo = set(), list(graph[start])
-        while todo:
-            node = todo.pop()
-            assert node != start, f"components/model/{start}.py imports itself back through {sorted(seen)}"
-            if node not in seen:
-                seen.add(node)
-                todo += graph.get(node, ())
+    for name in _under("components.manifests"):
+        assert "components.model.config" not in GRAPH[name], name
 
 
 def test_feature_rules_sit_between_the_schema_and_the_loader():
     # schema (stack.py and its sections) <- <feature>_checks.py <- checks.py (the ordered list) <- config.py (load)
-    model = {p.stem: p for p in files("components", "model")}
-    rules = {stem for stem in model if stem.endswith("_checks")}
-    assert {"cluster_checks", "pools_checks", "workload_checks", "serving_checks", "service_checks"} <= rules
-    for stem, path in model.items():
-        found = _model_imports(path)
-        if stem == "config":
-            assert not found & rules, f"{path}: the loader runs the rules through checks.py, in its order"
-        elif stem == "checks":
-            assert "config" not in found, path
-        elif stem in rules:
-            assert not found & (rules | {"checks", "config"}), f"{path}: a feature's rules use the schema, not another feature's rules"
+    model = _under("components.model")
+    rules = {m for m in model if m.endswith("_checks")}
+    assert {f"components.model.{m}" for m in ("cluster.cluster_checks", "capacity.pools_checks", "workloads.workload_checks",
+                                              "workloads.serving_checks", "workloads.service_checks")} <= rules
+    loader, ordered = "components.model.config", "components.model.checks"
+    for name in model:
+        found = GRAPH[name]
+        if name == loader:
+            assert not found & rules, f"{name}: the loader runs the rules through checks.py, in its order"
+        elif name == ordered:
+            assert loader not in found, name
+        elif name in rules:
+            assert not found & (rules | {ordered, loader}), f"{name}: a feature's rules use the schema, not another feature's rules"
             # Rules are plain Python over the model: the standard library only (no Pulumi, no provider SDK).
-            assert {m.split(".")[0] for m in imports(path)} <= set(sys.stdlib_module_names) | {"__future__"}, path
+            assert _external(name) <= set(sys.stdlib_module_names) | {"__future__"}, name
         else:
-            assert not found & (rules | {"checks", "config"}), f"{path}: the schema never reads the rules or the loader"
+            assert not found & (rules | {ordered, loader}), f"{name}: the schema never reads the rules or the loader"
 
 
-def test_the_import_walk_sees_every_form(tmp_path):
-    path = tmp_path / "m.py"
-    path.write_text("from . import a, b\nfrom .c import x\nfrom components.model.d import y\nfrom components.model import e\n")
-    assert _model_imports(path) == {"a", "b", "c", "d", "e"}
+def test_each_concern_keeps_its_rules_beside_it():
+    # <concern>.py beside <concern>_checks.py, where the concern has its own module
+    model = set(_under("components.model"))
+    for name in model:
+        concern = name.removesuffix("_checks")
+        if name.endswith("_checks") and any(m.rpartition(".")[2] == concern.rpartition(".")[2] for m in model - {name}):
+            assert concern in model, f"{name} is not beside {concern.rpartition('.')[2]}.py"
+
+
+def test_modules_a_reader_can_hold():
+    long = []
+    for path in module_names(ROOT).values():
+        lines = path.read_text().count("\n")
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if lines > MAX_LINES and LONG_MODULE_REASON not in doc:
+            long.append(f"{path.relative_to(ROOT)} ({lines} lines)")
+    assert not long, f"over {MAX_LINES} lines without '{LONG_MODULE_REASON} <why>' in the docstring: {long}"

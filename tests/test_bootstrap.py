@@ -1,6 +1,6 @@
 """The bootstrap project (bootstrap/), planned offline by the same engine as the main stack: per project the
 APIs, the state bucket, the GitHub Workload Identity pool; per main stack its preview and deploy identities
-with exactly the roles components/model/identities.py derives from that stack's plan, usable only from the
+with exactly the roles components/model/cluster/identities.py derives from that stack's plan, usable only from the
 stack's GitHub environments, and the Cloud KMS key its stack file names."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import yaml
 
 from bootstrap import main_stack, roles_table
 from bootstrap import program as bootstrap
-from components.model import identities
+from components.model.cluster import identities
 from components.model.config import load
 from infra.offline import engine, stackfile
 from tests.conftest import EXAMPLE_BOOTSTRAP, EXAMPLE_STACKS, config_with, every_stack, example_path, in_zone_of, stack_plan
@@ -265,7 +265,7 @@ def test_finding_6_the_state_bucket_holds_the_backend_metadata_a_first_preview_n
     plan = bootstrap_plan(stack)
     obj = plan.one("gcp:storage/bucketObject:BucketObject", "state-meta")
     assert obj.input("name") == ".pulumi/meta.yaml" and obj.input("bucket") == plan.one("gcp:storage/bucket:Bucket", "state").input("name")
-    assert obj.input("content") == engine.SECRET  # the provider's schema marks content secret; what the program writes:
+    assert obj.input("content") == stackfile.SECRET  # the provider's schema marks content secret; what the program writes:
     assert bootstrap.STATE_META == "version: 1\n" and yaml.safe_load(bootstrap.STATE_META) == {"version": 1}
 
 
@@ -445,7 +445,7 @@ def test_a_manager_whose_workers_this_bootstrap_does_not_set_up_is_refused():
 
 
 def test_the_reader_grants_take_a_kms_workers_key_too():
-    from components.model.identities import fleet_reader_grants
+    from components.model.cluster.identities import fleet_reader_grants
 
     grants = fleet_reader_grants([("east", True), ("west", False)], "state-b", "pathways")
     assert [(w, g.role, g.scope) for w, g in grants] == [

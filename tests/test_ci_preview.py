@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from components.manifests import ci_preview
-from components.model.identities import ci_account_email
+from components.model.cluster.identities import ci_account_email
 from infra import ci_state
 from tests.conftest import config_with, example_plan, plan_of
 from tests.test_security import _admitted, _evaluate

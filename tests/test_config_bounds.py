@@ -104,7 +104,7 @@ def test_a_bad_exclusion_time_names_its_own_key(field):
 
 
 def test_gke_version_parts():
-    from components.model.cluster import gke_version_key
+    from components.model.cluster.cluster import gke_version_key
 
     assert gke_version_key("1.35") == (1, 35)
     assert gke_version_key("1.35.1") == (1, 35, 1)
@@ -289,7 +289,7 @@ def test_profiler_port_must_be_free_on_the_head_node(port):
 
 
 def test_pathways_ports_from_platform_facts():
-    from components.model import ports
+    from components.model.workloads import ports
 
     # PLATFORM-FACTS §1: proxy 29000, RM 29001 (+29002), worker 29005 (+29006, 8471, 8080), sidecar 50051
     assert ports.PATHWAYS_PORTS == (29000, 29001, 29002, 29005, 29006, 8471, 8080, 50051)

@@ -10,10 +10,10 @@ import pytest
 
 from components.model.config import load
 from components.model.errors import ConfigError
+from infra.errors import InvalidStackConfig
 from infra.offline import engine
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import flatten, raw_values
-from infra.program import InvalidStackConfig
 from tests.conftest import BASE_CONFIG, config_with, example_path, write_stack_file
 
 WORKLOAD = {"name": "train", "image": "example.com/trainer:1", "sliceGroup": "main"}
@@ -314,7 +314,7 @@ KUBECONFIG_TOKEN = "eyJhbGciOiJSUzI1NiJ9.PLAINTEXT-kube-token"
      "pathways:workloads[0].service.proxyMachineType"),
 ])
 def test_finding_5_existing_cluster_mode_refuses_gcp_only_keys(changes, key):
-    from components.model.cluster_checks import GCP_ONLY_KEYS
+    from components.model.cluster.cluster_checks import GCP_ONLY_KEYS
 
     config = config_with(cluster=EXISTING, **{"bucket": {"name": "b-cache"}, **changes})
     with pytest.raises(InvalidStackConfig) as err:  # the program, as `pulumi up` and the offline tools run it
@@ -328,7 +328,7 @@ def test_finding_5_existing_cluster_mode_refuses_gcp_only_keys(changes, key):
 
 def test_finding_5_gcp_only_keys_name_real_keys():
     # tools/cluster/deploy.py drops these when it turns a committed stack into its Kubernetes layer
-    from components.model.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
+    from components.model.cluster.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
     from components.model.config import key_paths
 
     known = {k.removeprefix("pathways:").replace("[i]", "[]") for k in key_paths()}

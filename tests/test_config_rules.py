@@ -18,7 +18,7 @@ REGISTERED = [*checks.STACK_RULES, *checks.EVERY_WORKLOAD_RULES, *checks.PLACED_
 
 
 def test_every_feature_rule_is_listed_once():
-    modules = sorted(f"components.model.{p.stem}" for p in MODEL.glob("*_checks.py"))
+    modules = sorted(".".join(p.relative_to(MODEL.parents[1]).with_suffix("").parts) for p in MODEL.rglob("*_checks.py"))
     assert sorted({rule.__module__ for rule in REGISTERED} - {checks.__name__}) == modules
     for name in modules:
         module = importlib.import_module(name)

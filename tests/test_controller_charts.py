@@ -13,17 +13,15 @@ import pytest
 import yaml
 
 import infra.offline.__main__ as offline_cli
-from components.labels import SYSTEM_ROLE
+from components.constants import HELM_CHART, SYSTEM_ROLE
 from components.manifests import guardrails
 from components.manifests.controller_charts import CHARTS, FLEET_FRAMEWORKS, LWS, kueue_manager_config
 from components.model.config import load, resolve
-from components.resource_types import HELM_CHART
 from infra.offline import charts
 from infra.offline.charts import ChartError, chart_objects, render_chart, with_chart_objects
-from infra.offline.engine import PROJECT_ROOT
 from infra.offline.policy_runner import run_policies
 from infra.offline.render import RenderError, write_manifests
-from infra.offline.stackfile import load_config, raw_values, stack_path
+from infra.offline.stackfile import PROJECT_ROOT, load_config, raw_values, stack_path
 from policies.rules import ALL_POLICIES
 from tests.conftest import config_with, every_stack, example_path, example_plan, plan_of, section, stack_config, stack_plan
 from tests.test_policies import mutate

@@ -147,7 +147,7 @@ def test_a_deploy_longer_than_the_workflow_allows_is_said():
 
 
 def test_lane_rules():
-    from components.model.rollout import lane_predecessor, waves
+    from components.model.capacity.rollout import lane_predecessor, waves
 
     assert [lane_predecessor(i, 5) for i in (0, 4, 5, 12)] == [None, None, 0, 7]
     assert [waves(n, 5) for n in (0, 1, 5, 6, 258)] == [0, 1, 1, 2, 52]

@@ -99,7 +99,7 @@ def test_quantities_with_a_decimal_exponent():
 def test_a_catalog_topology_without_a_machine_type_is_an_error_not_an_index_error(monkeypatch):
     import dataclasses
 
-    from components.model import tpu
+    from components.model.capacity import tpu
 
     v5e = tpu.FAMILIES["v5e"]
     no_single_chip = dataclasses.replace(v5e, machine_types={m: c for m, c in v5e.machine_types.items() if c != 1})
@@ -113,7 +113,7 @@ def test_a_catalog_topology_without_a_machine_type_is_an_error_not_an_index_erro
     ("example.com/t@sha256:" + "a" * 64, True), ("example.com/t@sha256:abc", False),
 ])
 def test_what_counts_as_pinned(image, pinned):
-    from components.model.workload import is_pinned
+    from components.model.workloads.images import is_pinned
 
     assert is_pinned(image) is pinned
 

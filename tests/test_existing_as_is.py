@@ -9,14 +9,14 @@ import copy
 
 import pytest
 
+from components.constants import JOBSET
 from components.manifests import guardrails
 from components.model.config import load, resolve
+from components.model.cost.summary import stack_summary, summary_text
 from components.model.errors import ConfigError
-from components.model.summary import stack_summary, summary_text
-from components.resource_types import JOBSET
+from infra.errors import InvalidStackConfig
 from infra.offline import engine
 from infra.offline.stackfile import flatten, raw_values
-from infra.program import InvalidStackConfig
 from tests.conftest import config_with, plan_of
 from tests.test_security import ALICE, JOB_CONTROLLER, TPU, _admitted
 

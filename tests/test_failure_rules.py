@@ -15,7 +15,7 @@ import pytest
 
 from components.manifests import admission
 from components.manifests.jobset import DISRUPTION_MESSAGE_PATTERN, PROGRAM_ERROR_MESSAGE_PATTERN, SAFE_TO_EVICT
-from components.model.workload import DEFAULT_FAIL_ON_EXIT_CODES
+from components.model.workloads.workload import DEFAULT_FAIL_ON_EXIT_CODES
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import manifests
 from tests.conftest import config_with, example_path, example_plan, plan_of

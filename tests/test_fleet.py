@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components.manifests import fleet as fleet_manifest
-from components.model.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
+from components.model.cluster.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
 from infra.offline import engine, stackfile
 from infra.offline.render import manifests
 from tests.conftest import config_with, example_path, example_plan
@@ -35,8 +35,8 @@ def test_a_worker_publishes_its_endpoint_token_queues_and_quotas_for_its_manager
     assert fleet["versions"] == {"kueue": "0.19.2", "jobset": "0.12.0", "lws": "0.9.0"}
     assert "pathways/runs-pathways" in fleet["localQueues"] and fleet["namespaces"][0] == "pathways"
     # what the manager's plan shows of it: 2 x v6e-16 on spot, at the list price of a v6e spot chip-hour
-    from components.model.pools import Capacity
-    from components.model.pricing import PricesConfig, tpu_chip_price
+    from components.model.capacity.pools import Capacity
+    from components.model.cost.pricing import PricesConfig, tpu_chip_price
 
     spot, _ = tpu_chip_price("v6e", Capacity.SPOT, PricesConfig())
     assert fleet["groups"] == {"train": {"tpu": "v6e-16", "slices": 2, "chips": 32, "capacity": "spot", "hourly": round(32 * spot, 2)}}
@@ -146,7 +146,7 @@ def test_a_worker_on_a_cluster_made_elsewhere_says_where_its_manager_reaches_it(
 
 
 def manager_run(worker_outputs: dict[str, dict]) -> list[str]:
-    from infra.program import InvalidStackConfig
+    from infra.errors import InvalidStackConfig
 
     flat, secrets = stackfile.load_config(example_path("fleet-manager"))
     with pytest.raises(InvalidStackConfig) as err:
@@ -221,8 +221,8 @@ def test_a_run_on_the_manager_is_judged_as_a_run_its_slices_left_to_the_workers_
 
 
 def test_an_unreadable_kubeconfig_of_a_worker_made_elsewhere_is_one_line(tmp_path):
+    from infra.errors import InvalidStackConfig
     from infra.fleet import existing_cluster_ca
-    from infra.program import InvalidStackConfig
 
     with pytest.raises(InvalidStackConfig) as err:
         existing_cluster_ca(tmp_path / "missing", None)
@@ -270,7 +270,7 @@ def test_run_list_names_the_worker_a_run_was_dispatched_to():
 
 def test_the_managers_plan_says_the_workers_need_its_cache_bucket():
     from components.model.config import load, resolve
-    from components.model.summary import stack_summary
+    from components.model.cost.summary import stack_summary
     from infra.offline.stackfile import load_config, raw_values
 
     flat, secrets = load_config(example_path("fleet-manager"))

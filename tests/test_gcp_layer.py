@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.scratch_bucket import SCRATCH_PERMISSIONS
+from components.gcp.scratch_bucket import SCRATCH_PERMISSIONS
 from tests.conftest import FLEET_MANAGERS, config_with, example_plan, in_zone_of, is_protected, plan_of, section, stack_config, stack_model
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -102,7 +102,7 @@ def test_head_pool_size_of_each_example(name, count):
 
 def test_node_sa_has_only_logging_monitoring_and_registry_roles(made_stack):
     # the bootstrap grants them (bootstrap/program.py, tests/test_bootstrap.py): the stack grants no project role
-    from components.model.identities import NODE_ROLES
+    from components.model.cluster.identities import NODE_ROLES
 
     _, plan = made_stack
     assert plan.by_type(PROJECT_IAM) == []
@@ -270,7 +270,7 @@ def test_slice_pool_shape_per_family(tpu):
             assert policy.input("name") == "pathways-test-g-wp"  # project+region scoped: carries the cluster name
             assert policy.input("region") == where["gcp_region"]
             assert policy.input("workloadPolicy") == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "4x4x4"}
-            # What GKE stores for a named policy: no type (see components.tpu_slices.placement_policy
+            # What GKE stores for a named policy: no type (see components.gcp.tpu_slices.placement_policy
             # for the sources); sending COMPACT too would diff, and replace the slice, on every up.
             assert p.input("placementPolicy") == {"type": "", "policyName": policy.input("name"), "tpuTopology": "4x4x4"}
         else:
@@ -359,7 +359,7 @@ def test_system_pool_autoscales_without_diffs():
 
 
 def test_kubeconfig_uses_the_auth_plugin_and_no_static_credentials():
-    from components.cluster import kubeconfig
+    from components.gcp.cluster import kubeconfig
 
     text = kubeconfig("p-123456", "us-east5-b", "pathways-dev", "gke-abc.us-east5-b.gke.goog")
     assert "command: gke-gcloud-auth-plugin" in text and "server: https://gke-abc.us-east5-b.gke.goog" in text

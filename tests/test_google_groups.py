@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from components.model.cluster.identities import CONNECT_ROLE
+from components.model.cost.summary import notices
 from components.model.errors import ConfigError
-from components.model.identities import CONNECT_ROLE
-from components.model.summary import notices
+from infra.errors import InvalidStackConfig
 from infra.offline.diff import diff
-from infra.program import InvalidStackConfig
 from tests.conftest import GROUPS_RBAC, config_with, plan_of
 from tests.test_bootstrap import BOOTSTRAP_STACKS, bootstrap_plan, main_stacks
 

@@ -1,4 +1,4 @@
-"""The CI identities' roles come from the resource types the stack creates (components/model/identities.py):
+"""The CI identities' roles come from the resource types the stack creates (components/model/cluster/identities.py):
 every type of every committed plan has an entry, the roles are predefined and least, and the two failures
 issue #28 found are gone (deploy could not create alert policies and dashboards; preview could not read
 the state bucket)."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from components.model import identities
-from components.model.identities import TABLE, deploy_roles, grants, preview_roles, project_roles, required_apis
+from components.model.cluster import identities
+from components.model.cluster.identities import TABLE, deploy_roles, grants, preview_roles, project_roles, required_apis
 from tests.conftest import MADE_STACKS, config_with, every_stack, in_zone_of, plan_of, stack_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +71,7 @@ def _constructed_types(path: Path) -> set[str]:
 
 def test_every_resource_the_program_can_construct_has_its_roles():
     # also what no committed stack creates today (tpu7x workload policies, secrets, shared-service RBAC)
-    found = set().union(*(_constructed_types(p) for p in [*sorted((ROOT / "components").glob("*.py")), ROOT / "infra" / "program.py"]))
+    found = set().union(*(_constructed_types(p) for p in [*sorted((ROOT / "components").rglob("*.py")), *sorted((ROOT / "infra").glob("*.py"))]))
     assert {"gcp:compute/resourcePolicy:ResourcePolicy", "kubernetes:core/v1:Secret", "kubernetes:rbac.authorization.k8s.io/v1:Role",
             "random:index/randomPassword:RandomPassword", "pulumi:providers:kubernetes"} <= found
     assert found - TABLE.keys() == set()

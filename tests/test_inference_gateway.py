@@ -1,6 +1,6 @@
 """serve.gateway: the GKE Inference Gateway in front of a vLLM serve workload — the pinned inferencepool chart
 (Gateway API Inference Extension v1.5.0, expanded offline as `pulumi up` expands it), GKE's Gateway and an
-HTTPRoute to the pool, and the GCP half GKE's gateway classes need (components/model/inference_gateway.py)."""
+HTTPRoute to the pool, and the GCP half GKE's gateway classes need (components/model/workloads/inference_gateway.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.model import inference_gateway as igw
+from components.model.cluster.kubernetes import KubernetesConfig
 from components.model.config import load, resolve
-from components.model.kubernetes import KubernetesConfig
-from components.model.summary import stack_summary, summary_text
+from components.model.cost.summary import stack_summary, summary_text
+from components.model.workloads import inference_gateway as igw
 from infra.offline.charts import CHARTS, chart_objects
 from infra.offline.render import check_builtins, check_charts, manifests
 from tests.conftest import plan_of

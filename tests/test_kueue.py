@@ -9,7 +9,7 @@ import yaml
 
 from components.manifests import admission
 from components.manifests import kueue as kq
-from components.model import machines
+from components.model.capacity import machines
 from components.model.config import resolve
 from infra.offline.render import check_builtins, manifests
 from infra.offline.stackfile import flatten, raw_values, stack_path
@@ -32,7 +32,7 @@ def cq_quotas(plan) -> dict[str, dict[str, str]]:
 
 def expected_quotas(plan) -> dict[str, dict[str, str]]:
     """What the pools provide, from the plan's own pools and the catalog (not from the quota code)."""
-    from components.model import tpu
+    from components.model.capacity import tpu
 
     out = {}
     head = next(r for r in plan.by_type("gcp:container/nodePool:NodePool") if r.input("name") == "pathways-head")
@@ -376,7 +376,7 @@ def test_a_ladder_orders_kueues_flavors_and_lets_the_workers_fit_any_rung():
 
 def test_the_plan_shows_each_rung_and_what_the_ladder_costs_idle_and_full():
     from components.model.config import load
-    from components.model.summary import stack_summary, summary_text
+    from components.model.cost.summary import stack_summary, summary_text
 
     flat, _ = flatten(config_with(pathwaysVersion=VERSION, slices=LADDER, prices={"tpuChipHour": {"v6e": {
         "reservation": 1.5, "flex-start": 2.0, "spot": 1.0}}}))

@@ -1,5 +1,5 @@
 """Compute Engine and Cloud TPU machine facts, written out from their documentation pages (not read
-from components/model/machines.py), so a changed size or shape fails here (issue #19)."""
+from components/model/capacity/machines.py), so a changed size or shape fails here (issue #19)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.model import machines, tpu
+from components.model.capacity import machines, tpu
 
 # Compute Engine "General-purpose machine family" and "Compute-optimized machine family" tables:
 # the vCPU counts each series and kind comes in.

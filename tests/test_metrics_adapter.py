@@ -1,13 +1,13 @@
 """The Custom Metrics Stackdriver Adapter an autoscaled serve workload reads its metric through
-(components/model/metrics_adapter.py gives the upstream manifest it is written from)."""
+(components/model/workloads/metrics_adapter.py gives the upstream manifest it is written from)."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.model import metrics_adapter as ma
 from components.model.config import load, resolve
-from components.model.summary import notices
+from components.model.cost.summary import notices
+from components.model.workloads import metrics_adapter as ma
 from infra.offline.render import check_builtins, manifests
 from tests.conftest import example_plan, plan_of
 from tests.test_bootstrap import PROJECT_MEMBER, example_bootstrap_config, example_bootstrap_plan

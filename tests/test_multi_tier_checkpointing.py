@@ -2,7 +2,7 @@
 grant, the CheckpointConfigurations, the workers' RAM-disk volume, the JobSet controller's size, the refusals.
 
 Sources: GKE's multi-tier checkpointing how-to; xpk src/xpk/core/mtc.py; the high-scale-checkpointing controller's
-apis/checkpointing.gke.io/v1/types.go; MaxText's and Orbax's MTC code (components/model/resilience.py names them).
+apis/checkpointing.gke.io/v1/types.go; MaxText's and Orbax's MTC code (components/model/workloads/resilience.py names them).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.model.resilience import DEFAULT_GCSFUSE_OPTIONS, MTC_CSI_DRIVER, MTC_MIN_GKE_VERSION
+from components.model.workloads.resilience import DEFAULT_GCSFUSE_OPTIONS, MTC_CSI_DRIVER, MTC_MIN_GKE_VERSION
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import manifests
 from tests.conftest import config_with, example_path, example_plan, plan_of

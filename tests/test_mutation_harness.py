@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_mutants_of_a_small_module():
-    path = ROOT / "components/model/rollout.py"
+    path = ROOT / "components/model/capacity/rollout.py"
     before = path.read_text()
     found = mutation.mutants(path)
     ops = {m.operator for m in found}
@@ -27,7 +27,7 @@ def test_mutants_of_a_small_module():
 
 
 def test_docstrings_and_annotations_are_not_mutated():
-    path = ROOT / "components/model/summary.py"
+    path = ROOT / "components/model/cost/summary.py"
     for m in mutation.mutants(path):
         assert m.line > 5 or m.operator != "statement:deleted"
     assert all("Literal" not in m.operator for m in mutation.mutants(path))
@@ -48,7 +48,7 @@ def f(x: Literal[7]) -> Literal[8]:
 def test_targets_are_the_four_listed_places():
     files = {f.relative_to(ROOT).as_posix() for f in mutation.target_files(list(mutation.TARGETS))}
     assert "infra/offline/critical_path.py" in files and "components/manifests/jobset.py" in files
-    assert "components/model/tpu.py" in files and "policies/rules/tpu_pool_catalog.py" in files
+    assert "components/model/capacity/tpu.py" in files and "policies/rules/tpu_pool_catalog.py" in files
     assert not any(f.endswith("__init__.py") for f in files)
 
 

@@ -124,7 +124,7 @@ def test_maintenance_windows_gke_accepts():
 
 
 def test_exclusions_gke_refuses(monkeypatch):
-    from components.model import cluster as cluster_rules
+    from components.model.cluster import cluster as cluster_rules
 
     def exclusion(name="x", start="2026-12-10T00:00:00Z", end="2027-01-05T00:00:00Z", scope="NO_MINOR_OR_NODE_UPGRADES"):
         return {"name": name, "startTime": start, "endTime": end, "scope": scope}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from components.model.tpu_zones import TPU_ZONES
+from components.model.capacity.tpu_zones import TPU_ZONES
 from tests.test_workflows import ci_stacks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import pytest
 
 from components.manifests import admission
 from components.manifests.jobset import jobset
-from components.model import tpu
+from components.model.capacity import tpu
 from components.model.config import load, resolve
 from components.model.errors import ConfigError
 

@@ -2,7 +2,7 @@
 
 Expected shapes come from GKE's TPU tables ("Plan TPUs in GKE"), not from the catalog under test:
 v6e-4 = 2x2 on one ct6e-standard-4t VM; v6e-16 = 4x4 on four; v5p-128 = 4x4x4 (64 chips) on sixteen
-ct5p-hightpu-4t VMs; v5p-16 = 2x2x2 (8 chips) on two. Prices: components/model/pricing.py's table.
+ct5p-hightpu-4t VMs; v5p-16 = 2x2x2 (8 chips) on two. Prices: components/model/cost/pricing.py's table.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import re
 import pytest
 
 from components.model.config import load, resolve
+from components.model.cost.summary import stack_summary, summary_text
 from components.model.errors import ConfigError
-from components.model.summary import stack_summary, summary_text
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import load_config, raw_values
 from infra.reservation_records import read_records
@@ -192,8 +192,8 @@ def test_a_machine_series_without_a_listed_price_asks_for_one():
 
 
 def test_price_basis_says_whose_price_it_is():
-    from components.model.pools import Capacity
-    from components.model.pricing import PricesConfig, tpu_chip_price
+    from components.model.capacity.pools import Capacity
+    from components.model.cost.pricing import PricesConfig, tpu_chip_price
 
     spot_only = PricesConfig.model_validate({"tpuChipHour": {"v6e": {"spot": 1.0}}})
     # an on-demand slice with only your Spot price set is still priced from the list
@@ -240,7 +240,7 @@ def test_a_quantity_of_64_characters_is_the_longest():
 
 
 def test_plan_says_when_alerts_notify_no_one():
-    from components.model.summary import notices
+    from components.model.cost.summary import notices
     from infra.offline.stackfile import flatten
     from tests.conftest import config_with
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from components.model import quota
+from components.model.capacity import quota
 from components.model.config import load, resolve
-from components.model.summary import stack_summary, summary_text
+from components.model.cost.summary import stack_summary, summary_text
+from infra.errors import InvalidStackConfig
 from infra.offline import engine, stackfile
-from infra.program import InvalidStackConfig
 from tests.conftest import config_with
 
 GROUPS = [
@@ -103,7 +103,7 @@ def test_the_limit_is_the_regions(infos, dimension, expected):
 
 def test_the_bootstrap_lets_both_identities_read_quota_only_where_a_stack_asks(tmp_path, monkeypatch):
     from bootstrap import main_stack
-    from components.model import identities
+    from components.model.cluster import identities
     from tests.test_bootstrap import BOOTSTRAP, example_bootstrap_config, example_stacks
 
     with example_stacks():

@@ -1,4 +1,4 @@
-"""A reservation judged before anything is created (components/model/reservations.py): recorded `gcloud compute
+"""A reservation judged before anything is created (components/model/capacity/reservations.py): recorded `gcloud compute
 reservations describe --format=json` documents (tests/fixtures/reservations) refused with one line each, the good ones
 with the plan's free-VM line."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.model.capacity.reservations import ReservationRecordError, availability, free_vms, from_describe, problems
+from components.model.capacity.tpu import from_name
 from components.model.config import resolve
-from components.model.reservations import ReservationRecordError, availability, free_vms, from_describe, problems
-from components.model.summary import stack_summary
-from components.model.tpu import from_name
+from components.model.cost.summary import stack_summary
 from infra.offline.__main__ import main as offline_main
 from infra.reservation_records import read_records
 from tests.conftest import config_with, example_path, write_stack_file
@@ -177,7 +177,7 @@ def live_prod(**both):
 
 
 def refused_live(config: dict, reservations: dict[str, dict]) -> list[str]:
-    from infra.program import InvalidStackConfig
+    from infra.errors import InvalidStackConfig
 
     with pytest.raises(InvalidStackConfig) as err:
         run_live(config, reservations)
@@ -236,7 +236,7 @@ CALENDAR = {"name": "cal", "tpu": "v6e-16", "count": 2, "reservation": "cal-v6e"
 
 
 def calendar_plan(now: str = "2026-12-01T00:00:00+00:00", **group):
-    from components.model import cluster as cluster_rules
+    from components.model.cluster import cluster as cluster_rules
     from infra.offline import engine, stackfile
 
     config = config_with(gcp_zone="us-east5-a", pathwaysVersion="jax-0.7.2", slices=[{**CALENDAR, **group}],
@@ -317,9 +317,9 @@ def test_the_request_uses_the_vm_families_and_workload_types_pulumi_gcp_document
 
     import pulumi_gcp as gcp
 
-    from components.future_reservations import VM_FAMILIES
-    from components.model.pools import FutureReservationRequest
-    from components.model.pools_checks import CALENDAR_TPUS
+    from components.gcp.future_reservations import VM_FAMILIES
+    from components.model.capacity.pools import FutureReservationRequest
+    from components.model.capacity.pools_checks import CALENDAR_TPUS
 
     doc = inspect.getdoc(gcp.compute.FutureReservationAggregateReservationArgs.__init__) or ""
     documented = {field: set(re.findall(r"`([A-Z0-9_]+)`", text)) for field, text in

@@ -8,7 +8,7 @@ import ipaddress
 import pytest
 
 from components.manifests import guardrails
-from components.model.ports import PATHWAYS_PORTS
+from components.model.workloads.ports import PATHWAYS_PORTS
 from infra.offline.render import manifests
 from tests.conftest import config_with, example_plan, plan_of
 

@@ -78,7 +78,7 @@ def test_leader_worker_set_has_googles_shape():
         "MaxText/configs/base.yml", "model_name=llama3.1-8b", f"load_parameters_path={WEIGHTS}",
         "max_prefill_predict_length=1024", "max_target_length=2048", "per_device_batch_size=1", "scan_layers=false",
         "weight_dtype=bfloat16", "enable_single_controller=true", "enable_model_warmup=true",
-        # Llama 3's own tokenizer, not base.yml's Llama 2 default (components/model/maxtext.py)
+        # Llama 3's own tokenizer, not base.yml's Llama 2 default (components/model/workloads/maxtext.py)
         "tokenizer_path=assets/tokenizer_llama3.tiktoken", "tokenizer_type=tiktoken",
     ]
     probe = {"httpGet": {"path": "/healthcheck", "port": 8000}}
@@ -347,7 +347,7 @@ def test_the_change_review_says_what_serving_loses():
 
 
 def test_without_kueue_a_serve_workload_counts_its_replicas_slices_not_its_group():
-    # a Kueue-off stack refuses workloads whose slices exceed their group's (components/model/pools_checks.py
+    # a Kueue-off stack refuses workloads whose slices exceed their group's (components/model/capacity/pools_checks.py
     # sharing): an endpoint of one replica on a four-slice group leaves three slices to a batch run of three
     four = [{"name": "main", "tpu": "v6e-16", "count": 4}]
     serve = {"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS, "replicas": 1}}

@@ -1,6 +1,6 @@
 """Storage mounts (workloads[].mounts, pathways:storage, runs.buckets) as the stack renders them: the inline Cloud
 Storage FUSE volumes with Google's options, the file systems' volumes and claims, the service accounts and the
-bootstrap's bucket grants, the cluster's CSI add-ons, and the one-line refusals (components/model/storage.py has the
+bootstrap's bucket grants, the cluster's CSI add-ons, and the one-line refusals (components/model/workloads/storage.py has the
 sources)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import yaml
 from components.manifests import runs as runs_manifest
 from components.manifests import storage as storage_manifest
 from components.model.config import ConfigError, as_run, load, load_run, resolve
-from components.model.storage import CHECKPOINT_OPTIONS, DATA_OPTIONS, GCSFUSE_HOST_NETWORK_MIN_GKE
+from components.model.workloads.storage import CHECKPOINT_OPTIONS, DATA_OPTIONS, GCSFUSE_HOST_NETWORK_MIN_GKE
 from infra.offline.render import manifests
 from tests.conftest import GROUPS_RBAC, config_with, plan_of, write_stack_file
 from tests.test_bootstrap import example_bootstrap_plan
@@ -312,7 +312,7 @@ def test_a_worker_mount_keeps_clear_of_what_the_stack_mounts_on_the_workers(extr
 
 
 def test_the_fuse_sidecars_gke_adds_count_in_the_head_pods_demand():
-    from components.model.workload import Workload, head_pod_demand
+    from components.model.workloads.workload import Workload, head_pod_demand
     plain = head_pod_demand(Workload(name="t", image="example.com/t:1"))
     mounted = head_pod_demand(Workload(name="t", image="example.com/t:1", mounts=[{"path": "/d", "bucket": "my-data"}]))
     assert mounted[0] - plain[0] == Decimal("0.26")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from components.model import tpu
-from components.model.tpu import Placement, TpuError
+from components.model.capacity import tpu
+from components.model.capacity.tpu import Placement, TpuError
 
 # name -> (topology, machine type, chips/VM, hosts, chips, accelerator label, --instance_type, placement)
 CASES = {

@@ -1,5 +1,5 @@
 """A TPU family asked for where Google does not list it is refused in the plan, not at node-pool create
-(components/model/tpu_zones.py)."""
+(components/model/capacity/tpu_zones.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from components.model import tpu_zones
+from components.model.capacity import tpu_zones
+from components.model.capacity.tpu import FAMILIES
 from components.model.config import load, resolve
-from components.model.summary import stack_summary
-from components.model.tpu import FAMILIES
+from components.model.cost.summary import stack_summary
 from infra.offline.stackfile import raw_values
 from tests.conftest import ZONE_OF_FAMILY, config_with, in_zone_of
 from tests.test_storage import raw, refusal

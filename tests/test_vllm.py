@@ -1,4 +1,4 @@
-"""serve.engine: vllm (the default): vLLM TPU on Pathways in a LeaderWorkerSet leader (components/model/vllm.py;
+"""serve.engine: vllm (the default): vLLM TPU on Pathways in a LeaderWorkerSet leader (components/model/workloads/vllm.py;
 every name it uses is checked against the pinned engine's sources in tests/test_vllm_sources.py)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from components.model.config import load, resolve
+from components.model.cost.summary import stack_summary, summary_text
 from components.model.errors import ConfigError
-from components.model.summary import stack_summary, summary_text
 from infra.offline.render import manifests
 from infra.offline.stackfile import flatten
 from tests.conftest import config_with, example_path, example_plan, plan_of

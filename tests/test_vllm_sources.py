@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from components.manifests import lws
-from components.model import vllm
+from components.model.workloads import vllm
 from tests.conftest import config_with, plan_of
 
 SOURCES = Path(__file__).resolve().parent.parent / "build" / "serving-sources"

@@ -11,7 +11,7 @@ import yaml
 from components.model.config import load
 from components.model.errors import ConfigError
 from infra.config import secret_config_keys
-from infra.offline import engine
+from infra.offline import engine, stackfile
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import check_plan, manifests
 from infra.offline.stackfile import flatten
@@ -84,7 +84,7 @@ def test_secret_env_never_reaches_the_jobset_or_the_plan():
     plan = engine.run(_cli_config(), "test", ("pathways:workloads",))
     assert PLAINTEXT not in json.dumps(plan.to_json())
     secret = next(r for r in plan.by_type(SECRET) if r.input("metadata.name") == "train-env")
-    assert secret.input("stringData") == engine.SECRET  # masked: a Pulumi secret in state and previews
+    assert secret.input("stringData") == stackfile.SECRET  # masked: a Pulumi secret in state and previews
     js = plan.one(JOBSET)
     assert secret.urn in js.dependencies
     (user,) = pods(jobset(plan))[0]["containers"]
@@ -116,7 +116,7 @@ def test_offline_plan_accepts_a_nested_secure_value_and_masks_it(tmp_path, capsy
     assert "ciphertext" not in out
     doc = json.loads(out)
     secret = next(r for r in doc["resources"] if r["type"] == SECRET and r["inputs"]["metadata"]["name"] == "train-env")
-    assert secret["inputs"]["stringData"] == engine.SECRET
+    assert secret["inputs"]["stringData"] == stackfile.SECRET
 
 
 @pytest.mark.parametrize("config,key", [
@@ -133,7 +133,7 @@ def test_secrets_where_they_would_leak_are_refused(tmp_path, capsys, config, key
 
 def test_a_secret_top_level_key_other_than_workloads_is_refused_the_same_way_under_pulumi():
     flat, _ = flatten(config_with())
-    from infra.program import InvalidStackConfig
+    from infra.errors import InvalidStackConfig
 
     with pytest.raises(InvalidStackConfig, match=r"^pathways:slices: is set as a secret, but only workload env values"):
         engine.run(flat, "test", ("pathways:slices",))

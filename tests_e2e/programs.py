@@ -9,7 +9,7 @@ from typing import Any
 def lws_chart_without_seccomp() -> None:
     """The stack's program, but the LeaderWorkerSet chart installed with its own pod security context
     (charts/lws/values.yaml: runAsNonRoot only, no seccomp profile), as the stack did before issue #34."""
-    import components.lws_controller as lws_controller
+    import components.kubernetes.lws_controller as lws_controller
     from infra.program import main
 
     install = lws_controller.install_chart

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from components.model.workload import serve_service_name
+from components.model.workloads.workload import serve_service_name
 from tests.conftest import config_with
 from tests_e2e.helpers import condition, is_true, nodes, running
 from tests_e2e.test_stacks import example_model, example_stack_config

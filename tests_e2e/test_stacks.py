@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from components.model.config import load, resolve
-from components.model.inference_gateway import picker_name
+from components.model.workloads.inference_gateway import picker_name
 from infra.offline.stackfile import load_config, raw_values, stack_path
 from tests.conftest import EXISTING_CLUSTER_STACKS, STACKS, every_stack, example_config, example_path
 from tests_e2e.helpers import condition, controller_pods, is_true, nodes, pods, wait_running, workload

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from components.manifests.controller_charts import JOBSET, KUEUE
-from components.model.kubernetes import KubernetesConfig
+from components.model.cluster.kubernetes import KubernetesConfig
 from infra.offline.charts import render_chart
 from tests.conftest import example_path
 from tests_e2e.helpers import condition, is_true, running, workload

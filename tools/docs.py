@@ -217,7 +217,7 @@ def _project_notes() -> str:
 
 
 def _stack_notes() -> str:
-    from components.labels import PROTECTED_LABEL
+    from components.constants import PROTECTED_LABEL
 
     return (
         "`pathways:protected: true` sets Pulumi `protect` on the cluster and both buckets, forces GKE deletion "
@@ -231,8 +231,8 @@ def _stack_notes() -> str:
 
 
 def _cluster_notes() -> str:
-    from components.model import cluster as c
-    from components.model import rollout, tpu
+    from components.model.capacity import rollout, tpu
+    from components.model.cluster import cluster as c
 
     floors: dict[str, list[str]] = {}
     for fam in tpu.FAMILIES.values():
@@ -295,7 +295,7 @@ def _head_notes() -> str:
 
 
 def _slices_notes() -> str:
-    from components.model import tpu
+    from components.model.capacity import tpu
     from components.model.common import MAX_NODES_PER_CLUSTER, MAX_NODES_PER_POOL_ZONE, MAX_TPU_POOLS
 
     lines = [
@@ -308,7 +308,7 @@ def _slices_notes() -> str:
         "a group with spares need `maxRestarts` ≥ 1 ([queues.md](queues.md#hot-swap-spares)). In a protected stack "
         "`autoUpgrade: true` needs a maintenance exclusion that holds node upgrades (the `pathways-disruption-policy` rule).",
         "",
-        "**TPU families** (`components/model/tpu.py`). `tpu` is a name `<family>-<TensorCores>` (e.g. `v6e-16`, "
+        "**TPU families** (`components/model/capacity/tpu.py`). `tpu` is a name `<family>-<TensorCores>` (e.g. `v6e-16`, "
         "`v5p-128`) or `{family, topology[, machineType]}`:",
         "",
         "| family | also | machine types (chips per VM) | accelerator label | chips at most | GKE at least |",
@@ -346,7 +346,7 @@ def _bucket_notes() -> str:
 
 
 def _kubernetes_notes() -> str:
-    from components.model.kubernetes import MIN_JOBSET, MIN_KUEUE, RESERVED_NAMESPACE_PREFIXES, RESERVED_NAMESPACES
+    from components.model.cluster.kubernetes import MIN_JOBSET, MIN_KUEUE, RESERVED_NAMESPACE_PREFIXES, RESERVED_NAMESPACES
 
     reserved = ", ".join(f"`{n}`" for n in sorted(RESERVED_NAMESPACES))
     prefixes = ", ".join(f"`{p}…`" for p in RESERVED_NAMESPACE_PREFIXES)
@@ -362,9 +362,9 @@ def _kubernetes_notes() -> str:
 
 def _workloads_notes() -> str:
     from components.manifests.guardrails import PRIORITY_CLASSES
-    from components.model import workload as w
     from components.model.common import DEFAULT_BATCH_RESTARTS_PER_HOST, UNLIMITED_RESTARTS_PER_HOST
-    from components.model.ports import HEAD_NODE_PORTS
+    from components.model.workloads import workload as w
+    from components.model.workloads.ports import HEAD_NODE_PORTS
 
     priorities = ", ".join(f"`pathways-{k}` {v:,}" for k, (v, _) in PRIORITY_CLASSES.items())
     reserved_env = ", ".join(f"`{n}`" for n in sorted(w.RESERVED_ENV))
@@ -418,13 +418,13 @@ def _monitoring_notes() -> str:
 
 
 def _prices_notes() -> str:
-    from components.model import pricing
-    from components.model.pools import Capacity
+    from components.model.capacity.pools import Capacity
+    from components.model.cost import pricing
 
     modes = ", ".join(f"`{c.value}`" for c in Capacity)
     return (
         f"Your prices (committed-use, negotiated, this month's Spot) over the list-price table in "
-        f"`components/model/pricing.py`, in {pricing.CURRENCY}. Capacity modes: {modes}. A mode without a price is "
+        f"`components/model/cost/pricing.py`, in {pricing.CURRENCY}. Capacity modes: {modes}. A mode without a price is "
         "shown at the on-demand list price and the total reads \"at most\"; a machine series or family with no known "
         f"price reads \"at least\". `clusterHour` not set means the list fee, {pricing.CLUSTER_HOUR:.2f} per hour "
         "([reading-a-plan.md](reading-a-plan.md#cost))."

@@ -7,6 +7,10 @@ run (and the local control plane of the e2e tier); (3) semantic rules no schema 
 The upstream CRDs (JobSet's and Kueue's) come from the Go modules of the versions the stack installs,
 fetched and verified by `make crds` (tools/engines/crds.py) into build/crds; without them the schema
 layers say so in the report's notices.
+
+Over 500 lines: one checker per kind the stack applies (JobSet, Job, RBAC binding, Kueue, LeaderWorkerSet, GKE's
+custom kinds, Pod Security), sharing the Report, the upstream CRD loaders and the RE2 pattern rule; each kind is one
+section below.
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ import yaml
 from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 
-from ..model import quantity
-from ..model.common import INT32_MAX
-from . import pod_security
-from .jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
+from components.manifests import pod_security
+from components.manifests.jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
+from components.model import quantity
+from components.model.common import INT32_MAX
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CRDS = Path(os.environ.get("PATHWAYS_CRDS") or PROJECT_ROOT / "build" / "crds")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import SPOT_LABEL
-from ..model.resilience import checkpoint_configuration_name
-from ..model.resolved import ResolvedStack
-from .jobset import TPU_RESOURCE
+from components.constants import SPOT_LABEL
+from components.manifests.jobset import TPU_RESOURCE
+from components.model.resolved import ResolvedStack
+from components.model.workloads.resilience import checkpoint_configuration_name
 
 API_VERSION = "checkpointing.gke.io/v1"
 KIND = "CheckpointConfiguration"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .guardrails import guard_binding
+from components.manifests.guardrails import guard_binding
 
 NAME = "pathways-ci-preview"
 DRY_RUN_ONLY = "pathways-ci-preview-dry-run-only"

@@ -1,7 +1,7 @@
 """The upstream controller charts the stack installs (JobSet, Kueue, LeaderWorkerSet): each one's release name,
 namespace, that namespace's Pod Security level and the values it is installed with (pure Python).
 
-One source for `pulumi up` (components/jobset_controller.py, kueue.py, lws_controller.py pass these values to
+One source for `pulumi up` (components/kubernetes/jobset_controller.py, kueue.py, lws_controller.py pass these values to
 their helm.v4.Chart) and for the offline render of the same charts (infra/offline/charts.py), so both expand
 the charts with exactly the same values. The pinned charts are the `charts/<name>` directories of the Go
 modules `make crds` copies into build/charts (tools/engines/crds.py).
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..labels import ROLE_LABEL
-from ..model.resilience import MTC_JOBSET_CONTROLLER_REQUESTS
-from .guardrails import CONTROLLER_NAMESPACE_LEVEL
+from components.constants import ROLE_LABEL
+from components.manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL
+from components.model.workloads.resilience import MTC_JOBSET_CONTROLLER_REQUESTS
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class ControllerChart:
     """The release name, also the Pulumi name of the Chart (program.py); the charts name their objects after it."""
     namespace: str
     pod_security: str
-    """The Pod Security level its namespace enforces (components/controller_chart.py labels it)."""
+    """The Pod Security level its namespace enforces (components/kubernetes/controller_chart.py labels it)."""
     image_repository: str
     """The controller image: each chart's own values name a staging image at a moving tag, pulled Always, which
     the release rewrites for the published chart; set here, so a local chart directory (air-gapped) runs the same
@@ -44,7 +44,7 @@ def _jobset_values(chart: ControllerChart, version: str, system_role: str, mtc: 
     # security context (runAsNonRoot, RuntimeDefault seccomp, no capabilities) passes `restricted` as it is.
     controller: dict[str, Any] = {"nodeSelector": {ROLE_LABEL: system_role}}
     if mtc:
-        # sized as xpk sizes it for multi-tier checkpointing (model/resilience.py); Helm merges these requests
+        # sized as xpk sizes it for multi-tier checkpointing (model/workloads/resilience.py); Helm merges these requests
         # into the chart's controller.resources, whose limits (2 CPU, 4Gi) stay
         controller["resources"] = {"requests": dict(MTC_JOBSET_CONTROLLER_REQUESTS)}
     return {

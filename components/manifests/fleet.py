@@ -1,12 +1,13 @@
 """MultiKueue objects of a fleet (pure Python): a worker's identity for its manager, a manager's clusters, config,
-admission check and queues. Facts and sources: components/model/fleet.py."""
+admission check and queues. Facts and sources: components/model/cluster/fleet.py."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..model import quantity
-from ..model.fleet import (
+from components.manifests.kueue_api import API_VERSION, RESOURCES
+from components.model import quantity
+from components.model.cluster.fleet import (
     MULTIKUEUE_CHECK,
     MULTIKUEUE_CONTROLLER,
     MULTIKUEUE_NAMESPACE,
@@ -14,7 +15,6 @@ from ..model.fleet import (
     FleetConfig,
     WorkerFacts,
 )
-from .kueue import API_VERSION, RESOURCES
 
 RBAC = "rbac.authorization.k8s.io"
 MULTIKUEUE_CONFIG = "pathways-fleet"

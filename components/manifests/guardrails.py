@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import (
+from components.constants import (
     HEAD_ROLE,
     HEAD_TAINT,
     LWS_NAME_LABEL,
@@ -51,7 +51,7 @@ from ..labels import (
     TPU_TAINT,
     TPU_TOPOLOGY_LABEL,
 )
-from ..model.common import PRIORITY_CLASSES
+from components.model.common import PRIORITY_CLASSES
 
 PSA = "pod-security.kubernetes.io"
 
@@ -74,7 +74,7 @@ NODE_GUARD = "pathways-nodes-reserved"
 TEMPLATE_GUARD = "pathways-workload-templates"
 GUARDED_TAINT_KEYS = (TPU_TAINT[0], HEAD_TAINT[0])
 # Node labels that select the Pathways head and TPU nodes (GKE's TPU labels, PLATFORM-FACTS §2; ours,
-# components/labels.py). Selecting them alone does not get past the taints, but a template that does is
+# components/constants.py). Selecting them alone does not get past the taints, but a template that does is
 # placing work on those nodes and is judged as such.
 GUARDED_NODE_LABELS = (TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL, SLICE_GROUP_LABEL, SLICE_LABEL)
 # A template that requests TPUs: with Kubernetes' ExtendedResourceToleration admission plugin

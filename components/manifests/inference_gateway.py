@@ -1,17 +1,17 @@
 """A serve workload's GKE Inference Gateway (serve.gateway), pure Python: the values the inferencepool chart is
 installed with (its InferencePool over the replicas' leaders and its endpoint picker), and the Gateway and
-HTTPRoute that send clients to the pool. Sources: components/model/inference_gateway.py."""
+HTTPRoute that send clients to the pool. Sources: components/model/workloads/inference_gateway.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..labels import ROLE_LABEL
-from ..model import inference_gateway as igw
-from ..model import vllm
-from ..model.resolved import ResolvedWorkload
-from ..model.workload import ServeGateway
-from .lws import leader_selector, owned_metadata
+from components.constants import ROLE_LABEL
+from components.manifests.lws import leader_selector, owned_metadata
+from components.model.resolved import ResolvedWorkload
+from components.model.workloads import inference_gateway as igw
+from components.model.workloads import vllm
+from components.model.workloads.serving import ServeGateway
 
 
 def _gateway(w: ResolvedWorkload) -> ServeGateway:

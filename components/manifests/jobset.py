@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import (
+from components.constants import (
     HEAD_TAINT,
     NODE_POOL_LABEL,
     SLICE_GROUP_LABEL,
     SPOT_LABEL,
     TPU_ACCELERATOR_LABEL,
 )
-from ..model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
-from ..model.pools import Capacity
-from ..model.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
-from ..model.resilience import MTC_CSI_DRIVER, MTC_VOLUME
-from ..model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
-from ..model.storage import GCSFUSE_ANNOTATION
-from ..model.workload import SIDECAR_SHM_DIR, coordinator_label
-from . import placement, storage
-from .kueue import queue_labels
+from components.manifests import placement, storage
+from components.manifests.kueue_api import queue_labels
+from components.model.capacity.pools import Capacity
+from components.model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
+from components.model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
+from components.model.workloads.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
+from components.model.workloads.resilience import MTC_CSI_DRIVER, MTC_VOLUME
+from components.model.workloads.storage import GCSFUSE_ANNOTATION
+from components.model.workloads.workload import SIDECAR_SHM_DIR, coordinator_label
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"
@@ -465,33 +465,6 @@ IMMUTABLE_SPEC_FIELDS = (
 )
 
 
-def service_access(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
-    """What a Shared Pathways Service's users paste (pathwaysutils 0.1.13 shared_pathways_service:
-    run_workload's flags, isc_pathways.connect's arguments)."""
-    address = f"{w.coordinator}:{RM_PORT}"
-    instance_type = w.group.tpu.instance_type
-    command = (
-        "python3 -m pathwaysutils.experimental.shared_pathways_service.run_workload "
-        f"--cluster={stack.cluster_name} --project={stack.project} --region={stack.location} "
-        f"--gcs_bucket={stack.cache_location} --pathways_service={address} "
-        f"--tpu_type={instance_type} --tpu_count=1 --command='python3 my_program.py'"
-    )
-    return {
-        "address": address,
-        "namespace": w.namespace,
-        "instanceType": instance_type,
-        "maxVirtualSlices": w.slices,
-        "proxyImage": w.proxy_image,
-        "gcsScratchLocation": stack.cache_location,
-        "runWorkload": command,
-        "connect": (
-            f"isc_pathways.connect(cluster={stack.cluster_name!r}, project={stack.project!r}, region={stack.location!r}, "
-            f"gcs_bucket={stack.cache_location!r}, pathways_service={address!r}, "
-            f"expected_tpu_instances={{{instance_type!r}: 1}})"
-        ),
-    }
-
-
 def coordinator_label_value(obj: dict[str, Any]) -> Optional[str]:
     """The coordinator label JobSet puts on its pods, read from a JobSet manifest (None without a coordinator)."""
     spec = obj.get("spec") or {}
@@ -501,20 +474,3 @@ def coordinator_label_value(obj: dict[str, Any]) -> Optional[str]:
     name = (obj.get("metadata") or {}).get("name", "")
     subdomain = (spec.get("network") or {}).get("subdomain")
     return coordinator_label(name, c.get("replicatedJob", ""), c.get("jobIndex", 0), c.get("podIndex", 0), subdomain)
-
-
-def interactive_access(w: ResolvedWorkload, stack_name: str) -> dict[str, str]:
-    """How a client reaches an interactive workload's IFRT proxy. The proxy speaks ALTS, Google's authenticated
-    transport (xla/python/ifrt_proxy/common/grpc_credentials.cc; insecure only with
-    IFRT_PROXY_USE_INSECURE_GRPC_CREDENTIALS=true on both ends), which works between Google Cloud machines only:
-    clients run in the VPC, and a notebook from a laptop runs in the cluster (docs/runs.md, "A notebook")."""
-    ns = w.namespace
-    address = f"grpc://{w.coordinator}.{ns}.svc.cluster.local:{PROXY_PORT}"
-    return {
-        # The head pod's DNS name under the JobSet's headless service: reachable from the Pathways nodes
-        # (and network.pathwaysClientRanges) only, the VPC firewall closes port 29000 to the rest.
-        "proxyAddress": address,
-        "clientEnv": f"JAX_PLATFORMS=proxy JAX_BACKEND_TARGET={address}",
-        "fromALaptop": (f"not through a port-forward (ALTS); a notebook in the cluster instead: python -m infra.run submit "
-                        f"--stack {stack_name} --notebook --name <name> --image <Jupyter + JAX image> (docs/runs.md)"),
-    }

@@ -38,25 +38,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import (
+from components.constants import (
     HEAD_TAINT,
     QUEUED_TAINT,
     SPOT_LABEL,
     TPU_TAINT,
 )
-from ..model import machines, quantity
-from ..model.pools import Capacity, SliceGroup
-from ..model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
-from ..model.resolved import QUEUE, ResolvedStack, ResolvedWorkload
-from . import placement
-from .guardrails import PRIORITY_CLASSES
+from components.manifests import placement
+from components.manifests.guardrails import PRIORITY_CLASSES
+from components.manifests.kueue_api import API_VERSION, RESOURCES, TPU_RESOURCE
+from components.manifests.runs import run_local_queues
+from components.model import quantity
+from components.model.capacity import machines
+from components.model.capacity.pools import Capacity, SliceGroup
+from components.model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
+from components.model.resolved import QUEUE, ResolvedStack
 
-API_VERSION = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 HEAD_FLAVOR = "pathways-head"
-TPU_RESOURCE = "google.com/tpu"
-RESOURCES = ("cpu", "memory", TPU_RESOURCE)
 
 _EFFECT = {"NO_SCHEDULE": "NoSchedule"}
 
@@ -210,15 +208,8 @@ def workload_priority_classes() -> list[dict[str, Any]]:
     ]
 
 
-def queue_labels(w: ResolvedWorkload) -> dict[str, str]:
-    """The labels a JobSet carries to be queued: its LocalQueue and its WorkloadPriorityClass."""
-    return {QUEUE_LABEL: str(w.local_queue), PRIORITY_LABEL: f"pathways-{w.priority}"}
-
-
 def objects(stack: ResolvedStack) -> list[dict[str, Any]]:
     """In the order they can be made: each object after those it names (references)."""
-    from .runs import run_local_queues
-
     return [*resource_flavors(stack), *provisioning_checks(stack), *cluster_queues(stack), *local_queues(stack), *run_local_queues(stack),
             *workload_priority_classes()]
 

@@ -1,6 +1,6 @@
 """Real-time serving manifests (pure Python): a LeaderWorkerSet and its HTTP Service per serve workload.
 
-Two engines. vLLM TPU (the default; components/model/vllm.py): the leader runs the IFRT proxy, the resource
+Two engines. vLLM TPU (the default; components/model/workloads/vllm.py): the leader runs the IFRT proxy, the resource
 manager and `vllm serve` as a JAX client of the proxy (JAX_PLATFORMS=proxy), which serves the OpenAI-compatible
 API on port 8000 itself. JetStream (archived by its maintainers) in Google's documented shape below.
 
@@ -29,20 +29,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import (
+from components.constants import (
     LWS_NAME_LABEL,
     LWS_WORKER_INDEX_LABEL,
     NODE_POOL_LABEL,
     SPOT_LABEL,
 )
-from ..model import vllm
-from ..model.common import JETSTREAM_HTTP_RESOURCES, RESOURCE_MANAGER_RESOURCES
-from ..model.pools import Capacity
-from ..model.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
-from ..model.resolved import ResolvedStack, ResolvedWorkload
-from ..model.workload import DISAGGREGATED_SERVER, serve_service_name, serve_worker_request
-from . import placement
-from .jobset import (
+from components.manifests import placement
+from components.manifests.jobset import (
     DROP_ALL,
     POD_ANNOTATIONS,
     POD_SECURITY,
@@ -53,6 +47,13 @@ from .jobset import (
     guaranteed_resources,
     workload_metadata,
 )
+from components.model.capacity.pools import Capacity
+from components.model.common import JETSTREAM_HTTP_RESOURCES, RESOURCE_MANAGER_RESOURCES
+from components.model.resolved import ResolvedStack, ResolvedWorkload
+from components.model.workloads import vllm
+from components.model.workloads.ports import SERVE_GRPC_PORT, SERVE_HTTP_PORT, SERVE_PROXY_PORT, SERVE_RM_PORT, SERVE_WORKER_PORT
+from components.model.workloads.serving import DISAGGREGATED_SERVER
+from components.model.workloads.workload import serve_service_name, serve_worker_request
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
@@ -161,7 +162,7 @@ def _jetstream_containers(w: ResolvedWorkload) -> list[dict[str, Any]]:
 
 
 def vllm_args(w: ResolvedWorkload) -> list[str]:
-    """`vllm serve` arguments (components/model/vllm.py, each name from the pinned vLLM): the model (or its gs://
+    """`vllm serve` arguments (components/model/workloads/vllm.py, each name from the pinned vLLM): the model (or its gs://
     weights, streamed), the port, one slice's chips as the tensor-parallel size, the name clients ask for."""
     sv = w.spec.serve
     assert sv is not None
@@ -353,7 +354,7 @@ def autoscaler(w: ResolvedWorkload) -> dict[str, Any]:
 
 def pod_monitoring(w: ResolvedWorkload) -> dict[str, Any]:
     """Managed Service for Prometheus scrapes vLLM's /metrics on the leaders (monitoring.googleapis.com/v1
-    PodMonitoring; the cluster runs managed collection, components/cluster.py)."""
+    PodMonitoring; the cluster runs managed collection, components/gcp/cluster.py)."""
     return {
         "apiVersion": "monitoring.googleapis.com/v1",
         "kind": "PodMonitoring",
@@ -401,7 +402,7 @@ def network_policy(w: ResolvedWorkload) -> dict[str, Any]:
     """Ingress to a serve workload's pods: the HTTP front end (SERVE_HTTP_PORT) from anywhere the Service and the
     load balancer let clients in; every other port (the proxy, the resource manager, the workers, the engine's
     gRPC) only from the set's own pods. Unlike the JobSet path's hostNetwork pods, these use the pod network,
-    where the cluster's Dataplane V2 enforces NetworkPolicy (components/cluster.py ADVANCED_DATAPATH); the
+    where the cluster's Dataplane V2 enforces NetworkPolicy (components/gcp/cluster.py ADVANCED_DATAPATH); the
     kubelet's probes come from the node, which GKE's network policies always admit."""
     members = {"podSelector": {"matchLabels": {LWS_NAME_LABEL: w.name}}}
     return {
@@ -431,7 +432,7 @@ def serving_access(w: ResolvedWorkload) -> dict[str, str]:
         "portForward": f"kubectl -n {ns} port-forward svc/{name} {SERVE_HTTP_PORT}:{SERVE_HTTP_PORT}",
     }
     if sv.engine_name == "vllm":
-        # vLLM's OpenAI-compatible routes (components/model/vllm.py); the model is the name clients ask for
+        # vLLM's OpenAI-compatible routes (components/model/workloads/vllm.py); the model is the name clients ask for
         out["completions"] = (f"curl -s {local}{vllm.COMPLETIONS_PATH} -H 'Content-Type: application/json' "
                               f"-d '{{\"model\": \"{sv.model}\", \"prompt\": \"What are the top 5 programming languages\", \"max_tokens\": 200}}'")
         out["chat"] = (f"curl -s {local}{vllm.CHAT_PATH} -H 'Content-Type: application/json' "

@@ -1,5 +1,5 @@
 """The Custom Metrics Stackdriver Adapter's objects (pure Python), from its upstream manifest
-(components/model/metrics_adapter.py gives the source), with the stack's changes: it runs on the system pool
+(components/model/workloads/metrics_adapter.py gives the source), with the stack's changes: it runs on the system pool
 (a nodeSelector, and none of upstream's GPU and TPU tolerations, which the node guard would refuse), pulls its pinned
 image IfNotPresent (upstream: Always), and drops every capability without privilege escalation under the
 RuntimeDefault seccomp profile."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..labels import ROLE_LABEL
-from ..model import metrics_adapter as ma
-from .lws import SKIP_AWAIT
+from components.constants import ROLE_LABEL
+from components.manifests.lws import SKIP_AWAIT
+from components.model.workloads import metrics_adapter as ma
 
 RBAC = "rbac.authorization.k8s.io/v1"
 _LABELS = {"k8s-app": ma.NAME, "app.kubernetes.io/managed-by": "pulumi"}

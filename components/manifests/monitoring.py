@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 from urllib.parse import quote
 
-from ..model.resolved import ResolvedStack, ResolvedWorkload
+from components.model.resolved import ResolvedStack, ResolvedWorkload
 
 
 @dataclass(frozen=True)

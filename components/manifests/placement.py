@@ -1,7 +1,7 @@
 """Which nodes the head pods and a slice group's workers select, in one place for the JobSets, the LeaderWorkerSets,
 the Kueue flavors and the guards (pure Python).
 
-The stack's own pools carry this project's labels (components/labels.py). A pool made elsewhere (xpk, Cluster Toolkit)
+The stack's own pools carry this project's labels (components/constants.py). A pool made elsewhere (xpk, Cluster Toolkit)
 named in the stack file (headPool.nodePool, slices[].nodePools) is selected by GKE's own label on every node,
 cloud.google.com/gke-nodepool, beside GKE's TPU accelerator and topology labels: its nodes need nothing of ours.
 """
@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..labels import HEAD_ROLE, NODE_POOL_LABEL, ROLE_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL, TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
-from ..model.pools import Capacity, SliceGroup
-from ..model.resolved import ResolvedStack
+from components.constants import (
+    HEAD_ROLE,
+    NODE_POOL_LABEL,
+    ROLE_LABEL,
+    SLICE_GROUP_LABEL,
+    SPOT_LABEL,
+    TPU_ACCELERATOR_LABEL,
+    TPU_TOPOLOGY_LABEL,
+)
+from components.model.capacity.pools import Capacity, SliceGroup
+from components.model.resolved import ResolvedStack
 
 
 def head_selector(stack: ResolvedStack) -> dict[str, str]:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.resolved import ResolvedStack, ResolvedWorkload
-from ..model.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, run_queue
-from ..model.workload import ServiceClient
-from .jobset import jobset
-from .kueue import PRIORITY_LABEL, QUEUE_LABEL
+from components.manifests.jobset import jobset
+from components.manifests.kueue_api import API_VERSION, PRIORITY_LABEL, QUEUE_LABEL
+from components.model.resolved import ResolvedStack, ResolvedWorkload
+from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, run_queue
+from components.model.workloads.service import ServiceClient
 
 ROLE = "pathways-runs"
 RBAC = "rbac.authorization.k8s.io"
@@ -34,8 +34,6 @@ POLICY = "pathways-runs-only"
 
 
 def run_local_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
-    from .kueue import API_VERSION
-
     if not stack.run_queues:
         return []
     return [{"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": run_queue(cq), "namespace": stack.namespace},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.workload import Workload
+from components.model.workloads.workload import Workload
 
 ROLE_RULES = (
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "delete", "get"]},

@@ -1,4 +1,4 @@
-"""Storage mounts, rendered as GKE documents them (pure; components/model/storage.py has the sources).
+"""Storage mounts, rendered as GKE documents them (pure; components/model/workloads/storage.py has the sources).
 
 - A bucket: an inline CSI volume of the Cloud Storage FUSE driver in the pod, which the driver's webhook serves
   through a sidecar it injects into pods annotated gke-gcsfuse/volumes: "true". Pathways pods are on the host
@@ -15,9 +15,9 @@ import hashlib
 import json
 from typing import Any
 
-from ..model.resolved import ResolvedStack, ResolvedWorkload
-from ..model.runs import RUN_SERVICE_ACCOUNT
-from ..model.storage import GCSFUSE_DRIVER, GOOGLE_ATTRIBUTES, FileSystem, Mount, volume_name
+from components.model.resolved import ResolvedStack, ResolvedWorkload
+from components.model.workloads.runs import RUN_SERVICE_ACCOUNT
+from components.model.workloads.storage import GCSFUSE_DRIVER, GOOGLE_ATTRIBUTES, FileSystem, Mount, volume_name
 
 FILE_SYSTEM_LABEL = "pathways/file-system"
 

@@ -21,22 +21,13 @@ another having run.
 
 from __future__ import annotations
 
-from . import (
-    cluster_checks,
-    existing_checks,
-    fleet_checks,
-    names_checks,
-    pools_checks,
-    resilience_checks,
-    runs_checks,
-    service_checks,
-    serving_checks,
-    storage_checks,
-    workload_checks,
-)
-from .errors import Problem
-from .stack import StackConfig, StackRule, WorkloadRule
-from .workload import Workload
+from components.model import names_checks
+from components.model.capacity import pools_checks
+from components.model.cluster import cluster_checks, existing_checks, fleet_checks
+from components.model.errors import Problem
+from components.model.stack import StackConfig, StackRule, WorkloadRule
+from components.model.workloads import resilience_checks, runs_checks, service_checks, serving_checks, storage_checks, workload_checks
+from components.model.workloads.workload import Workload
 
 # Rules of each workload, whatever its slice group; slice_group, the last, reports a sliceGroup that names none.
 EVERY_WORKLOAD_RULES: tuple[WorkloadRule, ...] = (

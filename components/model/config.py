@@ -16,17 +16,17 @@ from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from . import cluster as cluster_rules
-from .checks import NOT_FOR_RUNS, cross_checks
-from .cluster import AuthorizedNetwork
-from .common import GCP_KEYS as GCP_KEYS
-from .common import MAX_TPU_POOLS as MAX_TPU_POOLS
-from .common import MAX_WORKLOADS as MAX_WORKLOADS
-from .common import PROJECT_NAMESPACE as PROJECT_NAMESPACE
-from .errors import ConfigError, Problem
-from .errors import config_key as config_key
-from .pools import Capacity as Capacity
-from .resolved import (
+from components.model.capacity.pools import Capacity as Capacity
+from components.model.checks import NOT_FOR_RUNS, cross_checks
+from components.model.cluster import cluster as cluster_rules
+from components.model.cluster.cluster import AuthorizedNetwork
+from components.model.common import GCP_KEYS as GCP_KEYS
+from components.model.common import MAX_TPU_POOLS as MAX_TPU_POOLS
+from components.model.common import MAX_WORKLOADS as MAX_WORKLOADS
+from components.model.common import PROJECT_NAMESPACE as PROJECT_NAMESPACE
+from components.model.errors import ConfigError, Problem
+from components.model.errors import config_key as config_key
+from components.model.resolved import (
     SERVICE_WORKER_JOB,
     WORKER_JOB,
     ResolvedMtc,
@@ -38,13 +38,13 @@ from .resolved import (
     server_image,
     worker_backoff_limit,
 )
-from .runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, Runs
-from .stack import StackConfig as StackConfig
-from .storage import service_account_name
-from .workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
-from .workload import Workload, coordinator_address, serve_leader_address
-from .workload import head_pod_demand as head_pod_demand
-from .workload import is_pinned as is_pinned
+from components.model.stack import StackConfig as StackConfig
+from components.model.workloads.images import is_pinned as is_pinned
+from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, Runs
+from components.model.workloads.storage import service_account_name
+from components.model.workloads.workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
+from components.model.workloads.workload import Workload, coordinator_address, serve_leader_address
+from components.model.workloads.workload import head_pod_demand as head_pod_demand
 
 # --- the error contract ------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .common import GCP_KEYS, PROJECT_NAMESPACE
+from components.model.common import GCP_KEYS, PROJECT_NAMESPACE
 
 
 @dataclass(frozen=True)

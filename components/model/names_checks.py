@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from .bucket import check_bucket_name
-from .common import _dns_label
-from .errors import Problem, config_key
-from .stack import StackConfig
+from components.model.cluster.bucket import check_bucket_name
+from components.model.common import _dns_label
+from components.model.errors import Problem, config_key
+from components.model.stack import StackConfig
 
 # IAM ("Create service accounts"): an account ID is 6-30 lowercase letters, digits and '-', from a letter.
 _SERVICE_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")

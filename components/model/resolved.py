@@ -13,16 +13,17 @@ import itertools
 from dataclasses import dataclass
 from typing import Optional
 
-from .alerting import MonitoringConfig
-from .bucket import BucketConfig
-from .common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
-from .fleet import FleetConfig
-from .kubernetes import GuardsConfig
-from .pools import SliceGroup
-from .pricing import PricesConfig
-from .runs import RUN_SERVICE_ACCOUNT, Runs, run_queue
-from .storage import WRITE_ROLE, FileSystem
-from .workload import DEFAULT_FAIL_ON_EXIT_CODES, PATHWAYS_REGISTRY, Workload, derived_proxy_image
+from components.model.capacity.pools import SliceGroup
+from components.model.cluster.alerting import MonitoringConfig
+from components.model.cluster.bucket import BucketConfig
+from components.model.cluster.fleet import FleetConfig
+from components.model.cluster.kubernetes import GuardsConfig
+from components.model.common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
+from components.model.cost.pricing import PricesConfig
+from components.model.workloads.images import PATHWAYS_REGISTRY, derived_proxy_image
+from components.model.workloads.runs import RUN_SERVICE_ACCOUNT, Runs, run_queue
+from components.model.workloads.storage import WRITE_ROLE, FileSystem
+from components.model.workloads.workload import DEFAULT_FAIL_ON_EXIT_CODES, Workload
 
 # The worker replicatedJob. pathwaysutils' Shared Pathways Service client counts only the pods of
 # `pathways-worker` (0.1.13 gke_utils.verify_pathways_service_is_up, PATHWAYS_WORKER_JOB_NAME); the

@@ -14,19 +14,19 @@ from typing import Any, Callable, Optional
 
 from pydantic import Field, field_validator
 
-from .alerting import MonitoringConfig
-from .bucket import BucketConfig
-from .cluster import ClusterConfig, NetworkConfig, gke_version_key
-from .common import MAX_WORKLOADS, PROJECT_NAMESPACE, PathwaysVersion, ProjectId, Region, Zone, _Model
-from .errors import Problem
-from .fleet import FleetConfig
-from .kubernetes import KubernetesConfig
-from .pools import HeadPoolConfig, SliceGroup
-from .pricing import PricesConfig
-from .resilience import MTC_MIN_GKE_VERSION, ResilienceConfig
-from .runs import Runs
-from .storage import GCSFUSE_HOST_NETWORK_MIN_GKE, StorageConfig
-from .workload import WorkerResources, Workload, worker_resources
+from components.model.capacity.pools import HeadPoolConfig, SliceGroup
+from components.model.cluster.alerting import MonitoringConfig
+from components.model.cluster.bucket import BucketConfig
+from components.model.cluster.cluster import ClusterConfig, NetworkConfig, gke_version_key
+from components.model.cluster.fleet import FleetConfig
+from components.model.cluster.kubernetes import KubernetesConfig
+from components.model.common import MAX_WORKLOADS, PROJECT_NAMESPACE, PathwaysVersion, ProjectId, Region, Zone, _Model
+from components.model.cost.pricing import PricesConfig
+from components.model.errors import Problem
+from components.model.workloads.resilience import MTC_MIN_GKE_VERSION, ResilienceConfig
+from components.model.workloads.runs import Runs
+from components.model.workloads.storage import GCSFUSE_HOST_NETWORK_MIN_GKE, StorageConfig
+from components.model.workloads.workload import WorkerResources, Workload, worker_resources
 
 # Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
 MAX_STACK_LABELS = 60

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from components.model.errors import ConfigError
-
-from .charts import ChartError, with_chart_objects
-from .critical_path import critical_path
-from .engine import PROJECT_ROOT, Plan, UnsupportedSdk, run
-from .policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
-from .report import render_text
-from .stackfile import (
+from infra.offline.charts import ChartError, with_chart_objects
+from infra.offline.critical_path import critical_path
+from infra.offline.engine import Plan, UnsupportedSdk, run
+from infra.offline.policy_runner import PolicyConfigError, PolicyViolation, load_policy_config, run_policies, stack_policy_config
+from infra.offline.report import render_text
+from infra.offline.stackfile import (
+    PROJECT_ROOT,
     STACK_NAME,
     STACKS_DIR,
     StackFileError,
@@ -46,8 +46,7 @@ from .stackfile import (
 
 if TYPE_CHECKING:
     from components.model.config import StackConfig
-
-    from .diff import Capacity
+    from infra.offline.diff import Capacity
 
 EXIT_POLICY = 1
 EXIT_INVALID = 2
@@ -200,7 +199,7 @@ def _fail(error: Exception) -> int:
 
 def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") -> int:
     from components.model.config import resolve
-    from components.model.summary import stack_summary, summary_text, with_fleet_workers
+    from components.model.cost.summary import stack_summary, summary_text, with_fleet_workers
 
     violations = _policies(plan, args.policy_config)
     path = critical_path(plan, model.cluster.node_pool_concurrency)
@@ -232,7 +231,7 @@ def _verdict(plan: Plan, violations: list[PolicyViolation], path) -> str:
 
 def _render_command(args: argparse.Namespace, plan: Plan) -> int:
     # Imported here: only render needs the admission checkers (jsonschema, kubernetes-validate).
-    from .render import RenderError, write_manifests
+    from infra.offline.render import RenderError, write_manifests
 
     try:
         written, notes = write_manifests(plan, args.out)
@@ -273,9 +272,8 @@ def _before_config(args: argparse.Namespace, after_path: Path) -> Optional[tuple
 
 def _diff_command(args: argparse.Namespace) -> int:
     from components.model.config import load
+    from infra.offline.diff import capacity_text, diff, guard, render_text
     from infra.program import InvalidStackConfig
-
-    from .diff import capacity_text, diff, guard, render_text
 
     path = stack_path(args.stack) if args.stack else args.config
     stack = args.stack or stack_name_for(path)
@@ -307,10 +305,9 @@ def _diff_command(args: argparse.Namespace) -> int:
 
 
 def _capacity(model: "StackConfig") -> "Capacity":
-    from components.model import cost
     from components.model.config import resolve
-
-    from .diff import Capacity
+    from components.model.cost import cost
+    from infra.offline.diff import Capacity
 
     stack = resolve(model)
     return Capacity(chips=sum(g.pools * g.tpu.chips for g in stack.slices), hourly=round(cost.estimate(stack).hourly, 2))
@@ -320,11 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "plan-bootstrap":
-            from .bootstrap_plan import bootstrap_plan_command
+            from infra.offline.bootstrap_plan import bootstrap_plan_command
 
             return bootstrap_plan_command(args, _policies, _violations_text)
         if args.command == "new-stack":
-            from .new_stack_command import new_stack_command
+            from infra.offline.new_stack_command import new_stack_command
 
             return new_stack_command(args, _policies, _verdict)
         if args.command == "diff":

@@ -9,9 +9,9 @@ import sys
 from collections import defaultdict
 from typing import Callable
 
-from .engine import PROJECT_ROOT, Plan, run
-from .report import render_text
-from .stackfile import StackFileError, load_config, shown
+from infra.offline.engine import Plan, run
+from infra.offline.report import render_text
+from infra.offline.stackfile import PROJECT_ROOT, StackFileError, load_config, shown
 
 BOOTSTRAP_DIR = PROJECT_ROOT / "bootstrap"
 EXIT_POLICY = 1
@@ -25,7 +25,7 @@ _GRANT_TYPES = {
 }
 # The one project-wide storage grant the bootstrap makes on purpose: a deploy identity creating its stack's buckets
 # (storage.buckets.create is checked against the project, which no bucket-name condition matches:
-# components/model/identities.py). The pack's storage rule, written for the stacks, flags it; here it is shown as such.
+# components/model/cluster/identities.py). The pack's storage rule, written for the stacks, flags it; here it is shown as such.
 BY_DESIGN = {("pathways-storage-iam-least-privilege", "roles/storage.editor"):
              "creating a bucket is checked against the project; this role holds no object or IAM-policy permission"}
 

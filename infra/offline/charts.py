@@ -30,9 +30,9 @@ from typing import Any
 
 import yaml
 
-from components.resource_types import HELM_CHART
-
-from .engine import PROJECT_ROOT, SECRET, Plan, Registration
+from components.constants import HELM_CHART
+from infra.offline.engine import Plan, Registration
+from infra.offline.stackfile import PROJECT_ROOT, SECRET
 
 CHARTS = Path(os.environ.get("PATHWAYS_CHARTS") or PROJECT_ROOT / "build" / "charts")
 HOOK_ANNOTATION = "helm.sh/hook"

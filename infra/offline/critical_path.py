@@ -5,7 +5,7 @@ dependencies and its provider. Two weights per slow resource:
 - worst case: what a deploy may wait for it, its create timeout from the plan (or the provider's
   default), e.g. a TPU pool's 180 minutes;
 - expected: a typical create time (EXPECTED_MINUTES: planning assumptions, not figures GKE documents).
-Node pools wait in lanes (components/model/rollout.py), so the chain grows by one pool per
+Node pools wait in lanes (components/model/capacity/rollout.py), so the chain grows by one pool per
 `concurrency` pools: the estimate says so instead of assuming that 256 pools come up at once. Where GKE
 may still enforce its 2023 quota of 5 concurrent operations, the estimate under that quota is given too.
 """
@@ -16,11 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
-from components.model.rollout import LEGACY_GKE_QUOTA, waves
-from components.model.tpu import is_tpu_machine
-from components.resource_types import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET, NODE_POOL
-
-from .engine import Plan, Registration, duration_seconds
+from components.constants import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET, NODE_POOL
+from components.model.capacity.rollout import LEGACY_GKE_QUOTA, waves
+from components.model.capacity.tpu import is_tpu_machine
+from infra.offline.engine import Plan, Registration, duration_seconds
 
 SLOW_TYPES = (CLUSTER, NODE_POOL, HELM_RELEASE, HELM_CHART, JOBSET)
 # The deploy workflow's `up` job: GitHub-hosted runners stop a job after 6 hours (GitHub Actions "Usage

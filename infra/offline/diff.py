@@ -14,12 +14,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from components.labels import ROLE_LABEL, SLICE_GROUP_LABEL
-from components.model.cost import HOURS_PER_MONTH
-from components.resource_types import BUCKET, CLUSTER, JOBSET, LEADER_WORKER_SET, NODE_POOL
-
-from .change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
-from .engine import SECRET, Plan, Registration
+from components.constants import BUCKET, CLUSTER, JOBSET, LEADER_WORKER_SET, NODE_POOL, ROLE_LABEL, SLICE_GROUP_LABEL
+from components.model.cost.cost import HOURS_PER_MONTH
+from infra.offline.change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
+from infra.offline.engine import Plan, Registration
+from infra.offline.stackfile import SECRET
 
 ORDER = {"replace": 0, "delete": 1, "update": 2, "create": 3}
 # JobSet v0.12.0's CRD makes these immutable by CEL (x-kubernetes-validations self == oldSelf, "Value is

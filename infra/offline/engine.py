@@ -25,6 +25,8 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
+from infra.offline.stackfile import PROJECT_NAME, PROJECT_ROOT, SECRET, STACKS_DIR, load_config
+
 # The engine drives private SDK internals (_sync_await, SETTINGS.rpc_manager, SETTINGS.outputs,
 # rpc._special_sig_key); these changed shape within 3.x before. Tested with exactly this range.
 SUPPORTED_PULUMI = ((3, 272), (3, 273))  # [min, max)
@@ -45,10 +47,7 @@ def check_sdk(version: str | None = None) -> None:
         )
 
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROGRAM_DIR = PROJECT_ROOT / "infra"
-PROJECT_NAME = "pathways"
-SECRET = "[secret]"
 
 # Stand-in values for what Google Cloud would compute. Documentation ranges only (RFC 5737).
 PROJECT_NUMBER = "123456789012"
@@ -305,7 +304,6 @@ def fleet_worker_outputs(config: dict[str, str], stacks_dir: Optional[Path] = No
     without one has no outputs, as a stack not yet deployed, and the manager's rules say so."""
     import json
 
-    from infra.offline.stackfile import STACKS_DIR, load_config
 
     try:
         fleet = json.loads(config.get("pathways:fleet", "null")) or {}

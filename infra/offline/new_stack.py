@@ -18,8 +18,7 @@ from typing import Any, Optional
 import yaml
 
 from components.model.errors import ConfigError, Problem
-
-from .engine import PROJECT_ROOT
+from infra.offline.stackfile import PROJECT_ROOT
 
 # The Pathways release the examples run; a team moves it with its program's JAX (docs/runs.md).
 DEFAULT_PATHWAYS_VERSION = "jax-0.7.2"

@@ -8,11 +8,10 @@ import sys
 from typing import Callable
 
 from components.model.errors import ConfigError, Problem
-
-from .critical_path import critical_path
-from .engine import PROJECT_ROOT, run
-from .new_stack import BootstrapIds, StackSpec, bootstrap_text, check, stack_text, tpu_value
-from .stackfile import STACK_NAME, StackFileError, config_from_text, raw_values, shown
+from infra.offline.critical_path import critical_path
+from infra.offline.engine import run
+from infra.offline.new_stack import BootstrapIds, StackSpec, bootstrap_text, check, stack_text, tpu_value
+from infra.offline.stackfile import PROJECT_ROOT, STACK_NAME, StackFileError, config_from_text, raw_values, shown
 
 EXIT_POLICY = 1
 
@@ -24,7 +23,7 @@ def _spec(args: argparse.Namespace) -> tuple[StackSpec, list[str], list[str], li
     untranslated: list[str] = []
     number = args.project_number
     if args.from_xpk:
-        from .xpk_flags import translate
+        from infra.offline.xpk_flags import translate
 
         t = translate(args.from_xpk, args.name)
         spec, translated, already, untranslated = t.spec, t.translated, t.already, t.untranslated

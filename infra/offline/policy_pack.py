@@ -17,18 +17,18 @@ import shutil
 import sys
 from pathlib import Path
 
-from .engine import PROJECT_ROOT
+from infra.offline.stackfile import PROJECT_ROOT
 
 # The Pulumi-free modules the rules import (tests/test_policy_pack.py checks nothing else is needed).
 DOMAIN_MODULES = (
     "components/__init__.py",
-    "components/labels.py",
-    "components/resource_types.py",
+    "components/constants.py",
     "components/model",
     "components/manifests/__init__.py",
     "components/manifests/jobset.py",
     "components/manifests/guardrails.py",
     "components/manifests/kueue.py",
+    "components/manifests/kueue_api.py",
     "components/manifests/placement.py",
     "components/manifests/pod_security.py",
     "components/manifests/runs.py",

@@ -24,7 +24,8 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from .engine import PROJECT_ROOT, Plan, Registration, duration_seconds
+from infra.offline.engine import Plan, Registration, duration_seconds
+from infra.offline.stackfile import PROJECT_ROOT
 
 POLICY_CONFIG_DIR = PROJECT_ROOT / "policies"
 

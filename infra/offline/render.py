@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from components.labels import SLICE_GROUP_LABEL, SPOT_LABEL
+from components.constants import NODE_POOL, SLICE_GROUP_LABEL, SPOT_LABEL
 from components.manifests.admission import (
     PoolFacts,
     Report,
@@ -32,11 +32,9 @@ from components.manifests.admission import (
 )
 from components.manifests.jobset import KIND
 from components.manifests.pod_security import namespace_policies
-from components.resource_types import NODE_POOL
-
-from .charts import ChartError, ChartObject, chart_objects
-from .engine import Plan, Registration
-from .stackfile import shown
+from infra.offline.charts import ChartError, ChartObject, chart_objects
+from infra.offline.engine import Plan, Registration
+from infra.offline.stackfile import shown
 
 
 class RenderError(ValueError):

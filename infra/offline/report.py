@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .engine import Plan, Registration
+from infra.offline.engine import Plan, Registration
 
 # Per resource type, the inputs a reviewer looks at first (dotted paths into camelCased inputs).
 KEY_INPUTS: dict[str, tuple[str, ...]] = {

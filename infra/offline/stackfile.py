@@ -14,7 +14,10 @@ import yaml
 
 from components.model.config import GCP_KEYS, is_secure_value, secret_path_problems, secure_paths
 
-from .engine import PROJECT_NAME, PROJECT_ROOT, SECRET
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_NAME = "pathways"  # Pulumi.yaml's name
+SECRET = "[secret]"  # how a secret value shows in a plan
+
 
 STACKS_DIR = PROJECT_ROOT / "stacks"
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from components.model.errors import ConfigError, Problem
-
-from .new_stack import Setting, StackSpec, tpu_value
+from infra.offline.new_stack import Setting, StackSpec, tpu_value
 
 # Flags whose effect every stack here already has: nothing to write.
 ALREADY = {

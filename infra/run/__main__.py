@@ -24,11 +24,10 @@ from typing import Any, Optional
 
 import yaml
 
-from components.model.ports import NOTEBOOK_PORT
+from components.model.workloads.ports import NOTEBOOK_PORT
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
-
-from .kube import Kubectl, KubeError
-from .status import positions, rows, table
+from infra.run.kube import Kubectl, KubeError
+from infra.run.status import positions, rows, table
 
 # JupyterLab on the head's loopback (the pod is hostNetwork), reached by `kubectl port-forward`; its token is in the log.
 NOTEBOOK_COMMAND = ["jupyter", "lab", "--ip=127.0.0.1", f"--port={NOTEBOOK_PORT}", "--no-browser"]
@@ -232,7 +231,7 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     if args.notebook:
         print(f"  the notebook:    python -m infra.run notebook --stack {cfg.stack} {name}  (then open the URL with the token that `logs` shows)")
     elif spec.get("mode") == "interactive":
-        from components.manifests.jobset import interactive_access
+        from components.manifests.connection import interactive_access
         from components.model.config import load_run, resolve
 
         access = interactive_access(resolve(load_run(cfg, spec)).workloads[-1], cfg.stack)
@@ -291,9 +290,8 @@ def _logs(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _delete(args: argparse.Namespace, cfg: Any) -> int:
-    from components.model.runs import MANAGED_BY_LABEL, RUN_MANAGER
-
-    from .status import owner
+    from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER
+    from infra.run.status import owner
 
     kube, ns = _cluster(args, cfg)
     if args.all:
@@ -312,7 +310,7 @@ def _delete(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _describe(args: argparse.Namespace, cfg: Any) -> int:
-    from .status import workload_of
+    from infra.run.status import workload_of
 
     kube, ns = _cluster(args, cfg)
     jobset = kube.get_jobset(ns, args.run)

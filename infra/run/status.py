@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from components.model.runs import MANAGED_BY_LABEL, RUN_MANAGER
+from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,23 @@
 """The rules of the Pathways policy pack, one per module."""
 
-from .bucket_hardening import bucket_hardening
-from .cache_location import cache_location
-from .cluster_hardening import cluster_hardening
-from .coordinator_label import coordinator_label
-from .disruption_policy import disruption_policy
-from .future_reservation import future_reservation
-from .head_machine import head_machine
-from .jobset_lifecycle import jobset_lifecycle
-from .kueue_quota import kueue_quota
-from .network_exposure import network_exposure
-from .node_identity import node_identity
-from .pinned_images import pinned_images
-from .pod_security import pod_security_levels
-from .service_access import service_access
-from .single_zone import single_zone
-from .storage_iam import storage_iam
-from .tpu_pool_catalog import tpu_pool_catalog
-from .tpu_pool_replacement import tpu_pool_replacement
+from policies.rules.bucket_hardening import bucket_hardening
+from policies.rules.cache_location import cache_location
+from policies.rules.cluster_hardening import cluster_hardening
+from policies.rules.coordinator_label import coordinator_label
+from policies.rules.disruption_policy import disruption_policy
+from policies.rules.future_reservation import future_reservation
+from policies.rules.head_machine import head_machine
+from policies.rules.jobset_lifecycle import jobset_lifecycle
+from policies.rules.kueue_quota import kueue_quota
+from policies.rules.network_exposure import network_exposure
+from policies.rules.node_identity import node_identity
+from policies.rules.pinned_images import pinned_images
+from policies.rules.pod_security import pod_security_levels
+from policies.rules.service_access import service_access
+from policies.rules.single_zone import single_zone
+from policies.rules.storage_iam import storage_iam
+from policies.rules.tpu_pool_catalog import tpu_pool_catalog
+from policies.rules.tpu_pool_replacement import tpu_pool_replacement
 
 ALL_POLICIES = [
     single_zone,

@@ -3,7 +3,7 @@ force_destroy, and `protect` in protected stacks."""
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import BUCKET, get, has_protected_label
+from policies.rules.common import BUCKET, get, has_protected_label
 
 
 def _validate(args: ResourceValidationArgs, report) -> None:

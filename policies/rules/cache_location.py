@@ -5,7 +5,7 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from .common import WORKLOAD_TYPES, containers, pod_specs
+from policies.rules.common import WORKLOAD_TYPES, containers, pod_specs
 
 FLAG = "--gcs_scratch_location="
 # Pathways attaches one lifecycle policy per cache location, at most 50 a bucket (PLATFORM-FACTS §1).

@@ -4,7 +4,7 @@ protected must set that flag."""
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import CLUSTER, PROTECTED_STACKS_SCHEMA, get, has_protected_label, must_be_protected, stack_of
+from policies.rules.common import CLUSTER, PROTECTED_STACKS_SCHEMA, get, has_protected_label, must_be_protected, stack_of
 
 
 def _validate(args: ResourceValidationArgs, report) -> None:

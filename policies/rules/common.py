@@ -6,19 +6,21 @@ from typing import Any, Iterator, Mapping
 
 from pulumi_policy import PolicyConfigSchema
 
-from components.labels import HEAD_ROLE, PROTECTED_LABEL, ROLE_LABEL
-from components.model import tpu
-from components.resource_types import (  # noqa: F401 (re-exported for the rules)
+from components.constants import (  # noqa: F401 (re-exported for the rules)
     BUCKET,
     BUCKET_IAM_TYPES,
     CLUSTER,
     CUSTOM_ROLE,
+    HEAD_ROLE,
     HELM_TYPES,
     JOBSET,
     LEADER_WORKER_SET,
     NODE_POOL,
     PROJECT_IAM_TYPES,
+    PROTECTED_LABEL,
+    ROLE_LABEL,
 )
+from components.model.capacity import tpu
 
 # Which stacks must declare pathways:protected: true (a guard against forgetting the flag). Whether a
 # stack *is* protected is its own flag alone, carried by the PROTECTED_LABEL on its cluster and buckets.

@@ -3,8 +3,7 @@
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
 from components.manifests.jobset import coordinator_label_value
-
-from .common import JOBSET, get
+from policies.rules.common import JOBSET, get
 
 
 def _validate(args: ResourceValidationArgs, report) -> None:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from .common import CLUSTER, NODE_POOL, get, has_protected_label, is_tpu_pool
+from policies.rules.common import CLUSTER, NODE_POOL, get, has_protected_label, is_tpu_pool
 
 HOLDS_NODE_UPGRADES = ("NO_MINOR_OR_NODE_UPGRADES", "NO_UPGRADES")
 

@@ -4,7 +4,7 @@ fail half-way; `protect` makes Pulumi refuse a delete or replacement before it s
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import get
+from policies.rules.common import get
 
 FUTURE_RESERVATION = "gcp:compute/futureReservation:FutureReservation"
 

@@ -4,10 +4,10 @@ from decimal import Decimal
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from components.model import machines, quantity
+from components.model import quantity
+from components.model.capacity import machines
 from components.model.config import head_pod_demand
-
-from .common import JOBSET, NODE_POOL, get, is_head_pool, pod_specs
+from policies.rules.common import JOBSET, NODE_POOL, get, is_head_pool, pod_specs
 
 
 def _head_demands(args: StackValidationArgs):

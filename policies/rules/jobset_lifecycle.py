@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from .common import HELM_TYPES, JOBSET, LEADER_WORKER_SET, get
+from policies.rules.common import HELM_TYPES, JOBSET, LEADER_WORKER_SET, get
 
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 NAMESPACE = "kubernetes:core/v1:Namespace"

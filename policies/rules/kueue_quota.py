@@ -7,18 +7,17 @@ can take part of a group's slices while a queued one holds the rest.
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from components.labels import SLICE_GROUP_LABEL
-from components.model import tpu
+from components.constants import SLICE_GROUP_LABEL
+from components.manifests.kueue_api import API_VERSION, QUEUE_LABEL
+from components.manifests.kueue_api import TPU_RESOURCE as TPU
+from components.model.capacity import tpu
+from policies.rules.common import NODE_POOL, WORKLOAD_TYPES, get, is_tpu_pool
 
-from .common import NODE_POOL, WORKLOAD_TYPES, get, is_tpu_pool
-
-CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
-LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
-FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
-ADMISSION_CHECK = "kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck"
+CLUSTER_QUEUE = f"kubernetes:{API_VERSION}:ClusterQueue"
+LOCAL_QUEUE = f"kubernetes:{API_VERSION}:LocalQueue"
+FLAVOR = f"kubernetes:{API_VERSION}:ResourceFlavor"
+ADMISSION_CHECK = f"kubernetes:{API_VERSION}:AdmissionCheck"
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-TPU = "google.com/tpu"
 
 
 def _chips_per_vm(machine: str) -> int:

@@ -10,9 +10,8 @@ import ipaddress
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from components.model.ports import PATHWAYS_PORTS
-
-from .common import CLUSTER, get, has_protected_label
+from components.model.workloads.ports import PATHWAYS_PORTS
+from policies.rules.common import CLUSTER, get, has_protected_label
 
 FIREWALL = "gcp:compute/firewall:Firewall"
 NETWORK = "gcp:compute/network:Network"

@@ -3,7 +3,7 @@ with secure boot."""
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import CLUSTER, NODE_POOL, get
+from policies.rules.common import CLUSTER, NODE_POOL, get
 
 
 def _validate(args: ResourceValidationArgs, report) -> None:

@@ -7,8 +7,7 @@ from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidation
 
 from components.manifests.jobset import SIDECAR_CONTAINER
 from components.model.config import is_pinned
-
-from .common import WORKLOAD_TYPES, containers, get, pod_specs
+from policies.rules.common import WORKLOAD_TYPES, containers, get, pod_specs
 
 PATHWAYS_IMAGE = re.compile(r"/pathways/(server|proxy_server):(?P<tag>[^@/]+)$")
 SIDECAR_JAX = re.compile(r"-jax_(?P<v>[0-9.]+)$")

@@ -7,8 +7,7 @@ profile in `restricted` lws-system, issue #34); the checks are the API server's 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
 from components.manifests import pod_security
-
-from .common import get
+from policies.rules.common import get
 
 
 def _validate(args: StackValidationArgs, report) -> None:

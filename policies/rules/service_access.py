@@ -9,11 +9,10 @@ their Secrets), which `pulumi preview` hands the pack too and which are the cont
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
+from components.constants import RUN_ACCESS, SHARED_SERVICE_ACCESS
 from components.manifests.runs import ROLE_RULES as RUN_ROLE_RULES
 from components.manifests.service_access import ROLE_RULES
-from components.resource_types import RUN_ACCESS, SHARED_SERVICE_ACCESS
-
-from .common import get
+from policies.rules.common import get
 
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
 BINDINGS = ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")

@@ -3,7 +3,7 @@ Pathways component and the user job in the same zone)."""
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
-from .common import BUCKET, CLUSTER, NODE_POOL, get
+from policies.rules.common import BUCKET, CLUSTER, NODE_POOL, get
 
 
 def _validate(args: StackValidationArgs, report) -> None:

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
 from components.model import config
-
-from .common import BUCKET_IAM_TYPES, CUSTOM_ROLE, PROJECT_IAM_TYPES, get
+from policies.rules.common import BUCKET_IAM_TYPES, CUSTOM_ROLE, PROJECT_IAM_TYPES, get
 
 PRIMITIVE_ROLES = {"roles/owner", "roles/editor", "roles/viewer"}
 PUBLIC_MEMBERS = {"allUsers", "allAuthenticatedUsers"}

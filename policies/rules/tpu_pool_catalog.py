@@ -2,9 +2,8 @@
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from components.model import tpu
-
-from .common import NODE_POOL, get, is_tpu_pool
+from components.model.capacity import tpu
+from policies.rules.common import NODE_POOL, get, is_tpu_pool
 
 
 def _family_of(machine: str) -> tpu.TpuFamily:

@@ -2,7 +2,7 @@
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-from .common import NODE_POOL, get, is_tpu_pool
+from policies.rules.common import NODE_POOL, get, is_tpu_pool
 
 
 def _validate(args: ResourceValidationArgs, report) -> None:

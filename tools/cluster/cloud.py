@@ -15,14 +15,14 @@ import threading
 import time
 from typing import Any, Optional
 
-from .api import Api, ApiError
+from tools.cluster.api import Api, ApiError
 
 
 def log(msg: str) -> None:
     print(f"[cloud {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-# internal load balancers get addresses of the nodes' range (components/network.py's default 10.0.0.0/20 would
+# internal load balancers get addresses of the nodes' range (components/gcp/network.py's default 10.0.0.0/20 would
 # collide with kwok's pod IPs: a range of its own instead), external ones of a documentation range (RFC 5737)
 INTERNAL = ipaddress.ip_network("10.130.0.0/24")
 EXTERNAL = ipaddress.ip_network("203.0.113.0/24")

@@ -24,17 +24,16 @@ from typing import Any, Optional
 
 import yaml
 
-from components.labels import NODE_POOL_LABEL as POOL_LABEL
-from components.model.cluster import NetworkConfig
-from components.model.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
-from components.resource_types import NODE_POOL
+from components.constants import NODE_POOL
+from components.constants import NODE_POOL_LABEL as POOL_LABEL
+from components.model.cluster.cluster import NetworkConfig
+from components.model.cluster.cluster_checks import GCP_ONLY_KEYS, GCP_ONLY_SECTIONS
 from infra.offline.engine import Plan
 from infra.offline.engine import run as offline_plan
 from infra.offline.stackfile import flatten
+from tools.cluster.gke_nodes import plan_nodes, queued_pools
+from tools.cluster.local import GKE_CRDS, INFERENCE_POOL_CHART, ClusterError, LocalCluster, chart_dir, log
 from tools.pulumi_real.run import POLICIES, PulumiRun, Result
-
-from .gke_nodes import plan_nodes, queued_pools
-from .local import GKE_CRDS, INFERENCE_POOL_CHART, ClusterError, LocalCluster, chart_dir, log
 
 # The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
 CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system")
@@ -64,7 +63,7 @@ def existing_mode(config: dict[str, Any], cluster: LocalCluster) -> dict[str, An
     """A stack's config as its Kubernetes layer on `cluster`: cluster.existing (this control plane, by its name),
     a named bucket, the GCP-only keys dropped, and the three controllers (and any inference gateway's chart) installed
     from the pinned charts."""
-    # the keys of the GCP half, which a cluster made elsewhere refuses (components/model/cluster_checks.py)
+    # the keys of the GCP half, which a cluster made elsewhere refuses (components/model/cluster/cluster_checks.py)
     out = {k: copy.deepcopy(v) for k, v in config.items() if k not in {f"pathways:{x}" for x in GCP_ONLY_SECTIONS}}
     # an internal load balancer admits the client ranges its stack gives it, by default the stack's own subnet's node
     # and pod ranges; on a cluster made elsewhere the stack must name them: those of the network the stack had

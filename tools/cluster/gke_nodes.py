@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from components.resource_types import NODE_POOL
+from components.constants import NODE_POOL
 from infra.offline.engine import Plan
 
 FIXTURE = Path(__file__).resolve().parent / "gke-nodes.yaml"

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .api import Api, ApiError
+from tools.cluster.api import Api, ApiError
 
 HERE = Path(__file__).resolve().parent
 PROBES_PASSED = "e2e.pathways/probes-passed"  # the kwok stage pod-ready reads it (a scenario's engine that answers)

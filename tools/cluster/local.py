@@ -27,11 +27,10 @@ from typing import Any, Iterator, Optional
 
 import yaml
 
-from components.model import inference_gateway as igw
-
-from .api import Api
-from .cloud import LoadBalancerController, QueuedProvisioner
-from .kubelet import ControllerKubelet, Engine
+from components.model.workloads import inference_gateway as igw
+from tools.cluster.api import Api
+from tools.cluster.cloud import LoadBalancerController, QueuedProvisioner
+from tools.cluster.kubelet import ControllerKubelet, Engine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -182,7 +181,7 @@ class LocalCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         log(f"creating control plane {self.name} (kwokctl --runtime binary) in {self.workdir}")
-        from .offline import ADDRESS
+        from tools.cluster.offline import ADDRESS
 
         # The controllers' pods reach the API server at this namespace's veth address (tools/cluster/kubelet.py):
         # its serving certificate must name it.
@@ -235,7 +234,7 @@ class LocalCluster:
     def start_kubelet(self) -> None:
         """The kubelet stand-in for the controllers' pods (tools/cluster/kubelet.py). Their network namespaces
         reach the API server at the address this namespace has on its veth (tools/cluster/offline.py)."""
-        from .offline import ADDRESS, MARKER
+        from tools.cluster.offline import ADDRESS, MARKER
 
         if os.environ.get(MARKER) != "1":
             raise ClusterError("the controllers' pods need the tier's network namespace: run under `python -m tools.cluster.offline`")

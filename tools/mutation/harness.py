@@ -240,7 +240,7 @@ def mutated_source(path: Path, mutant: Mutant) -> str:
 
 EQUIVALENT_FORMAT = """\
 One mutant a line: `path:scope:column:operator  code  # why it is equivalent`, e.g.
-    components/model/tpu.py:_canonical_3d:31:int:1->2  for b in range(a, chips // a + 1, 4):  # range end exclusive: ...
+    components/model/capacity/tpu.py:_canonical_3d:31:int:1->2  for b in range(a, chips // a + 1, 4):  # range end exclusive: ...
 `code` is the mutated node's (first) line as it reads in the source, without indentation or comment;
 `column` counts characters from the start of that code; `scope` is the innermost def or class holding
 the node (Class.method; its decorators, defaults and annotations count as inside it), <module> if

@@ -55,7 +55,7 @@ def _third_party_modules() -> list[str]:
 
                 from infra.offline import engine, stackfile
 
-                config, secrets = stackfile.load_config(engine.PROJECT_ROOT / "tests" / "fixtures" / "examples" / "stacks" / "Pulumi.dev.yaml")
+                config, secrets = stackfile.load_config(stackfile.PROJECT_ROOT / "tests" / "fixtures" / "examples" / "stacks" / "Pulumi.dev.yaml")
                 engine.run(config, "dev", secrets)
                 pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-n", "0", "tests"])
         # in import order (sys.modules keeps it): a package before the submodules its __init__ imports

@@ -1,0 +1,182 @@
+"""TpuSliceGroup: one GKE node pool per TPU slice of a slice group.
+
+Each pool's shape comes from the TPU catalog. Pools are siblings that depend only on the cluster,
+so adding slices never lengthens a deploy's critical path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.constants import SLICE_GROUP_LABEL, SLICE_LABEL, TPU_TAINT
+from components.gcp.node_defaults import node_config, pool_locations
+from components.gcp.node_pool_lanes import NodePoolLanes
+from components.model.capacity.tpu import Placement, TpuSlice
+from components.model.config import Capacity
+
+# A TPU pool can take far longer than the provider's default to come up (capacity search, atomic
+# multi-host creation); deletes of large slices are slow too.
+TPU_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="180m", update="120m", delete="90m")
+
+
+def placement_policy(tpu: TpuSlice, policy_name: Optional[pulumi.Input[str]]) -> Optional[gcp.container.NodePoolPlacementPolicyArgs]:
+    """The pool's placement_policy, written as GKE stores it, so `pulumi up` never sees a diff
+    (placement_policy is ForceNew in the provider: a diff would replace the slice).
+
+    - single host: none (GKE refuses tpu_topology on single-host TPU pools);
+    - compact (v4, v5e, v5p, v6e multi-host): {type: COMPACT, tpu_topology};
+    - workload policy (tpu7x multi-host): {policy_name, tpu_topology} and an empty type. GKE stores a
+      named policy with no type (vllm-project/ci-infra #547, probed on a live cluster: "the API stored
+      policyName and tpuTopology with no type"; gcloud sends the same, cluster-toolkit #5691,
+      terraform-provider-google #25388). The provider's read copies type, policy_name and
+      tpu_topology from the API verbatim (resource_container_node_pool.go, flattenNodePool) and
+      still marks type Required, so the empty string is what matches the read-back state.
+    """
+    if tpu.placement is Placement.COMPACT:
+        return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu.topology)
+    if tpu.placement is Placement.WORKLOAD_POLICY:
+        return gcp.container.NodePoolPlacementPolicyArgs(type="", policy_name=policy_name, tpu_topology=tpu.topology)
+    return None
+
+
+def flex_start_autoscaling(tpu: TpuSlice) -> dict[str, Any]:
+    """Autoscaling of a flex-start slice pool: 0 nodes until a workload asks, then the whole slice.
+
+    Per-zone limits, not total ones: GKE checks a multi-host slice against the per-zone
+    max_node_count, which is 0 when only total_max_node_count is set ("Maximum node count 0 is not a
+    valid size of TPU pod slice", vllm-project/ci-infra #545; Cluster Toolkit exposes per-zone
+    limits for flex-start TPU pools, cluster-toolkit #5111). The pool lives in one zone, so per-zone
+    and total are the same number. Location policy ANY: a balanced spread cannot assemble a slice.
+    """
+    return {"min_node_count": 0, "max_node_count": tpu.hosts, "location_policy": "ANY"}
+
+
+def pool_name(group: str, index: int) -> str:
+    """Deterministic pool name (GKE allows 40 characters; groups are at most 20)."""
+    return f"tpu-{group}-{index}"
+
+
+@dataclass(frozen=True)
+class TpuSliceGroupArgs:
+    project: str
+    """Project of the cluster."""
+    region: str
+    """Region (for the tpu7x workload policy)."""
+    zone: str
+    """The stack's one zone."""
+    regional: bool
+    """Whether the cluster is regional."""
+    cluster: pulumi.Input[str]
+    """Cluster name (output, so pools wait for the cluster)."""
+    cluster_name: str
+    """Cluster name as configured, to make project-unique names (the workload policy)."""
+    location: str
+    """Cluster location."""
+    group: str
+    """Slice group name: node label value and pool name part."""
+    tpu: TpuSlice
+    """The slice shape from the TPU catalog."""
+    count: int
+    """Number of slices, one node pool each."""
+    capacity: Capacity
+    """on-demand, spot, reservation or flex-start."""
+    reservation: Optional[str]
+    """Specific reservation name when capacity is reservation."""
+    service_account: pulumi.Input[str]
+    """Email of the Pathways node SA."""
+    lanes: NodePoolLanes
+    """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
+    auto_upgrade: bool = True
+    """Whether GKE upgrades the pools' nodes (recreating the slice)."""
+    scale_to_zero: bool = False
+    """Autoscale from 0 to the whole slice (flex-start pools always do)."""
+    queued_provisioning: bool = False
+    """Flex-start with queued provisioning: nodes only for ProvisioningRequests (Kueue's admission check makes them)."""
+    workload_metadata: str = "GKE_METADATA"
+    """GCE_METADATA where serve workloads run: Google's JetStream-on-Pathways tutorial runs those pools without
+    Workload Identity, its pods acting as the node service account (PLATFORM-FACTS §7)."""
+
+
+class TpuSliceGroup(pulumi.ComponentResource):
+    pool_names: pulumi.Output[list[str]]
+    """Node pool names, index order."""
+
+    def __init__(self, name: str, args: TpuSliceGroupArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:gcp:TpuSliceGroup", name, None, opts)
+        tpu = args.tpu
+        policy_name: Optional[pulumi.Output[str]] = None
+        if tpu.placement is Placement.WORKLOAD_POLICY:
+            policy = gcp.compute.ResourcePolicy(
+                f"{name}-workload-policy",
+                project=args.project,
+                region=args.region,
+                # Resource policies are per project and region: the cluster name keeps stacks apart.
+                name=f"{args.cluster_name}-{args.group}"[:60].rstrip("-") + "-wp",  # names: at most 63
+                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                    type="HIGH_THROUGHPUT", accelerator_topology=tpu.topology
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            policy_name = policy.name
+        pools = [self._pool(name, args, i, policy_name) for i in range(args.count)]
+        self.pool_names = pulumi.Output.all(*[p.name for p in pools])
+        self.register_outputs({"poolNames": self.pool_names})
+
+    def _pool(self, name: str, args: TpuSliceGroupArgs, index: int, policy_name: Optional[pulumi.Output[str]]) -> gcp.container.NodePool:
+        tpu, flex = args.tpu, args.capacity is Capacity.FLEX_START
+        autoscaled = flex or args.scale_to_zero
+        extra: dict = {}
+        if args.capacity is Capacity.SPOT:
+            extra["spot"] = True
+        elif args.capacity is Capacity.RESERVATION:
+            assert args.reservation is not None  # the config model's capacity property
+            extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="SPECIFIC_RESERVATION",
+                key="compute.googleapis.com/reservation-name",
+                values=[args.reservation],
+            )
+        elif flex:
+            extra["flex_start"] = True
+            extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="NO_RESERVATION"
+            )
+        # GKE "flex-start with queued provisioning": --flex-start --enable-queued-provisioning, no reservation, autoscaled
+        # from 0, no auto-repair (Cluster Toolkit modules/compute/gke-node-pool queued_provisioning; GKE taints the
+        # nodes cloud.google.com/gke-queued=true:NoSchedule, which the group's Kueue flavor tolerates).
+        queued = gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if flex and args.queued_provisioning else None
+        placement = placement_policy(tpu, policy_name)
+        labels = {SLICE_GROUP_LABEL: args.group, SLICE_LABEL: pool_name(args.group, index)}
+        pool = gcp.container.NodePool(
+            f"{name}-{index}",
+            project=args.project,
+            cluster=args.cluster,
+            location=args.location,
+            name=pool_name(args.group, index),
+            node_locations=pool_locations(args.regional, args.zone),
+            # Flex-start and scale-to-zero pools start empty and the autoscaler brings the whole slice up on demand.
+            node_count=None if autoscaled else tpu.hosts,
+            initial_node_count=0 if autoscaled else None,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(**flex_start_autoscaling(tpu)) if autoscaled else None,
+            management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=args.auto_upgrade),
+            # A slice upgrades as a whole; no surge node (a spare VM cannot join a slice): one at a time,
+            # as Cluster Toolkit's gke-node-pool does for TPU pools (max_surge 0, max_unavailable 1).
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),
+            placement_policy=placement,
+            queued_provisioning=queued,
+            node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,),
+                                    workload_metadata=args.workload_metadata, **extra),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Quota and reservations never fit two copies of a slice: delete, then create.
+                delete_before_replace=True,
+                custom_timeouts=TPU_POOL_TIMEOUTS,
+                ignore_changes=["nodeCount", "initialNodeCount"] if autoscaled else [],
+                depends_on=args.lanes.after(),
+            ),
+        )
+        args.lanes.add(pool)
+        return pool

@@ -1,0 +1,52 @@
+"""Kueue: the controller (Helm chart, on the system pool, JobSet integration on) and the queue objects
+derived from the stack (components.manifests.kueue, pure). JobSets wait for both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+
+from components.dependencies import Dependency, all_of
+from components.kubernetes.controller_chart import install_chart
+from components.kubernetes.kubernetes_object import KubernetesObject
+from components.manifests.controller_charts import KUEUE, kueue_manager_config
+from components.manifests.kueue import references
+
+
+@dataclass(frozen=True)
+class KueueArgs:
+    version: str
+    """Chart version (the git tag without its v, e.g. 0.19.2)."""
+    chart: Optional[str]
+    """oci://registry.k8s.io/kueue/charts/kueue, a local chart directory, or None: the cluster runs Kueue already."""
+    system_role: str
+    """Value of the pathways/role label on the system pool, where the controller runs."""
+    frameworks: Optional[tuple[str, ...]] = None
+    """The integrations Kueue enables, or None for the chart's (a fleet's clusters: FLEET_FRAMEWORKS)."""
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses (built from the stack)."""
+
+
+class Kueue(pulumi.ComponentResource):
+    ready: list[Dependency]
+    """Depend on these: the controller and webhooks are up and the queues exist."""
+
+    def __init__(self, name: str, args: KueueArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("pathways:k8s:Kueue", name, None, opts)
+        installed: list[Dependency] = []
+        if args.chart is not None:
+            # The values come from components/manifests/controller_charts.py, which the offline render uses too.
+            installed.append(install_chart(self, name, namespace=KUEUE.namespace, pod_security=KUEUE.pod_security, chart=args.chart,
+                                           version=args.version, values={**KUEUE.values(args.version, args.system_role),
+                                                                         **(kueue_manager_config(args.frameworks) if args.frameworks else {})}).resources)
+        made: dict[tuple[str, str], KubernetesObject] = {}
+        for obj in args.objects:  # each after the objects it names (kueue.objects' order)
+            named = [made[r] for r in references(obj) if r in made]
+            made[(obj["kind"], obj["metadata"]["name"])] = KubernetesObject(
+                "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of([*installed, *named])),
+            )
+        self.ready = [*installed, *made.values()]
+        self.register_outputs({})

@@ -1,0 +1,21 @@
+"""Kueue's API names and the labels a workload carries to be queued (pure constants): what the JobSet, run, fleet
+and Kueue builders share, so none of them imports another for a name (Kueue v0.15 apis/kueue/v1beta2 and
+pkg/controller/constants: `kueue.x-k8s.io/queue-name`, `kueue.x-k8s.io/priority-class`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a name only: the policy pack imports these constants without the model
+    from components.model.resolved import ResolvedWorkload
+
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+TPU_RESOURCE = "google.com/tpu"
+RESOURCES = ("cpu", "memory", TPU_RESOURCE)
+
+
+def queue_labels(w: ResolvedWorkload) -> dict[str, str]:
+    """The labels a JobSet carries to be queued: its LocalQueue and its WorkloadPriorityClass."""
+    return {QUEUE_LABEL: str(w.local_queue), PRIORITY_LABEL: f"pathways-{w.priority}"}

@@ -1,0 +1,69 @@
+"""Ad-hoc runs: experiments submitted with `python -m infra.run`, without a stack-file edit (Pulumi-free).
+
+`pathways:runs` (opt-in) gives a stack what such runs need: a Kueue LocalQueue in the stack's namespace for each
+ClusterQueue (``run_queue``), head-pool room for their head pods (``headNodes``), and a Role for the people who
+submit them. A run spec is a small workload (batch or interactive): ``config.load_run`` validates it with the same
+model, rules and JobSet builder as a declared workload, so a bad spec gets the same one-line errors, keyed
+``run.<key>``. A run's JobSet is created with the user's kubeconfig and carries no Pulumi ownership: `pulumi up`
+neither sees nor deletes it, and the offline `diff` reads stack files only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from components.model.common import INT32_MAX, MAX_NODES_PER_POOL_ZONE, _Model
+from components.model.workloads.service import ServiceClient
+from components.model.workloads.storage import RunBucket, first_repeated
+
+# Who created a JobSet: app.kubernetes.io/managed-by (Kubernetes' recommended label). The stack's JobSets say pulumi.
+RUN_MANAGER = "pathways-run"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+RUN_QUEUE_PREFIX = "runs-"
+# What a run spec may set: a batch program (or an interactive head for a notebook) on some slices of a group.
+# Not profiling (its token is a Secret the stack makes), not serve or service modes (stack-managed endpoints).
+RUN_KEYS = (
+    "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
+    "maxRestarts", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
+    "ttlSecondsAfterFinished", "subdomain", "mounts",
+)
+RUN_MODES = ("batch", "interactive")
+RUN_PRIORITIES = ("training", "interactive", "experiment")
+
+
+class Runs(_Model):
+    """Ad-hoc runs (python -m infra.run): their queues, head-pool room and who may submit them."""
+
+    head_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL_ZONE, description=(
+        "Head-pool nodes for ad-hoc runs' head pods, beside the declared workloads' (one head pod a node); Kueue counts "
+        "them as CPU and memory. Ignored when headPool.nodeCount is set."))
+    priority: Literal["training", "interactive", "experiment"] = Field(default="experiment", description=(
+        "A run's priority unless it asks for another: experiment, the lowest, so declared workloads preempt runs."))
+    ttl_seconds_after_finished: int = Field(default=7 * 86400, ge=0, le=INT32_MAX, description=(
+        "Delete a finished run's JobSet (pods, logs) after this long (default a week); nothing re-creates a run."))
+    submitters: list[ServiceClient] = Field(default_factory=list, max_length=50, description=(
+        "Who may submit, list, follow, describe and delete runs: a Role in the stack's namespace (JobSets, their "
+        "pods, logs, events and Kueue workloads; port-forward for notebooks) and read access to nodes. They can run "
+        "any program on the Pathways nodes, with the nodes' rights."))
+    buckets: list[RunBucket] = Field(default_factory=list, max_length=20, description=(
+        "Buckets runs may mount (mounts[].bucket): the bootstrap grants the runs' Kubernetes service account "
+        "(pathways-runs) roles/storage.objectViewer on each, or objectUser where readOnly is false."))
+
+    @field_validator("buckets")
+    @classmethod
+    def _unique(cls, v: list[RunBucket]) -> list[RunBucket]:
+        dup = first_repeated([b.name for b in v])
+        if dup:
+            raise ValueError(f"bucket {dup!r} is listed twice; list each once")
+        return v
+
+
+# The Kubernetes service account of a run that mounts buckets (runs.buckets' grants go to it).
+RUN_SERVICE_ACCOUNT = "pathways-runs"
+
+
+def run_queue(cluster_queue: str) -> str:
+    """The LocalQueue ad-hoc runs use, in the stack's namespace, for one ClusterQueue."""
+    return f"{RUN_QUEUE_PREFIX}{cluster_queue}"

@@ -1,0 +1,247 @@
+"""Rules of a serve workload (mode: serve, a LeaderWorkerSet; its schema: ``serving.ServeConfig``), each with
+its source. Registered, in the order load() reports them, in ``checks``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from components.model import quantity
+from components.model.capacity import machines
+from components.model.errors import Problem, config_key
+from components.model.resolved import server_image
+from components.model.stack import StackConfig
+from components.model.workloads import maxtext, vllm
+from components.model.workloads.images import image_tag
+from components.model.workloads.serving import _MAXTEXT_KEY, JETSTREAM_IMAGE, JETSTREAM_PATHWAYS_VERSION, SERVE_KEYS, ServeConfig
+from components.model.workloads.workload import MAX_LABEL_VALUE, Workload, head_pod_demand, serve_worker_request
+
+# Keys a LeaderWorkerSet has no use for: they configure the JobSet path (its restart budget, elastic slices,
+# the colocated sidecar, the head's user container). xlaFlags are not among them: they go to the leader's IFRT
+# proxy, as Google's disaggregated serving manifest passes its XLA flags.
+JOBSET_ONLY_KEYS = ("slices", "max_restarts", "worker_restarts_per_host", "elastic", "colocated_python", "subdomain",
+                    "hlo_dump", "profiling", "persistence", "ttl_seconds_after_finished",
+                    "data_loader_workers", "shm_size", "cpu", "memory")
+# MaxText model names (MaxText/configs/models/<name>.yml): lowercase, e.g. llama3.1-8b, gemma2-9b.
+_MAXTEXT_MODEL = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+# serve.* keys of one engine only.
+JETSTREAM_KEYS = ("config_file", "tokenizer", "tokenizer_type", "per_device_batch_size", "max_prefill_predict_length",
+                  "max_target_length", "parallelism", "quantization", "quantize_kvcache", "weight_dtype", "jetstream_image",
+                  "http_image")
+VLLM_KEYS = ("max_model_len", "hugging_face_token_secret", "vllm_image")
+# LWS names its leader StatefulSet <name> and each group's workers <name>-<group>; a StatefulSet's pods carry
+# controller-revision-hash=<statefulset>-<10-character hash>, a label value of at most 63 characters.
+MAX_LWS_STATEFULSET_NAME = MAX_LABEL_VALUE - 11
+
+
+def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """serve: is for mode: serve only, and a serve workload's LeaderWorkerSet must fit its slice group."""
+    if w.mode != "serve":
+        if w.serve is not None:
+            return [Problem(config_key(("workloads", i, "serve")), "only for mode: serve; remove it or set mode: serve")]
+        return []
+    if w.serve is None:
+        return [Problem(config_key(("workloads", i, "serve")), (
+            "required for mode: serve (at least serve.model: a Hugging Face id for vLLM, the default engine)"
+        ))]
+    problems = []
+    fields = type(w).model_fields
+    for name in JOBSET_ONLY_KEYS:
+        if name in w.model_fields_set:
+            hint = ("a serve workload takes serve.replicas slices (two each when serve.disaggregated)"
+                    if name == "slices" else "it configures the JobSet path, which a serve workload does not use")
+            problems.append(Problem(config_key(("workloads", i, fields[name].alias or name)), f"not for mode: serve; {hint}: remove it"))
+    sv = w.serve
+    group = cfg.workload_group(w)
+    wanted = sv.max_replicas * sv.slices_per_replica
+    if wanted > group.count:
+        each = "two slices (prefill and decode)" if sv.disaggregated else "one slice"
+        key = ("workloads", i, "serve", "autoscale", "maxReplicas") if sv.autoscale else ("workloads", i, "serve", "replicas")
+        problems.append(Problem(config_key(key), (
+            f"{sv.max_replicas} replica(s) of {each} need {wanted} slices, but group {group.name!r} has {group.count}; "
+            f"use at most {group.count // sv.slices_per_replica} replica(s) or raise that group's count"
+        )))
+    if sv.autoscale and "replicas" in sv.model_fields_set:
+        problems.append(Problem(config_key(("workloads", i, "serve", "replicas")), (
+            "not with serve.autoscale: the autoscaler sets the replicas between minReplicas and maxReplicas; remove it")))
+    if sv.autoscale and sv.engine_name != "vllm":
+        problems.append(Problem(config_key(("workloads", i, "serve", "autoscale")), (
+            "only for engine: vllm (it scales on vLLM's queue or KV-cache metric); remove it")))
+    if sv.autoscale and w.state == "suspended" and not cfg.kubernetes.kueue.enabled:
+        problems.append(Problem(config_key(("workloads", i, "state")), (
+            "suspended with serve.autoscale needs Kueue (kubernetes.kueue.enabled): its queue's HoldAndDrain stops the "
+            "replicas while the autoscaler keeps its count; without Kueue remove autoscale to suspend (replicas: 0)")))
+    longest = f"{w.name}-{max(sv.max_replicas - 1, 0)}"
+    if len(longest) > MAX_LWS_STATEFULSET_NAME:
+        problems.append(Problem(config_key(("workloads", i, "name")), (
+            f"the LeaderWorkerSet's worker StatefulSet {longest!r} would be {len(longest)} characters, over the "
+            f"{MAX_LWS_STATEFULSET_NAME} a StatefulSet name may have (its pods' controller-revision-hash label adds 11); "
+            "use a shorter name"
+        )))
+    # The leader runs on a TPU host beside a worker that requests half the VM (workload.serve_worker_request);
+    # machines.py: the VM's allocatable.
+    vm = machines.tpu_vm_shape(group.tpu.machine_type)
+    cpu, mem, parts = head_pod_demand(w)
+    w_cpu, w_mem = serve_worker_request(group.tpu.machine_type)
+    if not machines.fits(vm, cpu + w_cpu, mem + w_mem):
+        room_cpu, room_mem = vm.allocatable_cpu - w_cpu, vm.allocatable_memory_gib - w_mem
+        problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
+            f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) leaves its worker less than half of a "
+            f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable; the "
+            f"worker requests {w_cpu} vCPU, {w_mem} GiB so that it is not evicted first); keep the leader within "
+            f"{room_cpu:.0f} vCPU and {room_mem:.0f} GiB (serve.proxyResources, serve.engineResources) or serve from a "
+            "slice group with larger TPU VMs"
+        )))
+    problems += _engine_pathways_pair(cfg, i, w)
+    if sv.load_balancer_source_ranges and not sv.internal_load_balancer:
+        problems.append(Problem(config_key(("workloads", i, "serve", "loadBalancerSourceRanges")), (
+            "only with serve.internalLoadBalancer: true (the ClusterIP Service has no load balancer to restrict); remove it")))
+    elif sv.internal_load_balancer and not cfg.load_balancer_source_ranges(w):
+        problems.append(Problem(config_key(("workloads", i, "serve", "loadBalancerSourceRanges")), (
+            "required with serve.internalLoadBalancer on an existing network or cluster (the stack knows no client "
+            "ranges there, and an unrestricted load balancer admits the whole VPC and its peers); list the clients' CIDRs")))
+    problems += _engine_keys(i, sv)
+    if sv.engine_name == "jetstream":
+        problems += _jetstream(i, sv, group.tpu.chips, group.tpu.name)
+    else:
+        problems += _vllm(i, sv)
+    if sv.gateway.enabled:
+        problems += _gateway(cfg, i, w)
+    if w.priority is not None and w.priority != "serving":
+        problems.append(Problem(config_key(("workloads", i, "priority")), (
+            f"{w.priority} would let training preempt a serving endpoint; a serve workload runs at serving (remove it)"
+        )))
+    return problems
+
+
+def _engine_pathways_pair(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """The Pathways server and proxy are the release the engine image's JAX needs (one JAX on both sides of the
+    proxy): for vLLM, what its tpu-inference requires (vllm.py); for JetStream, what Google documents beside the
+    image. An image of another repository is the user's to pair."""
+    assert w.serve is not None
+    sv = w.serve
+    engine = sv.engine_image
+    tag = image_tag(engine) or ""
+    repository = engine.split("@")[0].rsplit(":", 1)[0]
+    if sv.engine_name == "vllm":
+        wanted = vllm.pathways_version(tag) if repository == vllm.VLLM_IMAGE_REPOSITORY else None
+        source = f"its tpu-inference requires jax {wanted[len('jax-'):]}" if wanted else ""
+    else:
+        wanted = JETSTREAM_PATHWAYS_VERSION.get(tag) if repository == JETSTREAM_IMAGE.rsplit(":", 1)[0] else None
+        source = "Google's pairing: the engine's JAX talks to the IFRT proxy"
+    running = image_tag(server_image(cfg.pathways_version, w))
+    if wanted is None or running == wanted:
+        return []
+    key = ("workloads", i, "serverImage") if w.server_image else ("pathwaysVersion",)
+    return [Problem(config_key(key), (
+        f"{running} for serve workload {w.name!r}, but its engine image {tag} runs on Pathways {wanted} ({source}); "
+        f"use {wanted}, or give this workload serverImage .../pathways/server:{wanted} (its proxy follows) where other "
+        f"workloads need {running}"
+    ))]
+
+
+def _engine_keys(i: int, sv: ServeConfig) -> list[Problem]:
+    """Keys of the other engine are refused; JetStream's keys without serve.engine say that vllm is now the default
+    (an existing JetStream stack must not switch engines silently)."""
+    fields = type(sv).model_fields
+    out = []
+    if sv.engine_name == "vllm":
+        for name in JETSTREAM_KEYS:
+            if name in sv.model_fields_set:
+                why = ("serve.engine is not set, and the default engine is vllm: set serve.engine: jetstream to keep "
+                       "JetStream (archived by its maintainers on 2026-02-01), or remove it and configure vLLM"
+                       if sv.engine is None else "a JetStream (MaxText) key, not for engine: vllm; remove it")
+                out.append(Problem(config_key(("workloads", i, "serve", fields[name].alias or name)), why))
+    else:
+        for name in VLLM_KEYS:
+            if name in sv.model_fields_set:
+                out.append(Problem(config_key(("workloads", i, "serve", fields[name].alias or name)),
+                                   "a vLLM key, not for engine: jetstream; remove it"))
+    return out
+
+
+def _vllm(i: int, sv: ServeConfig) -> list[Problem]:
+    out = []
+    if sv.disaggregated:
+        out.append(Problem(config_key(("workloads", i, "serve", "disaggregated")), (
+            f"not with engine: vllm: tpu-inference {vllm.RELEASES[vllm.VLLM_IMAGE.rsplit(':', 1)[1]].tpu_inference}'s "
+            f"disaggregated engine ({vllm.DISAGGREGATED_ENGINE}) is not reachable from `vllm serve`; serve one slice per "
+            "replica, or use engine: jetstream for prefill and decode on separate slices")))
+    if not vllm.is_hugging_face_id(sv.model):
+        out.append(Problem(config_key(("workloads", i, "serve", "model")), (
+            f"{sv.model!r} is not a Hugging Face model id, which vLLM serves (e.g. meta-llama/Llama-3.1-8B-Instruct); "
+            "a MaxText model name needs serve.engine: jetstream")))
+    for j, arg in enumerate(sv.extra_args):
+        why = vllm.flag_problem(arg)
+        if why:
+            out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)), why))
+    return out
+
+
+def _jetstream(i: int, sv: ServeConfig, chips: int, tpu_name: str) -> list[Problem]:
+    out = []
+    if sv.weights is None:
+        out.append(Problem(config_key(("workloads", i, "serve", "weights")), (
+            "required for engine: jetstream: the gs:// MaxText checkpoint (load_parameters_path)")))
+    if not _MAXTEXT_MODEL.fullmatch(sv.model):
+        out.append(Problem(config_key(("workloads", i, "serve", "model")), (
+            f"{sv.model!r} is not a MaxText model name (e.g. llama3.1-8b), which JetStream serves")))
+    for j, arg in enumerate(sv.extra_args):
+        key, sep, _ = arg.partition("=")
+        if not sep or not _MAXTEXT_KEY.fullmatch(key):
+            out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)), f"{arg[:80]!r} is not a MaxText key=value argument"))
+        elif key in SERVE_KEYS or key.startswith("ici_"):
+            out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)),
+                               f"{key} is set by the stack from its own keys (serve.*); set it there instead"))
+    if sv.tokenizer_args is None:
+        out.append(Problem(config_key(("workloads", i, "serve", "tokenizer")), (
+            f"required for model {sv.model!r}: the JetStream image has no tokenizer MaxText pairs with it (base.yml's "
+            "default is Llama 2's, which decodes any other model into nonsense); set the model's tokenizer (a file in the "
+            "image or a Hugging Face id) and serve.tokenizerType"
+        )))
+    mesh = maxtext.mesh_problem(sv.parallelism, chips, sv.config_file)
+    if mesh:
+        out.append(Problem(config_key(("workloads", i, "serve", "parallelism")), (
+            f"{mesh}; each replica's engine spans one {tpu_name} slice ({chips} chips)"
+        )))
+    return out
+
+
+# The chart names its picker <release truncated to 40>-epp (epplib _helpers.tpl gateway-api-inference-extension.name).
+MAX_GATEWAY_RELEASE = 40
+
+
+def _gateway(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """serve.gateway: what the inferencepool chart and GKE's Gateway need (components/model/workloads/inference_gateway.py)."""
+    sv = w.serve
+    assert sv is not None
+    key = ("workloads", i, "serve", "gateway")
+    out = []
+    if sv.engine_name != "vllm":
+        out.append(Problem(config_key((*key, "enabled")), (
+            "only for engine: vllm; the endpoint picker of the pinned chart reads one of the model servers "
+            "vllm, sglang, triton-tensorrt-llm, trtllm-serve (values.yaml modelServerType), not JetStream: remove it")))
+    if len(w.name) > MAX_GATEWAY_RELEASE:
+        out.append(Problem(config_key(("workloads", i, "name")), (
+            f"{len(w.name)} characters; with serve.gateway at most {MAX_GATEWAY_RELEASE}: the chart cuts the pool's "
+            "name to 40 characters in its endpoint picker's name, which the InferencePool then would not find")))
+    if cfg.cluster.existing is None:
+        # the picker runs on the system pool (components/manifests/inference_gateway.py)
+        system = cfg.cluster.system_pool.machine_type
+        node = machines.shape(system)
+        cpu, memory, _ = sv.gateway.picker_requests
+        need_cpu, need_mem = quantity.parse(cpu), quantity.parse(memory) / quantity.GIB
+        if not machines.fits(node, need_cpu, need_mem):
+            out.append(Problem(config_key((*key, "pickerResources")), (
+                f"the endpoint picker requests {cpu} CPU and {memory} (the chart's sizing unless set here), more than one "
+                f"{system} system-pool node holds ({node.allocatable_cpu:.2f} CPU, {node.allocatable_memory_gib:.1f} GiB "
+                f"allocatable); set cluster.systemPool.machineType to {machines.smallest_fitting(need_cpu, need_mem, machines.SYSTEM_CANDIDATES)} "
+                "or larger, or lower serve.gateway.pickerResources")))
+    if cfg.creates_proxy_only_subnet and w is cfg.gateway_workloads[0]:
+        proxy = ipaddress.ip_network(cfg.network.proxy_only_cidr)
+        for name, cidr in cfg.network.named_ranges:
+            if proxy.overlaps(ipaddress.ip_network(cidr)):
+                out.append(Problem(config_key(("network", "proxyOnlyCidr")), (
+                    f"{proxy} overlaps {name} {cidr}; the gateway's proxy-only subnet needs a range of its own (e.g. a /23)")))
+    return out
