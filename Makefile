@@ -17,6 +17,8 @@ CRDS := build/crds/.stamp
 SERVING_SOURCES := build/serving-sources/.installed
 # Google's Shared Pathways Service client (pathwaysutils), a test peer of the e2e tier, in its own venv.
 CLIENT_VENV := build/client-venv
+# xpk, the peer `make bench` times the plan against, pinned and hash-locked, in its own venv (never on PATH).
+XPK_VENV := build/xpk-venv
 
 .PHONY: plan plan-bootstrap notebook-lock diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
 
@@ -77,13 +79,19 @@ $(CLIENT_VENV)/.installed: tools/cluster/client-requirements.lock
 	$(CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r tools/cluster/client-requirements.lock
 	touch $@
 
+$(XPK_VENV)/.installed: tools/xpk/requirements.lock $(VENV)/.installed
+	@echo "==> setting up $(XPK_VENV) (xpk, for make bench; first run only)"
+	test -x $(XPK_VENV)/bin/python || $(PYTHON) -m venv $(XPK_VENV)
+	$(VENV)/bin/uv pip install --python $(XPK_VENV)/bin/python --require-hashes --compile-bytecode -r tools/xpk/requirements.lock
+	touch $@
+
 client-venv: $(CLIENT_VENV)/.installed
 
 # The real-engine tier: the stacks' Kubernetes layer on a local control plane (tests_e2e/).
 e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed $(CRDS)
 	$(PY) -m tools.cluster.offline -- $(PY) -m pytest -q -p no:cacheprovider --durations=20 tests_e2e
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(XPK_VENV)/.installed
 	$(PY) -m tools.bench
 
 # The real `pulumi preview` (Kubernetes layer, local control plane): time, memory, where the time goes.
@@ -111,6 +119,8 @@ lock: $(VENV)/.installed
 		--custom-compile-command "make lock" --quiet -o requirements.lock
 	$(VENV)/bin/uv pip compile requirements-bootstrap.in --generate-hashes --universal --python-version 3.11 \
 		--custom-compile-command "make lock" --quiet -o requirements-bootstrap.txt
+	$(VENV)/bin/uv pip compile tools/xpk/requirements.in --generate-hashes --universal --python-version 3.11 \
+		--custom-compile-command "make lock" --quiet -o tools/xpk/requirements.lock
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

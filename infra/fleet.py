@@ -1,6 +1,7 @@
-"""pathways:fleet in the program: a worker's identity for its manager and its `fleet` output; a manager's stack
-references, the rules its workers' outputs must keep, its kubeconfig Secrets, MultiKueue objects and queues
-(components/model/cluster/fleet.py for the facts, components/manifests/fleet.py for the objects)."""
+"""pathways:fleet in the program, one block: a manager's stack references, the rules its workers' outputs must keep,
+its kubeconfig Secrets and MultiKueue objects (merged into its Kueue objects); a worker's identity for its manager
+and its `fleet` output. Everything it renders is resolved once in the model (components/model/cluster/fleet.py,
+ResolvedFleet); the objects are components/manifests/fleet.py's."""
 
 from __future__ import annotations
 
@@ -15,24 +16,10 @@ import yaml
 from components.dependencies import Dependency, all_of
 from components.kubernetes.kubernetes_object import KubernetesObject
 from components.manifests import fleet as fleet_manifest
-from components.manifests import kueue as kueue_manifest
-from components.model.capacity.pools import SliceGroup
-from components.model.cluster.fleet import MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
+from components.model.cluster.fleet import MULTIKUEUE_NAMESPACE, ResolvedFleet, WorkerFacts, kubeconfig
 from components.model.cluster.fleet_workers import fleet_problems
-from components.model.config import StackConfig
-from components.model.cost.pricing import tpu_chip_price
 from components.model.errors import ConfigError, Problem, config_key
-from components.model.resolved import ResolvedStack
 from infra.errors import InvalidStackConfig
-
-
-def run_queue_names(stack: ResolvedStack) -> tuple[str, ...]:
-    """<namespace>/<name> of the stack's run LocalQueues: what a manager dispatches to."""
-    return tuple(dict.fromkeys(f"{stack.namespace}/{q}" for q in stack.run_queues.values()))
-
-
-def local_queue_names(stack: ResolvedStack) -> list[str]:
-    return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in kueue_manifest.objects(stack) if o["kind"] == "LocalQueue"]
 
 
 def existing_cluster_ca(kubeconfig_path: Path, context: Optional[str]) -> str:
@@ -51,11 +38,40 @@ def existing_cluster_ca(kubeconfig_path: Path, context: Optional[str]) -> str:
     return str(cluster.get("certificate-authority-data", ""))
 
 
-def worker(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider, after: list[Dependency],
-           endpoint: pulumi.Input[str], ca_certificate: pulumi.Input[str]) -> dict[str, Any]:
+class Fleet:
+    """The stack's part in a fleet. `kueue_objects` before the Kueue objects are made (a manager's MultiKueue objects
+    and its ClusterQueues with the workers' quota join them); `output` after (a worker's identity and token for its
+    manager need Kueue's namespace and queues). `endpoint`: a worker's API server URL and CA (base64 PEM; empty for a
+    publicly trusted certificate), as its manager reaches it."""
+
+    def __init__(self, fleet: ResolvedFleet, provider: k8s.Provider,
+                 endpoint: Optional[tuple[pulumi.Input[str], pulumi.Input[str]]] = None):
+        self.fleet, self.provider, self.endpoint = fleet, provider, endpoint
+        self._workers: Optional[pulumi.Output[dict[str, WorkerFacts]]] = None
+
+    def kueue_objects(self, own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The Kueue objects to make: the stack's own, and a manager's fleet objects merged in their order."""
+        if not self.fleet.manager:
+            return own
+        merged, self._workers = manager(self.fleet, own)
+        return merged
+
+    def output(self, after: list[Dependency], quotas: dict[str, dict[str, str]], namespace: str) -> Optional[dict[str, Any]]:
+        """The `fleet` stack output: a worker's publication, or the workers as a manager read them."""
+        if self.fleet.manager and self._workers is not None:
+            return {"role": "manager", "workers": self._workers.apply(lambda f: {
+                n: {"stack": w.name, "region": w.region, "endpoint": w.endpoint, "groups": dict(w.groups)} for n, w in f.items()}),
+                # where a run landed: Kueue writes the worker's name on its Workload (python -m infra.run list shows it)
+                "whereARunRuns": f"kubectl get workloads -n {namespace} -o custom-columns=NAME:.metadata.name,CLUSTER:.status.clusterName"}
+        if self.fleet.worker and self.endpoint is not None:
+            return {"role": "worker", **worker(self.fleet, self.provider, after, *self.endpoint, quotas=quotas)}
+        return None
+
+
+def worker(fleet: ResolvedFleet, provider: k8s.Provider, after: list[Dependency], endpoint: pulumi.Input[str],
+           ca_certificate: pulumi.Input[str], quotas: dict[str, dict[str, str]]) -> dict[str, Any]:
     """The manager's ServiceAccount, ClusterRole, binding and token on this worker; the `fleet` output."""
-    assert cfg.fleet is not None
-    objects = fleet_manifest.worker_objects(cfg.fleet)
+    objects = fleet_manifest.worker_objects(fleet)
     *identity, token_secret = objects
     opts = pulumi.ResourceOptions(provider=provider, depends_on=all_of(after))
     made = [KubernetesObject(f"fleet-{o['kind'].lower()}", o, opts=opts) for o in identity]
@@ -64,65 +80,51 @@ def worker(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider, after
         "fleet-token", metadata=k8s.meta.v1.ObjectMetaArgs(**token_secret["metadata"]), type=token_secret["type"],
         opts=pulumi.ResourceOptions(provider=provider, depends_on=all_of([*after, *made])))
     token = secret.data.apply(lambda d: base64.b64decode((d or {}).get("token", "")).decode())
-    kube = cfg.kubernetes
     return {
-        "stack": cfg.stack, "region": cfg.region, "endpoint": endpoint, "caCertificate": ca_certificate,
-        "token": pulumi.Output.secret(token),
-        "versions": {"kueue": kube.kueue.version, "jobset": kube.jobset_version, "lws": kube.lws_version},
-        "namespaces": list(stack.workload_namespaces), "localQueues": local_queue_names(stack),
+        "stack": fleet.stack, "region": fleet.region, "endpoint": endpoint, "caCertificate": ca_certificate,
+        "token": pulumi.Output.secret(token), "versions": dict(fleet.versions),
+        "namespaces": list(fleet.namespaces), "localQueues": list(fleet.local_queues),
         # what a manager's plan shows of this worker: its chips per group, their capacity and list cost an hour
-        "groups": {g.name: group_facts(stack, g) for g in stack.slices},
-        "quotas": kueue_manifest.quota_quantities(stack),
+        "groups": {name: dict(g) for name, g in fleet.groups.items()},
+        "quotas": quotas,
     }
 
 
-def group_facts(stack: ResolvedStack, g: SliceGroup) -> dict[str, Any]:
-    """A worker's slice group as its manager sees it: TPU, slices and chips in its queue, capacity, $/hour of those chips
-    at the worker's prices (None where no price is known)."""
-    chips = stack.group_slices(g) * g.tpu.chips
-    price, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
-    return {"tpu": g.tpu.name, "slices": stack.group_slices(g), "chips": chips, "capacity": g.capacity.value,
-            "hourly": None if price is None else round(price * chips, 2)}
-
-
-def _facts(cfg: StackConfig, stack: ResolvedStack, outputs: list[Any]) -> dict[str, WorkerFacts]:
+def _facts(fleet: ResolvedFleet, outputs: list[Any]) -> dict[str, WorkerFacts]:
     """The workers' outputs read, judged by the fleet rules; InvalidStackConfig (one line each) if any is broken."""
-    assert cfg.fleet is not None
     problems: list[Problem] = []
     facts: dict[str, WorkerFacts] = {}
-    for i, (ref, value) in enumerate(zip(cfg.fleet.workers, outputs, strict=True)):
+    for i, (ref, value) in enumerate(zip(fleet.workers, outputs, strict=True)):
         if not isinstance(value, dict) or not value.get("endpoint"):
             problems.append(Problem(config_key(("fleet", "workers", i, "stack")), (
                 f"{ref.stack} publishes no fleet output: deploy it with fleet.role: worker first (its `pulumi up` makes "
                 "the manager's token)")))
             continue
         facts[ref.name] = WorkerFacts.from_output(value)
-    problems += fleet_problems(cfg, run_queue_names(stack), facts)
+    problems += fleet_problems(fleet, facts)
     if problems:
         raise InvalidStackConfig(ConfigError(problems))
     return facts
 
 
-def manager(cfg: StackConfig, stack: ResolvedStack) -> tuple[list[dict[str, Any]], pulumi.Output[dict[str, WorkerFacts]]]:
-    """The manager's Kueue objects (the stack's, its ClusterQueues with the workers' summed quota and the MultiKueue
-    check, then a kubeconfig Secret and MultiKueueCluster per worker, the MultiKueueConfig and the check), and the
-    workers' facts (read through stack references, judged when they resolve)."""
-    assert cfg.fleet is not None
-    refs = [pulumi.StackReference(f"fleet-{w.name}", stack_name=w.stack) for w in cfg.fleet.workers]
-    facts = pulumi.Output.all(*[r.get_output("fleet") for r in refs]).apply(lambda outs: _facts(cfg, stack, list(outs)))
+def manager(fleet: ResolvedFleet, own: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], pulumi.Output[dict[str, WorkerFacts]]]:
+    """The manager's Kueue objects (the stack's `own`, its ClusterQueues with the workers' summed quota and the
+    MultiKueue check, then a kubeconfig Secret and MultiKueueCluster per worker, the MultiKueueConfig and the check),
+    and the workers' facts (read through stack references, judged when they resolve)."""
+    refs = [pulumi.StackReference(f"fleet-{w.name}", stack_name=w.stack) for w in fleet.workers]
+    facts = pulumi.Output.all(*[r.get_output("fleet") for r in refs]).apply(lambda outs: _facts(fleet, list(outs)))
     quotas = facts.apply(fleet_manifest.fleet_quotas)
 
     def quota(flavor: str, resource: str) -> pulumi.Output[str]:
         return quotas.apply(lambda q: q.get(flavor, {}).get(resource, "0"))
 
-    own = kueue_manifest.objects(stack)
     queues = fleet_manifest.manager_cluster_queues([o for o in own if o["kind"] == "ClusterQueue"], quota)
     secrets = [{
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
         "metadata": {"name": fleet_manifest.kubeconfig_secret_name(w.name), "namespace": MULTIKUEUE_NAMESPACE},
         "stringData": {"kubeconfig": pulumi.Output.secret(facts.apply(lambda f, n=w.name: kubeconfig(n, f[n])))},
-    } for w in cfg.fleet.workers]
-    objects = [*secrets, *fleet_manifest.manager_objects(cfg.fleet)]
+    } for w in fleet.workers]
+    objects = [*secrets, *fleet_manifest.manager_objects(fleet)]
     first = next(i for i, o in enumerate(own) if o["kind"] == "ClusterQueue")
     merged = [*own[:first], *objects, *queues, *(o for o in own[first:] if o["kind"] != "ClusterQueue")]
     return merged, facts

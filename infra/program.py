@@ -67,6 +67,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     if cfg.cluster.existing is not None:
         return existing_cluster(cfg)
     stack = resolve(cfg)  # every derived value, once; the builders below render it
+    # --- GCP: network, identities, cluster and its firewall -----------------------------------
     net = cfg.network
     network = PathwaysNetwork("network", PathwaysNetworkArgs(
         project=cfg.project, region=cfg.region, name=cfg.cluster_name,
@@ -94,13 +95,14 @@ def build(cfg: StackConfig) -> dict[str, object]:
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
         resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads), security_group=c.security_group,
         multi_tier_checkpointing=stack.mtc is not None, csi_drivers=stack.csi_drivers,
-        k8s_tokens_via_dns=cfg.fleet is not None and cfg.fleet.role == "worker",
+        k8s_tokens_via_dns=stack.fleet is not None and stack.fleet.worker,
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
         ports=(*PATHWAYS_PORTS, *cfg.profiling_ports), client_ranges=tuple(net.pathways_client_ranges),
         gateway_ranges=(net.proxy_only_cidr, *HEALTH_CHECK_RANGES) if cfg.gateway_workloads else (),
     ))
+    # --- GCP: node pools (head, TPU slices), in lanes; reservations -------------------------------
     location = cfg.region if c.regional else cfg.zone
     serving_groups = {w.group.name for w in stack.serve_workloads}
     lanes = NodePoolLanes(c.node_pool_concurrency)
@@ -126,6 +128,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
                 project=cfg.project, zone=cfg.zone, reservation=g.reservation, tpu=g.tpu, chips=g.pools * g.tpu.chips,
                 request=g.future_reservation,
             ))
+    # --- GCP: storage (model weights, scratch and artifacts buckets, checkpoint backups) and monitoring ---
     weights = tuple(dict.fromkeys(b for w in stack.serve_workloads if w.spec.serve and (b := w.spec.serve.weights_bucket)))
     weights_reader = ModelWeightsReader("model-weights", ModelWeightsReaderArgs(
         buckets=tuple(b for b in weights if b != cfg.bucket_name), member=pathways_sa.member,
@@ -145,7 +148,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         project=cfg.project, dashboard=monitoring.dashboard(stack), alert_policies=monitoring.alert_policies(stack),
         notification_channels=list(cfg.monitoring.notification_channels),
     ))
-    # --- Kubernetes layer -------------------------------------------------------------------
+    # --- Kubernetes: the provider, a shared service's proxy nodes, then the Kubernetes layer --------
     provider = k8s.Provider(
         "gke",
         kubeconfig=cluster.kubeconfig,
@@ -167,7 +170,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
         for name, group in groups.items()}, checkpoint_backups=(backups,) if backups else (),
         # a fleet worker: its manager reaches it through the DNS endpoint (publicly trusted certificate: no CA)
-        fleet_endpoint=(cluster.endpoint.apply(lambda e: f"https://{e}"), "") if cfg.fleet is not None else None)
+        fleet_endpoint=(cluster.endpoint.apply(lambda e: f"https://{e}"), "") if stack.fleet is not None else None)
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -202,6 +205,10 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     server URL and CA (base64 PEM; empty for a publicly trusted certificate), as its manager reaches it."""
     k8s_opts = pulumi.ResourceOptions(provider=provider)
     kube = cfg.kubernetes
+    # the Kueue builder, entered once: its objects and the quotas they write
+    kueue_objects = kueue_manifest.objects(stack) if kube.kueue.enabled else []
+    kueue_quotas = kueue_manifest.quota_quantities(stack) if kube.kueue.enabled else {}
+    # --- controllers, namespace, guardrails, access --------------------------------------------
     controllers: tuple[Dependency, ...] = ()
     if kube.install_controllers:
         controllers = (JobSetController("jobset", JobSetControllerArgs(
@@ -234,24 +241,22 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     run_access = runs_manifest.submitter_access(stack)
     if run_access:
         RunAccess("runs", RunAccessArgs(objects=tuple(run_access)), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
+    # Kueue: the stack's queues, flavors and priorities; a fleet's part in it (pathways:fleet, infra/fleet.py) joins
+    # here, a manager's MultiKueue objects among the Kueue objects and a worker's identity for its manager after them
     queues: tuple[Dependency, ...] = ()
     fleet_output: Optional[dict[str, Any]] = None
     if kube.kueue.enabled:
-        kueue_objects = kueue_manifest.objects(stack)
-        if cfg.fleet is not None and cfg.fleet.role == "manager":
-            kueue_objects, workers = fleet.manager(cfg, stack)
-            # the workers, as the manager reads them (each judged by the fleet rules when it resolves)
-            fleet_output = {"role": "manager", "workers": workers.apply(lambda f: {
-                n: {"stack": w.name, "region": w.region, "endpoint": w.endpoint, "groups": dict(w.groups)} for n, w in f.items()}),
-                # where a run landed: Kueue writes the worker's name on its Workload (python -m infra.run list shows it)
-                "whereARunRuns": f"kubectl get workloads -n {kube.namespace} -o custom-columns=NAME:.metadata.name,CLUSTER:.status.clusterName"}
+        membership = fleet.Fleet(stack.fleet, provider, fleet_endpoint) if stack.fleet is not None else None
+        own = kueue_objects
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
-            system_role=SYSTEM_ROLE, objects=kueue_objects, frameworks=FLEET_FRAMEWORKS if cfg.fleet is not None else None,
+            system_role=SYSTEM_ROLE, objects=membership.kueue_objects(own) if membership else own,
+            frameworks=FLEET_FRAMEWORKS if membership else None,
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
-        if cfg.fleet is not None and cfg.fleet.role == "worker" and fleet_endpoint is not None:
-            fleet_output = {"role": "worker", **fleet.worker(cfg, stack, provider, list(kueue.ready), *fleet_endpoint)}
+        if membership is not None:
+            fleet_output = membership.output(list(queues), kueue_quotas, kube.namespace)
+    # --- what workloads need before they start: metrics adapter, checkpointing, storage ------------
     metrics: tuple[Dependency, ...] = ()
     if kube.install_metrics_adapter and stack.autoscaled_workloads:
         metrics = tuple(CustomMetricsAdapter("metrics-adapter", CustomMetricsAdapterArgs(
@@ -268,6 +273,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     if storage_objects:
         storage = tuple(WorkloadStorage("storage", WorkloadStorageArgs(objects=storage_objects),
                                         opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace])).ready)
+    # --- workloads: serving (LeaderWorkerSets), then JobSets -----------------------------------------
     interactive: dict[str, object] = {}
     services: dict[str, object] = {}
     serving: dict[str, object] = {}
@@ -307,7 +313,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             "localQueues": {w.name: f"{w.namespace}/{w.local_queue}" for w in stack.active_workloads},
             "clusterQueues": [name for name, _ in stack.queue_shards],
             # a shared ClusterQueue's quota is its owner's, not what the stack's slice groups would give
-            "quotas": kueue_manifest.quota_quantities(stack) if stack.shared_cluster_queue is None else None,
+            "quotas": kueue_quotas if stack.shared_cluster_queue is None else None,
         } if kube.kueue.enabled else None,
         "workloadNamespace": kube.namespace,
         "runs": runs_manifest.runs_output(stack),
@@ -338,10 +344,10 @@ def existing_cluster(cfg: StackConfig) -> dict[str, object]:
         cluster_identifier=f"existing/{cfg.cluster_name}",
         enable_server_side_apply=True,
     )
-    fleet_endpoint = None
-    if cfg.fleet is not None and cfg.fleet.role == "worker" and cfg.fleet.endpoint is not None:
-        fleet_endpoint = (cfg.fleet.endpoint, fleet.existing_cluster_ca(path, existing.context))
     stack = resolve(cfg)
+    fleet_endpoint = None
+    if stack.fleet is not None and stack.fleet.worker and stack.fleet.endpoint is not None:
+        fleet_endpoint = (stack.fleet.endpoint, fleet.existing_cluster_ca(path, existing.context))
     return {"clusterName": cfg.cluster_name, "cacheLocation": cfg.cache_location,
             # what the cluster's pools must be for the workloads to land (docs/existing-cluster.md)
             "clusterPools": placement.cluster_pools(stack),

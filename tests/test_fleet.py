@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from components.manifests import fleet as fleet_manifest
+from components.manifests import kueue as kueue_manifest
 from components.model.cluster.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
 from infra.offline import engine, stackfile
 from infra.offline.render import manifests
-from tests.conftest import config_with, example_path, example_plan
+from tests.conftest import config_with, every_stack, example_path, example_plan, stack_model
 from tests.test_storage import refusal
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
@@ -277,3 +278,16 @@ def test_the_managers_plan_says_the_workers_need_its_cache_bucket():
     summary = stack_summary(resolve(load(raw_values(flat), "fleet-manager", frozenset(secrets))))
     (notice,) = [n for n in summary["notices"] if n.startswith("fleet runs keep their compilation cache")]
     assert "gs://pathways-fleet-123-fleet-manager-pathways/pathways-cache" in notice and "roles/storage.objectUser" in notice
+
+
+@every_stack()
+def test_the_queues_a_worker_publishes_are_the_queues_it_makes(stack):
+    # the model resolves the LocalQueue names once (a worker publishes them; a manager judges its workers by them):
+    # they are exactly the LocalQueues the Kueue builder makes for the stack, in its order
+    model = stack_model(stack)
+    made = [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in kueue_manifest.objects(model) if o["kind"] == "LocalQueue"]
+    assert list(model.local_queue_names) == (made if model.kueue else [])
+    if model.fleet is not None:
+        assert model.fleet.local_queues == model.local_queue_names
+        assert set(model.fleet.run_queues) <= set(model.local_queue_names)
+        assert list(model.fleet.groups) == [g.name for g in model.slices]

@@ -12,7 +12,7 @@ from components.model.cluster.fleet import (
     MULTIKUEUE_CONTROLLER,
     MULTIKUEUE_NAMESPACE,
     MULTIKUEUE_SERVICE_ACCOUNT,
-    FleetConfig,
+    ResolvedFleet,
     WorkerFacts,
 )
 
@@ -36,12 +36,12 @@ def worker_rules() -> list[dict[str, Any]]:
     ]
 
 
-def token_secret_name(fleet: FleetConfig) -> str:
+def token_secret_name(fleet: ResolvedFleet) -> str:
     # the generation in the name: raising it replaces the Secret, and the token controller signs a new token
     return f"{MULTIKUEUE_SERVICE_ACCOUNT}-token-{fleet.token_generation}"
 
 
-def worker_objects(fleet: FleetConfig) -> list[dict[str, Any]]:
+def worker_objects(fleet: ResolvedFleet) -> list[dict[str, Any]]:
     """The manager's identity on a worker: its ServiceAccount, ClusterRole and binding, and a long-lived token Secret
     (kubernetes.io/service-account-token, filled by the token controller), in Kueue's namespace."""
     meta = {"namespace": MULTIKUEUE_NAMESPACE}
@@ -60,7 +60,7 @@ def kubeconfig_secret_name(worker: str) -> str:
     return f"pathways-fleet-{worker}"
 
 
-def manager_objects(fleet: FleetConfig) -> list[dict[str, Any]]:
+def manager_objects(fleet: ResolvedFleet) -> list[dict[str, Any]]:
     """A MultiKueueCluster per worker (its kubeconfig in the Secret kubeconfig_secret_name, made apart: it holds the
     token), the MultiKueueConfig listing them in order, and the admission check naming it."""
     clusters = [{"apiVersion": API_VERSION, "kind": "MultiKueueCluster", "metadata": {"name": w.name}, "spec": {

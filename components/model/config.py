@@ -20,10 +20,12 @@ from components.model.capacity.pools import Capacity as Capacity
 from components.model.checks import NOT_FOR_RUNS, cross_checks
 from components.model.cluster import cluster as cluster_rules
 from components.model.cluster.cluster import AuthorizedNetwork
+from components.model.cluster.fleet import ResolvedFleet
 from components.model.common import GCP_KEYS as GCP_KEYS
 from components.model.common import MAX_TPU_POOLS as MAX_TPU_POOLS
 from components.model.common import MAX_WORKLOADS as MAX_WORKLOADS
 from components.model.common import PROJECT_NAMESPACE as PROJECT_NAMESPACE
+from components.model.cost.pricing import tpu_chip_price
 from components.model.errors import ConfigError, Problem
 from components.model.errors import config_key as config_key
 from components.model.resolved import (
@@ -299,7 +301,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             rungs=(group, *(groups[n] for n in group.ladder)),
         ))
     service = cfg.service_workload
-    return ResolvedStack(
+    stack = ResolvedStack(
         stack=cfg.stack, project=cfg.project, region=cfg.region, zone=cfg.zone,
         location=cfg.region if cfg.cluster.regional else cfg.zone,
         cluster_name=cfg.cluster_name, namespace=cfg.kubernetes.namespace,
@@ -325,12 +327,32 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         runs=cfg.runs,
         file_systems=tuple(cfg.storage.file_systems),
         csi_drivers=cfg.csi_drivers,
-        fleet=cfg.fleet,
         group_subjects=tuple(dict.fromkeys(name for _, name in cfg.group_subjects)), security_group=cfg.cluster.security_group,
         # a fleet manager's groups are its workers' (no pools, no quota of its own); a calendar request's wait for delivery
         undelivered=frozenset(g.name for g in cfg.slices if (cfg.fleet is not None and cfg.fleet.role == "manager")
                               or (g.future_reservation and g.future_reservation.start_time > cluster_rules.now())),
     )
+    return dataclasses.replace(stack, fleet=_resolved_fleet(cfg, stack))
+
+
+def _resolved_fleet(cfg: StackConfig, stack: ResolvedStack) -> Optional[ResolvedFleet]:
+    """pathways:fleet, once: the versions, namespaces, queues and slice groups a worker publishes and a manager
+    judges its workers by."""
+    if cfg.fleet is None:
+        return None
+    kube = cfg.kubernetes
+    groups = {}
+    for g in stack.slices:
+        chips = stack.group_slices(g) * g.tpu.chips
+        price, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
+        groups[g.name] = {"tpu": g.tpu.name, "slices": stack.group_slices(g), "chips": chips, "capacity": g.capacity.value,
+                          "hourly": None if price is None else round(price * chips, 2)}
+    return ResolvedFleet(
+        role=cfg.fleet.role, stack=cfg.stack, region=cfg.region, workers=tuple(cfg.fleet.workers), endpoint=cfg.fleet.endpoint,
+        token_generation=cfg.fleet.token_generation,
+        versions={"kueue": kube.kueue.version, "jobset": kube.jobset_version, "lws": kube.lws_version},
+        namespaces=tuple(stack.workload_namespaces), local_queues=stack.local_queue_names,
+        run_queues=tuple(dict.fromkeys(f"{stack.namespace}/{q}" for q in stack.run_queues.values())), groups=groups)
 
 
 def _resolved_mtc(cfg: StackConfig) -> Optional[ResolvedMtc]:

@@ -16,7 +16,7 @@ from typing import Optional
 from components.model.capacity.pools import SliceGroup
 from components.model.cluster.alerting import MonitoringConfig
 from components.model.cluster.bucket import BucketConfig
-from components.model.cluster.fleet import FleetConfig
+from components.model.cluster.fleet import ResolvedFleet
 from components.model.cluster.kubernetes import GuardsConfig
 from components.model.common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
 from components.model.cost.pricing import PricesConfig
@@ -170,8 +170,8 @@ class ResolvedStack:
     """pathways:storage.fileSystems: one PersistentVolume and claim each in the workload namespace."""
     csi_drivers: tuple[str, ...] = ()
     """The GKE CSI driver add-ons the mounts need (gcsfuse, filestore, lustre)."""
-    fleet: Optional[FleetConfig] = None
-    """pathways:fleet: a manager holds no slices (its groups are its workers'), a worker publishes its queues."""
+    fleet: Optional[ResolvedFleet] = None
+    """pathways:fleet, resolved: a manager holds no slices (its groups are its workers'), a worker publishes its queues."""
     group_subjects: tuple[str, ...] = ()
     """The Google groups the stack names in RBAC (runs.submitters, service clients)."""
     security_group: Optional[str] = None
@@ -182,7 +182,15 @@ class ResolvedStack:
 
     @property
     def fleet_manager(self) -> bool:
-        return self.fleet is not None and self.fleet.role == "manager"
+        return self.fleet is not None and self.fleet.manager
+
+    @property
+    def local_queue_names(self) -> tuple[str, ...]:
+        """<namespace>/<name> of every LocalQueue the stack makes: its workloads', then its runs' (one per queue)."""
+        if not self.kueue:
+            return ()
+        return tuple(dict.fromkeys([*(f"{w.namespace}/{w.local_queue}" for w in self.active_workloads),
+                                    *(f"{self.namespace}/{q}" for q in self.run_queues.values())]))
 
     def group_pools(self, group: SliceGroup) -> int:
         """Node pools the group has now: its slices and spares, or none before its future reservation is delivered."""

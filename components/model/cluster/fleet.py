@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Optional
 
 from pydantic import Field, field_validator, model_validator
 
@@ -132,6 +132,40 @@ class WorkerFacts:
             local_queues=tuple(value.get("localQueues") or ()), groups=dict(value.get("groups") or {}),
             quotas=dict(value.get("quotas") or {}),
         )
+
+
+@dataclass(frozen=True)
+class ResolvedFleet:
+    """pathways:fleet resolved once (config.resolve): what this stack publishes as a worker, and what a manager judges
+    its workers by (fleet_workers.fleet_problems). The program's fleet block (infra/fleet.py) renders only these."""
+
+    role: Literal["worker", "manager"]
+    stack: str
+    region: str
+    workers: tuple[FleetWorker, ...]
+    """a manager's workers, in the order Kueue tries them"""
+    endpoint: Optional[str]
+    """fleet.endpoint: a worker's API server URL on a cluster made elsewhere (a cluster the stack makes publishes its own)"""
+    token_generation: int
+    """fleet.tokenGeneration: a worker's token Secret is named after it (raising it rotates the token)"""
+    versions: Mapping[str, str]
+    """kueue, jobset, lws chart versions: MultiKueue needs the same controllers on every cluster"""
+    namespaces: tuple[str, ...]
+    """the workload namespaces, the stack's own first"""
+    local_queues: tuple[str, ...]
+    """<namespace>/<name> of every LocalQueue the stack makes (its workloads', then its runs')"""
+    run_queues: tuple[str, ...]
+    """<namespace>/<name> of the run LocalQueues: what a manager dispatches to"""
+    groups: Mapping[str, Mapping[str, Any]]
+    """slice group -> what a manager's plan shows of it: TPU, slices and chips in the queue, capacity, list $/hour"""
+
+    @property
+    def manager(self) -> bool:
+        return self.role == "manager"
+
+    @property
+    def worker(self) -> bool:
+        return self.role == "worker"
 
 
 def kubeconfig(worker: str, facts: WorkerFacts) -> str:

@@ -6,22 +6,18 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from components.model.cluster.fleet import WorkerFacts
+from components.model.cluster.fleet import ResolvedFleet, WorkerFacts
 from components.model.errors import Problem, config_key
-from components.model.stack import StackConfig
 
 
-def fleet_problems(cfg: StackConfig, run_queues: tuple[str, ...], workers: Mapping[str, WorkerFacts]) -> list[Problem]:
+def fleet_problems(fleet: ResolvedFleet, workers: Mapping[str, WorkerFacts]) -> list[Problem]:
     """What MultiKueue needs of the workers, judged on their published outputs when the manager deploys (one line
     each, keyed fleet.workers[i]): the same Kueue, JobSet and LWS versions (the same integrations: the chart's, each
     the stack's own), the manager's namespaces and run queues, and the manager's slice groups with the same TPU."""
     problems: list[Problem] = []
-    fleet = cfg.fleet
-    assert fleet is not None
-    kube = cfg.kubernetes
-    versions = {"kueue": kube.kueue.version, "jobset": kube.jobset_version, "lws": kube.lws_version}
-    namespaces = (kube.namespace,)
-    groups = {g.name: g.tpu.name for g in cfg.slices}
+    versions, run_queues = fleet.versions, fleet.run_queues
+    namespaces = fleet.namespaces[:1]  # the manager's own; a dispatched run keeps it
+    groups = {name: g["tpu"] for name, g in fleet.groups.items()}
     holders: dict[str, list[str]] = {name: [] for name in groups}
     for i, ref in enumerate(fleet.workers):
         key = config_key(("fleet", "workers", i))
@@ -47,9 +43,9 @@ def fleet_problems(cfg: StackConfig, run_queues: tuple[str, ...], workers: Mappi
                                              f"manager's is {tpu}: a run fits its group's TPU on every worker; rename one"))
             else:
                 holders[name].append(ref.name)
-    for i, g in enumerate(cfg.slices):
-        if not holders[g.name] and not any(p.key.startswith(config_key(("fleet",))) for p in problems):
+    for i, name in enumerate(groups):  # the stack's slice groups, in its order
+        if not holders[name] and not any(p.key.startswith(config_key(("fleet",))) for p in problems):
             problems.append(Problem(config_key(("slices", i, "name")), (
-                f"{g.name}: no worker has this slice group ({', '.join(w.name for w in fleet.workers)}); a run on it could "
+                f"{name}: no worker has this slice group ({', '.join(w.name for w in fleet.workers)}); a run on it could "
                 "never be dispatched; remove it, or give a worker the group")))
     return problems
