@@ -56,7 +56,7 @@ def _spec(args: argparse.Namespace) -> tuple[StackSpec, list[str], list[str], li
 
 def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line: Callable) -> int:
     from components.model.config import load
-    from infra.program import InvalidStackConfig
+    from infra.errors import InvalidStackConfig
 
     spec, translated, already, untranslated, number = _spec(args)
     if not STACK_NAME.fullmatch(spec.name) or spec.name.startswith("."):
