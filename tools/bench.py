@@ -69,7 +69,8 @@ SDK_IMPORT = (
     " (gcp.projects, 'IAMMember'), (gcp.serviceaccount, 'Account'), (gcp.monitoring, 'Dashboard'),"
     " (k8s.core.v1, 'Namespace'), (k8s.meta.v1, 'ObjectMetaArgs'), (k8s.helm.v4, 'Chart'),"
     " (k8s.admissionregistration.v1, 'ValidatingAdmissionPolicy'), (k8s.scheduling.v1, 'PriorityClass'),"
-    " (k8s.rbac.v1, 'Role'), (k8s.apiextensions, 'CustomResource'))]"
+    " (k8s.rbac.v1, 'Role'), (k8s.apiextensions, 'CustomResource'))];"
+    "import os; os._exit(0)"  # and ends as the plan ends: no interpreter teardown
 )
 
 
