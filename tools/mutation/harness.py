@@ -57,6 +57,7 @@ from tools import output
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+FETCHED_INPUTS = ("crds", "charts", "serving-sources")  # under build/, read by the suite, never written by a mutant
 TARGETS = ("components/model", "components/manifests", "infra/offline/critical_path.py", "policies/rules")
 EQUIVALENT_FILE = PROJECT_ROOT / "tests" / "mutation-equivalent.txt"
 _FLIP: dict[type, type] = {
@@ -655,9 +656,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             work = Path(tmp) / f"copy{j}" / "project"
             shutil.copytree(copies[0] if copies else PROJECT_ROOT, work, symlinks=True,
                             ignore=shutil.ignore_patterns(".venv", "build", "__pycache__", ".pytest_cache", "node_modules"))
-            # the upstream CRDs `make crds` fetched (build/ is not copied): the schema tests read them there
+            # what `make crds` and `make serving-sources` fetched (build/ is not copied): the upstream CRDs and
+            # charts the schema, chart and policy tests read, the vLLM sources the serving tests read
             (work / "build").mkdir()
-            os.symlink(PROJECT_ROOT / "build" / "crds", work / "build" / "crds")
+            for fetched in FETCHED_INPUTS:
+                if (PROJECT_ROOT / "build" / fetched).exists():
+                    os.symlink(PROJECT_ROOT / "build" / fetched, work / "build" / fetched)
             copies.append(work)
         pristine = Path(tmp) / "pristine"
         rels = [f.relative_to(PROJECT_ROOT).as_posix() for f in files]
