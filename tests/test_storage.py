@@ -317,3 +317,13 @@ def test_the_fuse_sidecars_gke_adds_count_in_the_head_pods_demand():
     mounted = head_pod_demand(Workload(name="t", image="example.com/t:1", mounts=[{"path": "/d", "bucket": "my-data"}]))
     assert mounted[0] - plain[0] == Decimal("0.26")
     assert "GCS FUSE sidecar 250m/256Mi + GCS FUSE metadata prefetch 10m/10Mi" in mounted[2]
+
+
+@pytest.mark.parametrize("write_first", [True, False])
+def test_a_bucket_one_account_mounts_both_ways_gets_the_write_role_only(write_first):
+    # the bootstrap grants what bucket_grants lists: one role per bucket and account, the write role holding the read,
+    # whichever mount comes first
+    mounts = [{"path": "/a", "bucket": "shared", "readOnly": False}, {"path": "/b", "bucket": "shared"}]
+    model = stack_model(workloads=[{"name": "train", "mode": "batch", "image": "example.com/t:1", "command": ["python3", "t.py"],
+                                    "mounts": mounts if write_first else mounts[::-1]}])
+    assert resolve(model).bucket_grants == [("shared", "roles/storage.objectUser", "pathways", "train-storage")]
