@@ -423,3 +423,12 @@ def test_xla_flags_go_to_the_leaders_proxy():
     leader = containers(the_lws(plan_of(cfg))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
     assert leader["pathways-proxy"]["args"][-1] == "--xla_tpu_enable_flash_attention=true"
     assert not any("xla" in a for a in leader["jax-tpu"]["args"] + leader["pathways-rm"]["args"])
+
+
+def test_a_serve_workloads_http_service_never_takes_another_workloads_headless_service():
+    # the HTTP Service chat-http, beside LWS's headless chat: a JobSet named chat-http has a headless Service of that
+    # name in the same namespace, so the API server would refuse the second one at deploy time
+    cfg = config_with(pathwaysVersion=VERSION, slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], workloads=[
+        {"name": "chat-http", "mode": "interactive"},
+        {"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}}])
+    assert "pathways:workloads[1].name: its HTTP Service 'chat-http' is workloads[0]'s headless Service too; rename one" in _errors(cfg)

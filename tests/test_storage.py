@@ -302,6 +302,7 @@ def test_an_extra_option_replaces_the_profiles_own_instead_of_joining_it():
 @pytest.mark.parametrize(("extra", "path", "what"), [
     ({"colocatedPython": SIDECAR}, "/tmp/shared-memory", "the colocated-Python sidecar's shared memory"),
     ({"colocatedPython": SIDECAR}, "/tmp", "the colocated-Python sidecar's shared memory"),
+    ({"colocatedPython": SIDECAR}, "/tmp/shared-memory/cache", "the colocated-Python sidecar's shared memory"),
 ])
 def test_a_worker_mount_keeps_clear_of_what_the_stack_mounts_on_the_workers(extra, path, what):
     cfg = config(mounts=[{"path": path, "bucket": "my-data", "onWorkers": True}], **extra)
@@ -327,3 +328,16 @@ def test_a_bucket_one_account_mounts_both_ways_gets_the_write_role_only(write_fi
     model = stack_model(workloads=[{"name": "train", "mode": "batch", "image": "example.com/t:1", "command": ["python3", "t.py"],
                                     "mounts": mounts if write_first else mounts[::-1]}])
     assert resolve(model).bucket_grants == [("shared", "roles/storage.objectUser", "pathways", "train-storage")]
+
+
+@pytest.mark.parametrize("path", ["/tmp/mtc_checkpoints", "/tmp/mtc_checkpoints/mine", "/tmp"])
+def test_a_worker_mount_keeps_clear_of_the_multi_tier_checkpointing_ram_disk(path):
+    # resilience.mtc mounts its RAM disk on a batch workload's workers (resilience.py's default mount path)
+    mounts = [{"path": path, "bucket": "my-data", "onWorkers": True}]
+    cfg = config_with(pathwaysVersion=VERSION, storage=STORAGE, resilience={"mtc": {"inMemoryVolumeSize": "64Gi"}},
+                      workloads=[{"name": "train", "image": "example.com/t:1", "mounts": mounts}])
+    line = refusal(cfg, "pathways:workloads[0].mounts[0].path") or ""
+    assert line.endswith(f"{path} overlaps /tmp/mtc_checkpoints, the multi-tier checkpointing RAM disk on the workers; use another path"), line
+    # a sibling path is the program's own
+    mounts[0]["path"] = "/tmp/mtc_checkpoints2"
+    assert refusal(cfg, "pathways:workloads[0].mounts[0].path") is None
