@@ -25,7 +25,8 @@ RUNS = {"submitters": [{"name": "researchers@example.com"}, {"kind": "User", "na
 
 
 def model(**changes):
-    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, runs=RUNS, **{"cluster": GROUPS_RBAC, **changes}).items() if k.startswith("pathways:")}
+    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, **{"runs": RUNS, "cluster": GROUPS_RBAC, **changes}).items()
+           if k.startswith("pathways:")}
     return load({**cfg, "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")
 
 
@@ -120,6 +121,8 @@ def test_a_workload_may_not_take_the_run_queues_name():
     with pytest.raises(ConfigError) as e:
         model(workloads=[{"name": "runs-pathways", "image": "example.com/t:1"}])
     assert str(e.value) == "pathways:workloads[0].name: 'runs-pathways' is the name of the ad-hoc runs' LocalQueue (pathways:runs); choose another name"
+    # without pathways:runs there is no run queue, and the name is the workload's to take
+    assert [w.name for w in model(runs=None, workloads=[{"name": "runs-pathways", "image": "example.com/t:1"}]).workloads] == ["runs-pathways"]
 
 
 def _policy_admits(policy, user, groups, operation, obj, old):
