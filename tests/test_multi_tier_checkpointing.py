@@ -161,6 +161,8 @@ def test_the_prod_example_turns_it_on():
      "is not an absolute path"),
     (config(resilience={"mtc": {"inMemoryVolumeSize": "64Gi", "bucket": "test-proj-123-test-pathways"}}), "pathways:resilience.mtc.bucket",
      "is the stack's scratch or artifacts bucket"),
+    (config(resilience={"mtc": {"inMemoryVolumeSize": "64Gi", "bucket": "test-proj-123-test-pathways-artifacts"}}),
+     "pathways:resilience.mtc.bucket", "'test-proj-123-test-pathways-artifacts' is the stack's scratch or artifacts bucket"),
     (config(cluster={"minMasterVersion": "1.32.2-gke.100"}), "pathways:cluster.minMasterVersion",
      f"multi-tier checkpointing needs {MTC_MIN_GKE_VERSION}"),
 ])
@@ -184,3 +186,18 @@ def test_docs_resilience_quotes_the_prod_plan_as_it_is(capsys):
     assert len(blocks) == 2
     missing = [line for b in blocks for line in b.splitlines() if line.strip() and line not in printed]
     assert missing == []
+
+
+def test_the_sidecar_refusal_is_one_whole_line():
+    lines = problem(config(workloads=[train(colocatedPython=None)])).splitlines()
+    assert ("pathways:workloads[0].colocatedPython: required with resilience.mtc: on Pathways the multi-tier checkpoints are "
+            "written from the colocated-Python sidecar (Orbax, use_colocated_python); give colocatedPython.image, built for the "
+            "program's JAX") in lines
+
+
+def test_a_sidecar_that_already_takes_half_the_vm_leaves_the_ram_disk_nothing():
+    # the bound the message gives is never negative: 0Gi when the sidecar and its shared memory take half already
+    sidecar = {**SIDECAR, "memory": "300Gi", "shmSize": "100Gi"}
+    lines = problem(config(workloads=[train(colocatedPython=sidecar)])).splitlines()
+    ram = [line for line in lines if line.startswith("pathways:resilience.mtc.inMemoryVolumeSize: ")]
+    assert len(ram) == 1 and ram[0].endswith("; use at most 0Gi"), lines
