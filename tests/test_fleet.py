@@ -291,3 +291,10 @@ def test_the_queues_a_worker_publishes_are_the_queues_it_makes(stack):
         assert model.fleet.local_queues == model.local_queue_names
         assert set(model.fleet.run_queues) <= set(model.local_queue_names)
         assert list(model.fleet.groups) == [g.name for g in model.slices]
+
+
+def test_a_fleet_worker_admits_with_its_own_kueue():
+    cfg = config_with(runs={}, fleet={"role": "worker"}, kubernetes={"kueue": {"enabled": False}})
+    assert refusal(cfg, "pathways:kubernetes.kueue.enabled") == (
+        "pathways:kubernetes.kueue.enabled: false, but a fleet worker admits the runs its manager dispatches with its own "
+        "Kueue; enable Kueue")
