@@ -172,6 +172,11 @@ def test_a_template_selecting_a_named_pool_reaches_the_pathways_nodes():
      "pathways:kubernetes.guards.exemptNamespaces: has no effect with kubernetes.guards.enabled: false"),
     (xpk(kubernetes={"installControllers": False, "guards": {"exemptNamespaces": ["kube-system"]}}),
      "pathways:kubernetes.guards.exemptNamespaces: 'kube-system' is a system namespace"),
+    (xpk(kubernetes={"installControllers": False},
+         slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "nodePools": ["team-np-0", "team-np-1"], "ladder": ["spot"]},
+                 {"name": "spot", "tpu": "v6e-16", "count": 1, "spot": True}]),
+     "pathways:slices[0].ladder: mixes groups on named pools (main) with groups on this project's labels (spot): a workload's "
+     "workers select every rung at once; name the pools of every rung, or of none"),
 ])
 def test_refusals_name_the_key_and_the_fix(config, line):
     lines = problems(config)
