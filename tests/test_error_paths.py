@@ -278,3 +278,18 @@ def test_workload_name_checks_in_order():
 def test_a_subdomain_over_63_characters_is_no_dns_label():
     msg = error(workloads=[{"name": "w", "mode": "interactive", "subdomain": "s" * 64}])
     assert f"pathways:workloads[0].subdomain: {'s' * 64!r} is not a valid name" in msg
+
+
+def test_every_bucket_name_derived_from_a_stack_named_google_is_refused_with_its_own_key():
+    # GCS refuses names containing "google": a stack named after it derives three such buckets, each its own line
+    from components.model.config import load
+    from components.model.errors import ConfigError
+    from tests.test_pinned_behaviour import BASE
+
+    with pytest.raises(ConfigError) as e:
+        load({**BASE, "resilience": {"mtc": {"inMemoryVolumeSize": "64Gi"}}}, "google")
+    lines = str(e.value).splitlines()
+    for key, name in (("bucket.name", "test-proj-123-google-pathways"), ("bucket.artifactsName", "test-proj-123-google-pathways-artifacts"),
+                      ("resilience.mtc.bucket", "test-proj-123-google-pathways-checkpoints")):
+        assert any(line.startswith(f"pathways:{key}: derived {name!r} is not a valid bucket name;") and line.endswith("; set it explicitly")
+                   for line in lines), (key, lines)
