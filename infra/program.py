@@ -247,10 +247,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     fleet_output: Optional[dict[str, Any]] = None
     if kube.kueue.enabled:
         membership = fleet.Fleet(stack.fleet, provider, fleet_endpoint) if stack.fleet is not None else None
-        own = kueue_objects
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
-            system_role=SYSTEM_ROLE, objects=membership.kueue_objects(own) if membership else own,
+            system_role=SYSTEM_ROLE, objects=membership.kueue_objects(kueue_objects) if membership else kueue_objects,
             frameworks=FLEET_FRAMEWORKS if membership else None,
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
