@@ -70,11 +70,14 @@ class Fleet:
 
 def worker(fleet: ResolvedFleet, provider: k8s.Provider, after: list[Dependency], endpoint: pulumi.Input[str],
            ca_certificate: pulumi.Input[str], quotas: dict[str, dict[str, str]]) -> dict[str, Any]:
-    """The manager's ServiceAccount, ClusterRole, binding and token on this worker; the `fleet` output."""
+    """The manager's ServiceAccount, its read ClusterRole and write Roles with their bindings, and its token on this
+    worker; the `fleet` output."""
     objects = fleet_manifest.worker_objects(fleet)
     *identity, token_secret = objects
     opts = pulumi.ResourceOptions(provider=provider, depends_on=all_of(after))
-    made = [KubernetesObject(f"fleet-{o['kind'].lower()}", o, opts=opts) for o in identity]
+    # a Role and its binding per fleet namespace: the namespace in the name
+    made = [KubernetesObject("-".join(["fleet", o["kind"].lower(), *([o["metadata"]["namespace"]] if o["kind"].startswith("Role") else [])]),
+                             o, opts=opts) for o in identity]
     # typed, for its data: the provider waits for the token controller to fill it (pulumi-kubernetes #2048)
     secret = k8s.core.v1.Secret(
         "fleet-token", metadata=k8s.meta.v1.ObjectMetaArgs(**token_secret["metadata"]), type=token_secret["type"],

@@ -238,9 +238,11 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             role=service_access.role(service), role_binding=service_access.role_binding(service),
             namespace_labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
-    run_access = runs_manifest.submitter_access(stack)
-    if run_access:
-        RunAccess("runs", RunAccessArgs(objects=tuple(run_access)), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
+    # runs.submitters' access, and on a fleet worker the policy that keeps its manager's token to runs (before the
+    # token exists: the fleet block below waits for it)
+    run_objects = [*runs_manifest.submitter_access(stack), *runs_manifest.fleet_dispatch_policy(stack)]
+    run_access = [RunAccess("runs", RunAccessArgs(objects=tuple(run_objects)),
+                            opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))] if run_objects else []
     # Kueue: the stack's queues, flavors and priorities; a fleet's part in it (pathways:fleet, infra/fleet.py) joins
     # here, a manager's MultiKueue objects among the Kueue objects and a worker's identity for its manager after them
     queues: tuple[Dependency, ...] = ()
@@ -254,7 +256,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
         queues = tuple(kueue.ready)
         if membership is not None:
-            fleet_output = membership.output(list(queues), kueue_quotas, kube.namespace)
+            fleet_output = membership.output([*queues, *run_access], kueue_quotas, kube.namespace)
     # --- what workloads need before they start: metrics adapter, checkpointing, storage ------------
     metrics: tuple[Dependency, ...] = ()
     if kube.install_metrics_adapter and stack.autoscaled_workloads:

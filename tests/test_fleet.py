@@ -10,10 +10,13 @@ import yaml
 
 from components.manifests import fleet as fleet_manifest
 from components.manifests import kueue as kueue_manifest
+from components.manifests import runs as runs_manifest
+from components.model.config import resolve
 from components.model.cluster.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
 from infra.offline import engine, stackfile
 from infra.offline.render import manifests
 from tests.conftest import config_with, every_stack, example_path, example_plan, stack_model
+from tests.test_security import _evaluate
 from tests.test_storage import refusal
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
@@ -50,19 +53,103 @@ def test_a_stack_outside_a_fleet_keeps_tokens_off_its_dns_endpoint():
     assert example_plan("dev").outputs.get("fleet") is None
 
 
-def test_the_managers_identity_on_a_worker_is_kueues_narrowed_to_what_the_stack_runs():
-    plan = example_plan("fleet-east")
+def _verbs(rules) -> dict[tuple[str, str], set[str]]:
+    return {(g, r): set(rule["verbs"]) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]}
+
+
+WRITES = {"create", "delete", "update", "patch", "deletecollection", "*"}
+
+
+@pytest.mark.parametrize("stack", ["fleet-east", "fleet-central"])
+def test_the_managers_token_on_a_worker_reads_cluster_wide_and_writes_only_in_the_run_namespace(stack):
+    plan = example_plan(stack)
+    run_namespaces = sorted({q["metadata"]["namespace"] for q in objects(plan, "LocalQueue") if q["metadata"]["name"].startswith("runs-")})
     (role,) = [r for r in objects(plan, "ClusterRole") if r["metadata"]["name"] == "pathways-multikueue"]
-    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
-    assert verbs[("jobset.x-k8s.io", "jobsets")] == {"create", "delete", "get", "list", "watch"}
-    assert verbs[("kueue.x-k8s.io", "workloads/status")] == {"get", "patch", "update"}
-    assert verbs[("kueue.x-k8s.io", "localqueues")] == {"get", "list", "watch"}
-    assert not any(r in ("secrets", "pods", "*") for _, r in verbs) and not any("*" in v for v in verbs.values())
+    verbs = _verbs(role["rules"])
+    # what Kueue's remote client lists and watches with no namespace (v0.19.2 multikueuecluster.go, clusterqueue.go)
+    assert verbs[("jobset.x-k8s.io", "jobsets")] == verbs[("kueue.x-k8s.io", "workloads")] == {"get", "list", "watch"}
+    assert verbs[("kueue.x-k8s.io", "localqueues")] == verbs[("kueue.x-k8s.io", "clusterqueues")] == {"get", "list", "watch"}
+    assert not any(v & WRITES for v in verbs.values()), verbs  # a cluster-wide write would reach kube-system
+    # a fleet's Kueue runs the JobSet integration alone: no LWS to watch or write
+    assert not any(g == "leaderworkerset.x-k8s.io" for g, _ in verbs)
+    roles = objects(plan, "Role")
+    mine = [r for r in roles if r["metadata"]["name"] == "pathways-multikueue"]
+    assert sorted(r["metadata"]["namespace"] for r in mine) == run_namespaces
+    for r in mine:
+        assert _verbs(r["rules"]) == {("jobset.x-k8s.io", "jobsets"): {"create", "delete"},
+                                      ("kueue.x-k8s.io", "workloads"): {"create", "delete", "patch", "update"},
+                                      ("kueue.x-k8s.io", "workloads/status"): {"patch", "update"}}
+    subject = [{"kind": "ServiceAccount", "name": "pathways-multikueue", "namespace": MULTIKUEUE_NAMESPACE}]
+    bindings = [b for b in objects(plan, "RoleBinding") if b["metadata"]["name"] == "pathways-multikueue"]
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == run_namespaces
+    assert all(b["subjects"] == subject and b["roleRef"]["kind"] == "Role" for b in bindings)
     (binding,) = [b for b in objects(plan, "ClusterRoleBinding") if b["metadata"]["name"] == "pathways-multikueue"]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "pathways-multikueue", "namespace": MULTIKUEUE_NAMESPACE}]
-    (secret,) = plan.by_type("kubernetes:core/v1:Secret")
+    assert binding["subjects"] == subject
+    (secret,) = [s for s in plan.by_type("kubernetes:core/v1:Secret") if s.input("metadata.namespace") == MULTIKUEUE_NAMESPACE]
     assert secret.input("type") == "kubernetes.io/service-account-token"
     assert secret.input("metadata.annotations") == {"kubernetes.io/service-account.name": "pathways-multikueue"}
+    # the policy that keeps the token to runs is in force, in every namespace, before the token exists
+    (policy,) = [o for o in objects(plan, "ValidatingAdmissionPolicy") if o["metadata"]["name"] == "pathways-fleet-dispatch-only"]
+    (policy_binding,) = [o for o in objects(plan, "ValidatingAdmissionPolicyBinding") if o["metadata"]["name"] == "pathways-fleet-dispatch-only"]
+    assert "matchResources" not in policy_binding["spec"] and policy_binding["spec"]["validationActions"] == ["Deny"]
+    assert policy["spec"]["matchConditions"][0]["expression"] == "request.userInfo.username == 'system:serviceaccount:kueue-system:pathways-multikueue'"
+    before = {plan.get(d).name for d in secret.dependencies}
+    assert {"runs-validatingadmissionpolicy-pathways-fleet-dispatch-only", *(f"fleet-role-{ns}" for ns in run_namespaces)} <= before, before
+
+
+MULTIKUEUE = "system:serviceaccount:kueue-system:pathways-multikueue"
+
+
+def _worker_policy():
+    from tests.test_runs import model
+
+    stack = resolve(model(fleet={"role": "worker"}, workloads=[{"name": "train", "image": "example.com/t:1"}]))
+    (policy,) = [o for o in runs_manifest.fleet_dispatch_policy(stack) if o["kind"] == "ValidatingAdmissionPolicy"]
+    return policy
+
+
+def _dispatched(**changes):
+    from tests.test_runs import _run
+
+    return _run(**changes)
+
+
+LWS = {"metadata": {"name": "exp", "labels": {"app.kubernetes.io/managed-by": "pathways-run"}}, "spec": {"replicas": 1}}
+JOBSETS = {"group": "jobset.x-k8s.io", "version": "v1alpha2", "resource": "jobsets"}
+LWSS = {"group": "leaderworkerset.x-k8s.io", "version": "v1", "resource": "leaderworkersets"}
+
+
+@pytest.mark.parametrize("user,namespace,resource,operation,obj,old,admitted", [
+    (MULTIKUEUE, "pathways", JOBSETS, "CREATE", "run", None, True),  # a dispatched run
+    (MULTIKUEUE, "pathways", JOBSETS, "DELETE", None, "run", True),  # the run finished or deleted on the manager
+    (MULTIKUEUE, "kube-system", JOBSETS, "CREATE", "run", None, False),  # root on the nodes, past the guards
+    (MULTIKUEUE, "kube-system", JOBSETS, "DELETE", None, "run", False),
+    (MULTIKUEUE, "pathways", JOBSETS, "CREATE", "unlabelled", None, False),  # not a run
+    (MULTIKUEUE, "pathways", JOBSETS, "CREATE", "secret", None, False),  # a run holding the worker's Secret
+    (MULTIKUEUE, "pathways", JOBSETS, "CREATE", "declared", None, False),  # a run named like the worker's workload
+    (MULTIKUEUE, "pathways", JOBSETS, "UPDATE", "unlabelled", "run", False),
+    (MULTIKUEUE, "pathways", LWSS, "CREATE", "lws", None, False),  # the fleet dispatches JobSets only
+    ("admin@example.com", "kube-system", JOBSETS, "CREATE", "unlabelled", None, True),  # not the token: RBAC decides
+])
+def test_the_managers_token_may_dispatch_runs_only_and_only_into_the_fleets_namespace(user, namespace, resource, operation, obj, old, admitted):
+    from tests.test_runs import _secret_env
+
+    made = {"run": lambda: _dispatched(), "unlabelled": lambda: _dispatched(labels={"app.kubernetes.io/managed-by": None}),
+            "secret": lambda: _dispatched(pod=_secret_env), "declared": lambda: _dispatched(name="train"), "lws": lambda: LWS}
+    request = {"operation": operation, "namespace": namespace, "resource": resource, "userInfo": {"username": user, "groups": []}}
+    policy = _worker_policy()
+    spec = policy["spec"]
+    applies = all(_evaluate(m["expression"], {"request": request}) for m in spec["matchConditions"])
+    got = not applies or all(_evaluate(v["expression"], {"object": made[obj]() if obj else None, "oldObject": made[old]() if old else None,
+                                                          "request": request}) for v in spec["validations"])
+    assert got is admitted
+
+
+def test_only_a_fleet_worker_has_the_dispatch_policy():
+    from tests.test_runs import model
+
+    assert runs_manifest.fleet_dispatch_policy(resolve(model())) == []
+    assert runs_manifest.fleet_dispatch_policy(resolve(model(fleet={"role": "worker"})))
 
 
 def test_the_manager_dispatches_through_multikueue_with_its_workers_summed_quota():

@@ -150,6 +150,48 @@ def test_runs_go_to_the_worker_with_room_and_their_status_comes_back(fleet):
                   timeout=180)
 
 
+def token_kubeconfig(worker: LocalCluster) -> Path:
+    """A kubeconfig holding the worker's real MultiKueue token (what its manager holds), nothing else."""
+    secret = worker.get("secret", "-n", "kueue-system", "pathways-multikueue-token-1")
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    ca = yaml.safe_load(worker.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority-data"]
+    path = worker.workdir / "multikueue-token.kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "m",
+        "clusters": [{"name": "m", "cluster": {"server": f"https://{ADDRESS.split('/')[0]}:{worker.apiserver_port}", "certificate-authority-data": ca}}],
+        "users": [{"name": "m", "user": {"token": token}}], "contexts": [{"name": "m", "context": {"cluster": "m", "user": "m"}}]}))
+    return path
+
+
+def test_the_managers_token_writes_runs_in_the_fleet_namespace_and_nothing_else(fleet):
+    """Security #58.1: the token a worker publishes reads cluster-wide but writes only runs, only in its run namespace:
+    a JobSet in kube-system (past the guards, which judge the stack's namespaces) is refused by RBAC, one that is not
+    a run in the fleet namespace by the dispatch policy."""
+    east = fleet["east"]
+    kubeconfig = token_kubeconfig(east)
+
+    def can(verb: str, resource: str, namespace: str) -> bool:
+        proc = east.kubectl("auth", "can-i", verb, resource, "-n", namespace, kubeconfig=kubeconfig, check=False)
+        return proc.stdout.strip() == "yes"
+
+    assert can("list", "jobsets.jobset.x-k8s.io", "kube-system") and can("watch", "workloads.kueue.x-k8s.io", "kube-system")
+    assert can("create", "jobsets.jobset.x-k8s.io", NS) and can("create", "workloads.kueue.x-k8s.io", NS)
+    assert not can("create", "jobsets.jobset.x-k8s.io", "kube-system") and not can("create", "workloads.kueue.x-k8s.io", "default")
+    assert not can("create", "leaderworkersets.leaderworkerset.x-k8s.io", NS) and not can("get", "secrets", "kueue-system")
+    root = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "root", "namespace": "kube-system"},
+            "spec": {"replicatedJobs": [{"name": "r", "replicas": 1, "template": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "tolerations": [{"operator": "Exists"}],
+                "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+                "containers": [{"name": "c", "image": IMAGE, "securityContext": {"privileged": True},
+                                "volumeMounts": [{"name": "host", "mountPath": "/host"}]}]}}}}}]}}
+    refused = east.kubectl("create", "-f", "-", stdin=yaml.safe_dump(root), kubeconfig=kubeconfig, check=False)
+    assert refused.returncode != 0 and "forbidden" in refused.stderr.lower() and "kube-system" in refused.stderr, refused.stderr
+    in_fleet = {**root, "metadata": {"name": "root", "namespace": NS}}
+    refused = east.kubectl("create", "-f", "-", stdin=yaml.safe_dump(in_fleet), kubeconfig=kubeconfig, check=False)
+    assert refused.returncode != 0 and "pathways-fleet-dispatch-only" in refused.stderr and "ad-hoc runs only" in refused.stderr, refused.stderr
+    assert east.kubectl("get", "jobset.jobset.x-k8s.io", "root", "-n", NS, check=False).returncode != 0
+
+
 def test_kueue_refuses_a_kubeconfig_with_an_exec_plugin_as_the_stack_says(fleet):
     manager, east = fleet["manager"], fleet["east"]
     ca = yaml.safe_load(east.kubeconfig.read_text())["clusters"][0]["cluster"]["certificate-authority-data"]

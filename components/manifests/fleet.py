@@ -20,19 +20,29 @@ RBAC = "rbac.authorization.k8s.io"
 MULTIKUEUE_CONFIG = "pathways-fleet"
 
 
-def worker_rules() -> list[dict[str, Any]]:
-    """What the manager's Kueue does on a worker (Kueue's create-multikueue-kubeconfig.sh, for the kinds this stack
-    runs): create and watch the dispatched JobSets, LeaderWorkerSets and their Workloads, read their status and the
-    queues."""
-    full = ["create", "delete", "get", "list", "watch"]
+def worker_read_rules() -> list[dict[str, Any]]:
+    """What the manager's Kueue reads on a worker, cluster-wide (pkg/controller/admissionchecks/multikueue at Kueue
+    v0.19.2 lists and watches with no namespace: multikueuecluster.go establishes a watch on Workloads and on every
+    enabled integration's kind, and keeps the worker inactive until each is up; clusterqueue.go lists the queues).
+    A fleet's Kueue enables the JobSet integration alone (controller_charts.FLEET_FRAMEWORKS), so no LWS rule."""
+    read = ["get", "list", "watch"]
     return [
-        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": full},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": read},
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
-        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"], "verbs": full},
-        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets/status"], "verbs": ["get"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*full, "update", "patch"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": read},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": read},
+    ]
+
+
+def worker_write_rules() -> list[dict[str, Any]]:
+    """What it writes, in the fleet's namespaces only (a RoleBinding per namespace): the dispatched JobSet (created,
+    deleted: jobset_multikueue_adapter.go) and its Workload (created, updated, deleted, its status patched:
+    multikueue/workload.go). A token that can write JobSets anywhere could run a privileged pod in kube-system."""
+    return [
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["create", "delete"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["create", "delete", "patch", "update"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch", "update"]},
     ]
 
 
@@ -42,15 +52,25 @@ def token_secret_name(fleet: ResolvedFleet) -> str:
 
 
 def worker_objects(fleet: ResolvedFleet) -> list[dict[str, Any]]:
-    """The manager's identity on a worker: its ServiceAccount, ClusterRole and binding, and a long-lived token Secret
-    (kubernetes.io/service-account-token, filled by the token controller), in Kueue's namespace."""
+    """The manager's identity on a worker: its ServiceAccount, a ClusterRole to read and a Role to write in each
+    fleet namespace (the run queues' namespaces, where a dispatched run lands) with their bindings, and a long-lived
+    token Secret (kubernetes.io/service-account-token, filled by the token controller), in Kueue's namespace."""
     meta = {"namespace": MULTIKUEUE_NAMESPACE}
+    subject = [{"kind": "ServiceAccount", "name": MULTIKUEUE_SERVICE_ACCOUNT, "namespace": MULTIKUEUE_NAMESPACE}]
+    writes = []
+    for ns in fleet.dispatch_namespaces:
+        writes += [
+            {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT, "namespace": ns},
+             "rules": worker_write_rules()},
+            {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT, "namespace": ns},
+             "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": MULTIKUEUE_SERVICE_ACCOUNT}, "subjects": subject},
+        ]
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT, **meta}},
-        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT}, "rules": worker_rules()},
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT}, "rules": worker_read_rules()},
         {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": MULTIKUEUE_SERVICE_ACCOUNT},
-         "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": MULTIKUEUE_SERVICE_ACCOUNT},
-         "subjects": [{"kind": "ServiceAccount", "name": MULTIKUEUE_SERVICE_ACCOUNT, "namespace": MULTIKUEUE_NAMESPACE}]},
+         "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": MULTIKUEUE_SERVICE_ACCOUNT}, "subjects": subject},
+        *writes,
         {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
          "metadata": {"name": token_secret_name(fleet), "annotations": {"kubernetes.io/service-account.name": MULTIKUEUE_SERVICE_ACCOUNT}, **meta}},
     ]

@@ -15,6 +15,7 @@ from typing import Any
 
 from components.manifests.jobset import jobset
 from components.manifests.kueue_api import API_VERSION, PRIORITY_LABEL, QUEUE_LABEL
+from components.model.cluster.fleet import MULTIKUEUE_USER
 from components.model.resolved import ResolvedStack, ResolvedWorkload
 from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, run_queue
 from components.model.workloads.service import ServiceClient
@@ -31,6 +32,7 @@ ROLE_RULES = (
 )
 NODE_RULES = ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},)
 POLICY = "pathways-runs-only"
+FLEET_DISPATCH_POLICY = "pathways-fleet-dispatch-only"
 
 
 def run_local_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
@@ -91,17 +93,11 @@ def _pod_rules(priorities: list[str], accounts: list[str]) -> str:
             f"{p}.containers.all({_NO_SECRET_ENV}) && (!has({p}.initContainers) || {p}.initContainers.all({_NO_SECRET_ENV})))")
 
 
-def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
-    """What the submitters may do with JobSets (their Role names every JobSet; RBAC has no label scope): create,
-    change and delete those labelled as runs only; and a run they create, by the command or by hand, is queued on a
-    run queue at a run priority, is not named like a declared workload, and holds no Secret and no token."""
+def _run_validations(stack: ResolvedStack, writer: str, writing: str) -> list[dict[str, str]]:
+    """What makes a JobSet write a run's: it is labelled as a run (before and after), queued on a run queue at a run
+    priority, not named like a declared workload, and its pods hold no Secret and no token. `writer` names who is
+    refused; `writing` prefixes the rules on the new object (true where there is none to judge: a DELETE)."""
     assert stack.runs is not None
-    users = [s.name for s in stack.runs.submitters if s.kind == "User"]
-    groups = [s.name for s in stack.runs.submitters if s.kind == "Group"]
-    who = " || ".join([
-        *([f"request.userInfo.username in {_cel_list(users)}"] if users else []),
-        *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)}))"] if groups else []),
-    ])
 
     def is_run(obj: str) -> str:
         return _label_is(obj, MANAGED_BY_LABEL, [RUN_MANAGER])
@@ -111,12 +107,11 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
     accounts = ["default", *([RUN_SERVICE_ACCOUNT] if stack.runs.buckets else [])]
     declared = [w.name for w in stack.workloads if w.namespace == stack.namespace]
     queues = sorted(set(stack.run_queues.values()))
-    writing = "request.operation == 'DELETE' || "
-    validations = [
+    return [
         # a DELETE has no object, a CREATE no oldObject; an UPDATE may neither take a JobSet in nor out of runs
         {"expression": (f"request.operation == 'DELETE' ? {is_run('oldObject')} : "
                         f"{is_run('object')} && (request.operation == 'CREATE' || {is_run('oldObject')})"),
-         "message": f"runs.submitters may create, change and delete ad-hoc runs only (JobSets labelled {MANAGED_BY_LABEL}={RUN_MANAGER})"},
+         "message": f"{writer} may create, change and delete ad-hoc runs only (JobSets labelled {MANAGED_BY_LABEL}={RUN_MANAGER})"},
         *([{"expression": writing + _label_is("object", QUEUE_LABEL, queues),
             "message": f"a run is queued by Kueue: label it {QUEUE_LABEL} with a run queue ({', '.join(queues)})"}] if queues else []),
         {"expression": writing + _label_is("object", PRIORITY_LABEL, priorities),
@@ -128,21 +123,67 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
                      f"false, no projected volume), run as {' or '.join(accounts)} and have a priority class among "
                      f"{', '.join(priorities)}")},
     ]
+
+
+def _admission_policy(name: str, resources: list[tuple[str, str]], who: str, validations: list[dict[str, str]],
+                      namespaces: list[str] | None) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy on writes of `resources` ((group, resource)) by `who` (CEL), and its binding in
+    `namespaces` (None: every namespace)."""
+    binding: dict[str, Any] = {"policyName": name, "validationActions": ["Deny"]}
+    if namespaces is not None:
+        binding["matchResources"] = {"namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}]}}
     return [
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": POLICY},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
          "spec": {
              "failurePolicy": "Fail",
              "matchConstraints": {"resourceRules": [{
-                 "apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "resources": ["jobsets"],
-                 "operations": ["CREATE", "UPDATE", "DELETE"]}]},
-             "matchConditions": [{"name": "submitter", "expression": who}],
+                 "apiGroups": [group], "apiVersions": ["*"], "resources": [resource],
+                 "operations": ["CREATE", "UPDATE", "DELETE"]} for group, resource in resources]},
+             "matchConditions": [{"name": "writer", "expression": who}],
              "validations": [{**v, "reason": "Forbidden"} for v in validations],
          }},
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": POLICY},
-         "spec": {"policyName": POLICY, "validationActions": ["Deny"],
-                  "matchResources": {"namespaceSelector": {"matchExpressions": [
-                      {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [stack.namespace]}]}}}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+         "spec": binding},
     ]
+
+
+def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """What the submitters may do with JobSets (their Role names every JobSet; RBAC has no label scope): create,
+    change and delete those labelled as runs only; and a run they create, by the command or by hand, is queued on a
+    run queue at a run priority, is not named like a declared workload, and holds no Secret and no token."""
+    assert stack.runs is not None
+    users = [s.name for s in stack.runs.submitters if s.kind == "User"]
+    groups = [s.name for s in stack.runs.submitters if s.kind == "Group"]
+    who = " || ".join([
+        *([f"request.userInfo.username in {_cel_list(users)}"] if users else []),
+        *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)}))"] if groups else []),
+    ])
+    return _admission_policy(POLICY, [("jobset.x-k8s.io", "jobsets")], who,
+                             _run_validations(stack, "runs.submitters", "request.operation == 'DELETE' || "), [stack.namespace])
+
+
+def fleet_dispatch_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """On a fleet worker, the twin of the runs-only policy for the manager's Kueue (its token's user): in every
+    namespace, it writes JobSets only in the fleet's namespaces, only runs (what a manager dispatches), and no
+    LeaderWorkerSet. Its Role already confines it to those namespaces; this holds if a binding is widened by hand."""
+    if stack.fleet is None or not stack.fleet.worker or stack.runs is None:
+        return []
+    namespaces = list(stack.fleet.dispatch_namespaces)
+    runs = _run_validations(stack, "the fleet's manager",
+                            "request.operation == 'DELETE' || request.resource.resource != 'jobsets' || ")
+    validations = [
+        {"expression": f"request.namespace in {_cel_list(namespaces)}",
+         "message": f"the fleet's manager writes in the fleet's namespaces only ({', '.join(namespaces)})"},
+        {"expression": "request.resource.resource == 'jobsets'",
+         "message": "the fleet dispatches ad-hoc runs, which are JobSets; no LeaderWorkerSet"},
+        # a rule on a JobSet's fields is true for the LWS refused above, so its one message stands alone
+        *({**v, "expression": f"request.resource.resource != 'jobsets' || ({v['expression']})"}
+          for v in runs[:1]),
+        *runs[1:],
+    ]
+    return _admission_policy(FLEET_DISPATCH_POLICY, [("jobset.x-k8s.io", "jobsets"), ("leaderworkerset.x-k8s.io", "leaderworkersets")],
+                             f"request.userInfo.username == '{MULTIKUEUE_USER}'", validations, None)
 
 
 def run_jobset(stack: ResolvedStack, w: ResolvedWorkload, submitted_by: str = "") -> dict[str, Any]:

@@ -32,6 +32,8 @@ from components.model.common import _dns_label, _Model
 MAX_FLEET_WORKERS = 20  # MultiKueueConfig spec.clusters maxItems (Kueue v0.19.2 CRD)
 MULTIKUEUE_NAMESPACE = "kueue-system"
 MULTIKUEUE_SERVICE_ACCOUNT = "pathways-multikueue"
+# the name the API server gives the manager's Kueue on a worker (its token's user)
+MULTIKUEUE_USER = f"system:serviceaccount:{MULTIKUEUE_NAMESPACE}:{MULTIKUEUE_SERVICE_ACCOUNT}"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 MULTIKUEUE_CHECK = "pathways-fleet"
 # Pulumi's fully qualified stack name (a stack reference): <organization>/<project>/<stack>
@@ -166,6 +168,11 @@ class ResolvedFleet:
     @property
     def worker(self) -> bool:
         return self.role == "worker"
+
+    @property
+    def dispatch_namespaces(self) -> tuple[str, ...]:
+        """Where a manager's Kueue writes on a worker: the run queues' namespaces (a dispatched run keeps its own)."""
+        return tuple(dict.fromkeys(q.split("/", 1)[0] for q in self.run_queues))
 
 
 def kubeconfig(worker: str, facts: WorkerFacts) -> str:
