@@ -161,7 +161,10 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
                                                      for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"))}
         if cfg.fleet is not None and cfg.fleet.role == "worker":  # the manager's identity and token
             types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:Secret",
-                      "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"}
+                      *(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}" for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"))}
+    if cfg.fleet is not None and cfg.fleet.role == "worker" and cfg.runs is not None:  # runs.fleet_dispatch_policy
+        types |= {"kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+                  "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"}
     service = cfg.service_workload
     if service is not None:
         types |= {"kubernetes:core/v1:NamespacePatch", "kubernetes:rbac.authorization.k8s.io/v1:Role"}

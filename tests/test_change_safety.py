@@ -430,3 +430,39 @@ def test_a_new_project_replaces_every_resource_in_it_the_pools_and_nat_by_their_
         {n: (c.action, c.forced_by) for n, c in moved.items()}
     assert changes["network-nat"].forced_by == ["project"] and "project" in changes["scratch"].forced_by
     assert "project" in changes["slices-v6e-0"].forced_by
+
+
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VAPB = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+@pytest.mark.parametrize("drop", [VAP, VAPB])
+def test_security_58_2_losing_a_guard_in_a_protected_stack_is_refused_with_no_allowance(drop):
+    """The stack config refuses guards off in a protected stack; a program change that loses one (or its binding) is
+    refused by the diff too, whatever allowDisruption says. An unprotected stack is shown the change, not refused."""
+    from infra.offline.engine import Plan
+
+    for stack, protected in (("prod", True), ("staging", False)):
+        before = plan_of(stack_config(stack), stack)
+        after = Plan(before.stack, [r for r in before.resources if not (r.type == drop and r.name == "guardrails-node-guard")], before.outputs)
+        changes = diff(before, after)
+        assert [(c.name, c.action) for c in changes if c.type == drop] == [("guardrails-node-guard", "delete")]
+        verdict = guard(changes, before, after, protected, ["*"])
+        if protected:
+            assert not verdict.ok and any(r.startswith("guardrails-node-guard (") and "keeps its admission guards in force" in r
+                                          for r in verdict.refusals), verdict.refusals
+        else:
+            assert verdict.ok
+
+
+def test_security_58_2_a_guard_binding_that_stops_denying_is_refused_in_a_protected_stack():
+    import dataclasses
+
+    from infra.offline.engine import Plan
+
+    before = plan_of(stack_config("prod"), "prod")
+    after = Plan(before.stack, [dataclasses.replace(r, inputs={**r.inputs, "spec": {**r.inputs["spec"], "validationActions": ["Warn"]}})
+                                if r.type == VAPB and r.name == "guardrails-template-guard" else r for r in before.resources], before.outputs)
+    verdict = guard(diff(before, after), before, after, True, [])
+    assert any(r.startswith("guardrails-template-guard (ValidatingAdmissionPolicyBinding): this change changes what it does on a refusal")
+               for r in verdict.refusals), verdict.refusals

@@ -11,8 +11,8 @@ import yaml
 from components.manifests import fleet as fleet_manifest
 from components.manifests import kueue as kueue_manifest
 from components.manifests import runs as runs_manifest
-from components.model.config import resolve
 from components.model.cluster.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPACE, WorkerFacts, kubeconfig
+from components.model.config import resolve
 from infra.offline import engine, stackfile
 from infra.offline.render import manifests
 from tests.conftest import config_with, every_stack, example_path, example_plan, stack_model

@@ -73,8 +73,8 @@ def test_committed_stacks_pass_every_rule(committed_stack):
     assert violations(plan) == []
 
 
-def test_pack_has_seventeen_rules_with_descriptions():
-    assert len(ALL_POLICIES) == 18 and len({p.name for p in ALL_POLICIES}) == 18
+def test_pack_has_nineteen_rules_with_descriptions():
+    assert len(ALL_POLICIES) == 19 and len({p.name for p in ALL_POLICIES}) == 19
     assert all(p.description and p.enforcement_level is not None for p in ALL_POLICIES)
 
 
@@ -523,3 +523,35 @@ def test_a_bad_policy_config_is_a_one_line_error(tmp_path, capsys, content, says
     assert offline_cli.main(["plan", "--config", str(example_path("dev")), "--policy-config", str(path)]) == 2
     out, err = capsys.readouterr()
     assert err.splitlines() == [f"error: {says.format(path=path)}"] and "Traceback" not in out + err
+
+
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VAPB = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+def _without(plan: Plan, type_: str, policy_name: str) -> Plan:
+    key = "metadata.name" if type_ == VAP else "spec.policyName"
+    return Plan(plan.stack, [r for r in plan.resources if not (r.type == type_ and r.input(key) == policy_name)], plan.outputs)
+
+
+@pytest.mark.parametrize(("breaker", "message"), [
+    (lambda p: _without(p, VAP, "pathways-nodes-reserved"), "has no admission guard pathways-nodes-reserved"),
+    (lambda p: _without(p, VAP, "pathways-workload-templates"), "has no admission guard pathways-workload-templates"),
+    (lambda p: _without(p, VAPB, "pathways-nodes-reserved"), "the admission guard pathways-nodes-reserved has no binding"),
+    (lambda p: mutate(p, VAPB, "guardrails-template-guard", "spec.validationActions", ["Audit"]), "the binding of pathways-workload-templates does not deny"),
+])
+def test_security_58_2_a_protected_stack_keeps_both_guards_and_their_bindings(breaker, message):
+    """Each guard or binding taken out of a protected stack's plan is refused; the same in an unprotected stack is not."""
+    prod = example_plan("prod")
+    found = [v.message for v in violations(breaker(prod)) if v.policy == "pathways-guards-in-force"]
+    assert len(found) == 1 and message in found[0], found
+    dev = example_plan("dev")
+    assert not [v for v in violations(breaker(dev)) if v.policy == "pathways-guards-in-force"]
+
+
+def test_security_58_2_a_stack_the_pack_config_lists_as_protected_keeps_its_guards_too():
+    dev = example_plan("dev")
+    broken = _without(dev, VAP, "pathways-nodes-reserved")
+    found = [v.message for v in violations(broken, {"pathways-guards-in-force": {"protectedStacks": [dev.stack]}})
+             if v.policy == "pathways-guards-in-force"]
+    assert found and "has no admission guard pathways-nodes-reserved" in found[0]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from components.constants import BUCKET, CLUSTER, JOBSET, LEADER_WORKER_SET, NODE_POOL, ROLE_LABEL, SLICE_GROUP_LABEL
+from components.manifests.guardrails import NODE_GUARD, TEMPLATE_GUARD
 from components.model.cost.cost import HOURS_PER_MONTH
 from infra.offline.change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
 from infra.offline.engine import Plan, Registration
@@ -281,6 +282,9 @@ def stack_zone(plan: Plan) -> Optional[str]:
 # Compute Engine lets no one cancel, change or delete a submitted calendar-mode request ("Create a future reservation
 # request in calendar mode", limitations): any change to one is refused, protected stack or not, with no allowance.
 UNCHANGEABLE_TYPES = ("gcp:compute/futureReservation:FutureReservation",)
+GUARD_TYPES = ("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+               "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+GUARD_NAMES = (NODE_GUARD, TEMPLATE_GUARD)
 
 
 def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, allowed: list[str]) -> Verdict:
@@ -300,6 +304,17 @@ def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, all
             f"zone {old_zone} -> {new_zone}: a protected stack never moves zones (reservations are zonal and every "
             "slice, pool and workload would be re-created); build a new stack in the new zone instead"
         )
+    # the admission guards: no allowance covers losing one (they keep other pods off the Pathways nodes)
+    guards = {(r.type, r.name) for r in before.resources if r.type in GUARD_TYPES
+              and (r.input("metadata.name") in GUARD_NAMES or r.input("spec.policyName") in GUARD_NAMES)}
+    for c in changes:
+        if (c.type, c.name) not in guards:
+            continue
+        if c.action in ("delete", "replace") or "spec.validationActions" in c.changed:
+            what = {"delete": "deletes it", "replace": "replaces it (a moment without it)"}.get(c.action, "changes what it does on a refusal")
+            verdict.refusals.append(
+                f"{c.name} ({c.kind}): this change {what}, but a protected stack keeps its admission guards in force; "
+                "put them back (pathways:kubernetes.guards), no allowDisruption covers this")
     used: set[str] = set()
     for c in changes:
         if c.type not in STATEFUL_TYPES or not c.destructive:

@@ -6,6 +6,7 @@ from policies.rules.cluster_hardening import cluster_hardening
 from policies.rules.coordinator_label import coordinator_label
 from policies.rules.disruption_policy import disruption_policy
 from policies.rules.future_reservation import future_reservation
+from policies.rules.guards_in_force import guards_in_force
 from policies.rules.head_machine import head_machine
 from policies.rules.jobset_lifecycle import jobset_lifecycle
 from policies.rules.kueue_quota import kueue_quota
@@ -38,4 +39,5 @@ ALL_POLICIES = [
     disruption_policy,
     service_access,
     pod_security_levels,
+    guards_in_force,
 ]

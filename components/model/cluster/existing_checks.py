@@ -120,12 +120,33 @@ def shared_cluster_queue(cfg: StackConfig) -> list[Problem]:
 
 
 def guards(cfg: StackConfig) -> list[Problem]:
-    """kubernetes.guards: exempt namespaces are others' (the stack's own run under the guards' own rules)."""
+    """kubernetes.guards: off only on a cluster made elsewhere and never in a protected stack; exempt namespaces
+    are others' (the stack's own run under the guards' own rules), each exemption acknowledged."""
     g = cfg.kubernetes.guards
     problems: list[Problem] = []
     key = config_key(("kubernetes", "guards", "exemptNamespaces"))
+    acknowledged = config_key(("kubernetes", "guards", "acknowledgeExemptions"))
+    if not g.enabled:
+        off = config_key(("kubernetes", "guards", "enabled"))
+        if cfg.protected:
+            problems.append(Problem(off, (
+                "false in a protected stack: nothing would keep other pods off the Pathways nodes and out of their service "
+                "account, which writes the stack's buckets; keep the guards on (exempt another tool's namespace with "
+                "exemptNamespaces and acknowledgeExemptions: true)")))
+        elif cfg.cluster.existing is None:
+            problems.append(Problem(off, (
+                "false on a cluster the stack makes: nothing would keep other pods off the Pathways nodes and out of their "
+                "service account; the guards may be off only on a cluster made elsewhere (cluster.existing), whose owner "
+                "answers for its admission control")))
     if g.exempt_namespaces and not g.enabled:
         problems.append(Problem(key, "has no effect with kubernetes.guards.enabled: false; remove it"))
+    elif g.exempt_namespaces and not g.acknowledge_exemptions:
+        problems.append(Problem(acknowledged, (
+            f"required with exemptNamespaces ({', '.join(g.exempt_namespaces)}): pods there may run on the Pathways nodes "
+            "and the host network, as the Pathways node service account (which writes the stack's buckets); set "
+            "kubernetes.guards.acknowledgeExemptions: true to accept that")))
+    if g.acknowledge_exemptions and not g.exempt_namespaces:
+        problems.append(Problem(acknowledged, "true, but no namespace is exempt (kubernetes.guards.exemptNamespaces); remove it"))
     own = {cfg.kubernetes.namespace, *(cfg.workload_namespace(w) for w in cfg.workloads)}
     for ns in g.exempt_namespaces:
         if ns in own:

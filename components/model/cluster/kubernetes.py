@@ -80,11 +80,16 @@ class GuardsConfig(_Model):
     enabled: bool = Field(default=True, description=(
         "The admission guards (ValidatingAdmissionPolicies pathways-nodes-reserved and pathways-workload-templates) "
         "that keep the Pathways head and TPU nodes, and the host network, to the stack's workloads. Off: nothing keeps "
-        "other pods off those nodes or out of their service account; the plan warns. docs/security.md."))
+        "other pods off those nodes or out of their service account; the plan warns. Off only on a cluster made "
+        "elsewhere (cluster.existing) and never in a protected stack. docs/security.md."))
     exempt_namespaces: list[str] = Field(default_factory=list, max_length=20, description=(
         "Namespaces whose pods may run on the Pathways nodes or the host network although the stack does not own them "
         "(on an xpk cluster: default, where xpk runs its workloads); the guards still judge every other namespace, "
-        "and the plan names these. docs/from-xpk.md."))
+        "and the plan names these. Needs acknowledgeExemptions: true. docs/from-xpk.md."))
+    acknowledge_exemptions: bool = Field(default=False, description=(
+        "true: you accept that pods in exemptNamespaces may run on the Pathways nodes and the host network, and so act as "
+        "the Pathways node service account (which writes the stack's buckets). Required with exemptNamespaces; "
+        "docs/security.md."))
 
     @field_validator("exempt_namespaces")
     @classmethod
