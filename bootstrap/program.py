@@ -186,10 +186,20 @@ def github_subject(repository: str, environment: str) -> str:
     return f"repo:{repository}:environment:{environment}"
 
 
-def environments(stack: str, identity: identities.Identity) -> tuple[str, ...]:
+def environments(stack: str, identity: identities.Identity, pull_requests: bool = True) -> tuple[str, ...]:
     """The GitHub environments each identity serves (.github/workflows/pulumi-stack.yml): deploy `S`; preview
-    `S-preview` (the preview before a deploy, on main) and `S-pull-request` (pull requests' previews)."""
-    return (stack,) if identity == "deploy" else (f"{stack}-preview", pull_request_environment(stack))
+    `S-preview` (the preview before a deploy, on main) and, for a stack whose pull requests preview for real,
+    `S-pull-request` (takes_pull_request_previews)."""
+    if identity == "deploy":
+        return (stack,)
+    return (f"{stack}-preview", *([pull_request_environment(stack)] if pull_requests else []))
+
+
+def takes_pull_request_previews(s: MainStack) -> bool:
+    """A protected stack's or a fleet manager's preview identity decrypts secrets a pull request must not reach (the
+    stack's, or its workers' tokens): it serves main's previews only (identities.pull_request_preview_refusal)."""
+    fleet = s.config.fleet
+    return identities.pull_request_preview_refusal(s.config.protected, fleet is not None and fleet.role == "manager") is None
 
 
 def pull_request_environment(stack: str) -> str:
@@ -203,7 +213,7 @@ def pool_condition(cfg: BootstrapConfig) -> str:
     before a deploy, are main's alone in GCP's own conditions, whatever a branch's workflow says; a pull request's
     only identities are the pull-request environments', which GitHub releases to a job only after the
     environment's protection rules (its required reviewers) pass (docs/ci.md)."""
-    pull_requests = ", ".join(f"'{pull_request_environment(s.name)}'" for s in cfg.stacks)
+    pull_requests = ", ".join(f"'{pull_request_environment(s.name)}'" for s in cfg.stacks if takes_pull_request_previews(s))
     return (f"assertion.repository_id == '{cfg.repository_id}' && assertion.repository_owner_id == '{cfg.repository_owner_id}' && "
             f"(assertion.ref == '{MAIN_BRANCH}' || assertion.environment in [{pull_requests}])")
 
@@ -316,7 +326,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                                        member=node.member, opts=after("cloudresourcemanager.googleapis.com"))
             nodes.append(node)
         for identity in ("preview", "deploy"):
-            envs = environments(s.name, identity)
+            envs = environments(s.name, identity, takes_pull_request_previews(s))
             account = gcp.serviceaccount.Account(
                 f"{s.name}-{identity}", project=project, account_id=identities.ci_account_id(s.name, identity),
                 display_name=f"Pulumi {identity} of stack {s.name} (GitHub environments {', '.join(envs)})",

@@ -130,7 +130,7 @@ def test_only_the_repositorys_workflows_get_tokens(stack):
     plan = bootstrap_plan(stack)
     cfg = bootstrap_config(stack)
     provider = plan.one("gcp:iam/workloadIdentityPoolProvider:WorkloadIdentityPoolProvider")
-    pull_requests = ", ".join(f"'{m}-pull-request'" for m in main_stacks(stack))
+    pull_requests = ", ".join(f"'{m}-pull-request'" for m in main_stacks(stack) if takes_pull_requests(m))
     # issue #36.2: the repository and its owner by their immutable IDs (GitHub's repository_id and repository_owner_id
     # claims), and a run on main unless it runs in a pull-request preview environment
     assert provider.input("attributeCondition") == (
@@ -144,6 +144,12 @@ def test_only_the_repositorys_workflows_get_tokens(stack):
         "attribute.repository_owner_id": "assertion.repository_owner_id", "attribute.ref": "assertion.ref",
         "attribute.environment": "assertion.environment"}
     assert plan.one("gcp:iam/workloadIdentityPool:WorkloadIdentityPool").input("workloadIdentityPoolId") == "github"
+
+
+def takes_pull_requests(main: str) -> bool:
+    """From the main stack's own file: neither protected nor a fleet manager."""
+    config = yaml.safe_load(example_path(main).read_text())["config"]
+    return not (config.get("pathways:protected") is True or (config.get("pathways:fleet") or {}).get("role") == "manager")
 
 
 def _token_accepted(condition: str, claims: dict) -> bool:
@@ -164,7 +170,8 @@ def _token_accepted(condition: str, claims: dict) -> bool:
     ({"ref": "refs/pull/7/merge", "environment": "prod"}, False),  # a pull request's workflow switched to the deploy environment
     ({"ref": "refs/pull/7/merge", "environment": "prod-preview"}, False),  # ... or to main's preview environment
     ({"ref": "refs/heads/feature", "environment": "prod"}, False),  # a branch push
-    ({"ref": "refs/pull/7/merge", "environment": "prod-pull-request"}, True),  # after the environment's reviewers approved
+    # security #58.15: prod is protected, its preview identity decrypts its secrets: no pull request reaches it
+    ({"ref": "refs/pull/7/merge", "environment": "prod-pull-request"}, False),
     ({"ref": "refs/pull/7/merge"}, False),  # no environment at all
 ])
 def test_finding_2_deploy_identities_are_mains_in_gcps_own_condition(claims, accepted):
@@ -184,7 +191,9 @@ def test_each_identity_is_usable_only_from_its_environment(stack):
     pool = f"projects/{cfg['pathways-bootstrap:projectNumber']}/locations/global/workloadIdentityPools/github"
     wif = [r for r in plan.by_type(SA_MEMBER) if r.input("role") == "roles/iam.workloadIdentityUser"]
     for main in main_stacks(stack):
-        for identity, envs in (("deploy", [main]), ("preview", [f"{main}-preview", f"{main}-pull-request"])):
+        # security #58.3/#58.15: a protected stack's or a fleet manager's preview identity serves main's previews only
+        pull_requests = [f"{main}-pull-request"] if takes_pull_requests(main) else []
+        for identity, envs in (("deploy", [main]), ("preview", [f"{main}-preview", *pull_requests])):
             account = plan.one(SA, f"{main}-{identity}")
             bindings = [r for r in wif if r.input("serviceAccountId") == f"projects/{account.input('project')}/serviceAccounts/{email(plan, main, identity)}"]
             # one subject per environment: jobs of this repository running in it (its reviewers and branch rules)
@@ -451,3 +460,11 @@ def test_the_reader_grants_take_a_kms_workers_key_too():
     assert [(w, g.role, g.scope) for w, g in grants] == [
         ("east", "roles/storage.objectViewer", "state bucket"), ("east", "roles/cloudkms.cryptoKeyDecrypter", "secrets key"),
         ("west", "roles/storage.objectViewer", "state bucket")]
+
+
+def test_security_58_15_an_unprotected_stacks_pull_request_environment_still_gets_its_preview_token():
+    cfg = bootstrap.read_config({**GOOD, "gcp:project": "pathways-dev-123", "pathways-bootstrap:stacks": '["dev"]'})
+    condition = bootstrap.pool_condition(cfg)
+    ours = {"repository_id": GOOD["pathways-bootstrap:repositoryId"], "repository_owner_id": GOOD["pathways-bootstrap:repositoryOwnerId"]}
+    assert _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-pull-request"})
+    assert not _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-preview"})

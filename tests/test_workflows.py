@@ -3,6 +3,7 @@ before any update, and `pulumi up` applies the plan that was previewed for the c
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -16,9 +17,11 @@ WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
 
 def ci_stacks() -> list[str]:
-    """The stacks the workflows preview and deploy: the pull request's preview matrix (a team lists its own)."""
+    """The stacks the workflows preview and deploy: those the pull request's test job hands infra.ci_previews (a team
+    lists its own), which picks the ones a pull request previews for real."""
     doc = yaml.safe_load((ROOT / ".github" / "workflows" / "pull-request.yml").read_text())
-    return list(doc["jobs"]["preview"]["strategy"]["matrix"]["stack"])
+    run = next(st["run"] for st in doc["jobs"]["test"]["steps"] if "infra.ci_previews" in st.get("run", ""))
+    return run.split("infra.ci_previews", 1)[1].split(">>", 1)[0].split()
 
 
 STACKS = ci_stacks()
@@ -81,7 +84,9 @@ def test_pull_request_runs_tests_offline_plan_and_previews_with_policies():
     assert comment["permissions"] == {"pull-requests": "write"} and "head.repo.full_name == github.repository" in comment["if"]
     preview = wf["jobs"]["preview"]
     assert preview["needs"] == "test" and preview["uses"] == "./.github/workflows/pulumi-stack.yml"
-    assert preview["strategy"]["matrix"]["stack"] == STACKS and "apply" not in preview["with"]
+    assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.test.outputs.preview-stacks) }}" and "apply" not in preview["with"]
+    assert test["outputs"] == {"preview-stacks": "${{ steps.previews.outputs.stacks }}"}
+    assert "needs.test.outputs.preview-stacks != '[]'" in preview["if"]  # GitHub refuses an empty matrix
     assert "secrets" not in preview  # no repository secret is handed down; environments hold them
 
 
@@ -208,3 +213,32 @@ def test_the_offline_plan_and_diff_cover_every_stack_file():
     from infra.offline.stackfile import stack_names
 
     assert sorted(out) == sorted(stack_names()) and out
+
+
+@pytest.mark.every_stack
+def test_security_58_15_a_pull_request_previews_for_real_only_stacks_neither_protected_nor_fleet_managers(capsys):
+    """Derived from each listed stack's own file: a protected stack's or a fleet manager's preview identity decrypts
+    secrets a pull request must not reach, so the pull request's matrix leaves it out and says why."""
+    from infra import ci_previews
+
+    assert ci_previews.main(STACKS) == 0
+    out, err = capsys.readouterr()
+    chosen = json.loads(out.strip().removeprefix("stacks="))
+    for stack in STACKS:
+        config = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
+        excluded = config.get("pathways:protected") is True or (config.get("pathways:fleet") or {}).get("role") == "manager"
+        assert (stack in chosen) is not excluded, (stack, chosen)
+        assert (f"{stack}: no pull-request preview" in err) is excluded, err
+
+
+def test_security_58_15_a_protected_or_manager_stack_file_is_left_out(tmp_path, capsys):
+    from infra import ci_previews
+
+    (tmp_path / "Pulumi.a.yaml").write_text("config:\n  pathways:protected: true\n")
+    (tmp_path / "Pulumi.b.yaml").write_text("config:\n  pathways:fleet: {role: manager, workers: []}\n")
+    (tmp_path / "Pulumi.c.yaml").write_text("config:\n  pathways:protected: false\n")
+    assert ci_previews.main(["a", "b", "c"], stacks_dir=tmp_path) == 0
+    out, err = capsys.readouterr()
+    assert out == 'stacks=["c"]\n'
+    assert "a: no pull-request preview (protected: its preview identity decrypts its secrets" in err
+    assert "b: no pull-request preview (a fleet manager: its preview identity reads its workers' state and tokens" in err

@@ -92,6 +92,17 @@ CONNECT_ROLE = "roles/container.clusterViewer"
 # (GKE "Use least privilege IAM service accounts"): granted on the two node accounts themselves.
 NODE_ACCOUNT_ROLE = "roles/iam.serviceAccountUser"
 NODE_ACCOUNT_TYPES = frozenset({"gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"})
+def pull_request_preview_refusal(protected: bool, fleet_manager: bool) -> str | None:
+    """Why a stack's pull requests get no real `pulumi preview` (None: they do). Its preview identity decrypts the
+    stack's secrets, and a fleet manager's also reads and decrypts its workers' state (their tokens): such an
+    identity serves main's previews alone, and a pull request sees the offline plan and diff instead."""
+    if protected:
+        return "protected: its preview identity decrypts its secrets, so it previews on main only"
+    if fleet_manager:
+        return "a fleet manager: its preview identity reads its workers' state and tokens, so it previews on main only"
+    return None
+
+
 def ci_account_id(stack: str, identity: Identity) -> str:
     """The service account ID the bootstrap gives a stack's CI identity (bootstrap/program.py)."""
     return f"pulumi-{stack}-{identity}"
