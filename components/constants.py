@@ -20,6 +20,9 @@ NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE labels every node with 
 # GCP label on the cluster and buckets of a stack with pathways:protected: true. The policy pack reads
 # it: the stack's own flag is the one source of truth for "protected" (not the stack's name).
 PROTECTED_LABEL: tuple[str, str] = ("pathways-protected", "true")
+# On a fleet worker's cluster whose stack accepted Kubernetes tokens on the internet-facing DNS endpoint
+# (fleet.acknowledgeInternetTokens): the policy pack reads it (pathways-network-exposure).
+INTERNET_TOKENS_LABEL: tuple[str, str] = ("pathways-internet-tokens", "acknowledged")
 # LeaderWorkerSet's own pod labels (sigs.k8s.io/lws v0.9.0 api/leaderworkerset/v1/leaderworkerset_types.go): its
 # controller puts the set's name on every pod template of the set and its pod webhook the worker index, "0" on a
 # leader. The controller selects a set's leaders by both (pkg/controllers/leaderworkerset_controller.go,

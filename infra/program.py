@@ -8,7 +8,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.constants import PROTECTED_LABEL, SYSTEM_ROLE
+from components.constants import INTERNET_TOKENS_LABEL, PROTECTED_LABEL, SYSTEM_ROLE
 from components.dependencies import Dependency
 from components.gcp.checkpoint_backups import CheckpointBackups, CheckpointBackupsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs
@@ -81,6 +81,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
     pathways_sa = NodeServiceAccount(cfg.project, cfg.service_account_id("nodes"))
     c = cfg.cluster
     protected_labels = dict([PROTECTED_LABEL]) if cfg.protected else {}
+    if cfg.fleet is not None and cfg.fleet.acknowledge_internet_tokens:
+        protected_labels = {**protected_labels, **dict([INTERNET_TOKENS_LABEL])}
     cluster = GkeCluster("cluster", GkeClusterArgs(
         project=cfg.project, name=cfg.cluster_name, region=cfg.region, zone=cfg.zone, regional=c.regional,
         network=network.network, subnetwork=network.subnetwork, pods_range=PODS_RANGE, services_range=SERVICES_RANGE,
@@ -95,7 +97,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
         resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads), security_group=c.security_group,
         multi_tier_checkpointing=stack.mtc is not None, csi_drivers=stack.csi_drivers,
-        k8s_tokens_via_dns=stack.fleet is not None and stack.fleet.worker,
+        k8s_tokens_via_dns=stack.fleet is not None and stack.fleet.internet_tokens,
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
@@ -169,8 +171,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     k8s_outputs = kubernetes_layer(cfg, stack, provider, waits_per_group={
         name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
         for name, group in groups.items()}, checkpoint_backups=(backups,) if backups else (),
-        # a fleet worker: its manager reaches it through the DNS endpoint (publicly trusted certificate: no CA)
-        fleet_endpoint=(cluster.endpoint.apply(lambda e: f"https://{e}"), "") if stack.fleet is not None else None)
+        fleet_endpoint=fleet_endpoint(stack, cluster))
     return {
         "clusterName": cluster.name,
         "clusterLocation": cluster.location,
@@ -193,6 +194,16 @@ def build(cfg: StackConfig) -> dict[str, object]:
         "links": observability.dashboard_id.apply(lambda d: monitoring.console_links(stack, d)),
         **k8s_outputs,
     }
+
+
+def fleet_endpoint(stack: ResolvedStack, cluster: GkeCluster) -> Optional[tuple[pulumi.Output[str], pulumi.Output[str]]]:
+    """Where a fleet worker's manager reaches its control plane, and the CA it trusts there: the private IP endpoint
+    and the cluster's CA (fleet.privateEndpoint), or the DNS endpoint (a publicly trusted certificate: no CA)."""
+    if stack.fleet is None:
+        return None
+    if stack.fleet.private_endpoint:
+        return cluster.private_endpoint.apply(lambda ip: f"https://{ip}"), cluster.ca_certificate
+    return cluster.endpoint.apply(lambda e: f"https://{e}"), pulumi.Output.from_input("")
 
 
 def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider,

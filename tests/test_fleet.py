@@ -15,7 +15,7 @@ from components.model.cluster.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPAC
 from components.model.config import resolve
 from infra.offline import engine, stackfile
 from infra.offline.render import manifests
-from tests.conftest import config_with, every_stack, example_path, example_plan, stack_model
+from tests.conftest import config_with, every_stack, example_path, example_plan, plan_of, stack_model
 from tests.test_security import _evaluate
 from tests.test_storage import refusal
 
@@ -385,3 +385,78 @@ def test_a_fleet_worker_admits_with_its_own_kueue():
     assert refusal(cfg, "pathways:kubernetes.kueue.enabled") == (
         "pathways:kubernetes.kueue.enabled: false, but a fleet worker admits the runs its manager dispatches with its own "
         "Kueue; enable Kueue")
+
+
+# --- security #58.4: a worker's token on the internet-facing DNS endpoint ------------------------------------------
+
+def _east(**fleet_changes) -> dict:
+    config = yaml.safe_load(example_path("fleet-east").read_text())["config"]
+    return {**config, "pathways:fleet": {**config["pathways:fleet"], **fleet_changes}}
+
+
+def test_security_58_4_the_plan_says_a_worker_takes_tokens_from_the_internet():
+    from components.model.cost.summary import notices
+
+    stack = stack_model("fleet-east")
+    assert stack.fleet is not None and stack.fleet.internet_tokens
+    (line,) = [n for n in notices(stack) if "internet-facing DNS endpoint" in n]
+    assert "no authorized-networks list covers" in line and "fleet.privateEndpoint: true" in line
+
+
+def test_security_58_4_a_private_endpoint_worker_publishes_its_ip_endpoint_and_ca_and_no_dns_tokens():
+    from infra.offline.engine import CLUSTER_CA, CLUSTER_PRIVATE_ENDPOINT
+
+    plan = plan_of(_east(privateEndpoint=True), "fleet-east")
+    fleet = plan.revealed_outputs["fleet"]
+    assert fleet["endpoint"] == f"https://{CLUSTER_PRIVATE_ENDPOINT}" and fleet["caCertificate"] == CLUSTER_CA
+    dns = plan.one("gcp:container/cluster:Cluster").input("controlPlaneEndpointsConfig.dnsEndpointConfig")
+    assert dns == {"allowExternalTraffic": True}  # people and CI still use it, with Google credentials only
+    from components.model.cost.summary import notices
+
+    assert not [n for n in notices(resolve(load_stack(_east(privateEndpoint=True)))) if "internet-facing DNS endpoint" in n]
+
+
+def load_stack(config: dict):
+    from components.model.config import load
+
+    cfg = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("pathways:")}
+    return load({**cfg, "project": config["gcp:project"], "region": config["gcp:region"], "zone": config["gcp:zone"]}, "fleet-east")
+
+
+@pytest.mark.parametrize(("config", "line"), [
+    ({"pathways:protected": True}, "pathways:fleet.privateEndpoint: a protected worker would take the manager's Kubernetes "
+                                   "token on its internet-facing DNS endpoint"),
+    ({"fleet": {"privateEndpoint": True, "acknowledgeInternetTokens": True}},
+     "pathways:fleet.acknowledgeInternetTokens: has no effect"),
+])
+def test_security_58_4_refusals(config, line):
+    base = _east(**config.get("fleet", {}))
+    base.update({k: v for k, v in config.items() if k != "fleet"})
+    with pytest.raises(Exception) as e:
+        plan_of(base, "fleet-east")
+    assert line in str(e.value), str(e.value)
+
+
+def test_security_58_4_a_manager_takes_no_worker_endpoint_keys():
+    config = yaml.safe_load(example_path("fleet-manager").read_text())["config"]
+    bad = {**config, "pathways:fleet": {**config["pathways:fleet"], "privateEndpoint": True}}
+    with pytest.raises(Exception) as e:
+        plan_of(bad, "fleet-manager")
+    assert "privateEndpoint and acknowledgeInternetTokens are a worker's keys" in str(e.value)
+
+
+def test_security_58_4_a_protected_worker_that_accepts_internet_tokens_says_so_to_the_policy_pack():
+    from infra.offline.policy_runner import run_policies
+    from policies.rules import ALL_POLICIES
+    from tests.test_policies import mutate
+
+    plan = plan_of({**_east(acknowledgeInternetTokens=True), "pathways:protected": True}, "fleet-east")
+    cluster = plan.one("gcp:container/cluster:Cluster")
+    assert cluster.input("resourceLabels") == {"pathways-protected": "true", "pathways-internet-tokens": "acknowledged"}
+    exposure = [v for v in run_policies(plan, ALL_POLICIES) if v.policy == "pathways-network-exposure"]
+    assert exposure == []
+    unlabelled = mutate(plan, "gcp:container/cluster:Cluster", cluster.name, "resourceLabels", {"pathways-protected": "true"})
+    found = [v.message for v in run_policies(unlabelled, ALL_POLICIES) if v.policy == "pathways-network-exposure"]
+    assert len(found) == 1 and "takes Kubernetes tokens on its internet-facing DNS endpoint" in found[0]
+    private = plan_of({**_east(privateEndpoint=True), "pathways:protected": True}, "fleet-east")
+    assert [v for v in run_policies(private, ALL_POLICIES) if v.policy == "pathways-network-exposure"] == []

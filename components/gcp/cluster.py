@@ -96,6 +96,10 @@ class GkeCluster(pulumi.ComponentResource):
     """The control plane's DNS endpoint (IAM-authorized, reachable without opening IP ranges)."""
     kubeconfig: pulumi.Output[str]
     """Kubeconfig for the DNS endpoint, using gke-gcloud-auth-plugin (secret)."""
+    private_endpoint: pulumi.Output[str]
+    """The control plane's private IP endpoint (reachable from the cluster's VPC and networks routed to it)."""
+    ca_certificate: pulumi.Output[str]
+    """The cluster's CA (base64 PEM), which the IP endpoints' certificates chain to."""
     system_pool: gcp.container.NodePool
     """The system pool, for resources that must wait on schedulable nodes."""
 
@@ -215,6 +219,8 @@ class GkeCluster(pulumi.ComponentResource):
         self.name = cluster.name
         self.location = cluster.location
         self.endpoint = cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        self.private_endpoint = cluster.private_cluster_config.apply(lambda p: (p.private_endpoint or "") if p else "")
+        self.ca_certificate = cluster.master_auth.apply(lambda m: m.cluster_ca_certificate or "")
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(cluster.name, self.endpoint).apply(lambda a: kubeconfig(args.project, location, a[0], a[1]))
         )

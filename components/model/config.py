@@ -349,7 +349,8 @@ def _resolved_fleet(cfg: StackConfig, stack: ResolvedStack) -> Optional[Resolved
                           "hourly": None if price is None else round(price * chips, 2)}
     return ResolvedFleet(
         role=cfg.fleet.role, stack=cfg.stack, region=cfg.region, workers=tuple(cfg.fleet.workers), endpoint=cfg.fleet.endpoint,
-        token_generation=cfg.fleet.token_generation,
+        token_generation=cfg.fleet.token_generation, private_endpoint=cfg.fleet.private_endpoint,
+        internet_tokens=cfg.fleet.role == "worker" and cfg.cluster.existing is None and not cfg.fleet.private_endpoint,
         versions={"kueue": kube.kueue.version, "jobset": kube.jobset_version, "lws": kube.lws_version},
         namespaces=tuple(stack.workload_namespaces), local_queues=stack.local_queue_names,
         run_queues=tuple(dict.fromkeys(f"{stack.namespace}/{q}" for q in stack.run_queues.values())), groups=groups)

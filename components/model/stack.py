@@ -30,7 +30,7 @@ from components.model.workloads.workload import WorkerResources, Workload, worke
 
 # Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
 MAX_STACK_LABELS = 60
-RESERVED_LABEL_KEYS = frozenset({"pathways-stack", "pathways-protected", "goog-gke-node"})
+RESERVED_LABEL_KEYS = frozenset({"pathways-stack", "pathways-protected", "pathways-internet-tokens", "goog-gke-node"})
 
 
 class StackConfig(_Model):

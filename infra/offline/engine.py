@@ -52,6 +52,7 @@ PROGRAM_DIR = PROJECT_ROOT / "infra"
 # Stand-in values for what Google Cloud would compute. Documentation ranges only (RFC 5737).
 PROJECT_NUMBER = "123456789012"
 CLUSTER_ENDPOINT = "203.0.113.10"
+CLUSTER_PRIVATE_ENDPOINT = "10.0.0.2"
 CLUSTER_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
 
 
@@ -202,6 +203,8 @@ class StandInMocks(pulumi_mocks.Mocks):
             endpoints["dnsEndpointConfig"] = {**(endpoints.get("dnsEndpointConfig") or {}), "endpoint": f"gke-0123456789abcdef-{project}.{inputs.get('location')}.gke.goog"}
             extra = {
                 "endpoint": CLUSTER_ENDPOINT, "masterAuth": {"clusterCaCertificate": CLUSTER_CA},
+                # a stand-in private IP endpoint, in the range GKE gives a PSC-based cluster's control plane
+                "privateClusterConfig": {**(inputs.get("privateClusterConfig") or {}), "privateEndpoint": CLUSTER_PRIVATE_ENDPOINT},
                 "controlPlaneEndpointsConfig": endpoints,
                 "selfLink": f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}",
             }

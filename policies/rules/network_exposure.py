@@ -10,6 +10,7 @@ import ipaddress
 
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
+from components.constants import INTERNET_TOKENS_LABEL
 from components.model.workloads.ports import PATHWAYS_PORTS
 from policies.rules.common import CLUSTER, get, has_protected_label
 
@@ -56,6 +57,12 @@ def _validate(args: StackValidationArgs, report) -> None:
             continue
         if not private_nodes:
             report(f"cluster {name} is in a protected stack with public node IPs; set pathways:cluster.privateNodes: true", c.urn)
+        dns = get(c.props, "controlPlaneEndpointsConfig.dnsEndpointConfig") or {}
+        key, value = INTERNET_TOKENS_LABEL
+        if dns.get("enableK8sTokensViaDns") and dns.get("allowExternalTraffic") and (get(c.props, "resourceLabels") or {}).get(key) != value:
+            report(f"cluster {name} is in a protected stack and takes Kubernetes tokens on its internet-facing DNS endpoint, "
+                   "which no authorized network covers; set pathways:fleet.privateEndpoint: true, or accept it with "
+                   "pathways:fleet.acknowledgeInternetTokens: true", c.urn)
         if get(c.props, "privateClusterConfig.enablePrivateEndpoint") is not True and not get(c.props, "masterAuthorizedNetworksConfig.cidrBlocks"):
             report(f"cluster {name} is in a protected stack with a control plane open to the internet; keep "
                    "pathways:cluster.publicEndpoint false (use the DNS endpoint) or list masterAuthorizedNetworks", c.urn)

@@ -73,6 +73,14 @@ class FleetConfig(_Model):
     endpoint: str | None = Field(default=None, description=(
         "worker on a cluster made elsewhere (cluster.existing): the API server URL the manager's Kueue reaches it at "
         "(https://host:port). A cluster the stack makes publishes its own endpoint (the DNS endpoint when private)."))
+    private_endpoint: bool = Field(default=False, description=(
+        "worker on a cluster the stack makes: publish the control plane's private IP endpoint and its CA for the manager, "
+        "and keep Kubernetes tokens off the internet-facing DNS endpoint. The manager's nodes must reach the worker's "
+        "VPC (the same network, peering or VPN); docs/fleet.md."))
+    acknowledge_internet_tokens: bool = Field(default=False, description=(
+        "worker in a protected stack, on the DNS endpoint: true accepts that the control plane takes the manager's "
+        "Kubernetes token from anywhere on the internet (no authorized-networks list covers the DNS endpoint); "
+        "otherwise set privateEndpoint. docs/fleet.md."))
     token_generation: int = Field(default=1, ge=1, le=1_000_000, description=(
         "worker: raise it to rotate the manager's token: `pulumi up` here replaces the token Secret (the old token "
         "stops working), then `pulumi up` on the manager writes the new one into its kubeconfig Secret."))
@@ -90,8 +98,10 @@ class FleetConfig(_Model):
         if self.role == "manager":
             if not self.workers:
                 raise ValueError("a manager dispatches to workers; list at least one under workers")
-            if self.endpoint is not None or "token_generation" in self.model_fields_set:
-                raise ValueError("endpoint and tokenGeneration are a worker's keys; remove them from the manager")
+            worker_keys = {"endpoint", "token_generation", "private_endpoint", "acknowledge_internet_tokens"}
+            if worker_keys & self.model_fields_set:
+                raise ValueError("endpoint, tokenGeneration, privateEndpoint and acknowledgeInternetTokens are a worker's "
+                                 "keys; remove them from the manager")
             for key in ("name", "stack"):
                 seen: set[str] = set()
                 for w in self.workers:
@@ -150,6 +160,11 @@ class ResolvedFleet:
     """fleet.endpoint: a worker's API server URL on a cluster made elsewhere (a cluster the stack makes publishes its own)"""
     token_generation: int
     """fleet.tokenGeneration: a worker's token Secret is named after it (raising it rotates the token)"""
+    private_endpoint: bool
+    """fleet.privateEndpoint: a worker the stack makes publishes its private IP endpoint and CA"""
+    internet_tokens: bool
+    """a worker's control plane takes Kubernetes tokens on its internet-facing DNS endpoint (a cluster the stack makes,
+    without privateEndpoint)"""
     versions: Mapping[str, str]
     """kueue, jobset, lws chart versions: MultiKueue needs the same controllers on every cluster"""
     namespaces: tuple[str, ...]

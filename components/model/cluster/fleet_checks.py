@@ -60,6 +60,19 @@ def worker(cfg: StackConfig) -> list[Problem]:
     if cfg.cluster.existing is None and fleet.endpoint is not None:
         problems.append(Problem(config_key(("fleet", "endpoint")), (
             "a cluster the stack makes publishes its own endpoint; remove fleet.endpoint")))
+    if cfg.cluster.existing is not None and fleet.private_endpoint:
+        problems.append(Problem(config_key(("fleet", "privateEndpoint")), (
+            "only on a cluster the stack makes; on a cluster made elsewhere, fleet.endpoint says where the manager reaches it")))
+    internet_tokens = cfg.cluster.existing is None and not fleet.private_endpoint
+    if fleet.acknowledge_internet_tokens and not internet_tokens:
+        problems.append(Problem(config_key(("fleet", "acknowledgeInternetTokens")), (
+            "has no effect: this worker takes no token on the DNS endpoint (privateEndpoint, or a cluster made elsewhere); remove it")))
+    elif cfg.protected and internet_tokens and not fleet.acknowledge_internet_tokens:
+        problems.append(Problem(config_key(("fleet", "privateEndpoint")), (
+            "a protected worker would take the manager's Kubernetes token on its internet-facing DNS endpoint, which no "
+            "authorized-networks list covers (a leaked token works from anywhere); set fleet.privateEndpoint: true (the "
+            "manager reaches the private IP endpoint through the worker's VPC) or, to accept the exposure, "
+            "fleet.acknowledgeInternetTokens: true")))
     return problems
 
 

@@ -227,6 +227,11 @@ def notices(stack: ResolvedStack) -> list[str]:
             "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
             for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]
     out += oversubscribed(stack)
+    if stack.fleet is not None and stack.fleet.internet_tokens:
+        out.append("fleet worker: the control plane takes Kubernetes tokens on its internet-facing DNS endpoint "
+                   "(enable_k8s_tokens_via_dns), which no authorized-networks list covers: the manager's token (read the "
+                   f"cluster, write runs in {', '.join(stack.fleet.dispatch_namespaces)}) works from anywhere it leaks to; "
+                   "fleet.privateEndpoint: true keeps the manager's path inside the VPC (docs/fleet.md)")
     out += [f"slice group {g.name}: TPU {g.tpu.family} in {stack.zone} is not in Google's TPU zone table (unlistedZone): "
             "GKE refuses the node pool if the zone does not offer it to this project" for g in stack.slices if g.unlisted_zone]
     if not tpu_zones.covered(stack.zone):
