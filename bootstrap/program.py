@@ -9,6 +9,7 @@ the Cloud KMS key its stack file encrypts secrets with.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pulumi.runtime import config as runtime_config
 
 from components.model.cluster import identities
 from components.model.cluster.bucket import check_bucket_name
+from components.model.cluster.bucket_grants import external_bucket_problems, owned_buckets, parse_external_buckets
 from components.model.common import PROJECT_NAMESPACE
 from components.model.errors import ConfigError, Problem
 from components.model.workloads import metrics_adapter, resilience, storage
@@ -27,7 +29,8 @@ from components.model.workloads import metrics_adapter, resilience, storage
 from .main_stack import KmsKey, MainStack, MainStackError, load_main_stack
 
 NAMESPACE = "pathways-bootstrap"
-KEYS = ("repository", "repositoryId", "repositoryOwnerId", "projectNumber", "stacks", "stateBucket", "stateBucketLocation")
+KEYS = ("repository", "repositoryId", "repositoryOwnerId", "projectNumber", "stacks", "stateBucket", "stateBucketLocation",
+        "externalBuckets")
 POOL, PROVIDER = "github", "github"
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 STATE_SOFT_DELETE_DAYS = 30
@@ -54,6 +57,9 @@ class BootstrapConfig:
     stacks: tuple[MainStack, ...]
     state_bucket: str
     state_location: str
+    external_buckets: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    """externalBuckets: per stack, the buckets it does not make that its workloads may be granted on, and the most
+    (read or write): components/model/cluster/bucket_grants.py"""
 
 
 class InvalidBootstrapConfig(pulumi.RunError):
@@ -110,6 +116,27 @@ def read_config(values: Mapping[str, str]) -> BootstrapConfig:
                     f"stacks {accounts[account]!r} and {s.name!r} both run their nodes as {account!r} (their cluster names are "
                     "alike): give one of them another pathways:cluster.name")))
             accounts[account] = s.name
+    external_key = _key("externalBuckets")
+    raw_external = ours.get("externalBuckets")
+    try:
+        external_value = json.loads(raw_external) if isinstance(raw_external, str) else raw_external
+    except json.JSONDecodeError:
+        external_value = raw_external
+    external, bad = parse_external_buckets(external_value, [s.name for s in stacks], external_key)
+    problems += bad
+    principals: dict[tuple[str, str], str] = {}
+    for s in stacks:
+        # the bootstrap grants what the stack mounts: only buckets the stack makes, or that this config allows it
+        problems += external_bucket_problems(s.config, external.get(s.name, {}), f"this bootstrap ({external_key})")
+        # Workload Identity's principal names the project, namespace and account, not the cluster: two stacks of
+        # this project whose accounts share a name would share each other's bucket grants
+        for ns, sa in dict.fromkeys((ns, sa) for _, _, ns, sa in s.bucket_grants):
+            other = principals.setdefault((ns, sa), s.name)
+            if other != s.name:
+                problems.append(Problem(_key("stacks"), (
+                    f"stacks {other!r} and {s.name!r} both grant buckets to Kubernetes service account {ns}/{sa}, one "
+                    "principal in this project's Workload Identity pool: each would get the other's buckets; rename "
+                    "the workload, or give one stack another kubernetes.namespace")))
     names = {s.name for s in stacks}
     for s in stacks:
         missing = [w for w in fleet_worker_stacks(s) if w not in names]
@@ -120,7 +147,8 @@ def read_config(values: Mapping[str, str]) -> BootstrapConfig:
     if problems:
         raise ConfigError(problems)
     return BootstrapConfig(project=project, project_number=number, repository=repository, repository_id=ids["repositoryId"],
-                           repository_owner_id=ids["repositoryOwnerId"], stacks=tuple(stacks), state_bucket=bucket, state_location=location)
+                           repository_owner_id=ids["repositoryOwnerId"], stacks=tuple(stacks), state_bucket=bucket, state_location=location,
+                           external_buckets=external)
 
 
 def fleet_worker_stacks(s: MainStack) -> list[str]:
@@ -383,7 +411,12 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                     "GCP_SERVICE_ACCOUNT": account.email,
                     "PULUMI_BACKEND_URL": backend,
                 }
-    return {"apis": list(apis), "stateBackend": backend, "environments": out_environments, "roles": roles}
+    # Grants on buckets the stacks do not make (another project's, or made by hand), each allowed by externalBuckets:
+    # printed, so the operator sees every principal this run gives access outside the stacks' own buckets.
+    external = {s.name: [f"{b} {role.removeprefix('roles/')} -> {ns}/{sa}" for b, role, ns, sa in s.bucket_grants
+                         if b not in owned_buckets(s.config)] for s in cfg.stacks}
+    return {"apis": list(apis), "stateBackend": backend, "environments": out_environments, "roles": roles,
+            "externalBucketGrants": {k: v for k, v in external.items() if v}}
 
 
 def main() -> None:

@@ -77,6 +77,11 @@ def read_stack_config() -> StackConfig:
         raise ConfigError([*misspelt, *e.problems]) from None
     if misspelt:
         raise ConfigError(misspelt)
+    from infra import bucket_allowlist  # the bootstrap's word on buckets the stack does not make (security #58.5)
+
+    refused = bucket_allowlist.problems(cfg)
+    if refused:
+        raise ConfigError(refused)
     return cfg
 
 

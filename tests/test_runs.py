@@ -34,7 +34,7 @@ def run_object(spec, **changes):
     cfg = load_run(model(**changes), spec)
     stack = resolve(cfg)
     w = stack.workloads[-1]
-    return runs_manifest.run_jobset(stack, as_run(w, stack.run_queues.get(w.group.name)), "rita@example.com")
+    return runs_manifest.run_jobset(stack, as_run(stack, w), "rita@example.com")
 
 
 def problems(spec, **changes) -> list[str]:

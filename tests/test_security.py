@@ -240,6 +240,10 @@ def _admitted(policy, request, obj, old=None):
     ("kube-system", {"tolerations": [{"operator": "Exists"}], "hostNetwork": True}, ALICE, True),  # GKE's DaemonSets
     ("gke-managed-system", {"tolerations": [{"operator": "Exists"}]}, ALICE, True),
     ("gmp-system", {"tolerations": [{"operator": "Exists"}]}, ALICE, True),
+    # security #58.7: by exact name; a namespace anyone names gke-/gmp- something is judged like any other
+    ("gke-anything", {"tolerations": [{"operator": "Exists"}], "hostNetwork": True}, ALICE, False),
+    ("gmp-mine", {"tolerations": TPU}, ALICE, False),
+    ("gke-managed-checkpointing", {"tolerations": [{"operator": "Exists"}], "hostNetwork": True}, ALICE, True),
 ])
 def test_node_guard_keeps_pods_off_pathways_nodes_and_the_host_network(namespace, pod, user, admitted):
     policy = guardrails.node_guard_policy("pathways", ("default",))

@@ -215,7 +215,7 @@ RUN_BUCKETS = {"buckets": [{"name": "my-data"}, {"name": "my-ckpts", "readOnly":
 def run_object(spec, runs):
     stack = resolve(load_run(stack_model(runs=runs), spec))
     w = stack.workloads[-1]
-    return runs_manifest.run_jobset(stack, as_run(w, stack.run_queues.get(w.group.name)), "rita@example.com")
+    return runs_manifest.run_jobset(stack, as_run(stack, w), "rita@example.com")
 
 
 def problems(spec, runs) -> list[str]:
@@ -233,12 +233,12 @@ def test_a_run_mounts_the_buckets_runs_buckets_grants_as_the_runs_own_service_ac
                                                                    {"path": "/ckpt", "bucket": "my-ckpts", "readOnly": False}]}
     obj = run_object(spec, runs_with_buckets())
     head = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
-    assert head["spec"]["serviceAccountName"] == "pathways-runs" and head["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
+    assert head["spec"]["serviceAccountName"] == "pathways-runs-test" and head["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
     stack = resolve(stack_model(runs=runs_with_buckets()))
     assert storage_manifest.service_accounts(stack) == [{"apiVersion": "v1", "kind": "ServiceAccount", "automountServiceAccountToken": False,
-                                                         "metadata": {"name": "pathways-runs", "namespace": "pathways"}}]
-    assert stack.bucket_grants == [("my-data", "roles/storage.objectViewer", "pathways", "pathways-runs"),
-                                   ("my-ckpts", "roles/storage.objectUser", "pathways", "pathways-runs")]
+                                                         "metadata": {"name": "pathways-runs-test", "namespace": "pathways"}}]
+    assert stack.bucket_grants == [("my-data", "roles/storage.objectViewer", "pathways", "pathways-runs-test"),
+                                   ("my-ckpts", "roles/storage.objectUser", "pathways", "pathways-runs-test")]
 
 
 @pytest.mark.parametrize(("mount", "line"), [
@@ -262,12 +262,12 @@ def _policy_admits(stack_runs, account, field="serviceAccountName"):
 
 
 def test_a_run_may_act_as_the_runs_account_only_when_it_has_buckets_and_never_as_a_workloads():
-    assert _policy_admits(runs_with_buckets(), "pathways-runs")
+    assert _policy_admits(runs_with_buckets(), "pathways-runs-test")
     assert not _policy_admits(runs_with_buckets(), "train-storage")
-    assert not _policy_admits(RUNS, "pathways-runs")
+    assert not _policy_admits(RUNS, "pathways-runs-test")
     # the deprecated alias, which the API server copies into serviceAccountName when that is empty
     assert not _policy_admits(runs_with_buckets(), "train-storage", field="serviceAccount")
-    assert _policy_admits(runs_with_buckets(), "pathways-runs", field="serviceAccount")
+    assert _policy_admits(runs_with_buckets(), "pathways-runs-test", field="serviceAccount")
 
 
 def test_submit_mount_flags_become_the_specs_mounts(tmp_path):

@@ -88,7 +88,7 @@ def test_a_run_mounts_a_granted_bucket_as_the_runs_account_and_may_not_borrow_a_
     cluster.wait_for("exp-data admitted", lambda: is_true(workload(cluster, NS, "exp-data"), "Admitted"))
     running = wait_running(cluster, NS, "exp-data", 1 + 4)
     head = next(p for p in running if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head")
-    assert spec_of(head)["serviceAccountName"] == "pathways-runs"
+    assert spec_of(head)["serviceAccountName"] == "pathways-runs-storage"  # named after the stack (security #58.5)
     assert {v["name"]: v for v in spec_of(head)["volumes"]}["mount-0"]["csi"]["volumeAttributes"]["bucketName"] == "e2e-datasets"
 
     # the command refuses a bucket the stack does not grant runs, before anything reaches the cluster

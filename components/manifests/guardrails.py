@@ -51,6 +51,7 @@ from components.constants import (
     TPU_TAINT,
     TPU_TOPOLOGY_LABEL,
 )
+from components.model.cluster.kubernetes import PLATFORM_NAMESPACES
 from components.model.common import PRIORITY_CLASSES
 
 PSA = "pod-security.kubernetes.io"
@@ -66,10 +67,8 @@ WORKLOAD_NAMESPACE_LEVEL = "privileged"  # hostNetwork; the node guard keeps the
 # (LWS's by the stack's value: controller_charts.py); tests/test_pod_security.py checks each against this level.
 CONTROLLER_NAMESPACE_LEVEL = "restricted"
 
-# GKE's system namespaces run DaemonSets on every node, tolerating every taint.
-SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
-SYSTEM_NAMESPACE_PREFIXES = ("gke-", "gmp-")
-
+# GKE's system namespaces run DaemonSets on every node, tolerating every taint: exempt by exact name
+# (components/model/cluster/kubernetes.py PLATFORM_NAMESPACES).
 NODE_GUARD = "pathways-nodes-reserved"
 TEMPLATE_GUARD = "pathways-workload-templates"
 GUARDED_TAINT_KEYS = (TPU_TAINT[0], HEAD_TAINT[0])
@@ -111,8 +110,7 @@ def _namespace_is(names: tuple[str, ...]) -> str:
 
 
 def _system_namespace() -> str:
-    prefixes = " || ".join(f"request.namespace.startsWith('{p}')" for p in SYSTEM_NAMESPACE_PREFIXES)
-    return f"({_namespace_is(SYSTEM_NAMESPACES)} || {prefixes})"
+    return _namespace_is(PLATFORM_NAMESPACES)
 
 
 def _tolerates_pathways(spec: str) -> str:

@@ -17,7 +17,7 @@ from components.manifests.jobset import jobset
 from components.manifests.kueue_api import API_VERSION, PRIORITY_LABEL, QUEUE_LABEL
 from components.model.cluster.fleet import MULTIKUEUE_USER
 from components.model.resolved import ResolvedStack, ResolvedWorkload
-from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, run_queue
+from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue
 from components.model.workloads.service import ServiceClient
 
 ROLE = "pathways-runs"
@@ -104,7 +104,7 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str) -> list[di
 
     priorities = [f"pathways-{p}" for p in RUN_PRIORITIES]
     # the default account, or the runs' own when runs.buckets grants it buckets (never a declared workload's)
-    accounts = ["default", *([RUN_SERVICE_ACCOUNT] if stack.runs.buckets else [])]
+    accounts = ["default", *([stack.run_service_account] if stack.runs.buckets else [])]
     declared = [w.name for w in stack.workloads if w.namespace == stack.namespace]
     queues = sorted(set(stack.run_queues.values()))
     return [

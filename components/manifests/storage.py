@@ -16,7 +16,6 @@ import json
 from typing import Any
 
 from components.model.resolved import ResolvedStack, ResolvedWorkload
-from components.model.workloads.runs import RUN_SERVICE_ACCOUNT
 from components.model.workloads.storage import GCSFUSE_DRIVER, GOOGLE_ATTRIBUTES, FileSystem, Mount, volume_name
 
 FILE_SYSTEM_LABEL = "pathways/file-system"
@@ -99,7 +98,7 @@ def service_accounts(stack: ResolvedStack) -> list[dict[str, Any]]:
     no token mounted anywhere."""
     names: list[tuple[str, str]] = [(w.namespace, w.service_account) for w in stack.active_workloads if w.service_account]
     if stack.runs is not None and stack.runs.buckets:
-        names.append((stack.namespace, RUN_SERVICE_ACCOUNT))
+        names.append((stack.namespace, stack.run_service_account))
     return [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns},
              "automountServiceAccountToken": False} for ns, name in dict.fromkeys(names)]
 

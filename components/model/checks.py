@@ -26,7 +26,15 @@ from components.model.capacity import pools_checks
 from components.model.cluster import cluster_checks, existing_checks, fleet_checks
 from components.model.errors import Problem
 from components.model.stack import StackConfig, StackRule, WorkloadRule
-from components.model.workloads import resilience_checks, runs_checks, service_checks, serving_checks, storage_checks, workload_checks
+from components.model.workloads import (
+    resilience_checks,
+    runs_checks,
+    secrets_checks,
+    service_checks,
+    serving_checks,
+    storage_checks,
+    workload_checks,
+)
 from components.model.workloads.workload import Workload
 
 # Rules of each workload, whatever its slice group; slice_group, the last, reports a sliceGroup that names none.
@@ -101,6 +109,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     *fleet_checks.RULES,                    # a manager: Kueue, runs, no pools; a worker: runs, its endpoint
     *storage_checks.RULES,                  # mounts: batch only, declared file systems, clear of the MTC mount
     *existing_checks.RULES,                 # a cluster made elsewhere as it is: named pools, shared queue, scoped guards
+    *secrets_checks.RULES,                  # no secret-looking plain value in a protected stack
 )
 
 

@@ -42,7 +42,7 @@ from components.model.resolved import (
 )
 from components.model.stack import StackConfig as StackConfig
 from components.model.workloads.images import is_pinned as is_pinned
-from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, RUN_SERVICE_ACCOUNT, Runs
+from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, Runs
 from components.model.workloads.storage import service_account_name
 from components.model.workloads.workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
 from components.model.workloads.workload import Workload, coordinator_address, serve_leader_address
@@ -444,8 +444,9 @@ def _run_bucket_problems(runs: Runs, workload: Workload) -> list[Problem]:
     return problems
 
 
-def as_run(w: ResolvedWorkload, queue: Optional[str]) -> ResolvedWorkload:
-    """A resolved workload as an ad-hoc run: queued on the run queue, env in the JobSet (no Secret: nothing but
-    the user's kubeconfig creates it), the runs' service account when it mounts a bucket."""
-    account = RUN_SERVICE_ACCOUNT if any(m.bucket for m in w.spec.mounts) else None
+def as_run(stack: ResolvedStack, w: ResolvedWorkload) -> ResolvedWorkload:
+    """A resolved workload as an ad-hoc run: queued on its group's run queue, env in the JobSet (no Secret: nothing
+    but the user's kubeconfig creates it), the runs' service account when it mounts a bucket."""
+    queue = stack.run_queues.get(w.group.name)
+    account = stack.run_service_account if any(m.bucket for m in w.spec.mounts) else None
     return dataclasses.replace(w, local_queue=queue, env_secret=None, profiling_secret=None, service_account=account)

@@ -21,7 +21,7 @@ from components.model.cluster.kubernetes import GuardsConfig
 from components.model.common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
 from components.model.cost.pricing import PricesConfig
 from components.model.workloads.images import PATHWAYS_REGISTRY, derived_proxy_image
-from components.model.workloads.runs import RUN_SERVICE_ACCOUNT, Runs, run_queue
+from components.model.workloads.runs import Runs, run_queue, run_service_account
 from components.model.workloads.storage import WRITE_ROLE, FileSystem
 from components.model.workloads.workload import DEFAULT_FAIL_ON_EXIT_CODES, Workload
 
@@ -205,13 +205,30 @@ class ResolvedStack:
         return tuple(w for w in self.workloads if w.active)
 
     @property
+    def owned_buckets(self) -> frozenset[str]:
+        """The buckets the stack makes (bucket_grants.owned_buckets: none on a cluster made elsewhere)."""
+        if self.existing_cluster:
+            return frozenset()
+        return frozenset([self.bucket_name, self.artifacts_bucket, *([self.mtc.bucket] if self.mtc else [])])
+
+    @property
+    def external_bucket_grants(self) -> list[tuple[str, str, str, str]]:
+        """bucket_grants on buckets the stack does not make (owned_buckets)."""
+        return [g for g in self.bucket_grants if g[0] not in self.owned_buckets]
+
+    @property
+    def run_service_account(self) -> str:
+        """The runs' Kubernetes service account: its name carries the stack's (runs.run_service_account)."""
+        return run_service_account(self.stack)
+
+    @property
     def bucket_grants(self) -> list[tuple[str, str, str, str]]:
         """(bucket, role, namespace, Kubernetes service account) of every bucket mount, workloads' and runs': the
         grants the bootstrap makes. A bucket one account mounts both ways gets the write role only (it holds the read)."""
         grants = [(m.bucket, m.role, w.namespace, w.service_account)
                   for w in self.active_workloads if w.service_account for m in w.spec.mounts if m.bucket]
         if self.runs is not None:
-            grants += [(b.name, b.role, self.namespace, RUN_SERVICE_ACCOUNT) for b in self.runs.buckets]
+            grants += [(b.name, b.role, self.namespace, self.run_service_account) for b in self.runs.buckets]
         best: dict[tuple[str, str, str], str] = {}
         for bucket, role, ns, sa in grants:
             if best.get((bucket, ns, sa)) != WRITE_ROLE:

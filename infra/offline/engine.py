@@ -349,10 +349,12 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     # The stack file was read here, not by the CLI: infra/offline/stackfile.flatten refused every secret the stack
     # cannot keep secret (anything but workload env values) before these keys were made; the program need not look
     # for the file.
+    from infra.bucket_allowlist import BOOTSTRAP_DIR
     from infra.config import CHECKED_SECRET_PATHS
     from infra.reservation_records import LIVE_READS
 
     checked = CHECKED_SECRET_PATHS.set({k: () for k in secret_keys})
+    bootstrap = BOOTSTRAP_DIR.set((stacks_dir or STACKS_DIR).parent / "bootstrap")
     live = LIVE_READS.set(reservations is not None or quotas is not None)
     project = str(config.get("gcp:project", "offline-project"))
     monitor = RecordingMonitor(StandInMocks(project, reservations, stack_outputs, quotas))
@@ -372,6 +374,7 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
     finally:
         settings.ROOT.set(None)
         CHECKED_SECRET_PATHS.reset(checked)
+        BOOTSTRAP_DIR.reset(bootstrap)
         LIVE_READS.reset(live)
     resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)
     return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())),

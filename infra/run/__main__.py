@@ -187,7 +187,7 @@ def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: boo
     with_run = load_run(cfg, spec)
     stack = resolve(with_run)
     run = stack.workloads[-1]
-    obj = run_jobset(stack, as_run(run, stack.run_queues.get(run.group.name)), submitted_by)
+    obj = run_jobset(stack, as_run(stack, run), submitted_by)
     if notebook:
         obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), NOTEBOOK_ANNOTATION: str(NOTEBOOK_PORT)}
     report = check_jobset(obj)

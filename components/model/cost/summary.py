@@ -15,7 +15,7 @@ from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
 from components.model.cost.pricing import tpu_chip_price
 from components.model.resolved import ResolvedStack
-from components.model.workloads import inference_gateway, metrics_adapter, vllm
+from components.model.workloads import inference_gateway, metrics_adapter, secrets_checks, vllm
 from components.model.workloads.failures import failure_handling
 from components.model.workloads.ports import SERVE_HTTP_PORT
 from components.model.workloads.workload import serve_service_name
@@ -227,6 +227,13 @@ def notices(stack: ResolvedStack) -> list[str]:
             "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
             for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]
     out += oversubscribed(stack)
+    out += [f"{key}: {what} looks like a secret given in plain text: it is in the Pulumi state and in every preview's diff (a "
+            "pull request's comment too); set it with `pulumi config set --secret --path` (a protected stack refuses it)"
+            for key, what in secrets_checks.secret_looking([w.spec for w in stack.workloads], any(w.env_secret for w in stack.workloads))]
+    if stack.external_bucket_grants:
+        out.append("bucket grants on buckets the stack does not make (the bootstrap makes them, where its "
+                   "pathways-bootstrap:externalBuckets allows each): " + "; ".join(
+                       f"{b} {role.removeprefix('roles/')} to {ns}/{sa}" for b, role, ns, sa in stack.external_bucket_grants))
     if stack.fleet is not None and stack.fleet.internet_tokens:
         out.append("fleet worker: the control plane takes Kubernetes tokens on its internet-facing DNS endpoint "
                    "(enable_k8s_tokens_via_dns), which no authorized-networks list covers: the manager's token (read the "

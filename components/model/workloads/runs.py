@@ -10,6 +10,7 @@ neither sees nor deletes it, and the offline `diff` reads stack files only.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -49,7 +50,7 @@ class Runs(_Model):
         "any program on the Pathways nodes, with the nodes' rights."))
     buckets: list[RunBucket] = Field(default_factory=list, max_length=20, description=(
         "Buckets runs may mount (mounts[].bucket): the bootstrap grants the runs' Kubernetes service account "
-        "(pathways-runs) roles/storage.objectViewer on each, or objectUser where readOnly is false."))
+        "(pathways-runs-<stack>) roles/storage.objectViewer on each, or objectUser where readOnly is false."))
 
     @field_validator("buckets")
     @classmethod
@@ -60,8 +61,12 @@ class Runs(_Model):
         return v
 
 
-# The Kubernetes service account of a run that mounts buckets (runs.buckets' grants go to it).
-RUN_SERVICE_ACCOUNT = "pathways-runs"
+def run_service_account(stack: str) -> str:
+    """The Kubernetes service account of a run that mounts buckets (runs.buckets' grants go to it), named after the
+    stack: Workload Identity's principal names the project's pool, the namespace and the account, not the cluster, so
+    two stacks of one project with one name would share each other's bucket grants."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", stack.lower()).strip("-") or "stack"
+    return f"pathways-runs-{slug}"[:63].rstrip("-")
 
 
 def run_queue(cluster_queue: str) -> str:
