@@ -201,7 +201,6 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         return frozenset(types)
     types |= {
         "gcp:compute/firewall:Firewall", "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool",
-        "gcp:projects/iAMCustomRole:IAMCustomRole",
         # the CI preview identity's dry-run access (components/manifests/ci_preview.py)
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
         "gcp:storage/bucket:Bucket", "gcp:storage/bucketIAMMember:BucketIAMMember",

@@ -23,6 +23,7 @@ from components.model.cluster import identities
 from components.model.cluster.bucket import check_bucket_name
 from components.model.cluster.bucket_grants import external_bucket_problems, owned_buckets, parse_external_buckets
 from components.model.common import PROJECT_NAMESPACE
+from components.model.config import SCRATCH_PERMISSIONS
 from components.model.errors import ConfigError, Problem
 from components.model.workloads import metrics_adapter, resilience, storage
 
@@ -310,6 +311,16 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
         gcp.projects.IAMMember("metrics-adapter-monitoring-viewer", project=project, role=metrics_adapter.MONITORING_ROLE,
                                member=metrics_adapter.workload_identity_member(project, cfg.project_number),
                                opts=after("cloudresourcemanager.googleapis.com"))
+    for s in cfg.stacks:
+        if s.creates_cluster:
+            # The scratch bucket's custom role (the five permissions Pathways needs), made here so that no deploy
+            # identity holds role administration over the project's custom roles (security #58.14); the stack grants
+            # it on its scratch bucket by name (ScratchBucketArgs.scratch_role).
+            gcp.projects.IAMCustomRole(
+                f"{s.name}-scratch-role", project=project, role_id=s.config.scratch_role_id,
+                title=f"Pathways scratch bucket user ({s.name})",
+                description="What Pathways needs on its scratch bucket: read/write objects and attach lifecycle rules.",
+                permissions=list(SCRATCH_PERMISSIONS), stage="GA", opts=after("iam.googleapis.com"))
     for s in cfg.stacks:
         if s.mtc_backups_bucket:
             # Multi-tier checkpointing: GKE's checkpointing driver backs the RAM disks up to the stack's backups

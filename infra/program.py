@@ -139,7 +139,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
     bucket = ScratchBucket("scratch", ScratchBucketArgs(
         project=cfg.project, region=cfg.region, name=cfg.bucket_name, artifacts_name=cfg.artifacts_bucket_name,
         cache_prefix=b.cache_prefix, artifacts_prefix=b.artifacts_prefix, artifacts_ttl_days=b.artifacts_ttl_days,
-        soft_delete_days=b.soft_delete_days, role_id=cfg.scratch_role_id, members=(pathways_sa.member,),
+        soft_delete_days=b.soft_delete_days, scratch_role=cfg.scratch_role_name, members=(pathways_sa.member,),
         protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels},
     ))
     backups = CheckpointBackups("checkpoint-backups", CheckpointBackupsArgs(

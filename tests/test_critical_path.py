@@ -107,7 +107,7 @@ def test_controller_and_workloads_wait_only_on_what_they_need(plans):
     assert plan.get(chart.dependencies[0]).dependencies == ()
     train = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train")
     deps = names(train.dependencies)
-    buckets = {"scratch", "scratch-artifacts", "scratch-role"} | {r.name for r in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    buckets = {"scratch", "scratch-artifacts"} | {r.name for r in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
     # and Kueue: the chart (webhooks) and the queue objects it is admitted through
     kueue = {r.name for r in plan.resources if r.name == "kueue" or r.name.startswith("kueue-") and "kueue.x-k8s.io" in r.type}
     assert deps == {"jobset", "workloads", "head-pool", "guardrails-pathways-training"} | {f"slices-v6e-{i}" for i in range(128)} | buckets | kueue
@@ -128,7 +128,7 @@ def test_plan_text_shows_the_chain(capsys):
             "<= 30m) -> jobset (Chart, ~2m, <= 10m) -> workload-notebook (JobSet, created at once)") in out
     assert ("Worst-case chain (3 resources, by create timeouts): cluster (Cluster, ~10m, <= 45m) -> slices-dev-0 (NodePool, "
             "~3m, <= 180m) -> workload-notebook (JobSet, created at once)") in out  # dev's slice pool starts empty
-    assert "Warning:" not in out and out.rstrip().splitlines()[-1] == "Verdict: OK - the policy pack passes; 52 resources, deploy ~16 min expected"
+    assert "Warning:" not in out and out.rstrip().splitlines()[-1] == "Verdict: OK - the policy pack passes; 51 resources, deploy ~16 min expected"
 
 
 def test_a_deploy_longer_than_the_workflow_allows_is_said():

@@ -100,11 +100,11 @@ def test_preview_reads_the_state_and_decrypts_the_secrets_and_writes_nothing(sta
 # to what the identities may do, and should be reviewed as one. No iam.serviceAccountAdmin, no project-wide
 # iam.serviceAccountUser, no resourcemanager.projectIamAdmin (issue #36.1).
 DEPLOY = [
-    "roles/compute.networkAdmin", "roles/compute.securityAdmin", "roles/container.admin", "roles/iam.roleAdmin",
+    "roles/compute.networkAdmin", "roles/compute.securityAdmin", "roles/container.admin",  # no iam.roleAdmin: #58.14
     "roles/monitoring.alertPolicyEditor", "roles/monitoring.dashboardEditor", "roles/storage.admin", "roles/storage.editor",
 ]
 PREVIEW = [
-    "roles/compute.networkViewer", "roles/container.viewer", "roles/iam.roleViewer", "roles/iam.securityReviewer",
+    "roles/compute.networkViewer", "roles/container.viewer", "roles/iam.securityReviewer",
     "roles/monitoring.alertPolicyViewer", "roles/monitoring.dashboardViewer", "roles/storage.bucketViewer",
 ]
 

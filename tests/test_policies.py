@@ -101,7 +101,7 @@ CASES = [
     ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMMember:IAMMember", "wide", {"role": "roles/storage.objectAdmin", "member": "serviceAccount:x@y.iam.gserviceaccount.com", "project": "p"}), "granted project-wide"),
     ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMMember:IAMMember", "owner", {"role": "roles/owner", "member": "user:a@example.com", "project": "p"}), "primitive role roles/owner"),
     ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:storage/bucketIAMMember:BucketIAMMember", "public", {"role": "roles/storage.objectViewer", "member": "allUsers", "bucket": "b"}), "allUsers is granted"),
-    ("pathways-storage-iam-least-privilege", lambda p: mutate(p, "gcp:projects/iAMCustomRole:IAMCustomRole", "scratch-role", "permissions", ["storage.buckets.get", "storage.objects.delete"]), "extra: ['storage.objects.delete']"),
+    ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMCustomRole:IAMCustomRole", "scratch-role", {"roleId": "r", "permissions": ["storage.buckets.get", "storage.objects.delete"]}), "extra: ['storage.objects.delete']"),
     ("pathways-node-identity", lambda p: mutate(p, POOL, "head-pool", "nodeConfig.serviceAccount", "123-compute@developer.gserviceaccount.com"), "Compute default service account"),
     ("pathways-node-identity", lambda p: mutate(p, POOL, "slices-main-0", "nodeConfig.shieldedInstanceConfig.enableSecureBoot", False), "secure boot"),
     ("pathways-cluster-hardening", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "workloadIdentityConfig", None), "enable Workload Identity"),
@@ -361,7 +361,7 @@ def test_kueue_quota_of_a_flavor_without_pools():
 
 
 def test_custom_role_message_names_extra_and_missing_permissions():
-    plan = mutate(BATCH, "gcp:projects/iAMCustomRole:IAMCustomRole", "scratch-role", "permissions", ["storage.buckets.get", "storage.objects.delete"])
+    plan = add(BATCH, "gcp:projects/iAMCustomRole:IAMCustomRole", "scratch-role", {"roleId": "r", "permissions": ["storage.buckets.get", "storage.objects.delete"]})
     [message] = _only(plan, "pathways-storage-iam-least-privilege")
     # the five permissions of PLATFORM-FACTS §IAM, less the one kept
     assert message.endswith("extra: ['storage.objects.delete'], missing: ['storage.buckets.update', 'storage.objects.create', "

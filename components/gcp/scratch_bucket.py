@@ -9,7 +9,8 @@ second bucket (artifacts), scoped by prefix, never age 0, fully managed by Pulum
 
 Access. Pathways pods use hostNetwork, so they call Google as the node service account: the grants
 go to that account, on the buckets, never project-wide. The scratch grant is a custom role with
-exactly the five permissions Pathways needs.
+exactly the five permissions Pathways needs, which the bootstrap makes (bootstrap/program.py): a custom role is a
+project-level object, and making it here would need role administration over every custom role of the project.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from typing import Optional
 
 import pulumi
 import pulumi_gcp as gcp
-
-from components.model.config import SCRATCH_PERMISSIONS
 
 ARTIFACT_ROLES = ("roles/storage.objectCreator", "roles/storage.objectViewer")
 
@@ -43,8 +42,9 @@ class ScratchBucketArgs:
     """Days before artifacts are deleted (at least 1)."""
     soft_delete_days: int
     """Soft-delete retention, 7-90 days."""
-    role_id: str
-    """Custom role ID (unique per stack)."""
+    scratch_role: str
+    """The scratch custom role's full name (projects/<project>/roles/<id>): the bootstrap makes it, so the deploy
+    identity needs no role administration (security #58.14)."""
     members: tuple[pulumi.Input[str], ...]
     """IAM members granted access: the node service accounts of head and TPU pools."""
     protect: bool
@@ -84,18 +84,8 @@ class ScratchBucket(pulumi.ComponentResource):
                 ),
             ],
         )
-        role = gcp.projects.IAMCustomRole(
-            f"{name}-role",
-            project=args.project,
-            role_id=args.role_id,
-            title="Pathways scratch bucket user",
-            description="What Pathways needs on its scratch bucket: read/write objects and attach lifecycle rules.",
-            permissions=list(SCRATCH_PERMISSIONS),
-            stage="GA",
-            opts=child,
-        )
         for i, member in enumerate(args.members):
-            gcp.storage.BucketIAMMember(f"{name}-scratch-{i}", bucket=scratch.name, role=role.name, member=member, opts=child)
+            gcp.storage.BucketIAMMember(f"{name}-scratch-{i}", bucket=scratch.name, role=args.scratch_role, member=member, opts=child)
             for r in ARTIFACT_ROLES:
                 gcp.storage.BucketIAMMember(
                     f"{name}-artifacts-{i}-{r.split('.')[-1].lower()}", bucket=artifacts.name, role=r, member=member, opts=child

@@ -219,6 +219,11 @@ class StackConfig(_Model):
         return "pathwaysScratch_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:48]
 
     @property
+    def scratch_role_name(self) -> str:
+        """The scratch custom role the bootstrap makes for this stack, as IAM names it in a grant."""
+        return f"projects/{self.project}/roles/{self.scratch_role_id}"
+
+    @property
     def deletion_protection(self) -> bool:
         return True if self.cluster.deletion_protection is None else self.cluster.deletion_protection
 

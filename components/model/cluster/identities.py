@@ -221,8 +221,8 @@ TABLE: dict[str, Access] = {
     "gcp:monitoring/dashboard:Dashboard": Access(
         ("roles/monitoring.dashboardEditor",), ("roles/monitoring.dashboardViewer",), (MONITORING,),
         _src("monitoring", "monitoring.dashboards.create", "monitoring.dashboards.get")),
-    "gcp:projects/iAMCustomRole:IAMCustomRole": Access(
-        ("roles/iam.roleAdmin",), ("roles/iam.roleViewer",), (IAM,), _src("iam", "iam.roles.create", "iam.roles.get")),
+    # No IAMCustomRole: the bootstrap makes the scratch role (security #58.14), so no deploy identity holds
+    # iam.roleAdmin over the project's custom roles.
     # storage.admin holds storage.buckets.update and setIamPolicy, which the buckets need (no narrower predefined
     # role has both), but only on the stack's buckets (BUCKET_CONDITIONED_ROLES). Creating a bucket is checked against
     # the project ("does not have storage.buckets.create access to the Google Cloud project"), which no bucket-name
