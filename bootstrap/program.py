@@ -138,6 +138,14 @@ def read_config(values: Mapping[str, str]) -> BootstrapConfig:
                     f"stacks {other!r} and {s.name!r} both grant buckets to Kubernetes service account {ns}/{sa}, one "
                     "principal in this project's Workload Identity pool: each would get the other's buckets; rename "
                     "the workload, or give one stack another kubernetes.namespace")))
+    # Multi-tier checkpointing: GKE's checkpointing driver is one principal per project (its namespace and account are
+    # fixed), so the bootstrap's grant on one stack's backups bucket reaches every MTC cluster of the project
+    mtc = [s.name for s in stacks if s.mtc_backups_bucket]
+    if len(mtc) > 1:
+        problems.append(Problem(_key("stacks"), (
+            f"stacks {', '.join(repr(n) for n in mtc)} all use multi-tier checkpointing (resilience.mtc): GKE's "
+            "checkpointing driver is one principal in this project's Workload Identity pool, so each cluster's driver "
+            "could read and write the other's backups; keep one such stack per project")))
     names = {s.name for s in stacks}
     for s in stacks:
         missing = [w for w in fleet_worker_stacks(s) if w not in names]

@@ -201,3 +201,27 @@ def test_a_sidecar_that_already_takes_half_the_vm_leaves_the_ram_disk_nothing():
     lines = problem(config(workloads=[train(colocatedPython=sidecar)])).splitlines()
     ram = [line for line in lines if line.startswith("pathways:resilience.mtc.inMemoryVolumeSize: ")]
     assert len(ram) == 1 and ram[0].endswith("; use at most 0Gi"), lines
+
+
+def test_security_58_8_the_bootstrap_refuses_two_mtc_stacks_in_one_project(tmp_path, monkeypatch):
+    """GKE's checkpointing driver is one principal per project: two MTC stacks would reach each other's backups."""
+    import json
+
+    import yaml
+
+    from bootstrap import main_stack
+    from bootstrap import program as bootstrap
+    from components.model.errors import ConfigError
+
+    for name, cluster in (("a", "first"), ("b", "second")):
+        (tmp_path / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {
+            **config(), "gcp:project": "mtc-proj-123", "pathways:cluster": {"name": cluster}}}))
+    monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path)
+    flat = {"gcp:project": "mtc-proj-123", "pathways-bootstrap:repository": "example-org/pathways-gke",
+            "pathways-bootstrap:repositoryId": "812345678", "pathways-bootstrap:repositoryOwnerId": "91234567",
+            "pathways-bootstrap:projectNumber": "123456789012"}
+    with pytest.raises(ConfigError) as e:
+        bootstrap.read_config({**flat, "pathways-bootstrap:stacks": json.dumps(["a", "b"])})
+    assert [p.message.split(":")[0] for p in e.value.problems] == [
+        "stacks 'a', 'b' all use multi-tier checkpointing (resilience.mtc)"]
+    assert bootstrap.read_config({**flat, "pathways-bootstrap:stacks": json.dumps(["a"])}).stacks

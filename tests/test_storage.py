@@ -271,7 +271,8 @@ def test_a_run_may_act_as_the_runs_account_only_when_it_has_buckets_and_never_as
 
 
 def test_submit_mount_flags_become_the_specs_mounts(tmp_path):
-    cfg = config_with(pathwaysVersion=VERSION, storage=STORAGE, runs=runs_with_buckets(), cluster=GROUPS_RBAC)
+    cfg = config_with(pathwaysVersion=VERSION, storage=STORAGE, runs={**runs_with_buckets(), "fileSystems": [{"name": "shared"}]},
+                      cluster=GROUPS_RBAC)
     path = write_stack_file(tmp_path, cfg)
     proc = subprocess.run([sys.executable, "-m", "infra.run", "submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1",
                            "--mount", "/data=gs://my-data", "--mount", "/ckpt=gs://my-ckpts:rw", "--mount", "/s=shared", "--dry-run",
@@ -341,3 +342,49 @@ def test_a_worker_mount_keeps_clear_of_the_multi_tier_checkpointing_ram_disk(pat
     # a sibling path is the program's own
     mounts[0]["path"] = "/tmp/mtc_checkpoints2"
     assert refusal(cfg, "pathways:workloads[0].mounts[0].path") is None
+
+
+# --- security #58.10: runs.fileSystems, read-only by default, and the runs policy's volumes ---------------------------
+
+def _fs_stack(file_systems):
+    return resolve(stack_model(storage=STORAGE, runs={**RUNS, "fileSystems": file_systems}))
+
+
+@pytest.mark.parametrize(("listed", "mount", "line"), [
+    ([], {"path": "/s", "fileSystem": "shared"}, "run.mounts[0].fileSystem: 'shared' is not in pathways:runs.fileSystems (listed: none)"),
+    ([{"name": "shared"}], {"path": "/s", "fileSystem": "shared", "readOnly": False},
+     "run.mounts[0].readOnly: false, but pathways:runs.fileSystems lists 'shared' read-only"),
+])
+def test_a_run_mounts_only_the_listed_file_systems_and_writes_only_where_listed(listed, mount, line):
+    with pytest.raises(ConfigError) as e:
+        load_run(stack_model(storage=STORAGE, runs={**RUNS, "fileSystems": listed}), {"name": "exp", "image": "example.com/t:1", "mounts": [mount]})
+    assert str(e.value).startswith(line), str(e.value)
+
+
+def _run_volumes_admitted(stack, volumes) -> bool:
+    policy = runs_manifest.runs_only_policy(stack)[0]["spec"]
+    assert stack.runs is not None
+    runs = {**RUNS, "fileSystems": [{"name": f.name, "readOnly": f.read_only} for f in stack.runs.file_systems]}
+    with_run = resolve(load_run(stack_model(storage=STORAGE, runs=runs), {"name": "exp", "image": "example.com/t:1"}))
+    obj = runs_manifest.run_jobset(with_run, as_run(with_run, with_run.workloads[-1]), "rita@example.com")
+    for rj in obj["spec"]["replicatedJobs"]:
+        pod = rj["template"]["spec"]["template"]["spec"]
+        pod["volumes"] = [*pod.get("volumes", []), *volumes]
+    request = {"operation": "CREATE", "userInfo": {"username": "rita@example.com", "groups": []}}
+    return all(_evaluate(v["expression"], {"object": obj, "oldObject": None, "request": request}) for v in policy["validations"])
+
+
+def test_the_runs_policy_lets_a_run_claim_only_the_listed_file_systems_and_no_nfs_or_host_path():
+    from components.manifests.storage import claim_name
+
+    stack = _fs_stack([{"name": "shared"}])
+    fs = next(f for f in stack.file_systems if f.name == "shared")
+    claim = claim_name(stack, fs)
+    assert _run_volumes_admitted(stack, [])
+    assert _run_volumes_admitted(stack, [{"name": "s", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}])
+    assert not _run_volumes_admitted(stack, [{"name": "s", "persistentVolumeClaim": {"claimName": claim}}])  # writable
+    assert not _run_volumes_admitted(stack, [{"name": "s", "persistentVolumeClaim": {"claimName": "other-claim", "readOnly": True}}])
+    assert not _run_volumes_admitted(stack, [{"name": "n", "nfs": {"server": "10.0.0.9", "path": "/"}}])
+    assert not _run_volumes_admitted(stack, [{"name": "h", "hostPath": {"path": "/"}}])
+    writable = _fs_stack([{"name": "shared", "readOnly": False}])
+    assert _run_volumes_admitted(writable, [{"name": "s", "persistentVolumeClaim": {"claimName": claim_name(writable, fs)}}])

@@ -22,7 +22,8 @@ SHARED = {"name": "shared", "filestore": "fs-1", "share": "vol1", "ip": "10.20.0
 LUSTRE = {"name": "lfs", "lustre": "lustre-1", "filesystem": "lfs", "ip": "10.20.0.3", "capacity": "18000Gi"}
 CONFIG = config_with(
     pathwaysVersion=VERSION, storage={"fileSystems": [SHARED, LUSTRE]}, cluster=GROUPS_RBAC,
-    runs={"submitters": [{"name": RESEARCHERS}], "headNodes": 2, "buckets": [{"name": "e2e-datasets"}]},
+    runs={"submitters": [{"name": RESEARCHERS}], "headNodes": 2, "buckets": [{"name": "e2e-datasets"}],
+          "fileSystems": [{"name": "shared"}]},
     workloads=[{"name": "train", "image": IMAGE, "slices": 1, "mounts": [
         {"path": "/data", "bucket": "e2e-datasets"},
         {"path": "/checkpoints", "bucket": "e2e-checkpoints", "readOnly": False},

@@ -15,10 +15,13 @@ from typing import Any
 
 from components.manifests.jobset import jobset
 from components.manifests.kueue_api import API_VERSION, PRIORITY_LABEL, QUEUE_LABEL
+from components.manifests.storage import claim_name
 from components.model.cluster.fleet import MULTIKUEUE_USER
 from components.model.resolved import ResolvedStack, ResolvedWorkload
+from components.model.workloads.resilience import MTC_CSI_DRIVER
 from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue
 from components.model.workloads.service import ServiceClient
+from components.model.workloads.storage import GCSFUSE_DRIVER
 
 ROLE = "pathways-runs"
 RBAC = "rbac.authorization.k8s.io"
@@ -81,14 +84,24 @@ _NO_SECRET_ENV = ("c, (!has(c.env) || c.env.all(e, !has(e.valueFrom) || !has(e.v
                   "(!has(c.envFrom) || c.envFrom.all(f, !has(f.secretRef)))")
 
 
-def _pod_rules(priorities: list[str], accounts: list[str]) -> str:
+def _volume_rule(v: str, drivers: list[str], read_claims: list[str], write_claims: list[str]) -> str:
+    """A run's volume is scratch memory, a CSI volume of the listed drivers (Cloud Storage FUSE: what it reads is its
+    service account's grants), or the claim of a file system runs.fileSystems lists, read-only unless listed to write;
+    never a Secret, a token, a host path, an NFS server or another claim (security #58.10)."""
+    claim = f"{v}.persistentVolumeClaim"
+    return (f"has({v}.emptyDir) || (has({v}.csi) && {v}.csi.driver in {_cel_list(drivers)}) || "
+            f"(has({claim}) && ({claim}.claimName in {_cel_list(write_claims)} || "
+            f"({claim}.claimName in {_cel_list(read_claims)} && has({claim}.readOnly) && {claim}.readOnly)))")
+
+
+def _pod_rules(priorities: list[str], accounts: list[str], volume_rule: str) -> str:
     p = "rj.template.spec.template.spec"
     return (f"object.spec.replicatedJobs.all(rj, "
             f"(!has({p}.serviceAccountName) || {p}.serviceAccountName in {_cel_list(accounts)}) && "
             # the deprecated alias, which the API server copies into serviceAccountName when that is empty
             f"(!has({p}.serviceAccount) || {p}.serviceAccount in {_cel_list(accounts)}) && "
             f"has({p}.automountServiceAccountToken) && !{p}.automountServiceAccountToken && "
-            f"(!has({p}.volumes) || {p}.volumes.all(v, !has(v.secret) && !has(v.projected))) && "
+            f"(!has({p}.volumes) || {p}.volumes.all(v, {volume_rule})) && "
             f"(!has({p}.priorityClassName) || {p}.priorityClassName in {_cel_list(priorities)}) && "
             f"{p}.containers.all({_NO_SECRET_ENV}) && (!has({p}.initContainers) || {p}.initContainers.all({_NO_SECRET_ENV})))")
 
@@ -107,6 +120,11 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str) -> list[di
     accounts = ["default", *([stack.run_service_account] if stack.runs.buckets else [])]
     declared = [w.name for w in stack.workloads if w.namespace == stack.namespace]
     queues = sorted(set(stack.run_queues.values()))
+    systems = {fs.name: fs for fs in stack.file_systems}
+    listed = [(systems[f.name], f.read_only) for f in stack.runs.file_systems if f.name in systems]
+    drivers = [GCSFUSE_DRIVER, *([MTC_CSI_DRIVER] if stack.mtc is not None else [])]
+    volume_rule = _volume_rule("v", drivers, [claim_name(stack, fs) for fs, _ in listed],
+                               [claim_name(stack, fs) for fs, ro in listed if not ro])
     return [
         # a DELETE has no object, a CREATE no oldObject; an UPDATE may neither take a JobSet in nor out of runs
         {"expression": (f"request.operation == 'DELETE' ? {is_run('oldObject')} : "
@@ -118,10 +136,11 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str) -> list[di
          "message": f"a run's priority is one of {', '.join(priorities)} (label {PRIORITY_LABEL})"},
         *([{"expression": writing + f"!(object.metadata.name in {_cel_list(declared)})",
             "message": "a run may not take the name of a workload the stack declares"}] if declared else []),
-        {"expression": writing + _pod_rules(priorities, accounts),
+        {"expression": writing + _pod_rules(priorities, accounts, volume_rule),
          "message": ("a run's pods hold no Secret (env, envFrom, volume), no service-account token (automountServiceAccountToken: "
-                     f"false, no projected volume), run as {' or '.join(accounts)} and have a priority class among "
-                     f"{', '.join(priorities)}")},
+                     f"false, no projected volume), run as {' or '.join(accounts)}, have a priority class among "
+                     f"{', '.join(priorities)}, and mount only memory, Cloud Storage FUSE and the file systems "
+                     f"pathways:runs.fileSystems lists ({', '.join(f'{fs.name} read-only' if ro else fs.name for fs, ro in listed) or 'none'})")},
     ]
 
 

@@ -418,10 +418,32 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
     problems = [
         _run_key(p, prefix) for p in cross_checks(with_run)
         if p not in before and p.key != config_key(("headPool", "nodeCount"))
-    ] + _run_bucket_problems(cfg.runs, workload)
+    ] + _run_bucket_problems(cfg.runs, workload) + _run_file_system_problems(cfg, workload)
     if problems:
         raise ConfigError(problems)
     return with_run
+
+
+def _run_file_system_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
+    """A run mounts only the file systems runs.fileSystems lists, and writes only where it may (security #58.10); an
+    undeclared one is storage_checks' to name."""
+    assert cfg.runs is not None
+    allowed = {f.name: f for f in cfg.runs.file_systems}
+    declared = {f.name for f in cfg.storage.file_systems}
+    problems = []
+    for j, m in enumerate(workload.mounts):
+        if m.file_system is None or m.file_system not in declared:
+            continue
+        f = allowed.get(m.file_system)
+        if f is None:
+            problems.append(Problem(f"run.mounts[{j}].fileSystem", (
+                f"{m.file_system!r} is not in pathways:runs.fileSystems (listed: {', '.join(allowed) or 'none'}); runs mount "
+                "only the file systems the stack lists for them: add it there and pulumi up")))
+        elif f.read_only and not m.read_only:
+            problems.append(Problem(f"run.mounts[{j}].readOnly", (
+                f"false, but pathways:runs.fileSystems lists {m.file_system!r} read-only; mount it read-only, or set "
+                "readOnly: false on it in the stack file")))
+    return problems
 
 
 def _run_bucket_problems(runs: Runs, workload: Workload) -> list[Problem]:

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 
 from components.model.common import INT32_MAX, MAX_NODES_PER_POOL_ZONE, _Model
 from components.model.workloads.service import ServiceClient
-from components.model.workloads.storage import RunBucket, first_repeated
+from components.model.workloads.storage import RunBucket, RunFileSystem, first_repeated
 
 # Who created a JobSet: app.kubernetes.io/managed-by (Kubernetes' recommended label). The stack's JobSets say pulumi.
 RUN_MANAGER = "pathways-run"
@@ -52,12 +52,25 @@ class Runs(_Model):
         "Buckets runs may mount (mounts[].bucket): the bootstrap grants the runs' Kubernetes service account "
         "(pathways-runs-<stack>) roles/storage.objectViewer on each, or objectUser where readOnly is false."))
 
+    file_systems: list[RunFileSystem] = Field(default_factory=list, max_length=20, description=(
+        "Declared file systems (pathways:storage.fileSystems) runs may mount, read-only unless readOnly: false; a run "
+        "mounts no other, and the runs' admission policy lets a run's pods claim only these (and nothing else of a "
+        "node or a network file server)."))
+
     @field_validator("buckets")
     @classmethod
     def _unique(cls, v: list[RunBucket]) -> list[RunBucket]:
         dup = first_repeated([b.name for b in v])
         if dup:
             raise ValueError(f"bucket {dup!r} is listed twice; list each once")
+        return v
+
+    @field_validator("file_systems")
+    @classmethod
+    def _unique_file_systems(cls, v: list[RunFileSystem]) -> list[RunFileSystem]:
+        dup = first_repeated([f.name for f in v])
+        if dup:
+            raise ValueError(f"file system {dup!r} is listed twice; list each once")
         return v
 
 

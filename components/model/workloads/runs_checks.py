@@ -22,4 +22,14 @@ def run_queue_names(cfg: StackConfig) -> list[Problem]:
     ]
 
 
-RULES = (run_queue_names,)
+def run_file_systems(cfg: StackConfig) -> list[Problem]:
+    """runs.fileSystems names declared file systems."""
+    if cfg.runs is None:
+        return []
+    declared = [f.name for f in cfg.storage.file_systems]
+    return [Problem(config_key(("runs", "fileSystems", i, "name")), (
+        f"{f.name!r} is not a file system of pathways:storage.fileSystems ({', '.join(declared) or 'none declared'})"))
+        for i, f in enumerate(cfg.runs.file_systems) if f.name not in declared]
+
+
+RULES = (run_queue_names, run_file_systems)

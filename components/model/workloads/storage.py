@@ -294,6 +294,13 @@ class RunBucket(_Model):
         return READ_ROLE if self.read_only else WRITE_ROLE
 
 
+class RunFileSystem(_Model):
+    """A declared file system ad-hoc runs may mount (runs.fileSystems)."""
+
+    name: str = Field(description="A file system of pathways:storage.fileSystems, by its name.")
+    read_only: bool = Field(default=True, description="Runs may only read it; false: runs may write it too.")
+
+
 def volume_name(index: int) -> str:
     return f"mount-{index}"
 
