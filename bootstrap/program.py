@@ -434,8 +434,16 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
     # printed, so the operator sees every principal this run gives access outside the stacks' own buckets.
     external = {s.name: [f"{b} {role.removeprefix('roles/')} -> {ns}/{sa}" for b, role, ns, sa in s.bucket_grants
                          if b not in owned_buckets(s.config)] for s in cfg.stacks}
+    # Kubernetes objects are authorized by IAM (container.*), which GKE offers per project, not per cluster: each
+    # deploy identity is cluster admin on every cluster of the project (security #58.11). Said, not hidden.
+    shared = [s.name for s in cfg.stacks if s.creates_cluster]
+    clusters_shared = (f"stacks {', '.join(shared)} share project {project}: each one's deploy identity is "
+                       "roles/container.admin on every cluster of the project, the others' included; give stacks that "
+                       "must not reach each other's clusters a project each") if len(shared) > 1 else None
+    if clusters_shared:
+        pulumi.log.warn(clusters_shared)
     return {"apis": list(apis), "stateBackend": backend, "environments": out_environments, "roles": roles,
-            "externalBucketGrants": {k: v for k, v in external.items() if v}}
+            "externalBucketGrants": {k: v for k, v in external.items() if v}, "sharedProjectClusterAdmin": clusters_shared}
 
 
 def main() -> None:

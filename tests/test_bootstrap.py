@@ -468,3 +468,17 @@ def test_security_58_15_an_unprotected_stacks_pull_request_environment_still_get
     ours = {"repository_id": GOOD["pathways-bootstrap:repositoryId"], "repository_owner_id": GOOD["pathways-bootstrap:repositoryOwnerId"]}
     assert _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-pull-request"})
     assert not _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-preview"})
+
+
+@every_stack("stack", BOOTSTRAP_STACKS)
+def test_security_58_11_a_project_shared_by_stacks_says_each_deploy_identity_reaches_every_cluster(stack):
+    """container.admin is granted per project (GKE authorizes Kubernetes objects by IAM, per project): a bootstrap
+    setting up several stacks that make clusters says so in its outputs; one stack per project says nothing."""
+    plan = bootstrap_plan(stack)
+    made = [m for m in main_stacks(stack) if "pathways:cluster" not in yaml.safe_load(stackfile.stack_path(m).read_text())["config"]
+            or "existing" not in (yaml.safe_load(stackfile.stack_path(m).read_text())["config"].get("pathways:cluster") or {})]
+    said = plan.outputs.get("sharedProjectClusterAdmin")
+    if len(made) > 1:
+        assert said is not None and said.startswith(f"stacks {', '.join(made)} share project") and "roles/container.admin" in said
+    else:
+        assert said is None
