@@ -206,6 +206,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         "gcp:storage/bucket:Bucket", "gcp:storage/bucketIAMMember:BucketIAMMember",
         "gcp:monitoring/dashboard:Dashboard", "gcp:monitoring/alertPolicy:AlertPolicy",
     }
+    if any(w.serve and w.serve.gateway.enabled and w.serve.gateway.client_ranges for w in cfg.workloads if w.state != "finished"):
+        types.add("gcp:compute/regionSecurityPolicy:RegionSecurityPolicy")  # components/gcp/gateway_armor.py
     if cfg.network.existing_network is None:
         types |= {"gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"}
     if cfg.cloud_nat:

@@ -13,6 +13,7 @@ from components.dependencies import Dependency
 from components.gcp.checkpoint_backups import CheckpointBackups, CheckpointBackupsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs
 from components.gcp.future_reservations import CalendarReservation, CalendarReservationArgs
+from components.gcp.gateway_armor import GatewayArmor, GatewayArmorArgs
 from components.gcp.head_pool import HeadPool, HeadPoolArgs
 from components.gcp.model_weights import ModelWeightsReader, ModelWeightsReaderArgs
 from components.gcp.network import PODS_RANGE, SERVICES_RANGE, PathwaysNetwork, PathwaysNetworkArgs
@@ -50,7 +51,7 @@ from components.model.cluster.identities import ci_account_email
 from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
 from components.model.resolved import ResolvedStack
-from components.model.workloads.inference_gateway import HEALTH_CHECK_RANGES
+from components.model.workloads.inference_gateway import HEALTH_CHECK_RANGES, armor_policy_name
 from components.model.workloads.ports import PATHWAYS_PORTS
 from infra import fleet
 from infra.config import read_stack_config
@@ -168,7 +169,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
             machine_type=sv.proxy_machine_type, nodes=sv.max_clients, service_account=pathways_sa.email, lanes=lanes,
         ))
     # The bucket and its grants too: the first compilation-cache write must not 403.
-    k8s_outputs = kubernetes_layer(cfg, stack, provider, waits_per_group={
+    # an external inference gateway's Cloud Armor policy (serve.gateway.clientRanges): made before its backend policy
+    armor = {w.name: GatewayArmor(f"armor-{w.name}", GatewayArmorArgs(
+        project=cfg.project, region=cfg.region, name=armor_policy_name(cfg.stack_slug, w.name),
+        client_ranges=tuple(w.spec.serve.gateway.client_ranges))) for w in stack.serve_workloads
+        if w.spec.serve is not None and w.spec.serve.gateway.enabled and w.spec.serve.gateway.client_ranges}
+    k8s_outputs = kubernetes_layer(cfg, stack, provider, armor=armor, waits_per_group={
         name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
         for name, group in groups.items()}, checkpoint_backups=(backups,) if backups else (),
         fleet_endpoint=fleet_endpoint(stack, cluster))
@@ -209,6 +215,7 @@ def fleet_endpoint(stack: ResolvedStack, cluster: GkeCluster) -> Optional[tuple[
 def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider,
                      waits_per_group: dict[str, tuple[pulumi.Resource, ...]],
                      checkpoint_backups: tuple[pulumi.Resource, ...] = (),
+                     armor: Optional[dict[str, pulumi.Resource]] = None,
                      fleet_endpoint: Optional[tuple[pulumi.Input[str], pulumi.Input[str]]] = None) -> dict[str, object]:
     """The controllers, namespaces, guardrails, queues and workloads, on a cluster the stack made or one made
     elsewhere (pathways:cluster.existing). `waits_per_group`: what a slice group's workloads wait for besides
@@ -300,6 +307,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
                 chart=kube.inference_pool_chart, version=kube.inference_pool_version,
                 chart_values=gateway_manifest.chart_values(w, kube.inference_pool_version, SYSTEM_ROLE),
                 gateway=gateway_manifest.gateway(w), http_route=gateway_manifest.http_route(w),
+                backend_policies=tuple(gateway_manifest.backend_policies(w, armor_policy_name(cfg.stack_slug, w.name)))
+                if w.spec.serve.gateway.client_ranges else (),
+                armor=((armor or {})[w.name],) if w.name in (armor or {}) else (),
             ) if w.spec.serve and w.spec.serve.gateway.enabled else None,
             depends_on=(*serving_controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components.model.cost.summary import notices
-from components.model.workloads.secrets_checks import secret_looking
+from components.model.workloads.secrets import secret_looking
 from tests.conftest import config_with, example_path, plan_of
 
 VERSION = "jax-0.7.2"

@@ -432,3 +432,68 @@ def test_a_serve_workloads_http_service_never_takes_another_workloads_headless_s
         {"name": "chat-http", "mode": "interactive"},
         {"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}}])
     assert "pathways:workloads[1].name: its HTTP Service 'chat-http' is workloads[0]'s headless Service too; rename one" in _errors(cfg)
+
+
+# --- security #58.6: an external gateway's clients ---------------------------------------------------------------
+
+def _gateway_stack(gateway: dict, **extra) -> dict:
+    import yaml
+
+    from tests.conftest import example_path
+
+    config = yaml.safe_load(example_path("serving").read_text())["config"]
+    workloads = config["pathways:workloads"]
+    i = next(i for i, w in enumerate(workloads) if w.get("mode") == "serve" and (w.get("serve") or {}).get("engine", "vllm") == "vllm")
+    workloads[i] = {**workloads[i], "serve": {**workloads[i]["serve"], "gateway": {"enabled": True, **gateway}}}
+    return {**config, **extra}
+
+
+def test_security_58_6_client_ranges_make_a_cloud_armor_policy_the_pools_backend_policy_names():
+    from tests.conftest import plan_of
+
+    plan = plan_of(_gateway_stack({"external": True, "clientRanges": [f"203.0.113.{i}/32" for i in range(12)]}), "serving")
+    (armor,) = plan.by_type("gcp:compute/regionSecurityPolicy:RegionSecurityPolicy")
+    rules = armor.input("rules")
+    assert armor.input("type") == "CLOUD_ARMOR" and [r["priority"] for r in rules] == [1000, 1001, 2147483647]
+    assert [len(r["match"]["config"]["srcIpRanges"]) for r in rules] == [10, 2, 1]  # at most 10 a rule
+    assert rules[-1]["action"] == "deny(403)" and rules[-1]["match"]["config"]["srcIpRanges"] == ["*"]
+    (backend,) = plan.by_type("kubernetes:networking.gke.io/v1:GCPBackendPolicy")
+    assert backend.input("spec.default.securityPolicy") == armor.input("name")
+    assert backend.input("spec.targetRef.kind") == "InferencePool"
+    assert any(plan.get(d).name == armor.name or plan.get(d).type == "pathways:gcp:GatewayArmor" for d in backend.dependencies)
+    (chart,) = [c for c in plan.by_type("kubernetes:helm.sh/v4:Chart") if c.input("values.provider")]
+    assert chart.input("values.provider") == {"name": "none"}  # the chart's own GCPBackendPolicy would conflict
+
+
+@pytest.mark.parametrize(("gateway", "extra", "line"), [
+    ({"external": True}, {"pathways:protected": True}, "clientRanges: required in a protected stack with external: true"),
+    ({"clientRanges": ["203.0.113.0/24"]}, {}, "clientRanges: only with external: true"),
+    ({"external": True, "clientRanges": ["0.0.0.0/0"]}, {}, "0.0.0.0/0 is the whole internet"),
+])
+def test_security_58_6_refusals(gateway, extra, line):
+    from tests.conftest import plan_of
+
+    with pytest.raises(Exception) as e:
+        plan_of(_gateway_stack(gateway, **extra), "serving")
+    assert line in str(e.value), str(e.value)
+
+
+def test_security_58_6_the_pack_refuses_a_protected_stacks_gateway_open_to_everyone():
+    """The mandatory rule, on plans: an internet-facing gateway of a protected stack needs a backend policy naming a
+    Cloud Armor policy. (The stack file refuses it first; the rule holds for a program change or a hand-edited plan.)"""
+    from infra.offline.policy_runner import run_policies
+    from policies.rules import ALL_POLICIES
+    from tests.conftest import plan_of
+    from tests.test_policies import mutate
+
+    guarded = plan_of(_gateway_stack({"external": True, "clientRanges": ["203.0.113.0/24"]}), "serving")
+    cluster = guarded.one("gcp:container/cluster:Cluster")
+    as_protected = mutate(guarded, cluster.type, cluster.name, "resourceLabels", {"pathways-protected": "true"})
+    assert not [v for v in run_policies(as_protected, ALL_POLICIES) if v.policy == "pathways-network-exposure" and "gateway" in v.message]
+    (backend,) = as_protected.by_type("kubernetes:networking.gke.io/v1:GCPBackendPolicy")
+    open_to_all = mutate(as_protected, backend.type, backend.name, "spec.default", {"timeoutSec": 300})
+    found = [v.message for v in run_policies(open_to_all, ALL_POLICIES) if v.policy == "pathways-network-exposure" and "gateway" in v.message]
+    assert len(found) == 1 and "names no Cloud Armor policy" in found[0]
+    # the same plan, unprotected: shown in the plan, not refused by the pack
+    assert not [v for v in run_policies(mutate(open_to_all, cluster.type, cluster.name, "resourceLabels", {}), ALL_POLICIES)
+                if v.policy == "pathways-network-exposure" and "gateway" in v.message]

@@ -40,6 +40,10 @@ class GatewayArgs:
     """components/manifests/inference_gateway.py chart_values (the offline render expands the same)."""
     gateway: dict[str, Any]
     http_route: dict[str, Any]
+    backend_policies: tuple[dict[str, Any], ...] = ()
+    """With clientRanges: the pool's HealthCheckPolicy and GCPBackendPolicy naming its Cloud Armor policy."""
+    armor: tuple[Dependency, ...] = ()
+    """The Cloud Armor policy they name, made first."""
 
 
 class ServingWorkload(pulumi.ComponentResource):
@@ -93,7 +97,12 @@ class ServingWorkload(pulumi.ComponentResource):
             f"{name}-gateway", api_version=gw["apiVersion"], kind=gw["kind"], metadata=gw["metadata"], spec=gw["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(depends_on)),
         )
+        # the pool's backend policies before the route sends anyone there: with clientRanges, no moment without Cloud Armor
+        policies = [k8s.apiextensions.CustomResource(
+            f"{name}-{p['kind'].lower()}", api_version=p["apiVersion"], kind=p["kind"], metadata=p["metadata"], spec=p["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=all_of([chart, *args.armor])),
+        ) for p in args.backend_policies]
         k8s.apiextensions.CustomResource(
             f"{name}-route", api_version=route["apiVersion"], kind=route["kind"], metadata=route["metadata"],
-            spec=route["spec"], opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway, chart]),
+            spec=route["spec"], opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway, chart, *policies]),
         )

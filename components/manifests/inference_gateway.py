@@ -42,9 +42,24 @@ def chart_values(w: ResolvedWorkload, version: str, system_role: str) -> dict[st
             "modelServerType": igw.MODEL_SERVER_TYPE,
         },
         # gke: the chart adds the HealthCheckPolicy (vLLM's /health on the pool's port) and GCPBackendPolicy GKE's
-        # load balancer reads (templates/gke.yaml)
-        "provider": {"name": "gke"},
+        # load balancer reads (templates/gke.yaml). With clientRanges the stack makes both itself (backend_policies),
+        # its GCPBackendPolicy naming the Cloud Armor policy: two GCPBackendPolicies on one pool would conflict. The
+        # chart's other gke objects are its picker's Prometheus reader, off with monitoring.prometheus.enabled false.
+        "provider": {"name": "none" if _gateway(w).client_ranges else "gke"},
     }
+
+
+def backend_policies(w: ResolvedWorkload, armor_policy: str) -> list[dict[str, Any]]:
+    """With clientRanges: the chart's HealthCheckPolicy and GCPBackendPolicy (templates/gke.yaml at v1.5.0, the same
+    fields), the latter with the Cloud Armor policy (GKE "Configure Gateway resources using Policies", securityPolicy)."""
+    target = {"group": igw.INFERENCE_GROUP, "kind": igw.INFERENCE_POOL_KIND, "name": w.name}
+    return [
+        {"apiVersion": "networking.gke.io/v1", "kind": "HealthCheckPolicy", "metadata": owned_metadata(w, w.name),
+         "spec": {"targetRef": target, "default": {"timeoutSec": 2, "checkIntervalSec": 2, "config": {
+             "type": "HTTP", "httpHealthCheck": {"requestPath": "/health", "port": vllm.PORT}}}}},
+        {"apiVersion": "networking.gke.io/v1", "kind": "GCPBackendPolicy", "metadata": owned_metadata(w, w.name),
+         "spec": {"targetRef": target, "default": {"timeoutSec": 300, "logging": {"enabled": True}, "securityPolicy": armor_policy}}},
+    ]
 
 
 def gateway(w: ResolvedWorkload) -> dict[str, Any]:

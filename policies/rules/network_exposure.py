@@ -11,6 +11,7 @@ import ipaddress
 from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
 
 from components.constants import INTERNET_TOKENS_LABEL
+from components.model.workloads.inference_gateway import GATEWAY_CLASSES
 from components.model.workloads.ports import PATHWAYS_PORTS
 from policies.rules.common import CLUSTER, get, has_protected_label
 
@@ -38,6 +39,7 @@ def _ports(blocks) -> set[int]:
 
 def _validate(args: StackValidationArgs, report) -> None:
     resources = list(args.resources)
+    _validate_gateways(resources, report)
     firewalls = [r for r in resources if r.resource_type == FIREWALL]
     for fw in firewalls:
         opened = _ports(get(fw.props, "allows")) & set(PATHWAYS_PORTS)
@@ -73,6 +75,41 @@ def _validate(args: StackValidationArgs, report) -> None:
         if not set(PATHWAYS_PORTS) <= closed:
             report(f"protected stack: Pathways ports {sorted(set(PATHWAYS_PORTS) - closed)} are not closed to other sources; "
                    "add the stack's Pathways firewall (deny above GKE's rules, allow from the Pathways nodes)", c.urn)
+
+
+GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
+HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+BACKEND_POLICY = "kubernetes:networking.gke.io/v1:GCPBackendPolicy"
+
+
+def _unguarded_external_gateways(resources) -> list[tuple[str, str]]:
+    """(namespace/gateway, pool) of each internet-facing gateway route to an InferencePool whose GCPBackendPolicy
+    names no Cloud Armor policy (security #58.6: vLLM's HTTP API has no authentication of its own)."""
+    guarded = {(get(r.props, "metadata.namespace"), get(r.props, "spec.targetRef.name")) for r in resources
+               if r.resource_type == BACKEND_POLICY and get(r.props, "spec.default.securityPolicy")}
+    external = {(get(r.props, "metadata.namespace"), get(r.props, "metadata.name")) for r in resources
+                if r.resource_type == GATEWAY and get(r.props, "spec.gatewayClassName") == GATEWAY_CLASSES["external"]}
+    out = []
+    for route in (r for r in resources if r.resource_type == HTTP_ROUTE):
+        ns = get(route.props, "metadata.namespace")
+        if not any((ns, p.get("name")) in external for p in get(route.props, "spec.parentRefs") or []):
+            continue
+        for rule in get(route.props, "spec.rules") or []:
+            for b in rule.get("backendRefs") or []:
+                if b.get("kind") == "InferencePool" and (ns, b.get("name")) not in guarded:
+                    gateway = next(p.get("name") for p in get(route.props, "spec.parentRefs") if (ns, p.get("name")) in external)
+                    out.append((f"{ns}/{gateway}", str(b.get("name"))))
+    return out
+
+
+def _validate_gateways(resources, report) -> None:
+    protected = any(has_protected_label(r.props) for r in resources if r.resource_type == CLUSTER)
+    if not protected:
+        return
+    for gateway, pool in _unguarded_external_gateways(resources):
+        report(f"protected stack: the internet-facing gateway {gateway} sends to InferencePool {pool}, whose backend policy "
+               "names no Cloud Armor policy: anyone could call the model; set serve.gateway.clientRanges, or use the "
+               "internal gateway")
 
 
 network_exposure = StackValidationPolicy(

@@ -200,6 +200,10 @@ TABLE: dict[str, Access] = {
     "gcp:compute/firewall:Firewall": Access(
         ("roles/compute.securityAdmin",), ("roles/compute.networkViewer",), (COMPUTE,),
         _src("compute", "compute.firewalls.create", "compute.networks.updatePolicy", "compute.firewalls.get")),
+    # an external inference gateway's Cloud Armor policy (serve.gateway.clientRanges): components/gcp/gateway_armor.py
+    "gcp:compute/regionSecurityPolicy:RegionSecurityPolicy": Access(
+        ("roles/compute.securityAdmin",), ("roles/compute.networkViewer",), (COMPUTE,),
+        _src("compute", "compute.regionSecurityPolicies.create", "compute.regionSecurityPolicies.get")),
     # tpu7x multi-host slices: a workload policy. compute.storageAdmin is the narrowest predefined role with
     # compute.resourcePolicies.create (160 permissions; compute.instanceAdmin.v1 has 531); compute.viewer reads it.
     "gcp:compute/resourcePolicy:ResourcePolicy": Access(

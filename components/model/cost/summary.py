@@ -15,7 +15,7 @@ from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
 from components.model.cost.pricing import tpu_chip_price
 from components.model.resolved import ResolvedStack
-from components.model.workloads import inference_gateway, metrics_adapter, secrets_checks, vllm
+from components.model.workloads import inference_gateway, metrics_adapter, secrets, vllm
 from components.model.workloads.failures import failure_handling
 from components.model.workloads.ports import SERVE_HTTP_PORT
 from components.model.workloads.workload import serve_service_name
@@ -229,7 +229,7 @@ def notices(stack: ResolvedStack) -> list[str]:
     out += oversubscribed(stack)
     out += [f"{key}: {what} looks like a secret given in plain text: it is in the Pulumi state and in every preview's diff (a "
             "pull request's comment too); set it with `pulumi config set --secret --path` (a protected stack refuses it)"
-            for key, what in secrets_checks.secret_looking([w.spec for w in stack.workloads], any(w.env_secret for w in stack.workloads))]
+            for key, what in secrets.secret_looking([w.spec for w in stack.workloads], any(w.env_secret for w in stack.workloads))]
     if stack.external_bucket_grants:
         out.append("bucket grants on buckets the stack does not make (the bootstrap makes them, where its "
                    "pathways-bootstrap:externalBuckets allows each): " + "; ".join(

@@ -63,3 +63,16 @@ def picker_name(release: str) -> str:
 
 def gateway_name(workload: str) -> str:
     return f"{workload}-gateway"
+
+
+def armor_policy_name(stack_slug: str, workload: str) -> str:
+    """The Cloud Armor regional security policy of an external gateway with clientRanges (a GCE name: 63 characters,
+    lowercase, starting with a letter): per stack and workload, so two stacks of one project differ."""
+    name = f"pw-{stack_slug}-{workload}"[:58].rstrip("-")
+    return f"{name}-armor"
+
+
+# Cloud Armor: at most 10 source ranges in one rule's SRC_IPS_V1 match (pulumi-gcp RegionSecurityPolicyRuleMatchConfig
+# src_ip_ranges, "Maximum number of srcIpRanges allowed is 10"), and the default rule's priority.
+ARMOR_RANGES_PER_RULE = 10
+ARMOR_DEFAULT_PRIORITY = 2147483647

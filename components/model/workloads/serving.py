@@ -20,6 +20,7 @@ from components.model.common import (
     VLLM_ENGINE_RESOURCES,
     _dns_label,
     _Model,
+    _network,
 )
 from components.model.workloads import inference_gateway, maxtext, vllm
 from components.model.workloads.images import check_pinned_image, image_tag
@@ -99,9 +100,23 @@ class ServeGateway(_Model):
     external: bool = Field(default=False, description=(
         "Opt-in: a regional external Application Load Balancer (gke-l7-regional-external-managed), reachable from "
         "the internet. Default: the internal one (gke-l7-rilb), reachable from the VPC only."))
+    client_ranges: list[str] = Field(default_factory=list, max_length=50, description=(
+        "With external: the client CIDR ranges the gateway answers; the stack makes a Cloud Armor regional security policy "
+        "that allows these and denies everything else (403), set as the pool's backend policy. Required in a protected "
+        "stack: vLLM's HTTP API has no authentication of its own (docs/serving.md)."))
     picker_resources: Optional[PickerResources] = Field(default=None, description=(
         "The endpoint picker's CPU and memory requests; default the chart's (4 CPU, 8Gi; limit 16Gi), sized by its "
         "maintainers for high request rates. It runs on the system pool, whose nodes must hold it."))
+
+    @field_validator("client_ranges")
+    @classmethod
+    def _client_ranges(cls, v: list[str]) -> list[str]:
+        for cidr in v:
+            if _network(cidr).prefixlen == 0:
+                raise ValueError(f"{cidr} is the whole internet, which Cloud Armor would let through; list the clients' ranges")
+        if len(set(v)) != len(v):
+            raise ValueError("names a range twice; list each once")
+        return v
 
     @property
     def access(self) -> inference_gateway.GatewayAccess:

@@ -238,6 +238,19 @@ def _gateway(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
                 f"{system} system-pool node holds ({node.allocatable_cpu:.2f} CPU, {node.allocatable_memory_gib:.1f} GiB "
                 f"allocatable); set cluster.systemPool.machineType to {machines.smallest_fitting(need_cpu, need_mem, machines.SYSTEM_CANDIDATES)} "
                 "or larger, or lower serve.gateway.pickerResources")))
+    gw = sv.gateway
+    if gw.client_ranges and cfg.cluster.existing is not None:
+        out.append(Problem(config_key((*key, "clientRanges")), (
+            "only on a cluster the stack makes: on a cluster made elsewhere the stack makes no GCP resource, so no Cloud "
+            "Armor policy; protect the gateway there yourself")))
+    elif gw.client_ranges and not gw.external:
+        out.append(Problem(config_key((*key, "clientRanges")), (
+            "only with external: true; the internal gateway is reachable from the VPC only (its firewall rules decide)")))
+    elif gw.external and not gw.client_ranges and cfg.protected:
+        out.append(Problem(config_key((*key, "clientRanges")), (
+            "required in a protected stack with external: true: the gateway would publish an unauthenticated model "
+            "endpoint to the internet (vLLM's HTTP API has no authentication of its own); list the clients' CIDR ranges "
+            "(a Cloud Armor policy lets only those in), or use the internal gateway")))
     if cfg.creates_proxy_only_subnet and w is cfg.gateway_workloads[0]:
         proxy = ipaddress.ip_network(cfg.network.proxy_only_cidr)
         for name, cidr in cfg.network.named_ranges:
