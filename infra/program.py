@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -215,7 +215,7 @@ def fleet_endpoint(stack: ResolvedStack, cluster: GkeCluster) -> Optional[tuple[
 def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provider,
                      waits_per_group: dict[str, tuple[pulumi.Resource, ...]],
                      checkpoint_backups: tuple[pulumi.Resource, ...] = (),
-                     armor: Optional[dict[str, pulumi.Resource]] = None,
+                     armor: Optional[Mapping[str, pulumi.Resource]] = None,
                      fleet_endpoint: Optional[tuple[pulumi.Input[str], pulumi.Input[str]]] = None) -> dict[str, object]:
     """The controllers, namespaces, guardrails, queues and workloads, on a cluster the stack made or one made
     elsewhere (pathways:cluster.existing). `waits_per_group`: what a slice group's workloads wait for besides

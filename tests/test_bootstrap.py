@@ -147,8 +147,8 @@ def test_only_the_repositorys_workflows_get_tokens(stack):
 
 
 def takes_pull_requests(main: str) -> bool:
-    """From the main stack's own file: neither protected nor a fleet manager."""
-    config = yaml.safe_load(example_path(main).read_text())["config"]
+    """From the main stack's own file (the team's, as the bootstrap reads it): neither protected nor a fleet manager."""
+    config = yaml.safe_load(stackfile.stack_path(main).read_text())["config"]
     return not (config.get("pathways:protected") is True or (config.get("pathways:fleet") or {}).get("role") == "manager")
 
 
