@@ -52,7 +52,9 @@ def has_protected_label(props: Mapping[str, Any]) -> bool:
 
 def must_be_protected(config: Mapping[str, Any], urn: str) -> bool:
     """The pack's config lists this stack as one that must set pathways:protected: true."""
-    return stack_of(urn) in config.get("protectedStacks", ["prod"])
+    # the schema's default (["prod"]) when the pack's config says nothing: the analyzer fills it in, as the offline
+    # runner does (infra/offline/policy_runner.py), so it is written once, there
+    return stack_of(urn) in (config.get("protectedStacks") or [])
 
 
 def is_tpu_pool(props: Mapping[str, Any]) -> bool:

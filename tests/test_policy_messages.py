@@ -1,0 +1,67 @@
+"""What each policy says, in full: the resource it names and the value that broke the rule (sampled mutation of
+issue #57 found these messages unchecked: a rule that named no resource, or the wrong field, still passed)."""
+
+from __future__ import annotations
+
+import copy
+
+from tests.test_policies import BATCH, JOBSET, POOL, add, mutate, violations
+
+HEAD_C = "spec.replicatedJobs.0.template.spec.template.spec"
+
+
+def _messages(plan, policy: str) -> list[str]:
+    return [v.message for v in violations(plan) if v.policy == policy]
+
+
+def test_the_coordinator_label_rule_names_the_jobset():
+    (message,) = _messages(mutate(BATCH, JOBSET, "workload-nb", "metadata.name", "n" * 30), "pathways-coordinator-label-length")
+    assert message.startswith(f"JobSet {'n' * 30}: coordinator label '{'n' * 30}-pathways-head-0-0.") and "is 79 characters (> 63)" in message
+
+
+def test_the_node_identity_rule_names_the_pool():
+    (message,) = _messages(mutate(BATCH, POOL, "head-pool", "nodeConfig.serviceAccount", "123-compute@developer.gserviceaccount.com"),
+                           "pathways-node-identity")
+    name = BATCH.one(POOL, "head-pool").input("name")
+    assert message.startswith(f"node pool {name}")
+
+
+def test_the_exposure_rule_names_the_range_that_opens_the_control_plane():
+    broken = mutate(BATCH, "gcp:container/cluster:Cluster", "cluster", "masterAuthorizedNetworksConfig", {"cidrBlocks": [{"cidrBlock": "0.0.0.0/0"}]})
+    (message,) = [m for m in _messages(broken, "pathways-network-exposure") if "authorized network" in m]
+    name = BATCH.one("gcp:container/cluster:Cluster").input("name")
+    assert message == f"cluster {name}: master authorized network 0.0.0.0/0 is the whole internet"
+
+
+def test_a_calendar_request_that_is_not_submitted_is_refused_and_a_submitted_one_passes():
+    inputs = {"name": "fr-1", "reservationMode": "CALENDAR", "planningStatus": "DRAFT"}
+    plan = add(BATCH, "gcp:compute/futureReservation:FutureReservation", "fr", inputs, )
+    plan = mutate(plan, "gcp:compute/futureReservation:FutureReservation", "fr", protect=True)
+    (message,) = _messages(plan, "pathways-future-reservation-protected")
+    assert message == ("future reservation fr-1: planningStatus 'DRAFT'; the stack submits its requests (SUBMITTED), a draft is "
+                       "made by hand")
+    submitted = mutate(plan, "gcp:compute/futureReservation:FutureReservation", "fr", "planningStatus", "SUBMITTED")
+    assert _messages(submitted, "pathways-future-reservation-protected") == []
+    # a request that is not calendar-mode is not this rule's
+    other = mutate(plan, "gcp:compute/futureReservation:FutureReservation", "fr", "reservationMode", "DEFAULT")
+    assert _messages(other, "pathways-future-reservation-protected") == []
+
+
+def test_an_unpinned_image_in_a_leader_worker_sets_worker_template_is_found():
+    lws = {"metadata": {"name": "llm", "namespace": "pathways"}, "spec": {"leaderWorkerTemplate": {
+        "leaderTemplate": {"spec": {"containers": [{"name": "leader", "image": "example.com/srv:1"}]}},
+        "workerTemplate": {"spec": {"containers": [{"name": "worker", "image": "example.com/srv:latest"}]}}}}}
+    plan = add(BATCH, "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "llm", copy.deepcopy(lws))
+    messages = _messages(plan, "pathways-images-pinned")
+    assert messages == ["LeaderWorkerSet llm container worker uses 'example.com/srv:latest'; pin an explicit tag or digest"]
+    lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["image"] = "example.com/srv"
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] = "example.com/srv:1"
+    messages = _messages(add(BATCH, "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "llm", lws), "pathways-images-pinned")
+    assert messages == ["LeaderWorkerSet llm container leader uses 'example.com/srv'; pin an explicit tag or digest"]
+
+
+def test_the_pod_security_rule_names_the_object_and_its_namespace():
+    # the JobSet controller's namespace enforces restricted: a JobSet there whose pods share the host's PIDs is refused
+    broken = mutate(mutate(BATCH, JOBSET, "workload-train", f"{HEAD_C}.hostPID", True), JOBSET, "workload-train", "metadata.namespace", "jobset-system")
+    messages = [m for m in _messages(broken, "pathways-pod-security") if " jobset-system/train " in m]
+    assert messages and messages[0].startswith("JobSet jobset-system/train spec.replicatedJobs[0]"), _messages(broken, "pathways-pod-security")
