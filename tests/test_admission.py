@@ -77,6 +77,17 @@ def _quantity(js):
     head(js)["containers"][0]["resources"]["limits"]["memory"] = "100GB"
 
 
+def _quantity_request(js):
+    head(js)["containers"][0]["resources"]["requests"]["cpu"] = "two"
+
+
+def _exit_code_zero(js):
+    # a rule that would count a success as a failure: the API server refuses 0 with In
+    rj = js["spec"]["replicatedJobs"][1]["template"]["spec"]
+    rj["podFailurePolicy"] = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [0, 42]}}]}
+    rj["template"]["spec"]["restartPolicy"] = "Never"
+
+
 def _tpu_request(js):
     worker(js)["template"]["spec"]["containers"][0]["resources"]["limits"]["google.com/tpu"] = "8"
 
@@ -127,6 +138,8 @@ RULES = [
     ("unique-names", _dup_env, "duplicate env name 'JAX_PLATFORMS'"),
     ("label-value", _label_value, "is not a valid label value"),
     ("quantity", _quantity, "'100GB' is not a Kubernetes quantity"),
+    ("quantity", _quantity_request, "resources.requests.cpu: 'two' is not a Kubernetes quantity"),
+    ("pod-failure-policy", _exit_code_zero, "onExitCodes.values: must not be 0 for the In operator"),
     ("tpu-request", _tpu_request, "requests 8 google.com/tpu; pool tpu-v6e-0 has 4 chips per VM"),
     ("parallelism", _parallelism, "2 pods per slice; pool tpu-v6e-0 has 4 hosts"),
     ("node-selector", _selector, "matches no node pool the stack creates"),
@@ -393,3 +406,11 @@ def test_the_service_role_binding_with_a_wrong_subject_group_fails_render(monkey
     err = capsys.readouterr().err
     assert "RoleBinding/sps-client: [rbac] subjects[1].apiGroup: 'rbac' is not supported for a User; valid: 'rbac.authorization.k8s.io'" in err
     assert "subjects[0]" not in err  # a Group's empty apiGroup is defaulted
+
+
+def test_a_leader_worker_set_larger_than_int32_is_refused_as_its_webhook_refuses_it():
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "llm", "namespace": "pathways"},
+           "spec": {"replicas": 2**20, "leaderWorkerTemplate": {"size": 2**12, "workerTemplate": {"spec": {"containers": [
+               {"name": "w", "image": "example.com/w:1"}]}}}}}
+    found = [(v.rule, v.path, v.message) for v in admission.check_lws(lws).violations if v.rule == "lws-webhook"]
+    assert found == [("lws-webhook", "spec.replicas", "the product of replicas and worker replicas must not exceed 2147483647")]

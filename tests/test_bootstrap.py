@@ -383,6 +383,9 @@ GOOD = {"gcp:project": "pathways-prod-123", "pathways-bootstrap:repository": "ex
     ({"gcp:project": None}, "gcp:project", "missing"),
     ({"pathways-bootstrap:repositoryId": None}, "pathways-bootstrap:repositoryId", "numeric ID"),
     ({"pathways-bootstrap:repositoryOwnerId": "example-org"}, "pathways-bootstrap:repositoryOwnerId", "numeric ID"),
+    # a long bad value is quoted to its first 40 characters only
+    ({"pathways-bootstrap:repositoryId": "9" * 25 + "x" * 25}, "pathways-bootstrap:repositoryId", f"'{'9' * 25 + 'x' * 15}' is not a GitHub ID"),
+    ({"pathways-bootstrap:stateBucketLocation": "us east5"}, "pathways-bootstrap:stateBucketLocation", "'us east5' is not a Cloud Storage location"),
 ])
 def test_bad_config_fails_with_one_line_naming_the_key(change, key, says):
     config = {k: v for k, v in {**GOOD, **change}.items() if v is not None}

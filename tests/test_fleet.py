@@ -199,6 +199,12 @@ def test_the_kubeconfig_is_one_kueue_accepts_and_gclouds_is_not():
     assert kueue_refuses(doc) == []
     assert doc["users"][0]["user"] == {"token": "t0ken"}
     assert doc["clusters"][0]["cluster"] == {"server": "https://10.254.254.1:32764", "certificate-authority-data": "Q0E="}
+    # the context joins them: the current context names this cluster and the token's user
+    assert doc["current-context"] == "east" and doc["contexts"] == [{"name": "east", "context": {"cluster": "east", "user": "pathways-multikueue"}}]
+    assert doc["users"][0]["name"] == "pathways-multikueue"
+    # an output missing them reads as empty, never as some other value
+    empty = WorkerFacts.from_output({})
+    assert (empty.ca_certificate, empty.token, empty.endpoint, empty.namespaces, empty.quotas) == ("", "", "", (), {})
     gcloud = {**doc, "users": [{"name": "gke", "user": {"exec": {"command": "gke-gcloud-auth-plugin"}}}]}
     assert kueue_refuses(gcloud) == ["exec"]
 
@@ -460,3 +466,28 @@ def test_security_58_4_a_protected_worker_that_accepts_internet_tokens_says_so_t
     assert len(found) == 1 and "takes Kubernetes tokens on its internet-facing DNS endpoint" in found[0]
     private = plan_of({**_east(privateEndpoint=True), "pathways:protected": True}, "fleet-east")
     assert [v for v in run_policies(private, ALL_POLICIES) if v.policy == "pathways-network-exposure"] == []
+
+
+def test_a_manager_slice_group_no_worker_has_is_refused_and_its_output_says_manager():
+    """fleet_problems' last rule, and the manager's `fleet` output (sampled mutation: neither was checked)."""
+    from components.model.cluster.fleet_workers import fleet_problems
+
+    manager = stack_model("fleet-manager")
+    assert manager.fleet is not None
+    workers = {w.name: WorkerFacts.from_output({**example_plan(w.stack.rsplit("/", 1)[-1]).revealed_outputs["fleet"], "groups": {}})
+               for w in manager.fleet.workers}
+    problems = fleet_problems(manager.fleet, workers)
+    names = list(manager.fleet.groups)
+    assert [p.key for p in problems] == [f"pathways:slices[{i}].name" for i in range(len(names))]
+    assert problems[0].message.startswith(f"{names[0]}: no worker has this slice group ({', '.join(w.name for w in manager.fleet.workers)})")
+    assert example_plan("fleet-manager").revealed_outputs["fleet"]["role"] == "manager"
+
+
+def test_a_managers_future_reservation_key_is_refused_by_its_own_name():
+    config = yaml.safe_load(example_path("fleet-manager").read_text())["config"]
+    group = dict(config["pathways:slices"][0])
+    group["futureReservation"] = {"startTime": "2027-01-04T00:00:00Z", "endTime": "2027-01-18T00:00:00Z"}
+    group["reservation"] = "fr-1"
+    with pytest.raises(Exception) as e:
+        plan_of({**config, "pathways:slices": [group, *config["pathways:slices"][1:]]}, "fleet-manager")
+    assert "pathways:slices[0].futureReservation: a fleet manager holds no slices: futureReservation, reservation shape node pools" in str(e.value)

@@ -65,3 +65,36 @@ def test_the_pod_security_rule_names_the_object_and_its_namespace():
     broken = mutate(mutate(BATCH, JOBSET, "workload-train", f"{HEAD_C}.hostPID", True), JOBSET, "workload-train", "metadata.namespace", "jobset-system")
     messages = [m for m in _messages(broken, "pathways-pod-security") if " jobset-system/train " in m]
     assert messages and messages[0].startswith("JobSet jobset-system/train spec.replicatedJobs[0]"), _messages(broken, "pathways-pod-security")
+
+
+def test_the_zone_rule_names_the_pool_and_its_zone():
+    broken = mutate(BATCH, POOL, "slices-main-1", "location", "us-east5-c")
+    name = BATCH.one(POOL, "slices-main-1").input("name")
+    messages = _messages(broken, "pathways-single-zone")
+    assert any(m.startswith(f"node pool {name} is in ['us-east5-c'], not the cluster's zone us-east5-b") for m in messages), messages
+
+
+def test_the_catalog_rule_names_an_autoscaled_pool_with_total_limits_only():
+    broken = mutate(mutate(BATCH, POOL, "slices-main-0", "nodeCount", None), POOL, "slices-main-0", "autoscaling",
+                    {"totalMinNodeCount": 0, "totalMaxNodeCount": 4, "locationPolicy": "ANY"})
+    name = BATCH.one(POOL, "slices-main-0").input("name")
+    assert any(m.startswith(f"autoscaled pool {name} sets only total node limits") for m in _messages(broken, "pathways-tpu-pool-matches-catalog"))
+
+
+def test_every_primitive_role_and_public_member_is_refused():
+    member = "serviceAccount:x@y.iam.gserviceaccount.com"
+    for role in ("roles/owner", "roles/editor", "roles/viewer"):
+        plan = add(BATCH, "gcp:projects/iAMMember:IAMMember", "wide", {"role": role, "member": member, "project": "p"})
+        assert any(m.startswith(f"primitive role {role}") for m in _messages(plan, "pathways-storage-iam-least-privilege")), role
+    for public in ("allUsers", "allAuthenticatedUsers"):
+        plan = add(BATCH, "gcp:storage/bucketIAMMember:BucketIAMMember", "open", {"role": "roles/storage.objectViewer", "member": public, "bucket": "b"})
+        assert any(m.startswith(f"{public} is granted roles/storage.objectViewer") for m in _messages(plan, "pathways-storage-iam-least-privilege")), public
+
+
+def test_no_binding_opens_access_to_any_kind_of_everyone():
+    for subject in ("system:authenticated", "system:unauthenticated", "system:anonymous", "allUsers", "allAuthenticatedUsers"):
+        plan = add(BATCH, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "open", {
+            "metadata": {"name": "open", "namespace": "pathways"}, "roleRef": {"kind": "Role", "name": "x"},
+            "subjects": [{"kind": "Group", "name": subject}]})
+        assert _messages(plan, "pathways-service-access") == [
+            f"RoleBinding open binds {subject}: everyone could run programs on the stack's TPUs; bind named users or groups"], subject

@@ -328,3 +328,33 @@ def test_the_notebook_port_is_bounded(tmp_path):
     path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
     proc = _cli("notebook", "--config", str(path), "nb", "--port", "80")
     assert proc.returncode == 2 and "argument --port: '80' is not a local port; valid: 1024 to 65535" in proc.stderr
+
+
+def test_an_inactive_workload_says_why_and_a_fleet_table_shows_where_each_run_went():
+    """state() for a Workload Kueue holds inactive (spec.active false), and list's CLUSTER column on a fleet manager."""
+    inactive = {**_workload([_cond("QuotaReserved", "False")]), "spec": {"queueName": "runs-pathways", "active": False}}
+    assert state(JOBSET, inactive, True, None) == ("inactive", "-", "spec.active is false")
+    requeued = {**inactive, "status": {"conditions": [_cond("Requeued", "False", message="exceeded the backoff limit")]}}
+    assert state(JOBSET, requeued, True, None) == ("inactive", "-", "exceeded the backoff limit")
+    dispatched = {**_workload([_cond("QuotaReserved"), _cond("Admitted")]), "status": {
+        "conditions": [_cond("QuotaReserved"), _cond("Admitted")], "clusterName": "east"}}
+    found = rows([JOBSET], [dispatched], {}, True, now=1_796_378_400.0)
+    lines = table(found).splitlines()
+    assert lines[0].split() == ["NAME", "OWNER", "STATE", "CLUSTER", "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY"]
+    assert lines[1].split()[:5] == ["exp", "run", "admitted", "east", "runs-pathways"]
+
+
+@pytest.mark.parametrize("key", ["maxRestarts", "onFailure", "xlaFlags", "dataLoaderWorkers", "shmSize", "ttlSecondsAfterFinished"])
+def test_every_run_key_is_a_key_a_run_may_give(key):
+    """RUN_KEYS is what `submit` accepts: each of these is taken (a dropped key would refuse a run that gives it)."""
+    from components.model.workloads.runs import RUN_KEYS
+
+    assert key in RUN_KEYS
+    values = {"maxRestarts": 2, "onFailure": {"failOnExitCodes": [42]}, "xlaFlags": ["--xla_dump_to=/tmp"],
+              "dataLoaderWorkers": 4, "shmSize": "16Gi", "ttlSecondsAfterFinished": 60}
+    cfg = load_run(model(), {"name": "x", "image": "a:1", key: values[key]})
+    assert cfg.workloads[-1].name == "x"
+
+
+def test_runs_may_have_no_head_nodes_of_their_own():
+    assert model(runs={**RUNS, "headNodes": 0}).runs.head_nodes == 0

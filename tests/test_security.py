@@ -493,3 +493,23 @@ def test_only_the_lws_controller_makes_workloads_whose_pods_the_serve_service_se
     sts = {"spec": {"template": {"metadata": {"labels": LWS_LABELS}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
     request = {"namespace": "pathways", "operation": operation, "userInfo": {"username": user}, "resource": resource}
     assert _admitted(policy, request, sts, sts if operation == "UPDATE" else None) == admitted
+
+
+def test_the_node_guard_judges_pod_creates_and_updates_and_leaves_each_platform_namespace_alone():
+    """Its match (pods, CREATE and UPDATE), and every namespace it leaves to the platform, written out: a namespace
+    dropped from the table would have its DaemonSets refused on the Pathways nodes."""
+    policy = guardrails.node_guard_policy("pathways")
+    assert policy["spec"]["matchConstraints"]["resourceRules"] == [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}]
+    daemon = {"tolerations": [{"operator": "Exists"}], "hostNetwork": True}
+    for namespace in ("kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public", "gke-gmp-system",
+                      "gke-managed-system", "gke-managed-cim", "gke-managed-dpv2-observability", "gke-managed-filestorecsi",
+                      "gke-managed-parallelstorecsi", "gke-managed-lustrecsi", "gke-managed-checkpointing", "gke-managed-volumepopulator"):
+        request = {"namespace": namespace, "operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:daemon-set-controller"}}
+        assert _admitted(policy, request, {"spec": daemon}), namespace
+
+
+def test_the_run_submitters_role_reads_their_queue_positions():
+    from components.manifests.runs import ROLE_RULES
+
+    assert {"apiGroups": ["visibility.kueue.x-k8s.io"], "resources": ["localqueues/pendingworkloads"], "verbs": ["get"]} in ROLE_RULES

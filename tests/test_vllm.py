@@ -246,3 +246,16 @@ def test_the_pod_monitoring_is_checked_against_gmps_own_crd():
     pm["spec"]["endpoints"][0]["path"] = 9
     found = {v.path for v in check_gke_custom(pm).violations}
     assert found == {"spec.endpoints[0].scrapeInterval", "spec.endpoints[0].path"}, found
+
+
+@pytest.mark.parametrize(("flag", "key"), [
+    ("--load-format=auto", "serve.weights (runai_streamer for gs://)"),
+    ("--served-model-name=x", "serve.model"),
+    ("--data-parallel-size=2", "serve.replicas"),
+    ("--distributed-executor-backend=ray", "the stack (Pathways: one process drives every chip)"),
+    ("--pipeline-parallel-size=2", "the stack (one engine spans its slice)"),
+])
+def test_an_extra_arg_the_stack_sets_is_refused_naming_the_key_that_sets_it(flag, key):
+    from components.model.workloads.vllm import flag_problem
+
+    assert flag_problem(flag) == f"{flag.partition('=')[0]} is set by the stack from {key}; set it there instead"
