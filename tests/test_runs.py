@@ -344,13 +344,13 @@ def test_an_inactive_workload_says_why_and_a_fleet_table_shows_where_each_run_we
     assert lines[1].split()[:5] == ["exp", "run", "admitted", "east", "runs-pathways"]
 
 
-@pytest.mark.parametrize("key", ["maxRestarts", "onFailure", "xlaFlags", "dataLoaderWorkers", "shmSize", "ttlSecondsAfterFinished"])
+@pytest.mark.parametrize("key", ["maxRestarts", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "ttlSecondsAfterFinished"])
 def test_every_run_key_is_a_key_a_run_may_give(key):
     """RUN_KEYS is what `submit` accepts: each of these is taken (a dropped key would refuse a run that gives it)."""
     from components.model.workloads.runs import RUN_KEYS
 
     assert key in RUN_KEYS
-    values = {"maxRestarts": 2, "onFailure": {"failOnExitCodes": [42]}, "xlaFlags": ["--xla_dump_to=/tmp"],
+    values = {"maxRestarts": 2, "onFailure": {"failOnExitCodes": [42]}, "persistence": True, "xlaFlags": ["--xla_dump_to=/tmp"],
               "dataLoaderWorkers": 4, "shmSize": "16Gi", "ttlSecondsAfterFinished": 60}
     cfg = load_run(model(), {"name": "x", "image": "a:1", key: values[key]})
     assert cfg.workloads[-1].name == "x"
@@ -358,3 +358,10 @@ def test_every_run_key_is_a_key_a_run_may_give(key):
 
 def test_runs_may_have_no_head_nodes_of_their_own():
     assert model(runs={**RUNS, "headNodes": 0}).runs.head_nodes == 0
+
+
+def test_submit_help_says_what_each_flag_takes():
+    out = _cli("submit", "--help").stdout
+    for text in ("batch (default) or interactive (a head for a notebook)", "program image, pinned (tag or digest)",
+                 "print the JobSet, create nothing", "(one of runs.buckets)", "(one of runs.fileSystems)"):
+        assert text in " ".join(out.split()), text

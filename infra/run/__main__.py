@@ -85,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--max-restarts", type=int, help="JobSet restarts after a failure")
             p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="program env (repeatable)")
             p.add_argument("--mount", action="append", default=[], metavar="PATH=SOURCE", help=(
-                "mount gs://BUCKET (one of runs.buckets) or a pathways:storage file system by name at PATH, read-only; "
+                "mount gs://BUCKET (one of runs.buckets) or a file system by name (one of runs.fileSystems) at PATH, read-only; "
                 "add :rw to write, e.g. /ckpt=gs://my-ckpts:rw (repeatable)"))
             p.add_argument("--notebook", action="store_true", help=(
                 f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (JAX reaches the run's own "
