@@ -42,7 +42,7 @@ from components.model.resolved import (
 )
 from components.model.stack import StackConfig as StackConfig
 from components.model.workloads.images import is_pinned as is_pinned
-from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, Runs
+from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES
 from components.model.workloads.storage import service_account_name
 from components.model.workloads.workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
 from components.model.workloads.workload import Workload, coordinator_address, serve_leader_address
@@ -418,51 +418,36 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
     problems = [
         _run_key(p, prefix) for p in cross_checks(with_run)
         if p not in before and p.key != config_key(("headPool", "nodeCount"))
-    ] + _run_bucket_problems(cfg.runs, workload) + _run_file_system_problems(cfg, workload)
+    ] + _run_mount_problems(cfg, workload)
     if problems:
         raise ConfigError(problems)
     return with_run
 
 
-def _run_file_system_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
-    """A run mounts only the file systems runs.fileSystems lists, and writes only where it may (security #58.10); an
-    undeclared one is storage_checks' to name."""
+def _run_mount_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
+    """A run mounts only the buckets runs.buckets grants its service account and the file systems runs.fileSystems
+    lists (security #58.10), and writes only where it may; an undeclared file system is storage_checks' to name."""
     assert cfg.runs is not None
-    allowed = {f.name: f for f in cfg.runs.file_systems}
     declared = {f.name for f in cfg.storage.file_systems}
+    kinds = (("bucket", "bucket", {b.name: b for b in cfg.runs.buckets}, "buckets",
+              "the bootstrap grants their service account: add it there, then run the bootstrap and pulumi up", "grants"),
+             ("fileSystem", "file_system", {f.name: f for f in cfg.runs.file_systems}, "fileSystems",
+              "the stack lists for them: add it there and pulumi up", "lists"))
     problems = []
     for j, m in enumerate(workload.mounts):
-        if m.file_system is None or m.file_system not in declared:
-            continue
-        f = allowed.get(m.file_system)
-        if f is None:
-            problems.append(Problem(f"run.mounts[{j}].fileSystem", (
-                f"{m.file_system!r} is not in pathways:runs.fileSystems (listed: {', '.join(allowed) or 'none'}); runs mount "
-                "only the file systems the stack lists for them: add it there and pulumi up")))
-        elif f.read_only and not m.read_only:
-            problems.append(Problem(f"run.mounts[{j}].readOnly", (
-                f"false, but pathways:runs.fileSystems lists {m.file_system!r} read-only; mount it read-only, or set "
-                "readOnly: false on it in the stack file")))
-    return problems
-
-
-def _run_bucket_problems(runs: Runs, workload: Workload) -> list[Problem]:
-    """A run mounts only the buckets runs.buckets grants its service account, and writes only where it may."""
-    granted = {b.name: b for b in runs.buckets}
-    problems = []
-    for j, m in enumerate(workload.mounts):
-        if m.bucket is None:
-            continue
-        b = granted.get(m.bucket)
-        if b is None:
-            listed = ", ".join(granted) or "none"
-            problems.append(Problem(f"run.mounts[{j}].bucket", (
-                f"{m.bucket!r} is not in pathways:runs.buckets (listed: {listed}); runs mount only the buckets the "
-                "bootstrap grants their service account: add it there, then run the bootstrap and pulumi up")))
-        elif b.read_only and not m.read_only:
-            problems.append(Problem(f"run.mounts[{j}].readOnly", (
-                f"false, but pathways:runs.buckets grants {m.bucket!r} read-only; mount it readOnly: true, or set "
-                "readOnly: false on it in the stack file")))
+        for key, field, allowed, listed_key, fix, verb in kinds:
+            name = getattr(m, field)
+            if name is None or (field == "file_system" and name not in declared):
+                continue
+            entry = allowed.get(name)
+            if entry is None:
+                problems.append(Problem(f"run.mounts[{j}].{key}", (
+                    f"{name!r} is not in pathways:runs.{listed_key} (listed: {', '.join(allowed) or 'none'}); runs mount only "
+                    f"the {'buckets' if field == 'bucket' else 'file systems'} {fix}")))
+            elif entry.read_only and not m.read_only:
+                problems.append(Problem(f"run.mounts[{j}].readOnly", (
+                    f"false, but pathways:runs.{listed_key} {verb} {name!r} read-only; mount it readOnly: true, or set "
+                    "readOnly: false on it in the stack file")))
     return problems
 
 

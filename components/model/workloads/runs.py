@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from components.model.common import INT32_MAX, MAX_NODES_PER_POOL_ZONE, _Model
 from components.model.workloads.service import ServiceClient
@@ -57,20 +57,13 @@ class Runs(_Model):
         "mounts no other, and the runs' admission policy lets a run's pods claim only these (and nothing else of a "
         "node or a network file server)."))
 
-    @field_validator("buckets")
+    @field_validator("buckets", "file_systems")
     @classmethod
-    def _unique(cls, v: list[RunBucket]) -> list[RunBucket]:
-        dup = first_repeated([b.name for b in v])
+    def _unique(cls, v: list[RunBucket] | list[RunFileSystem], info: ValidationInfo) -> list[RunBucket] | list[RunFileSystem]:
+        dup = first_repeated([entry.name for entry in v])
         if dup:
-            raise ValueError(f"bucket {dup!r} is listed twice; list each once")
-        return v
-
-    @field_validator("file_systems")
-    @classmethod
-    def _unique_file_systems(cls, v: list[RunFileSystem]) -> list[RunFileSystem]:
-        dup = first_repeated([f.name for f in v])
-        if dup:
-            raise ValueError(f"file system {dup!r} is listed twice; list each once")
+            what = "bucket" if info.field_name == "buckets" else "file system"
+            raise ValueError(f"{what} {dup!r} is listed twice; list each once")
         return v
 
 
