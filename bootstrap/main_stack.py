@@ -78,6 +78,11 @@ class MainStack:
         return resolve(self.config).bucket_grants
 
     @property
+    def external_bucket_grants(self) -> list[tuple[str, str, str, str]]:
+        """bucket_grants on buckets the stack does not make (the bootstrap's output lists them)."""
+        return resolve(self.config).external_bucket_grants
+
+    @property
     def mtc_backups_bucket(self) -> Optional[str]:
         """The multi-tier checkpointing backups' bucket the stack creates, on which the bootstrap grants GKE's
         checkpointing driver (it names the project by number, which only the bootstrap knows)."""

@@ -21,7 +21,7 @@ from pulumi.runtime import config as runtime_config
 
 from components.model.cluster import identities
 from components.model.cluster.bucket import check_bucket_name
-from components.model.cluster.bucket_grants import external_bucket_problems, owned_buckets, parse_external_buckets
+from components.model.cluster.bucket_grants import external_bucket_problems, parse_external_buckets
 from components.model.common import PROJECT_NAMESPACE
 from components.model.config import SCRATCH_PERMISSIONS
 from components.model.errors import ConfigError, Problem
@@ -432,8 +432,8 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                 }
     # Grants on buckets the stacks do not make (another project's, or made by hand), each allowed by externalBuckets:
     # printed, so the operator sees every principal this run gives access outside the stacks' own buckets.
-    external = {s.name: [f"{b} {role.removeprefix('roles/')} -> {ns}/{sa}" for b, role, ns, sa in s.bucket_grants
-                         if b not in owned_buckets(s.config)] for s in cfg.stacks}
+    external = {s.name: [f"{b} {role.removeprefix('roles/')} -> {ns}/{sa}" for b, role, ns, sa in s.external_bucket_grants]
+                for s in cfg.stacks}
     # Kubernetes objects are authorized by IAM (container.*), which GKE offers per project, not per cluster: each
     # deploy identity is cluster admin on every cluster of the project (security #58.11). Said, not hidden.
     shared = [s.name for s in cfg.stacks if s.creates_cluster]

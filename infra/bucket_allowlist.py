@@ -30,7 +30,8 @@ def bootstrap_config(project: str, stack: str, folder: Optional[Path] = None) ->
             config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
-        if config.get("gcp:project") == project and stack in (config.get("pathways-bootstrap:stacks") or []):
+        stacks = config.get("pathways-bootstrap:stacks")
+        if config.get("gcp:project") == project and isinstance(stacks, list) and stack in stacks:
             return path, config
     return None
 

@@ -23,6 +23,7 @@ from components.model.config import (
     secure_paths,
 )
 from components.model.errors import ConfigError, Problem
+from infra import bucket_allowlist
 
 # Which values below a secret top-level key are the secret ones, when the caller has read the stack file
 # itself and checked them (the offline engine, after infra/offline/stackfile.py): {top-level key: paths}.
@@ -77,9 +78,7 @@ def read_stack_config() -> StackConfig:
         raise ConfigError([*misspelt, *e.problems]) from None
     if misspelt:
         raise ConfigError(misspelt)
-    from infra import bucket_allowlist  # the bootstrap's word on buckets the stack does not make (security #58.5)
-
-    refused = bucket_allowlist.problems(cfg)
+    refused = bucket_allowlist.problems(cfg)  # the bootstrap's word on buckets the stack does not make (#58.5)
     if refused:
         raise ConfigError(refused)
     return cfg

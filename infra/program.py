@@ -82,8 +82,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
     pathways_sa = NodeServiceAccount(cfg.project, cfg.service_account_id("nodes"))
     c = cfg.cluster
     protected_labels = dict([PROTECTED_LABEL]) if cfg.protected else {}
-    if cfg.fleet is not None and cfg.fleet.acknowledge_internet_tokens:
-        protected_labels = {**protected_labels, **dict([INTERNET_TOKENS_LABEL])}
+    # the cluster alone says it accepted tokens on its DNS endpoint (pathways-network-exposure reads it)
+    acknowledged = dict([INTERNET_TOKENS_LABEL]) if cfg.fleet is not None and cfg.fleet.acknowledge_internet_tokens else {}
     cluster = GkeCluster("cluster", GkeClusterArgs(
         project=cfg.project, name=cfg.cluster_name, region=cfg.region, zone=cfg.zone, regional=c.regional,
         network=network.network, subnetwork=network.subnetwork, pods_range=PODS_RANGE, services_range=SERVICES_RANGE,
@@ -96,7 +96,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         maintenance_exclusions=tuple((e.name, e.start_time, e.end_time, e.scope) for e in c.maintenance.exclusions),
         monitoring_components=monitoring.MONITORING_COMPONENTS,
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
-        resource_labels=protected_labels, gateway_api=bool(cfg.gateway_workloads), security_group=c.security_group,
+        resource_labels={**protected_labels, **acknowledged}, gateway_api=bool(cfg.gateway_workloads), security_group=c.security_group,
         multi_tier_checkpointing=stack.mtc is not None, csi_drivers=stack.csi_drivers,
         k8s_tokens_via_dns=stack.fleet is not None and stack.fleet.internet_tokens,
     ))

@@ -478,8 +478,8 @@ def test_security_58_11_a_project_shared_by_stacks_says_each_deploy_identity_rea
     """container.admin is granted per project (GKE authorizes Kubernetes objects by IAM, per project): a bootstrap
     setting up several stacks that make clusters says so in its outputs; one stack per project says nothing."""
     plan = bootstrap_plan(stack)
-    made = [m for m in main_stacks(stack) if "pathways:cluster" not in yaml.safe_load(stackfile.stack_path(m).read_text())["config"]
-            or "existing" not in (yaml.safe_load(stackfile.stack_path(m).read_text())["config"].get("pathways:cluster") or {})]
+    made = [m for m in main_stacks(stack)
+            if "existing" not in (yaml.safe_load(stackfile.stack_path(m).read_text())["config"].get("pathways:cluster") or {})]
     said = plan.outputs.get("sharedProjectClusterAdmin")
     if len(made) > 1:
         assert said is not None and said.startswith(f"stacks {', '.join(made)} share project") and "roles/container.admin" in said

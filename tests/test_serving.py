@@ -461,6 +461,13 @@ def test_security_58_6_client_ranges_make_a_cloud_armor_policy_the_pools_backend
     assert backend.input("spec.default.securityPolicy") == armor.input("name")
     assert backend.input("spec.targetRef.kind") == "InferencePool"
     assert any(plan.get(d).name == armor.name or plan.get(d).type == "pathways:gcp:GatewayArmor" for d in backend.dependencies)
+    # both objects pass GKE's own CRDs (tools/engines/gke-crds, as render checks them)
+    from components.manifests import admission
+    from infra.offline.render import manifests
+
+    for obj in (o for o in manifests(plan) if o["kind"] in ("GCPBackendPolicy", "HealthCheckPolicy")):
+        report = admission.check_gke_custom(obj)
+        assert report.violations == [] and report.notices == [], (obj["kind"], report.notices)  # checked, not skipped
     (chart,) = [c for c in plan.by_type("kubernetes:helm.sh/v4:Chart") if c.input("values.provider")]
     assert chart.input("values.provider") == {"name": "none"}  # the chart's own GCPBackendPolicy would conflict
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from components.model.capacity.pools import Capacity as Capacity
 from components.model.checks import NOT_FOR_RUNS, cross_checks
 from components.model.cluster import cluster as cluster_rules
+from components.model.cluster.bucket_grants import owned_buckets
 from components.model.cluster.cluster import AuthorizedNetwork
 from components.model.cluster.fleet import ResolvedFleet
 from components.model.common import GCP_KEYS as GCP_KEYS
@@ -317,7 +318,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         node_pools=cfg.node_pools, node_pool_concurrency=cfg.cluster.node_pool_concurrency,
         slices=tuple(cfg.slices), workloads=tuple(workloads),
         monitoring=cfg.monitoring, prices=cfg.prices, labels=dict(cfg.default_labels),
-        existing_cluster=cfg.cluster.existing is not None,
+        existing_cluster=cfg.cluster.existing is not None, owned_buckets=owned_buckets(cfg),
         install_controllers=cfg.kubernetes.install_controllers,
         install_metrics_adapter=cfg.kubernetes.install_metrics_adapter,
         head_node_pool=cfg.head_pool.node_pool,

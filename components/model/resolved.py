@@ -150,6 +150,8 @@ class ResolvedStack:
     labels: dict[str, str]
     """gcp:defaultLabels: on every GCP resource (the provider) and Kubernetes object (the program)."""
     existing_cluster: bool = False
+    owned_buckets: frozenset[str] = frozenset()
+    """The buckets the stack makes (cluster/bucket_grants.owned_buckets): grants on any other need the bootstrap's word."""
     """cluster.existing: the stack makes only the Kubernetes layer; nodes, buckets and alerts are someone else's."""
     install_controllers: bool = True
     """The stack installs the JobSet, Kueue and LWS controllers (kubernetes.installControllers)."""
@@ -203,13 +205,6 @@ class ResolvedStack:
     @property
     def active_workloads(self) -> tuple[ResolvedWorkload, ...]:
         return tuple(w for w in self.workloads if w.active)
-
-    @property
-    def owned_buckets(self) -> frozenset[str]:
-        """The buckets the stack makes (bucket_grants.owned_buckets: none on a cluster made elsewhere)."""
-        if self.existing_cluster:
-            return frozenset()
-        return frozenset([self.bucket_name, self.artifacts_bucket, *([self.mtc.bucket] if self.mtc else [])])
 
     @property
     def external_bucket_grants(self) -> list[tuple[str, str, str, str]]:
