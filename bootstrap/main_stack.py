@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import yaml
 
+from components.model.capacity.reservations import ReservationPath, parse_path, read_permissions
 from components.model.capacity.tpu import Placement
 from components.model.config import GCP_KEYS, PROJECT_NAMESPACE, StackConfig, load, resolve
 from components.model.errors import ConfigError
@@ -81,6 +82,17 @@ class MainStack:
     def external_bucket_grants(self) -> list[tuple[str, str, str, str]]:
         """bucket_grants on buckets the stack does not make (the bootstrap's output lists them)."""
         return resolve(self.config).external_bucket_grants
+
+    @property
+    def reservation_reads(self) -> dict[str, tuple[str, ...]]:
+        """Owner project -> the permissions the stack's CI identities need there to read its groups' reservations
+        live under `pulumi preview` and `up` (slices[].readReservation; infra/reservation_records.py)."""
+        paths: dict[str, list[ReservationPath]] = {}
+        for g in self.config.slices:
+            if g.read_reservation and g.reservation:
+                path = parse_path(g.reservation, self.config.project)
+                paths.setdefault(path.owner, []).append(path)
+        return {owner: read_permissions(ps) for owner, ps in sorted(paths.items())}
 
     @property
     def mtc_backups_bucket(self) -> Optional[str]:
@@ -183,7 +195,7 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         if stack.autoscaled_workloads:
             types |= {"kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"}
             if kube.install_metrics_adapter:  # components/manifests/metrics_adapter.py
-                types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:apps/v1:Deployment",
+                types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:Secret", "kubernetes:apps/v1:Deployment",
                           "kubernetes:apiregistration.k8s.io/v1:APIService", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
                           "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"}
         if cfg.gateway_workloads:

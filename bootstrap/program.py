@@ -358,6 +358,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                                opts=after("cloudresourcemanager.googleapis.com"))
     out_environments: dict[str, Any] = {}
     roles: dict[str, Any] = {}
+    reads_elsewhere: dict[str, list[str]] = {}
     by_name = {s.name: s for s in cfg.stacks}
     for s in cfg.stacks:
         roles[s.name] = {}
@@ -372,6 +373,21 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                 gcp.projects.IAMMember(f"{s.name}-node-{account_id}-{role.removeprefix('roles/')}", project=project, role=role,
                                        member=node.member, opts=after("cloudresourcemanager.googleapis.com"))
             nodes.append(node)
+        # Live reservation reads (slices[].readReservation): a custom role of just the get permissions they use, made
+        # only when a stack reads reservations, granted to both CI identities project-wide (pulumi-gcp has no
+        # reservation IAM resource, and reservations are not among the resource types IAM Conditions document).
+        # A reservation of another project (shared) needs the same there: listed in the output, not granted.
+        reads = s.reservation_reads
+        read_role = gcp.projects.IAMCustomRole(
+            f"{s.name}-reservation-read-role", project=project, role_id=s.config.reservation_read_role_id,
+            title=f"Pathways reservation read ({s.name})",
+            description="Read the stack's reservations and their blocks before creating its node pools (readReservation).",
+            permissions=list(reads[project]), stage="GA", opts=after("iam.googleapis.com")) if project in reads else None
+        for owner, permissions in reads.items():
+            if owner != project:
+                reads_elsewhere.setdefault(s.name, []).append(
+                    f"{owner}: {', '.join(permissions)} for {identities.ci_account_email(s.name, 'preview', project)} "
+                    f"and {identities.ci_account_email(s.name, 'deploy', project)}")
         for identity in ("preview", "deploy"):
             envs = environments(s.name, identity, takes_pull_request_previews(s))
             account = gcp.serviceaccount.Account(
@@ -423,6 +439,10 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                     gcp.kms.CryptoKeyIAMMember(name, crypto_key_id=keys[worker_key].id, role=g.role, member=account.member)
             grants = [*grants, *(g for _, g in readers)]
             roles[s.name][identity] = sorted({g.role for g in grants})
+            if read_role is not None:
+                gcp.projects.IAMMember(f"{s.name}-{identity}-reservation-read", project=project, role=read_role.name,
+                                       member=account.member, opts=after("cloudresourcemanager.googleapis.com"))
+                roles[s.name][identity] = sorted([*roles[s.name][identity], s.config.reservation_read_role_id])
             # What to put in the GitHub environments' variables (docs/ci.md, "CI identities").
             for env in envs:
                 out_environments[env] = {
@@ -442,8 +462,11 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                        "must not reach each other's clusters a project each") if len(shared) > 1 else None
     if clusters_shared:
         pulumi.log.warn(clusters_shared)
+    for stack, needs in reads_elsewhere.items():
+        pulumi.log.warn(f"stack {stack} reads reservations of other projects (readReservation); grant there: {'; '.join(needs)}")
     return {"apis": list(apis), "stateBackend": backend, "environments": out_environments, "roles": roles,
-            "externalBucketGrants": {k: v for k, v in external.items() if v}, "sharedProjectClusterAdmin": clusters_shared}
+            "externalBucketGrants": {k: v for k, v in external.items() if v}, "sharedProjectClusterAdmin": clusters_shared,
+            "reservationReadsElsewhere": reads_elsewhere}
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -279,7 +280,11 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     metrics: tuple[Dependency, ...] = ()
     if kube.install_metrics_adapter and stack.autoscaled_workloads:
         metrics = tuple(CustomMetricsAdapter("metrics-adapter", CustomMetricsAdapterArgs(
-            objects=metrics_adapter_manifest.objects(SYSTEM_ROLE),
+            objects=metrics_adapter_manifest.objects(SYSTEM_ROLE, stack.metrics_adapter_certificate_generation),
+            seed=metrics_adapter_manifest.seed_objects(stack.metrics_adapter_certificate_generation),
+            derive=metrics_adapter_manifest.serving_tls_of,
+            serving_secret=functools.partial(metrics_adapter_manifest.serving_secret, stack.metrics_adapter_certificate_generation),
+            api_services=metrics_adapter_manifest.api_services,
             after=(namespace, guardrails, *controllers, *serving_controllers, *queues)), opts=k8s_opts).ready)
     # resilience.mtc: the RAM disks' configurations before any workload that mounts one
     checkpointing: tuple[Dependency, ...] = ()

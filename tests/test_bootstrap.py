@@ -485,3 +485,43 @@ def test_security_58_11_a_project_shared_by_stacks_says_each_deploy_identity_rea
         assert said is not None and said.startswith(f"stacks {', '.join(made)} share project") and "roles/container.admin" in said
     else:
         assert said is None
+
+
+# --- live reservation reads (#58: "live reservation reads need compute.reservations.get and blocks") -------------
+
+
+def test_a_stack_that_reads_its_reservations_live_gets_just_the_get_permissions(tmp_path, monkeypatch):
+    monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path)
+    doc = yaml.safe_load(example_path("prod").read_text())
+    train, explore = doc["config"]["pathways:slices"]
+    train.update(readReservation=True, reservation="pathways-prod-v5p/reservationBlocks/prod-block-1")
+    explore.update(readReservation=True, reservation="projects/capacity-owner-1/reservations/shared-v5p")
+    for g in (train, explore):
+        g.pop("reservationRecord")
+    (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(doc))
+    plan = engine.run(GOOD, "pathways-prod-123", program_dir=BOOTSTRAP)
+    role = plan.one("gcp:projects/iAMCustomRole:IAMCustomRole", "prod-reservation-read-role")
+    # its own project's reservation and the block a group targets; nothing to list or change
+    assert role.input("permissions") == ["compute.reservationBlocks.get", "compute.reservations.get"]
+    assert role.input("roleId") == "pathwaysReservationRead_prod"
+    for identity in ("preview", "deploy"):
+        grant = plan.one(PROJECT_MEMBER, f"prod-{identity}-reservation-read")
+        assert grant.input("member") == f"serviceAccount:{email(plan, 'prod', identity)}" and grant.input("condition") is None
+        assert "pathwaysReservationRead_prod" in plan.outputs["roles"]["prod"][identity]
+    # a shared reservation's owner grants in its own project: said, not granted
+    (said,) = plan.outputs["reservationReadsElsewhere"]["prod"]
+    assert said.startswith("capacity-owner-1: compute.reservations.get for pulumi-prod-preview@pathways-prod-123")
+
+
+def test_no_reservation_read_role_without_live_reads():
+    plan = example_bootstrap_plan("pathways-prod-123")
+    assert not [r for r in plan.by_type("gcp:projects/iAMCustomRole:IAMCustomRole") if "reservation" in r.name]
+    assert plan.outputs["reservationReadsElsewhere"] == {}
+
+
+def test_a_sub_block_read_needs_the_sub_block_get():
+    from components.model.capacity.reservations import parse_path, read_permissions
+
+    paths = [parse_path("r/reservationBlocks/b/reservationSubBlocks/s", "p"), parse_path("r2", "p")]
+    assert read_permissions(paths) == ("compute.reservationSubBlocks.get", "compute.reservations.get")
+    assert read_permissions([]) == ()

@@ -3,13 +3,24 @@
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import socket
+import ssl
+import threading
+
 import pytest
 
+from components.kubernetes import metrics_adapter as adapter_component
+from components.manifests import metrics_adapter as adapter_manifest
+from components.manifests import serving_tls
 from components.model.config import load, resolve
 from components.model.cost.summary import notices
 from components.model.workloads import metrics_adapter as ma
-from infra.offline.render import check_builtins, manifests
-from tests.conftest import example_plan, plan_of
+from infra.offline.charts import chart_objects
+from infra.offline.engine import _secret_digest, stand_in_token
+from infra.offline.render import check_builtins, describe, manifests
+from tests.conftest import every_stack, example_plan, plan_of, stack_plan
 from tests.test_bootstrap import PROJECT_MEMBER, example_bootstrap_config, example_bootstrap_plan
 from tests.test_vllm import AUTOSCALE, FOUR, WEIGHTS, _raw, vllm_config
 
@@ -32,7 +43,7 @@ def test_an_autoscaled_endpoint_gets_the_adapter_its_autoscaler_reads_through():
     pod = objs[("Deployment", ma.NAME)]["spec"]["template"]["spec"]
     (adapter,) = pod["containers"]
     assert adapter["image"] == "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0"
-    assert adapter["imagePullPolicy"] == "IfNotPresent" and adapter["command"] == ["/adapter", *ma.FLAGS]
+    assert adapter["imagePullPolicy"] == "IfNotPresent" and adapter["command"][:len(ma.FLAGS) + 1] == ["/adapter", *ma.FLAGS]
     # on the system pool, with none of upstream's TPU and GPU tolerations (the node guard refuses those)
     assert pod["nodeSelector"] == {"pathways/role": "system"} and "tolerations" not in pod
     assert pod["serviceAccountName"] == ma.SERVICE_ACCOUNT
@@ -93,3 +104,144 @@ def test_its_apis_go_first_when_the_stack_is_destroyed():
         assert {("kubernetes:core/v1:Namespace", "workloads"), ("kubernetes:helm.sh/v4:Chart", "kueue"),
                 ("kubernetes:helm.sh/v4:Chart", "lws"), ("kubernetes:apps/v1:Deployment", f"metrics-adapter-deployment-{ma.NAME}"),
                 ("kubernetes:core/v1:Service", f"metrics-adapter-service-{ma.NAME}")} <= names, names
+
+
+SERVICE_NAME = f"{ma.NAME}.{ma.NAMESPACE}.svc"  # what kube-aggregator checks the adapter's certificate for
+SECRET = "kubernetes:core/v1:Secret"
+
+
+def handshake(tls: serving_tls.ServingTLS, trusted_ca_pem: str, server_name: str = SERVICE_NAME) -> None:
+    """A TLS handshake between a server holding `tls`'s certificate and key and a client that trusts only
+    `trusted_ca_pem` and checks the name `server_name`, as the aggregator does (raises where it would refuse)."""
+    import tempfile
+
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.NamedTemporaryFile("w", suffix=".pem") as chain:
+        chain.write(tls.cert_pem + tls.key_pem)
+        chain.flush()
+        server_ctx.load_cert_chain(chain.name)
+    client_ctx = ssl.create_default_context(cadata=trusted_ca_pem)
+    a, b = socket.socketpair()
+    failure: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            with server_ctx.wrap_socket(a, server_side=True) as s:
+                s.recv(1)
+        except (ssl.SSLError, OSError) as e:
+            failure.append(e)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        with client_ctx.wrap_socket(b, server_hostname=server_name) as c:
+            c.sendall(b"x")
+    finally:
+        b.close()
+        t.join(10)
+
+
+def serving_stack_tls(plan, name: str = "metrics-adapter-seed") -> serving_tls.ServingTLS:
+    """What the stack derives from its seed Secret as the offline engine's stand-in token controller fills it."""
+    return adapter_manifest.serving_tls_of(*stand_in_token(name))
+
+
+def test_the_aggregator_verifies_the_adapter_against_a_ca_the_stack_holds():
+    plan = example_plan("serving")
+    tls = serving_stack_tls(plan)
+    apis = plan.by_type("kubernetes:apiregistration.k8s.io/v1:APIService")
+    ours = [a for a in apis if a.input("spec.service.name") == ma.NAME]
+    assert len(ours) == 3
+    for api in ours:
+        # verified against the stack's CA: no insecureSkipTLSVerify (upstream's manifest sets it)
+        assert "insecureSkipTLSVerify" not in api.input("spec") and api.input("spec.caBundle") == base64.b64encode(tls.ca_pem.encode()).decode()
+    # the adapter serves the certificate signed by that CA, from a Secret it mounts read-only
+    (serving,) = [r for r in plan.by_type(SECRET) if r.input("metadata.name") == ma.serving_secret_name(1)]
+    assert serving.input("type") == "kubernetes.io/tls" and serving.input("metadata.namespace") == ma.NAMESPACE
+    assert serving.secret_digests == {"data": _secret_digest(tls.secret_data())}, "the Secret holds what the caBundle was derived with"
+    deployment = plan.one("kubernetes:apps/v1:Deployment", f"metrics-adapter-deployment-{ma.NAME}")
+    pod = deployment.input("spec.template.spec")
+    (container,) = pod["containers"]
+    assert container["command"][-2:] == [f"--tls-cert-file={ma.TLS_DIR}/tls.crt", f"--tls-private-key-file={ma.TLS_DIR}/tls.key"]
+    assert container["volumeMounts"] == [{"name": "serving-cert", "mountPath": ma.TLS_DIR, "readOnly": True}]
+    (volume,) = pod["volumes"]
+    assert volume["secret"]["secretName"] == ma.serving_secret_name(1) and {i["key"] for i in volume["secret"]["items"]} == {"tls.crt", "tls.key"}
+    assert {u for u in deployment.dependencies} >= {serving.urn}
+    # and the handshake the aggregator makes succeeds: the certificate names the Service, chains to the caBundle
+    handshake(tls, base64.b64decode(ours[0].input("spec.caBundle")).decode())
+    for name in ma.SERVING_DNS_NAMES:
+        handshake(tls, tls.ca_pem, name)
+
+
+def test_a_certificate_for_another_name_or_from_another_ca_is_refused():
+    tls = serving_stack_tls(None)
+    with pytest.raises(ssl.SSLCertVerificationError, match="match"):
+        handshake(tls, tls.ca_pem, f"other.{ma.NAMESPACE}.svc")
+    other = adapter_manifest.serving_tls_of(*stand_in_token("another-seed"))
+    with pytest.raises(ssl.SSLCertVerificationError, match="unable to get local issuer"):
+        handshake(tls, other.ca_pem)
+
+
+def test_the_seed_is_a_token_secret_of_an_account_with_no_role_and_no_mounted_token():
+    plan = example_plan("serving")
+    (seed,) = [r for r in plan.by_type(SECRET) if r.input("type") == "kubernetes.io/service-account-token"
+               and r.input("metadata.namespace") == ma.NAMESPACE]
+    assert seed.input("metadata.name") == ma.seed_secret_name(1)
+    assert seed.input("metadata.annotations") == {"kubernetes.io/service-account.name": ma.SEED_SERVICE_ACCOUNT}
+    (account,) = [r for r in plan.by_type("kubernetes:core/v1:ServiceAccount") if r.input("metadata.name") == ma.SEED_SERVICE_ACCOUNT]
+    assert account.input("automountServiceAccountToken") is False
+    subjects = [s for t in ("ClusterRoleBinding", "RoleBinding") for b in plan.by_type(f"kubernetes:rbac.authorization.k8s.io/v1:{t}")
+                for s in b.input("subjects") or []]
+    assert subjects and not [s for s in subjects if s.get("name") == ma.SEED_SERVICE_ACCOUNT]
+
+
+def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_keys():
+    token, created = stand_in_token("metrics-adapter-seed")
+    first, again = adapter_manifest.serving_tls_of(token, created), adapter_manifest.serving_tls_of(token, created)
+    assert first == again  # every preview and `up` computes the same Secret and caBundle: no change, no plan violation
+    other = adapter_manifest.serving_tls_of(*stand_in_token("metrics-adapter-seed-2"))
+    assert len({first.ca_pem, other.ca_pem}) == 2 and len({first.key_pem, other.key_pem}) == 2
+    # valid from the seed's creation for CERTIFICATE_YEARS
+    issued = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    assert serving_tls.expires(first.cert_pem) == issued.replace(year=issued.year + ma.CERTIFICATE_YEARS)
+    with pytest.raises(ValueError, match="too short"):
+        serving_tls.derive(b"short", issued, ["a"], years=1, ca_name="ca")
+
+
+def test_raising_the_generation_rotates_seed_secret_and_mount():
+    config = vllm_config(slices=FOUR, weights=WEIGHTS, autoscale=AUTOSCALE)
+    before, after = plan_of(config), plan_of(config | {"pathways:kubernetes": {"metricsAdapterCertificateGeneration": 2}})
+    names = lambda plan: sorted(r.input("metadata.name") for r in plan.by_type(SECRET) if r.input("metadata.namespace") == ma.NAMESPACE)
+    assert names(before) == [ma.seed_secret_name(1), ma.serving_secret_name(1)]
+    assert names(after) == [ma.seed_secret_name(2), ma.serving_secret_name(2)]
+    volume = after.one("kubernetes:apps/v1:Deployment", f"metrics-adapter-deployment-{ma.NAME}").input("spec.template.spec.volumes")[0]
+    assert volume["secret"]["secretName"] == ma.serving_secret_name(2)  # a new pod template: the adapter rolls onto it
+
+
+@pytest.mark.parametrize("days_left, warned", [(ma.CERTIFICATE_WARN_DAYS - 1, True), (-3, True), (ma.CERTIFICATE_WARN_DAYS + 1, False)])
+def test_a_preview_warns_before_the_certificate_ends(monkeypatch, days_left, warned):
+    said: list[str] = []
+    monkeypatch.setattr(adapter_component.pulumi.log, "warn", lambda msg, *a, **k: said.append(msg))
+    ends = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=days_left)
+    issued = ends.replace(year=ends.year - ma.CERTIFICATE_YEARS)
+    adapter_component._warn_if_ending(serving_tls.derive(b"s" * 32, issued, ma.SERVING_DNS_NAMES, years=ma.CERTIFICATE_YEARS, ca_name="ca"))
+    assert bool(said) == warned
+    if warned:
+        assert "kubernetes.metricsAdapterCertificateGeneration" in said[0] and ("ended" if days_left < 0 else "ends") in said[0]
+
+
+# APIServices that charts the stack installs register with insecureSkipTLSVerify, as their upstream ships them:
+# Kueue's visibility API serves a certificate its server makes at start (docs/security.md, "Review round 5", 12).
+CHART_SKIPS_VERIFY = {"v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"}
+
+
+@every_stack()
+def test_every_aggregated_api_the_stack_writes_verifies_its_server(stack):
+    plan = stack_plan(stack)
+    for api in plan.by_type("kubernetes:apiregistration.k8s.io/v1:APIService"):
+        assert not api.input("spec.insecureSkipTLSVerify") and api.input("spec.caBundle"), api.input("metadata.name")
+    # the charts' own, rendered as the cluster will (chart_objects), skip verification only where upstream's server
+    # makes its own certificate
+    for c in chart_objects(plan):
+        if c.obj["kind"] == "APIService" and c.obj["spec"].get("insecureSkipTLSVerify"):
+            assert c.obj["metadata"]["name"] in CHART_SKIPS_VERIFY, describe(c.obj, c.release)

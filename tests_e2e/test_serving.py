@@ -13,7 +13,10 @@ from collections import defaultdict
 from typing import Any
 
 import yaml
+from cryptography import x509
 
+from components.manifests import metrics_adapter as metrics_adapter_manifest
+from components.model.workloads import metrics_adapter as ma
 from components.model.workloads.workload import serve_service_name
 from tests.conftest import config_with
 from tests_e2e.helpers import condition, is_true, nodes, running
@@ -111,12 +114,38 @@ def check_the_autoscaler_owns_the_replica_count_within_its_bounds(cluster, stack
     assert nodes(cluster)[adapter["spec"]["nodeName"]]["pathways/role"] == "system"
     active = hpa_condition(hpa, "ScalingActive")
     assert active.get("status") == "False" and "custom metric" in active.get("message", "").lower(), hpa["status"]
+    serving_secret = check_the_aggregator_verifies_the_adapter(cluster, adapter)
     # `pulumi up` of a change leaves the autoscaler's count alone: the stack sends no spec.replicas
     config = example_stack_config("serving")
     config["pathways:workloads"][0]["serve"]["autoscale"]["target"] = 9
     stacks.update(config)
+    # and re-derives the same CA and certificate from the seed in its state: the Secret is not touched
+    again = cluster.get("secrets", "-n", ma.NAMESPACE, ma.serving_secret_name(1))
+    assert again["metadata"]["resourceVersion"] == serving_secret["metadata"]["resourceVersion"] and again["data"] == serving_secret["data"]
     assert cluster.get("horizontalpodautoscalers", "-n", namespace, name)["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "9"
     assert lws_replicas(cluster, namespace, name) == max_replicas
+
+
+def check_the_aggregator_verifies_the_adapter(cluster, adapter_pod: dict[str, Any]) -> dict[str, Any]:
+    """The adapter's APIServices trust the stack's CA (no insecureSkipTLSVerify); the Secret the adapter serves from
+    holds a certificate for the Service's name, signed by that CA, derived from the token the real token controller
+    wrote into the seed Secret. Returns the serving Secret."""
+    seed = cluster.get("secrets", "-n", ma.NAMESPACE, ma.seed_secret_name(1))
+    serving = cluster.get("secrets", "-n", ma.NAMESPACE, ma.serving_secret_name(1))
+    assert serving["type"] == "kubernetes.io/tls" and set(serving["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    for group, version, _ in ma.API_SERVICES:
+        spec = cluster.get("apiservices.apiregistration.k8s.io", f"{version}.{group}")["spec"]
+        assert not spec.get("insecureSkipTLSVerify") and spec["caBundle"] == serving["data"]["ca.crt"], spec
+    derived = metrics_adapter_manifest.serving_tls_of(seed["data"]["token"], seed["metadata"]["creationTimestamp"])
+    assert serving["data"] == derived.secret_data()
+    ca = x509.load_pem_x509_certificate(derived.ca_pem.encode())
+    cert = x509.load_pem_x509_certificate(derived.cert_pem.encode())
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
+    assert f"{ma.NAME}.{ma.NAMESPACE}.svc" in names
+    (volume,) = [v for v in adapter_pod["spec"]["volumes"] if v["name"] == "serving-cert"]
+    assert volume["secret"]["secretName"] == ma.serving_secret_name(1)
+    return serving
 
 
 def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stacks):

@@ -321,6 +321,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         existing_cluster=cfg.cluster.existing is not None, owned_buckets=owned_buckets(cfg),
         install_controllers=cfg.kubernetes.install_controllers,
         install_metrics_adapter=cfg.kubernetes.install_metrics_adapter,
+        metrics_adapter_certificate_generation=cfg.kubernetes.metrics_adapter_certificate_generation,
         head_node_pool=cfg.head_pool.node_pool,
         shared_cluster_queue=cfg.kubernetes.kueue.cluster_queue if cfg.kubernetes.kueue.enabled else None,
         guards=cfg.kubernetes.guards,

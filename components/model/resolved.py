@@ -157,6 +157,8 @@ class ResolvedStack:
     """The stack installs the JobSet, Kueue and LWS controllers (kubernetes.installControllers)."""
     install_metrics_adapter: bool = True
     """kubernetes.installMetricsAdapter: the Custom Metrics Stackdriver Adapter, when a serve workload autoscales."""
+    metrics_adapter_certificate_generation: int = 1
+    """kubernetes.metricsAdapterCertificateGeneration: names the adapter's seed and serving Secrets (a raise rotates)."""
     head_node_pool: Optional[str] = None
     """headPool.nodePool: the head pods select this existing pool by GKE's own label, not pathways/role=head."""
     shared_cluster_queue: Optional[str] = None

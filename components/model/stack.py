@@ -224,6 +224,11 @@ class StackConfig(_Model):
         return f"projects/{self.project}/roles/{self.scratch_role_id}"
 
     @property
+    def reservation_read_role_id(self) -> str:
+        """The custom role the bootstrap makes for a stack that reads reservations live (slices[].readReservation)."""
+        return "pathwaysReservationRead_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:40]
+
+    @property
     def deletion_protection(self) -> bool:
         return True if self.cluster.deletion_protection is None else self.cluster.deletion_protection
 

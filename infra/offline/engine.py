@@ -7,6 +7,8 @@ would reach Google Cloud get deterministic stand-ins: the same config always giv
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -54,6 +56,14 @@ PROJECT_NUMBER = "123456789012"
 CLUSTER_ENDPOINT = "203.0.113.10"
 CLUSTER_PRIVATE_ENDPOINT = "10.0.0.2"
 CLUSTER_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+
+
+def stand_in_token(name: str) -> tuple[str, str]:
+    """What the offline engine's stand-in token controller fills the token Secret `name` (Pulumi's name) with: its
+    data.token (base64, as the API returns it: one per Secret, as long as a real token's signature) and its
+    metadata.creationTimestamp (today, so that what is derived from it is as fresh as on a new cluster)."""
+    token = f"offline-token-{hashlib.sha256(name.encode()).hexdigest()}"
+    return base64.b64encode(token.encode()).decode(), dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT00:00:00Z")
 
 
 @dataclass(frozen=True)
@@ -218,8 +228,11 @@ class StandInMocks(pulumi_mocks.Mocks):
             # as the engine reads one: the stack's outputs, none if it has none (a stack not yet deployed)
             extra = {"outputs": self.stack_outputs.get(str(inputs.get("name")), {}), "secretOutputNames": []}
         elif t == "kubernetes:core/v1:Secret" and inputs.get("type") == "kubernetes.io/service-account-token":
-            # the token controller fills it (the provider waits for it): a stand-in token
-            extra = {"data": {"token": "b2ZmbGluZS10b2tlbg==", **(inputs.get("data") or {})}}
+            # the token controller fills it (the provider waits for it): a stand-in token, one per Secret and as long
+            # as a real one's signature, made today (what the metrics adapter's certificate is derived from)
+            token, created = stand_in_token(str(args.name))
+            extra = {"data": {"token": token, **(inputs.get("data") or {})},
+                     "metadata": {**(inputs.get("metadata") or {}), "creationTimestamp": created}}
         elif t == "random:index/randomPassword:RandomPassword":
             extra = {"result": f"offline-{args.name}"}
         resource_id = extra.get("name") if t == "gcp:projects/iAMCustomRole:IAMCustomRole" else f"{args.name}-id"

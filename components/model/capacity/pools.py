@@ -139,7 +139,7 @@ class SliceGroup(_Model):
     read_reservation: bool = Field(default=False, description=(
         "Read the reservation under `pulumi preview` and `up` (pulumi-gcp's get_reservation) and judge it as a record "
         "is judged, before anything is created; a specific (VM) reservation only. The deploy and preview identities "
-        "need compute.reservations.get on its project. The offline tools make no cloud call: they judge "
+        "need compute.reservations.get on its project: the bootstrap grants it in its own. The offline tools make no cloud call: they judge "
         "reservationRecord, if any. docs/capacity.md."))
     future_reservation: Optional[FutureReservationRequest] = Field(default=None, description=(
         "Request the group's TPUs as a calendar-mode future reservation named `reservation` (startTime, endTime, "

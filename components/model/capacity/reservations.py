@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, time, timezone
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from components.model.capacity.pools import RESERVATION_PATH, SliceGroup
 from components.model.capacity.tpu import TpuSlice
@@ -83,6 +83,20 @@ class ReservationPath:
     def target(self) -> Optional[str]:
         """The block or sub-block's own name (what its describe calls it)."""
         return self.sub_block or self.block
+
+
+# What reading a group's reservation live takes (slices[].readReservation: pulumi-gcp's get_reservation, and
+# get_reservation_block / get_reservation_sub_block for a targeted block): the Compute API's reservations.get,
+# reservationBlocks.get ("Authorization requires ... compute.reservationBlocks.get on the specified resource
+# reservation") and reservationSubBlocks.get (its REST reference, "IAM Permissions").
+READ_PERMISSIONS = {None: "compute.reservations.get", "block": "compute.reservationBlocks.get",
+                    "sub-block": "compute.reservationSubBlocks.get"}
+
+
+def read_permissions(paths: Iterable["ReservationPath"]) -> tuple[str, ...]:
+    """The permissions that read these reservations and the blocks and sub-blocks they target: get on each level."""
+    levels = {p.level for p in paths}
+    return tuple(sorted({READ_PERMISSIONS[None], *(READ_PERMISSIONS[lv] for lv in levels)})) if levels else ()
 
 
 def parse_path(reservation: str, project: str) -> ReservationPath:

@@ -149,6 +149,11 @@ class KubernetesConfig(_Model):
         "reads the Managed Prometheus metric through it). Off: the cluster runs one already (Google's autoscaling "
         "guides install it by hand)."
     ))
+    metrics_adapter_certificate_generation: int = Field(default=1, ge=1, le=1_000_000, description=(
+        "Raise it to rotate the metrics adapter's serving CA and certificate: `pulumi up` makes a new seed Secret, "
+        "derives a new CA and certificate from it, rolls the adapter onto them and updates its APIServices' caBundle. "
+        "`pulumi preview` warns 90 days before the certificate (valid 5 years) ends. docs/security.md."
+    ))
     inference_pool_version: str = Field(default=inference_gateway.CHART_VERSION, description=(
         "Gateway API Inference Extension inferencepool chart version (InferencePool and its endpoint picker), "
         "installed per serve workload with serve.gateway.enabled."

@@ -21,6 +21,31 @@ NAMESPACE = "custom-metrics"
 SERVICE_ACCOUNT = "custom-metrics-stackdriver-adapter"
 NAME = "custom-metrics-stackdriver-adapter"
 FLAGS = ("--use-new-resource-model=true", "--fallback-for-container-metrics=true")
+# Where the adapter reads the serving certificate the stack gives it, instead of the self-signed one upstream's
+# adapter makes at each start (which no APIService caBundle could name, hence upstream's insecureSkipTLSVerify): the
+# generic API server's SecureServingOptions flags, which the adapter's basecmd.AdapterBase registers
+# (kubernetes-sigs/custom-metrics-apiserver pkg/cmd/options; k8s.io/apiserver pkg/server/options/serving.go).
+TLS_DIR = "/var/run/serving-cert"
+TLS_FLAGS = (f"--tls-cert-file={TLS_DIR}/tls.crt", f"--tls-private-key-file={TLS_DIR}/tls.key")
+# The name the aggregator checks the adapter's certificate against: kube-aggregator dials the APIService's Service
+# and verifies its certificate for <service>.<namespace>.svc (k8s.io/kube-aggregator pkg/apiserver/
+# handler_proxy.go, ServerName of the proxy's TLS config) against spec.caBundle.
+SERVING_DNS_NAMES = (f"{NAME}.{NAMESPACE}.svc", f"{NAME}.{NAMESPACE}.svc.cluster.local")
+# The certificate's lifetime from its seed's creation; `pulumi preview` warns this long before it ends, naming
+# kubernetes.metricsAdapterCertificateGeneration, whose raise makes a new seed, CA and certificate.
+CERTIFICATE_YEARS = 5
+CERTIFICATE_WARN_DAYS = 90
+# A ServiceAccount bound to no role: its token Secret (filled by the cluster's token controller, which signs it with
+# the cluster's key) is the stack-held secret the CA and the serving key are derived from (serving_tls.derive).
+SEED_SERVICE_ACCOUNT = "custom-metrics-serving-seed"
+
+
+def seed_secret_name(generation: int) -> str:
+    return f"{SEED_SERVICE_ACCOUNT}-{generation}"
+
+
+def serving_secret_name(generation: int) -> str:
+    return f"{NAME}-serving-{generation}"
 CPU = "250m"
 MEMORY = "200Mi"
 PORT = 443
