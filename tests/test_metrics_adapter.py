@@ -39,7 +39,8 @@ def test_an_autoscaled_endpoint_gets_the_adapter_its_autoscaler_reads_through():
     apis = {name: o["spec"] for (kind, name), o in objs.items() if kind == "APIService"}
     assert set(apis) == {"v1beta1.custom.metrics.k8s.io", "v1beta2.custom.metrics.k8s.io", "v1beta1.external.metrics.k8s.io"}
     assert {(s["service"]["namespace"], s["service"]["name"]) for s in apis.values()} == {(ma.NAMESPACE, ma.NAME)}
-    assert objs[("Service", ma.NAME)]["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": 443}]
+    # 443 for the aggregator, sent to 8443: with every capability dropped the adapter cannot bind a port below 1024
+    assert objs[("Service", ma.NAME)]["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": 8443}]
     pod = objs[("Deployment", ma.NAME)]["spec"]["template"]["spec"]
     (adapter,) = pod["containers"]
     assert adapter["image"] == "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0"
@@ -162,7 +163,10 @@ def test_the_aggregator_verifies_the_adapter_against_a_ca_the_stack_holds():
     deployment = plan.one("kubernetes:apps/v1:Deployment", f"metrics-adapter-deployment-{ma.NAME}")
     pod = deployment.input("spec.template.spec")
     (container,) = pod["containers"]
-    assert container["command"][-2:] == [f"--tls-cert-file={ma.TLS_DIR}/tls.crt", f"--tls-private-key-file={ma.TLS_DIR}/tls.key"]
+    assert container["command"][-3:] == ["--secure-port=8443", f"--tls-cert-file={ma.TLS_DIR}/tls.crt",
+                                         f"--tls-private-key-file={ma.TLS_DIR}/tls.key"]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]} and container["ports"][0]["containerPort"] == 8443
+    assert container["readinessProbe"]["httpGet"]["port"] == 8443
     assert container["volumeMounts"] == [{"name": "serving-cert", "mountPath": ma.TLS_DIR, "readOnly": True}]
     (volume,) = pod["volumes"]
     assert volume["secret"]["secretName"] == ma.serving_secret_name(1) and {i["key"] for i in volume["secret"]["items"]} == {"tls.crt", "tls.key"}

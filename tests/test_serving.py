@@ -14,6 +14,7 @@ import yaml
 from components.manifests import admission
 from components.model.config import load
 from components.model.errors import ConfigError
+from components.model.workloads import models
 from infra.offline.diff import diff, guard
 from infra.offline.render import check_builtins, manifests
 from infra.offline.stackfile import flatten
@@ -122,7 +123,7 @@ def test_the_http_service_and_outputs():
     # the leaders by LWS's own labels, as the LWS controller selects them (no pod of the namespace can copy them:
     # tests/test_security.py)
     assert svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "chat", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
-    assert svc["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP"}]
+    assert svc["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP", "appProtocol": "http"}]
     # never a load balancer unless asked; never awaited: Pulumi's await wants every leader ready within 10 minutes,
     # a model may load for longer (a first up or a rolling update would fail)
     assert svc["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
@@ -504,3 +505,69 @@ def test_security_58_6_the_pack_refuses_a_protected_stacks_gateway_open_to_every
     # the same plan, unprotected: shown in the plan, not refused by the pack
     assert not [v for v in run_policies(mutate(open_to_all, cluster.type, cluster.name, "resourceLabels", {}), ALL_POLICIES)
                 if v.policy == "pathways-network-exposure" and "gateway" in v.message]
+
+
+# --- #59 item 5: serving input the engines would refuse only after the slices came up ------------------------------
+
+
+@pytest.mark.parametrize("serve, key, text", [
+    # another family's file in the image, named explicitly
+    ({"model": "llama3.1-8b", "tokenizer": "assets/tokenizer.llama2"}, "serve.tokenizer",
+     "assets/tokenizer.llama2 is the tokenizer of llama2, not of llama3.1-8b; its own is assets/tokenizer_llama3.tiktoken"),
+    ({"model": "gemma2-9b", "tokenizer": "assets/tokenizer_llama3.tiktoken", "tokenizerType": "tiktoken"}, "serve.tokenizer",
+     "is the tokenizer of llama3, llama3.1, llama3.3, not of gemma2-9b"),
+    ({"model": "qwen3-8b", "tokenizer": "assets/tokenizer.gemma3"}, "serve.tokenizer", "the image has none for it"),
+    # a file of one format declared as another
+    ({"model": "llama3.1-8b", "tokenizerType": "sentencepiece"}, "serve.tokenizerType",
+     "sentencepiece does not read assets/tokenizer_llama3.tiktoken, a tiktoken tokenizer"),
+    ({"model": "qwen3-8b", "tokenizer": "assets/qwen.tiktoken", "tokenizerType": "sentencepiece"}, "serve.tokenizerType",
+     "a tiktoken tokenizer"),
+    ({"model": "qwen3-8b", "tokenizer": "Qwen/Qwen3-8B", "tokenizerType": "tiktoken"}, "serve.tokenizerType",
+     "a huggingface tokenizer"),
+    ({"model": "llama2-7b", "tokenizerType": "tiktoken"}, "serve.tokenizerType", "a sentencepiece tokenizer"),
+])
+def test_a_tokenizer_of_another_family_or_format_is_refused(serve, key, text):
+    lines = _errors(serve_config(**serve))
+    assert any(line.startswith(f"pathways:workloads[0].{key}: ") and text in line for line in lines), lines
+
+
+def test_a_tokenizers_type_follows_its_file_when_not_given():
+    args = containers(the_lws(plan_of(serve_config(model="qwen3-8b", tokenizer="Qwen/Qwen3-8B")))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["jax-tpu"]["args"]
+    assert "tokenizer_type=huggingface" in args
+    args = containers(the_lws(plan_of(serve_config(model="llama3.1-8b", tokenizer="assets/tokenizer_llama3.tiktoken")))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["jax-tpu"]["args"]
+    assert "tokenizer_type=tiktoken" in args
+
+
+@pytest.mark.parametrize("model, context", sorted(models.CONTEXT.items()))
+def test_max_model_len_above_the_models_context_is_refused(model, context):
+    from tests.test_vllm import vllm_config
+
+    config = vllm_config(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}])
+    config["pathways:workloads"][0]["serve"].update(model=model, maxModelLen=context * 2)
+    (line,) = [x for x in _errors(config) if x.startswith("pathways:workloads[0].serve.maxModelLen: ")]
+    assert line == (f"pathways:workloads[0].serve.maxModelLen: {context * 2} is above {model}'s context ({context} tokens, "
+                    f"max_position_embeddings in its config.json), which vLLM refuses at start; use at most {context}, or leave "
+                    "it out for the model's own")
+    config["pathways:workloads"][0]["serve"].update(model=model.upper(), maxModelLen=context)  # the Hub's ids ignore case
+    assert plan_of(config)
+
+
+def test_the_issues_example_llama_3_1_at_262144_is_refused_and_an_unknown_model_is_left_to_vllm():
+    from tests.test_vllm import vllm_config
+
+    config = vllm_config(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], maxModelLen=262144)
+    assert any("131072 tokens" in line for line in _errors(config))
+    config["pathways:workloads"][0]["serve"].update(model="acme/house-model-7b")
+    assert plan_of(config)
+
+
+def test_an_inference_gateway_needs_a_gke_with_the_inferencepool_crd():
+    from tests.test_vllm import vllm_config
+
+    config = vllm_config(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}],
+                         gateway={"enabled": True, "pickerResources": {"cpu": "1", "memory": "2Gi"}})
+    config["pathways:cluster"] = {"minMasterVersion": "1.34.0-gke.1500000"}
+    (line,) = [x for x in _errors(config) if x.startswith("pathways:cluster.minMasterVersion: ")]
+    assert "the inference gateway (GKE's InferencePool CRD) needs 1.34.0-gke.1626000" in line and "use 1.34.0-gke.1626000 or later" in line
+    config["pathways:cluster"] = {"minMasterVersion": "1.34.0-gke.1626000"}
+    assert plan_of(config)

@@ -259,3 +259,10 @@ def test_an_extra_arg_the_stack_sets_is_refused_naming_the_key_that_sets_it(flag
     from components.model.workloads.vllm import flag_problem
 
     assert flag_problem(flag) == f"{flag.partition('=')[0]} is set by the stack from {key}; set it there instead"
+
+
+def test_maxtexts_fp8_keys_with_vllm_point_at_tpu_inferences_names():
+    lines = _errors(vllm_config(engine="vllm", quantization="fp8", quantizeKvcache=True))
+    for key in ("quantization", "quantizeKvcache"):
+        (line,) = [x for x in lines if x.startswith(f"pathways:workloads[0].serve.{key}: ")]
+        assert "a JetStream (MaxText) key" in line and "--quantization=fp8 for the weights, --kv-cache-dtype=fp8 for the KV cache" in line

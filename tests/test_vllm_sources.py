@@ -128,7 +128,8 @@ def test_every_flag_the_stack_passes_is_a_vllm_serve_flag(variant):
     given = [a.split("=", 1)[0] for a in engine["args"] if a.startswith("--")]
     assert given and [f for f in given if f not in flags] == []
     # the flags the stack reserves for itself (serving_checks refuses them in extraArgs) exist too
-    assert [f for f in (*vllm.STACK_FLAGS, vllm.FLAG_QUANTIZATION, vllm.FLAG_MAX_NUM_SEQS) if f not in flags] == []
+    assert [f for f in (*vllm.STACK_FLAGS, vllm.FLAG_QUANTIZATION, vllm.FLAG_MAX_NUM_SEQS, vllm.FLAG_KV_CACHE_DTYPE)
+            if f not in flags] == []
     # `vllm serve <model>`: the console script and the subcommand
     assert "vllm = vllm.entrypoints.cli.main:main" in _read(f"vllm_tpu-{RELEASE.vllm}.dist-info/entry_points.txt")
     assert engine["command"] == list(vllm.COMMAND) and 'name = "serve"' in _read("vllm/entrypoints/cli/serve.py")
@@ -163,3 +164,12 @@ def test_vllm_serve_cannot_reach_tpu_inferences_disaggregated_engine():
     users = [p for p in SOURCES.rglob("*.py") if "/tests/" not in str(p) and p.name != "core_tpu.py"
              and re.search(rf"\b{vllm.DISAGGREGATED_ENGINE}\b|\bcore_tpu\b", p.read_text(errors="replace"))]
     assert users == [], users
+
+
+def test_the_fp8_names_the_refusal_points_at_are_tpu_inferences():
+    """serve.quantization with vllm names vLLM's FP8 flags (serving_checks): fp8 is a quantization tpu-inference
+    supports and a KV-cache dtype it maps."""
+    platform = _read("tpu_inference/platforms/tpu_platform.py")
+    supported = re.search(r"supported_quantization: list\[str\] = \[([^\]]*)\]", platform)
+    assert supported and f'"{vllm.QUANTIZATION_FP8}"' in supported.group(1)
+    assert re.search(rf'^\s*"{vllm.QUANTIZATION_FP8}": jnp\.float8', _read("tpu_inference/utils.py"), re.M)

@@ -387,7 +387,8 @@ def http_service(w: ResolvedWorkload) -> dict[str, Any]:
         # create a pod carrying them there, from a StatefulSet only the LWS controller may make (guardrails.py), so no
         # other pod of the namespace can join the endpoint and receive its prompts
         "selector": leader_selector(w),
-        "ports": [{"name": "http", "port": SERVE_HTTP_PORT, "targetPort": SERVE_HTTP_PORT, "protocol": "TCP"}],
+        # appProtocol: what the port speaks, for load balancers and meshes that read it (GKE's Gateway among them)
+        "ports": [{"name": "http", "port": SERVE_HTTP_PORT, "targetPort": SERVE_HTTP_PORT, "protocol": "TCP", "appProtocol": "http"}],
     }
     if sv.internal_load_balancer:
         metadata["annotations"]["networking.gke.io/load-balancer-type"] = "Internal"

@@ -54,7 +54,8 @@ def deployment(system_role: str, generation: int = 1) -> dict[str, Any]:
                         "resources": {"requests": {"cpu": ma.CPU, "memory": ma.MEMORY},
                                       "limits": {"cpu": ma.CPU, "memory": ma.MEMORY}},
                         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": ma.PORT, "scheme": "HTTPS"},
+                        "ports": [{"containerPort": ma.SERVING_PORT, "name": "https", "protocol": "TCP"}],
+                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": ma.SERVING_PORT, "scheme": "HTTPS"},
                                            "initialDelaySeconds": 40, "periodSeconds": 10, "timeoutSeconds": 5},
                     }],
                     "volumes": [{"name": "serving-cert", "secret": {
@@ -118,7 +119,7 @@ def objects(system_role: str, generation: int = 1) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": ma.NAME, "namespace": ma.NAMESPACE, "labels": dict(_LABELS),
                                                              "annotations": {SKIP_AWAIT: "true"}},
          "spec": {"type": "ClusterIP", "selector": {"k8s-app": ma.NAME},
-                  "ports": [{"port": ma.PORT, "protocol": "TCP", "targetPort": ma.PORT}]}},
+                  "ports": [{"port": ma.PORT, "protocol": "TCP", "targetPort": ma.SERVING_PORT}]}},
     ]
     out.append({"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "external-metrics-reader", "labels": dict(_LABELS)},
                 "rules": [{"apiGroups": ["external.metrics.k8s.io"], "resources": ["*"], "verbs": ["list", "get", "watch"]}]})

@@ -23,6 +23,7 @@ from components.model.cluster.kubernetes import KubernetesConfig
 from components.model.common import MAX_WORKLOADS, PROJECT_NAMESPACE, PathwaysVersion, ProjectId, Region, Zone, _Model
 from components.model.cost.pricing import PricesConfig
 from components.model.errors import Problem
+from components.model.workloads import inference_gateway
 from components.model.workloads.resilience import MTC_MIN_GKE_VERSION, ResilienceConfig
 from components.model.workloads.runs import Runs
 from components.model.workloads.storage import GCSFUSE_HOST_NETWORK_MIN_GKE, StorageConfig
@@ -180,6 +181,8 @@ class StackConfig(_Model):
             needs["multi-tier checkpointing"] = MTC_MIN_GKE_VERSION
         if self.mounts_buckets:
             needs["GCS FUSE mounts in host-network pods"] = GCSFUSE_HOST_NETWORK_MIN_GKE
+        if self.gateway_workloads:
+            needs["the inference gateway (GKE's InferencePool CRD)"] = inference_gateway.MIN_GKE_VERSION
         return needs
 
     @property

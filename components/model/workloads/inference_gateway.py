@@ -38,6 +38,12 @@ MODEL_SERVER_TYPE = "vllm"
 PICKER_SUFFIX = "-epp"
 
 INFERENCE_GROUP = "inference.networking.k8s.io"
+# The stack installs no InferencePool CRD: GKE installs and manages the GA Gateway API and Inference Extension CRDs
+# (inference.networking.k8s.io/v1 InferencePool) from this version on (GKE docs, "Deploy GKE Inference Gateway",
+# Install the CRDs: "For GKE versions 1.34.0-gke.1626000 or later, the InferencePool CRD is automatically
+# installed"); below it, the chart's InferencePool has no kind to be made of. Installing the CRD ourselves on an
+# older cluster would fight GKE's own once the cluster is upgraded past it.
+MIN_GKE_VERSION = "1.34.0-gke.1626000"
 INFERENCE_POOL_KIND = "InferencePool"
 GATEWAY_API_VERSION = "gateway.networking.k8s.io/v1"
 LISTENER_PORT = 80

@@ -25,6 +25,7 @@ and a product other than the chips).
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal, Optional
 
 TokenizerType = Literal["sentencepiece", "tiktoken", "huggingface"]
@@ -51,6 +52,28 @@ def known_tokenizer(model: str) -> Optional[tuple[str, TokenizerType]]:
     """The tokenizer MaxText's own scripts pair with `model` (a model_name), or None when the image has none for it."""
     matches = [prefix for prefix in TOKENIZERS if model == prefix or (prefix.endswith("-") and model.startswith(prefix))]
     return TOKENIZERS[max(matches, key=len)] if matches else None
+
+
+def families_of(path: str) -> list[str]:
+    """The model families whose tokenizer `path` is, among the image's files (TOKENIZERS): none for another path."""
+    return [prefix.rstrip("-") for prefix, (p, _) in TOKENIZERS.items() if p == path]
+
+
+_IMAGE_FILES = "assets/"
+_HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+def tokenizer_format(path: str) -> Optional[TokenizerType]:
+    """The tokenizer_type MaxText must be given for `path`: a .tiktoken file is tiktoken (MaxText asserts it), a file of
+    the image its family's, a Hugging Face id huggingface; None when the path says nothing (another file)."""
+    if path.endswith(".tiktoken"):
+        return "tiktoken"
+    known = {p: kind for p, kind in TOKENIZERS.values()}
+    if path in known:
+        return known[path]
+    if not path.startswith(_IMAGE_FILES) and _HF_ID.fullmatch(path):
+        return "huggingface"
+    return None
 
 
 def mesh_problem(parallelism: dict[str, int], chips: int, config_file: str) -> Optional[str]:

@@ -25,8 +25,12 @@ FLAGS = ("--use-new-resource-model=true", "--fallback-for-container-metrics=true
 # adapter makes at each start (which no APIService caBundle could name, hence upstream's insecureSkipTLSVerify): the
 # generic API server's SecureServingOptions flags, which the adapter's basecmd.AdapterBase registers
 # (kubernetes-sigs/custom-metrics-apiserver pkg/cmd/options; k8s.io/apiserver pkg/server/options/serving.go).
+# Where the adapter listens: upstream's 443 needs CAP_NET_BIND_SERVICE (a port below 1024), which the stack's
+# container drops with every other capability; 8443 needs none (the generic API server's --secure-port). The
+# Service keeps 443, which the APIServices name, and sends it to 8443.
+SERVING_PORT = 8443
 TLS_DIR = "/var/run/serving-cert"
-TLS_FLAGS = (f"--tls-cert-file={TLS_DIR}/tls.crt", f"--tls-private-key-file={TLS_DIR}/tls.key")
+TLS_FLAGS = (f"--secure-port={SERVING_PORT}", f"--tls-cert-file={TLS_DIR}/tls.crt", f"--tls-private-key-file={TLS_DIR}/tls.key")
 # The name the aggregator checks the adapter's certificate against: kube-aggregator dials the APIService's Service
 # and verifies its certificate for <service>.<namespace>.svc (k8s.io/kube-aggregator pkg/apiserver/
 # handler_proxy.go, ServerName of the proxy's TLS config) against spec.caBundle.

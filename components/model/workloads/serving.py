@@ -156,7 +156,8 @@ class ServeConfig(_Model):
         "tokenizer id. Default: the one MaxText's own scripts pair with the model family (llama2, llama3, llama3.1, "
         "llama3.3, gemma, gemma2, gemma3, mistral-7b, mixtral); required for any other model."))
     tokenizer_type: Optional[maxtext.TokenizerType] = Field(default=None, description=(
-        "jetstream: MaxText tokenizer_type; default: the family's (tiktoken for Llama 3), else sentencepiece."))
+        "jetstream: MaxText tokenizer_type; default: the tokenizer's own (tiktoken for a .tiktoken file, huggingface for "
+        "a Hugging Face id, the family's for a file of the image), else sentencepiece."))
     per_device_batch_size: float = Field(default=1, gt=0, le=1024, description="jetstream: MaxText per_device_batch_size.")
     max_prefill_predict_length: int = Field(default=1024, ge=1, le=1_048_576, description="jetstream: MaxText max_prefill_predict_length (prompt tokens).")
     max_target_length: int = Field(default=2048, ge=2, le=1_048_576, description="jetstream: MaxText max_target_length (prompt + generated tokens).")
@@ -287,7 +288,7 @@ class ServeConfig(_Model):
             return (known[0], self.tokenizer_type or known[1]) if known else None
         if self.tokenizer_type is not None:
             return self.tokenizer, self.tokenizer_type
-        return self.tokenizer, known[1] if known and known[0] == self.tokenizer else "sentencepiece"
+        return self.tokenizer, maxtext.tokenizer_format(self.tokenizer) or "sentencepiece"
 
     @property
     def min_replicas(self) -> int:

@@ -12,7 +12,7 @@ from components.model.capacity import machines
 from components.model.errors import Problem, config_key
 from components.model.resolved import server_image
 from components.model.stack import StackConfig
-from components.model.workloads import maxtext, vllm
+from components.model.workloads import models, maxtext, vllm
 from components.model.workloads.images import image_tag
 from components.model.workloads.serving import _MAXTEXT_KEY, JETSTREAM_IMAGE, JETSTREAM_PATHWAYS_VERSION, SERVE_KEYS, ServeConfig
 from components.model.workloads.workload import MAX_LABEL_VALUE, Workload, head_pod_demand, serve_worker_request
@@ -152,6 +152,9 @@ def _engine_keys(i: int, sv: ServeConfig) -> list[Problem]:
                 why = ("serve.engine is not set, and the default engine is vllm: set serve.engine: jetstream to keep "
                        "JetStream (archived by its maintainers on 2026-02-01), or remove it and configure vLLM"
                        if sv.engine is None else "a JetStream (MaxText) key, not for engine: vllm; remove it")
+                if name in ("quantization", "quantize_kvcache") and sv.engine is not None:
+                    why += (f" (vLLM's FP8 is serve.extraArgs: {vllm.FLAG_QUANTIZATION}={vllm.QUANTIZATION_FP8} for the "
+                            f"weights, {vllm.FLAG_KV_CACHE_DTYPE}={vllm.QUANTIZATION_FP8} for the KV cache)")
                 out.append(Problem(config_key(("workloads", i, "serve", fields[name].alias or name)), why))
     else:
         for name in VLLM_KEYS:
@@ -176,6 +179,11 @@ def _vllm(i: int, sv: ServeConfig) -> list[Problem]:
         why = vllm.flag_problem(arg)
         if why:
             out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)), why))
+    limit = models.context(sv.model)
+    if sv.max_model_len is not None and limit is not None and sv.max_model_len > limit:
+        out.append(Problem(config_key(("workloads", i, "serve", "maxModelLen")), (
+            f"{sv.max_model_len} is above {sv.model}'s context ({limit} tokens, max_position_embeddings in its "
+            f"config.json), which vLLM refuses at start; use at most {limit}, or leave it out for the model's own")))
     return out
 
 
@@ -194,6 +202,7 @@ def _jetstream(i: int, sv: ServeConfig, chips: int, tpu_name: str) -> list[Probl
         elif key in SERVE_KEYS or key.startswith("ici_"):
             out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)),
                                f"{key} is set by the stack from its own keys (serve.*); set it there instead"))
+    out += _tokenizer(i, sv)
     if sv.tokenizer_args is None:
         out.append(Problem(config_key(("workloads", i, "serve", "tokenizer")), (
             f"required for model {sv.model!r}: the JetStream image has no tokenizer MaxText pairs with it (base.yml's "
@@ -206,6 +215,27 @@ def _jetstream(i: int, sv: ServeConfig, chips: int, tpu_name: str) -> list[Probl
             f"{mesh}; each replica's engine spans one {tpu_name} slice ({chips} chips)"
         )))
     return out
+
+
+def _tokenizer(i: int, sv: ServeConfig) -> list[Problem]:
+    """An explicit tokenizer that is another family's file in the image, or whose type is not its file's format."""
+    args = sv.tokenizer_args
+    if args is None:
+        return []
+    path, kind = args
+    own = maxtext.known_tokenizer(sv.model)
+    families = maxtext.families_of(path)
+    if sv.tokenizer is not None and families and (own is None or own[0] != path):
+        return [Problem(config_key(("workloads", i, "serve", "tokenizer")), (
+            f"{path} is the tokenizer of {', '.join(families)}, not of {sv.model}; "
+            + (f"its own is {own[0]} (the default: leave serve.tokenizer out)" if own else
+               "the image has none for it: name its Hugging Face tokenizer"
+               ) + "; another family's vocabulary decodes into nonsense"))]
+    expected = maxtext.tokenizer_format(path)
+    if expected is not None and kind != expected:
+        return [Problem(config_key(("workloads", i, "serve", "tokenizerType")), (
+            f"{kind} does not read {path}, a {expected} tokenizer; set {expected} or leave serve.tokenizerType out"))]
+    return []
 
 
 # The chart names its picker <release truncated to 40>-epp (epplib _helpers.tpl gateway-api-inference-extension.name).

@@ -79,6 +79,11 @@ FLAG_SERVED_MODEL_NAME = "--served-model-name"
 FLAG_LOAD_FORMAT = "--load-format"
 LOAD_FORMAT_STREAMER = "runai_streamer"  # vllm/model_executor/model_loader: streams safetensors from gs://
 FLAG_QUANTIZATION = "--quantization"
+# FP8 on tpu-inference: weights by --quantization=fp8 (tpu_platform.py TpuPlatform.supported_quantization), the KV
+# cache by --kv-cache-dtype=fp8 (tpu_inference/utils.py's dtype table: fp8, fp8_e4m3, fp8_e5m2). MaxText's
+# `quantization: fp8` and `quantize_kvcache` (serve.quantization, serve.quantizeKvcache) are JetStream's names.
+QUANTIZATION_FP8 = "fp8"
+FLAG_KV_CACHE_DTYPE = "--kv-cache-dtype"
 FLAG_MAX_NUM_SEQS = "--max-num-seqs"
 # What the stack sets itself: extraArgs may not repeat them (the last one would win silently).
 STACK_FLAGS = frozenset({"--model", "--host", FLAG_PORT, FLAG_TENSOR_PARALLEL, FLAG_MAX_MODEL_LEN, FLAG_SERVED_MODEL_NAME,
