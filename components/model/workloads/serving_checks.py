@@ -12,7 +12,7 @@ from components.model.capacity import machines
 from components.model.errors import Problem, config_key
 from components.model.resolved import server_image
 from components.model.stack import StackConfig
-from components.model.workloads import models, maxtext, vllm
+from components.model.workloads import maxtext, models, vllm
 from components.model.workloads.images import image_tag
 from components.model.workloads.serving import _MAXTEXT_KEY, JETSTREAM_IMAGE, JETSTREAM_PATHWAYS_VERSION, SERVE_KEYS, ServeConfig
 from components.model.workloads.workload import MAX_LABEL_VALUE, Workload, head_pod_demand, serve_worker_request
