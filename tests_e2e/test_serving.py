@@ -9,6 +9,7 @@ Kueue whole; and only the LWS controller may make TPU StatefulSets."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -21,7 +22,7 @@ from components.model.workloads.workload import serve_service_name
 from tests.conftest import config_with
 from tests_e2e.helpers import condition, is_true, nodes, running
 from tests_e2e.test_stacks import example_model, example_stack_config
-from tools.cluster.kubelet import PROBES_PASSED
+from tools.cluster.engine_prober import ENGINE_ANSWERS, PROBED_AT
 
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
@@ -226,21 +227,40 @@ def ready_endpoints(cluster, namespace: str, service: str) -> dict[str, bool]:
 
 
 def test_the_endpoint_holds_only_leaders_whose_probes_pass(cluster, stacks):
-    # The serve engine's probes (startup, then readiness on the HTTP front end) gate the leader's readiness:
-    # kwok runs the pod but makes it Ready only when its probes pass (tools/cluster/stages.yaml), which is the
-    # scenario's to say. Until then the Service has no ready endpoint; then exactly the leaders that answer.
+    # The serve engine's probes (startup, then readiness, on vLLM's /health) gate the leader's readiness. kwok runs
+    # the pod; the engine is the scenario's to play (ENGINE_ANSWERS: its /health answers from then on), and the
+    # tier's prober (tools/cluster/engine_prober.py) makes the pod Ready when the kubelet would, from the pod's own
+    # probes. Until then the Service has no ready endpoint; then exactly the leaders that answer.
     name, namespace, replicas, size = serving_stack(stacks)
+    scaled_to(cluster, namespace, name, 1)
+    wait_lws_running(cluster, namespace, name, size)
+    # a scale-up, as the autoscaler makes on load: the new replicas' leaders start unready
+    started = time.monotonic()
     scaled_to(cluster, namespace, name, replicas)
     ps = wait_lws_running(cluster, namespace, name, replicas * size)
-    leaders = sorted(m[0]["metadata"]["name"] for m in groups_of(ps).values())
+    groups = groups_of(ps)
+    leaders = sorted(m[0]["metadata"]["name"] for m in groups.values())
     service = serve_service_name(name)
-    endpoints = cluster.wait_for("the Service's endpoints listed", lambda: ready_endpoints(cluster, namespace, service) or None)
+    endpoints = cluster.wait_for("the Service's endpoints listed",
+                                 lambda: (e := ready_endpoints(cluster, namespace, service)) and len(e) == replicas and e or None)
     assert sorted(endpoints) == leaders and not any(endpoints.values()), endpoints  # leaders only, none ready yet
-    cluster.kubectl("annotate", "pod", "-n", namespace, leaders[0], f"{PROBES_PASSED}=true")
-    cluster.wait_for(f"{leaders[0]} ready behind the Service",
-                     lambda: ready_endpoints(cluster, namespace, service).get(leaders[0]) is True)
+    # a new replica's engine answers as soon as it runs (its model loaded): Ready within its probes' periods, not
+    # after a fixed delay (JetStream's 600 s startup delay held every scaled-up vLLM replica unready for 10 minutes)
+    new_leader = groups[max(groups)][0]
+    engine = next(c for c in new_leader["spec"]["containers"] if c["name"] == "vllm")
+    within = engine["startupProbe"]["periodSeconds"] + engine["readinessProbe"]["periodSeconds"]
+    assert "initialDelaySeconds" not in engine["startupProbe"], engine["startupProbe"]
+    answered = time.monotonic()
+    cluster.kubectl("annotate", "pod", "-n", namespace, new_leader["metadata"]["name"], f"{ENGINE_ANSWERS}=true")
+    cluster.wait_for(f"{new_leader['metadata']['name']} ready behind the Service",
+                     lambda: ready_endpoints(cluster, namespace, service).get(new_leader["metadata"]["name"]) is True, timeout=120)
+    ready = time.monotonic()
+    probed = cluster.get("pods", "-n", namespace, new_leader["metadata"]["name"])["metadata"]["annotations"][PROBED_AT]
+    print(f"scale-up to ready: {ready - started:.1f} s (engine answered after {answered - started:.1f} s; probes passed "
+          f"{probed} s after it, ready {ready - answered:.1f} s after it)")
+    assert float(probed) <= within and ready - answered <= within + 20, (probed, ready - answered)
     endpoints = ready_endpoints(cluster, namespace, service)
-    assert endpoints == {leaders[0]: True, **{n: False for n in leaders[1:]}}, endpoints
+    assert endpoints == {n: n == new_leader["metadata"]["name"] for n in leaders}, endpoints
 
 
 def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):

@@ -27,6 +27,7 @@ Where this project deliberately differs from Google's example (README, "Serving 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from components.constants import (
@@ -128,13 +129,25 @@ def engine_args(w: ResolvedWorkload) -> list[str]:
 
 
 def _probes(path: str, port: int) -> dict[str, Any]:
-    """Google's probe timings: a first try after 10 minutes, then every second for a model that loads for hours;
+    """JetStream's, Google's probe timings: a first try after 10 minutes, then every second for a model that loads for hours;
     liveness and readiness every minute, ten failures allowed."""
     probe = {"httpGet": {"path": path, "port": port}}
     return {
         "startupProbe": {**probe, "periodSeconds": 1, "initialDelaySeconds": STARTUP_DELAY_SECONDS, "failureThreshold": 10000},
         "livenessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
         "readinessProbe": {**probe, "periodSeconds": 60, "failureThreshold": 10},
+    }
+
+
+def _vllm_probes(load_timeout_minutes: int) -> dict[str, Any]:
+    """vLLM's: its /health answers only once the model is loaded (vllm.py), so no delay: startup every 10 s for as
+    long as the model may load, readiness every 5 s after, liveness every 30 s, ten failures allowed."""
+    probe = {"httpGet": {"path": vllm.HEALTH_PATH, "port": vllm.PORT}, "timeoutSeconds": vllm.PROBE_TIMEOUT_SECONDS}
+    return {
+        "startupProbe": {**probe, "periodSeconds": vllm.STARTUP_PERIOD_SECONDS,
+                         "failureThreshold": math.ceil(load_timeout_minutes * 60 / vllm.STARTUP_PERIOD_SECONDS)},
+        "readinessProbe": {**probe, "periodSeconds": vllm.READINESS_PERIOD_SECONDS, "failureThreshold": vllm.READINESS_FAILURES},
+        "livenessProbe": {**probe, "periodSeconds": vllm.LIVENESS_PERIOD_SECONDS, "failureThreshold": vllm.LIVENESS_FAILURES},
     }
 
 
@@ -200,7 +213,7 @@ def _vllm_containers(w: ResolvedWorkload) -> list[dict[str, Any]]:
         "args": vllm_args(w),
         "env": vllm_env(w),
         "ports": [_port(vllm.PORT, "http")],
-        **_probes(vllm.HEALTH_PATH, vllm.PORT),
+        **_vllm_probes(sv.load_timeout_minutes),
         "resources": guaranteed_resources(*sv.engine_container_resources),
         "securityContext": DROP_ALL,
     }]

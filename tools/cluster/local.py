@@ -30,6 +30,7 @@ import yaml
 from components.model.workloads import inference_gateway as igw
 from tools.cluster.api import Api
 from tools.cluster.cloud import LoadBalancerController, QueuedProvisioner
+from tools.cluster.engine_prober import EngineProber
 from tools.cluster.kubelet import ControllerKubelet, Engine
 
 HERE = Path(__file__).resolve().parent
@@ -106,6 +107,7 @@ class LocalCluster:
         self.kubeconfig = workdir / "kubeconfig"
         self.api: Optional[Api] = None
         self.kubelet: Optional[ControllerKubelet] = None
+        self.engine_prober: Optional[EngineProber] = None
         self.load_balancers: Optional[LoadBalancerController] = None
         self.provisioner: Optional[QueuedProvisioner] = None
 
@@ -242,6 +244,8 @@ class LocalCluster:
         self.kubelet = ControllerKubelet(self.api, self.workdir / "kubelet", controller_engines(), gateway=ADDRESS.split("/")[0],
                                          apiserver_port=self.apiserver_port)
         self.kubelet.start()
+        self.engine_prober = EngineProber(self.api)
+        self.engine_prober.start()
         self.load_balancers = LoadBalancerController(self.api)
         self.load_balancers.start()
         self.provisioner = QueuedProvisioner(self.api)
@@ -295,6 +299,8 @@ class LocalCluster:
 
         if self.kubelet is not None:
             self.kubelet.stop()
+        if self.engine_prober is not None:
+            self.engine_prober.stop()
         if (self.kwok_workdir / "clusters" / self.name).exists():
             subprocess.run([str(BIN / "kwokctl"), "delete", "cluster", "--name", self.name,
                             f"--kubeconfig={self.workdir / 'kwokctl-kubeconfig'}"],

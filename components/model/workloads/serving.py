@@ -147,6 +147,10 @@ class ServeConfig(_Model):
         "jetstream (required): the MaxText checkpoint (load_parameters_path)."))
     max_model_len: Optional[int] = Field(default=None, ge=16, le=10_485_760, description=(
         "vllm: --max-model-len (prompt + generated tokens); default: the model's own."))
+    load_timeout_minutes: int = Field(default=180, ge=5, le=1440, description=(
+        "vllm: how long the engine may take to load and compile the model: its startup probe (on /health, which answers "
+        "only once the model is loaded) tries every 10 s for this long, then the container restarts. A leader is ready "
+        "within seconds of its engine answering."))
     hugging_face_token_secret: Optional[str] = Field(default=None, description=(
         "vllm: a Secret in the workload namespace whose HF_TOKEN key holds a Hugging Face token (gated models)."))
     vllm_image: str = Field(default=vllm.VLLM_IMAGE, description="vllm: the vLLM TPU image (pinned; its tpu-inference sets the Pathways JAX).")

@@ -29,7 +29,7 @@ _MAXTEXT_MODEL = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
 JETSTREAM_KEYS = ("config_file", "tokenizer", "tokenizer_type", "per_device_batch_size", "max_prefill_predict_length",
                   "max_target_length", "parallelism", "quantization", "quantize_kvcache", "weight_dtype", "jetstream_image",
                   "http_image")
-VLLM_KEYS = ("max_model_len", "hugging_face_token_secret", "vllm_image")
+VLLM_KEYS = ("max_model_len", "hugging_face_token_secret", "vllm_image", "load_timeout_minutes")
 # LWS names its leader StatefulSet <name> and each group's workers <name>-<group>; a StatefulSet's pods carry
 # controller-revision-hash=<statefulset>-<10-character hash>, a label value of at most 63 characters.
 MAX_LWS_STATEFULSET_NAME = MAX_LABEL_VALUE - 11

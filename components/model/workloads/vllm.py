@@ -45,6 +45,19 @@ def pathways_version(image_tag: str) -> str | None:
 COMMAND = ("vllm", "serve")
 PORT = 8000
 HEALTH_PATH = "/health"
+# Its probes. `vllm serve` serves HTTP only once the engine is built (weights loaded, KV cache allocated,
+# tpu-inference's precompilation done): vllm/entrypoints/openai/api_server.py run_server_worker builds the engine
+# client, then serve_http; setup_server only binds the socket before, so until then a probe's connection is refused.
+# /health answers 200 while the engine lives, 503 once it is dead (serve/instrumentator/health.py): the startup probe tries
+# from the start, every STARTUP_PERIOD_SECONDS, for serve.loadTimeoutMinutes, and readiness follows within
+# READINESS_PERIOD_SECONDS of the engine answering (no fixed delay: JetStream's 600 s would hold every scaled-up
+# replica unready for ten minutes).
+STARTUP_PERIOD_SECONDS = 10
+READINESS_PERIOD_SECONDS = 5
+READINESS_FAILURES = 3
+LIVENESS_PERIOD_SECONDS = 30
+LIVENESS_FAILURES = 10
+PROBE_TIMEOUT_SECONDS = 5
 COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
