@@ -58,6 +58,7 @@ $(SERVING_SOURCES): tools/serving/sources.lock $(VENV)/.installed
 	@echo "==> unpacking the pinned vllm-tpu and tpu-inference wheels into build/serving-sources (first run only; about 10 s)"
 	rm -rf build/serving-sources
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
+	  --python-version 3.12 --implementation cp --abi cp312 --platform manylinux_2_24_x86_64 \
 	  --target build/serving-sources -r tools/serving/sources.lock
 	touch $@
 

@@ -321,11 +321,11 @@ FEATURES = {
     "existing cluster as it is, guards off": config_with(
         cluster={"existing": {"kubeconfig": "build/kubeconfig"}}, bucket={"name": "b-cache"},
         kubernetes={"installControllers": False, "kueue": {"clusterQueue": "cluster-queue"}, "guards": {"enabled": False}}),
-    "serving": config_with(pathwaysVersion="jax-0.9.2", workloads=[
+    "serving": config_with(pathwaysVersion="jax-0.11.2", workloads=[
         {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct"}}]),
     "multi-tier checkpointing": config_with(pathwaysVersion="jax-0.7.2", resilience={"mtc": {"inMemoryVolumeSize": "64Gi"}}, workloads=[
         {"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}}]),
-    "autoscaled serving": config_with(pathwaysVersion="jax-0.9.2", workloads=[
+    "autoscaled serving": config_with(pathwaysVersion="jax-0.11.2", workloads=[
         {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "autoscale": {"maxReplicas": 1, "target": 4}}}]),
 }
 

@@ -285,7 +285,7 @@ def test_what_runs_only_while_scaled_up_is_counted_in_its_own_unit():
 def test_a_serve_workload_on_a_cluster_made_elsewhere_lists_what_that_cluster_must_give_it():
     serve = {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "weights": "gs://acme-models/llama"}}
     existing = {"cluster": {"existing": {"kubeconfig": "/tmp/kubeconfig"}}, "bucket": {"name": "team-bucket"}, "headPool": {},
-                "pathwaysVersion": "jax-0.9.2", "slices": [{"name": "main", "tpu": "v6e-16"}], "workloads": [serve]}
+                "pathwaysVersion": "jax-0.11.2", "slices": [{"name": "main", "tpu": "v6e-16"}], "workloads": [serve]}
     s = summary_of("dev", **existing)
     (pools,) = [n for n in s["notices"] if n.startswith("serve workload chat on a cluster made elsewhere")]
     assert "GCE_METADATA" in pools and "roles/storage.objectViewer on gs://acme-models" in pools
@@ -294,7 +294,7 @@ def test_a_serve_workload_on_a_cluster_made_elsewhere_lists_what_that_cluster_mu
     assert ("serve workloads with kubernetes.installControllers: false: the cluster must run the LeaderWorkerSet controller "
             "(0.6.0 or later) and Kueue with its leaderworkerset.x-k8s.io/leaderworkerset integration enabled") in s["notices"]
     # the stack's own cluster makes its serving pools and the weights grant itself: nothing to say
-    own = summary_of("dev", pathwaysVersion="jax-0.9.2", slices=[{"name": "main", "tpu": "v6e-16"}], workloads=[serve])
+    own = summary_of("dev", pathwaysVersion="jax-0.11.2", slices=[{"name": "main", "tpu": "v6e-16"}], workloads=[serve])
     assert not [n for n in own["notices"] if n.startswith("serve workload")]
     # without gs:// weights the engine downloads from Hugging Face: the cluster needs a route out
     del serve["serve"]["weights"]

@@ -30,7 +30,7 @@ def quantities(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 
 VARIANTS = {
-    "serve-only": config_with(slices=[{"name": "serve", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.9.2", workloads=[
+    "serve-only": config_with(slices=[{"name": "serve", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.11.2", workloads=[
         {"name": "llama", "mode": "serve", "serve": {"replicas": 2, "model": "meta-llama/Llama-3.1-8B-Instruct",
                                                     "weights": "gs://test-models/llama3.1-8b"}}]),
     "serve-jetstream": config_with(slices=[{"name": "serve", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.5.3", workloads=[

@@ -11,13 +11,14 @@ import yaml
 from components.model.config import load, resolve
 from components.model.cost.summary import stack_summary, summary_text
 from components.model.errors import ConfigError
+from components.model.workloads import vllm
 from infra.offline.render import manifests
 from infra.offline.stackfile import flatten
 from tests.conftest import config_with, example_path, example_plan, plan_of
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 WEIGHTS = "gs://acme-models/meta-llama/Llama-3.1-8B-Instruct"
-VERSION = "jax-0.9.2"  # what tpu-inference 0.21.0 requires (vllm.RELEASES)
+VERSION = f"jax-{vllm.RELEASES[vllm.VLLM_IMAGE.rsplit(':', 1)[1]].jax}"  # what the pinned tpu-inference requires
 
 
 def vllm_config(slices=None, version=VERSION, **serve):
@@ -52,7 +53,7 @@ def test_a_serve_workload_runs_vllm_on_pathways_by_default():
     assert list(c) == ["pathways-proxy", "pathways-rm", "vllm"]  # vLLM serves HTTP itself: no front end container
     assert c["pathways-proxy"]["image"].endswith(f"/proxy_server:{VERSION}") and c["pathways-rm"]["image"].endswith(f"/server:{VERSION}")
     engine = c["vllm"]
-    assert engine["image"] == "docker.io/vllm/vllm-tpu:v0.21.0"
+    assert engine["image"] == "docker.io/vllm/vllm-tpu:v0.32.0"
     assert engine["command"] == ["vllm", "serve"]
     # the weights streamed from gs://, served under the model's name, one v6e-16 slice's 16 chips as the tensor-parallel size
     assert engine["args"] == [WEIGHTS, "--port=8000", "--tensor-parallel-size=16", f"--served-model-name={MODEL}",
@@ -97,9 +98,9 @@ def test_the_example_serving_stack_runs_vllm():
      "'llama3.1-8b' is not a Hugging Face model id"),
     (vllm_config(engine="vllm", parallelism={"tensor": 16}), "pathways:workloads[0].serve.parallelism",
      "a JetStream (MaxText) key, not for engine: vllm"),
-    # the engine's JAX on both sides of the proxy: tpu-inference 0.21.0 requires jax 0.9.2
+    # the engine's JAX on both sides of the proxy: tpu-inference 0.32.0 requires jax 0.11.2
     (vllm_config(version="jax-0.7.2"), "pathways:pathwaysVersion",
-     "jax-0.7.2 for serve workload 'chat', but its engine image v0.21.0 runs on Pathways jax-0.9.2 (its tpu-inference requires jax 0.9.2)"),
+     "jax-0.7.2 for serve workload 'chat', but its engine image v0.32.0 runs on Pathways jax-0.11.2 (its tpu-inference requires jax 0.11.2)"),
     (vllm_config(extraArgs=["--tensor-parallel-size=8"]), "pathways:workloads[0].serve.extraArgs[0]",
      "--tensor-parallel-size is set by the stack from the stack (the chips of one slice)"),
     (vllm_config(extraArgs=["--max-num-seqs=64", "--port=9000"]), "pathways:workloads[0].serve.extraArgs[1]", "--port is set by the stack"),
@@ -110,7 +111,8 @@ def test_the_example_serving_stack_runs_vllm():
     (vllm_config(model="not a model"), "pathways:workloads[0].serve.model", "is not a model name"),
     # tpu-inference's disaggregated engine is not reachable from `vllm serve` (tests/test_vllm_sources.py)
     (vllm_config(disaggregated=True), "pathways:workloads[0].serve.disaggregated",
-     "not with engine: vllm: tpu-inference 0.21.0's disaggregated engine (DisaggEngineCore) is not reachable from `vllm serve`"),
+     "not with engine: vllm: tpu-inference 0.32.0's disaggregated engine (DisaggEngineCore) is not reachable from `vllm serve`, "
+     "and its prefill/decode KV transfer (TPUConnector) needs a PjRt TPU client"),
     # the other engine's keys
     (vllm_config(engine="jetstream", model="llama3.1-8b", weights=WEIGHTS, maxModelLen=4096, version="jax-0.5.3"),
      "pathways:workloads[0].serve.maxModelLen", "a vLLM key, not for engine: jetstream"),
@@ -129,7 +131,7 @@ def test_bad_vllm_configs_give_one_clear_error(config, key, text):
 
 def test_the_plan_names_the_engine_image():
     s = stack_summary(resolve(load(_raw(vllm_config(weights=WEIGHTS)), stack="test")))
-    assert s["workloads"][0]["images"]["vllm"] == "docker.io/vllm/vllm-tpu:v0.21.0"
+    assert s["workloads"][0]["images"]["vllm"] == "docker.io/vllm/vllm-tpu:v0.32.0"
     assert not [n for n in s["notices"] if "archived" in n]
 
 

@@ -63,7 +63,7 @@ def _dataclass_fields(relative: str, *classes: str) -> dict[str, ast.expr | None
 
 def _flags() -> dict[str, ast.expr | None]:
     fields = {**_dataclass_fields("vllm/engine/arg_utils.py", "EngineArgs"),
-              **_dataclass_fields("vllm/entrypoints/openai/cli_args.py", "BaseFrontendArgs", "FrontendArgs")}
+              **_dataclass_fields("vllm/entrypoints/launchers/cli_args.py", "BaseFrontendArgs", "FrontendArgs")}
     return {"--" + name.replace("_", "-"): default for name, default in fields.items()}
 
 
@@ -173,3 +173,25 @@ def test_the_fp8_names_the_refusal_points_at_are_tpu_inferences():
     supported = re.search(r"supported_quantization: list\[str\] = \[([^\]]*)\]", platform)
     assert supported and f'"{vllm.QUANTIZATION_FP8}"' in supported.group(1)
     assert re.search(rf'^\s*"{vllm.QUANTIZATION_FP8}": jnp\.float8', _read("tpu_inference/utils.py"), re.M)
+
+
+def test_health_answers_only_once_the_engine_is_built():
+    """The leader's probes have no fixed delay (components/manifests/lws.py _vllm_probes): they rely on `vllm serve`
+    serving HTTP only after the engine client is built, on a socket only bound (not listening) before."""
+    entry = _read("vllm/entrypoints/launchers/api_server/entry.py")
+    worker = entry[entry.index("async def run_server_worker"):]
+    assert worker.index("build_async_engine_client(") < worker.index("build_and_serve(")
+    served = entry[entry.index("async def build_and_serve"):entry.index("async def run_server(")]
+    assert "serve_http(" in served
+    launcher = _read("vllm/entrypoints/launchers/launcher.py")
+    create = launcher[launcher.index("def create_server_socket"):launcher.index("def setup_server")]
+    assert "sock.bind(" in create and ".listen(" not in create
+
+
+def test_the_kv_connector_moves_the_cache_over_a_pjrt_clients_transfer_server():
+    """Why serve.disaggregated is refused with vllm on Pathways (vllm.py): TPUConnector's transfer server is started
+    on the engine's device client, which is the IFRT proxy's on Pathways. A release that changes this fails here."""
+    connector = _read("tpu_inference/distributed/tpu_connector.py")
+    assert f"class {vllm.KV_CONNECTOR}(" in connector
+    assert re.search(r"start_transfer_server\(\s*jax\.local_devices\(\)\[0\]\.client", connector)
+    assert f'"{vllm.KV_CONNECTOR}"' in _read("tpu_inference/platforms/tpu_platform.py")

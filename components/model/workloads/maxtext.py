@@ -68,7 +68,7 @@ def tokenizer_format(path: str) -> Optional[TokenizerType]:
     the image its family's, a Hugging Face id huggingface; None when the path says nothing (another file)."""
     if path.endswith(".tiktoken"):
         return "tiktoken"
-    known = {p: kind for p, kind in TOKENIZERS.values()}
+    known: dict[str, TokenizerType] = {p: kind for p, kind in TOKENIZERS.values()}
     if path in known:
         return known[path]
     if not path.startswith(_IMAGE_FILES) and _HF_ID.fullmatch(path):

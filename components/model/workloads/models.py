@@ -2,7 +2,7 @@
 sequence hold.
 
 vLLM derives a model's maximum length from its config.json (max_position_embeddings; a multimodal model's
-text_config) and refuses a larger --max-model-len at start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm-tpu 0.21.0
+text_config) and refuses a larger --max-model-len at start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm-tpu 0.32.0
 vllm/config/model.py `_get_and_verify_max_len`: "User-specified max_model_len (...) is greater than the derived
 max_model_len"): on TPUs, after the slices were provisioned and the weights loaded. The plan refuses it first, for the
 models listed here; for any other the engine's own check is the only one, and the plan says so.

@@ -169,8 +169,9 @@ def _vllm(i: int, sv: ServeConfig) -> list[Problem]:
     if sv.disaggregated:
         out.append(Problem(config_key(("workloads", i, "serve", "disaggregated")), (
             f"not with engine: vllm: tpu-inference {vllm.RELEASES[vllm.VLLM_IMAGE.rsplit(':', 1)[1]].tpu_inference}'s "
-            f"disaggregated engine ({vllm.DISAGGREGATED_ENGINE}) is not reachable from `vllm serve`; serve one slice per "
-            "replica, or use engine: jetstream for prefill and decode on separate slices")))
+            f"disaggregated engine ({vllm.DISAGGREGATED_ENGINE}) is not reachable from `vllm serve`, and its prefill/decode "
+            f"KV transfer ({vllm.KV_CONNECTOR}) needs a PjRt TPU client, which the engine does not have on Pathways (the "
+            "IFRT proxy's); serve one slice per replica, or use engine: jetstream for prefill and decode on separate slices")))
     if not vllm.is_hugging_face_id(sv.model):
         out.append(Problem(config_key(("workloads", i, "serve", "model")), (
             f"{sv.model!r} is not a Hugging Face model id, which vLLM serves (e.g. meta-llama/Llama-3.1-8B-Instruct); "

@@ -7,13 +7,17 @@ vLLM's engine core runs in-process (``platforms/tpu_platform.py`` ``check_and_up
 "VLLM_ENABLE_V1_MULTIPROCESSING must be 0 when using Pathways(JAX_PLATFORMS=proxy)"; vLLM's ``envs.py``
 derives ``VLLM_TPU_USING_PATHWAYS`` from ``"proxy" in JAX_PLATFORMS``).
 
-Pins, each read from the released wheels (tools/engines/serving-sources.lock hash-locks them, and
+Pins, each read from the released wheels (tools/serving/sources.lock hash-locks them, and
 tests/test_vllm_sources.py checks every name below against them):
-- ``docker.io/vllm/vllm-tpu:v0.21.0`` is vLLM's TPU image of the ``vllm-tpu`` 0.21.0 release, whose wheel
-  requires ``tpu-inference==0.21.0`` (METADATA);
-- tpu-inference 0.21.0 requires ``jax==0.9.2``, ``pathwaysutils`` and ``runai-model-streamer[gcs,s3]`` (METADATA):
-  the Pathways server and proxy must be ``jax-0.9.2`` (one JAX on both sides of the proxy), and the image can
-  stream safetensors from ``gs://``.
+- ``docker.io/vllm/vllm-tpu:v0.32.0`` is vLLM's TPU image of the ``vllm-tpu`` 0.32.0 release (the newest on PyPI on
+  2026-12-06), whose wheel requires ``tpu-inference==0.32.0`` (METADATA);
+- tpu-inference 0.32.0 requires ``jax==0.11.2``, ``pathwaysutils`` and ``runai-model-streamer[gcs,s3]==0.15.9``
+  (METADATA): the Pathways server and proxy must be ``jax-0.11.2`` (one JAX on both sides of the proxy), and the image
+  can stream safetensors from ``gs://``. Neither image can be pulled here: that the registries hold both tags is
+  vLLM's and Google's release practice (a vllm/vllm-tpu:v<release> and a pathways/server:jax-<JAX> per release), not
+  verified by this repository.
+RELEASES keeps the tags pinned before with what their wheels required (0.21.0: jax 0.9.2), so a stack that stays on
+one is paired with its Pathways release; only the pinned one's names are read from its wheels.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ class VllmRelease:
 
 
 VLLM_IMAGE_REPOSITORY = "docker.io/vllm/vllm-tpu"
-RELEASES = {"v0.21.0": VllmRelease(vllm="0.21.0", tpu_inference="0.21.0", jax="0.9.2")}
-VLLM_IMAGE = f"{VLLM_IMAGE_REPOSITORY}:v0.21.0"
+RELEASES = {"v0.21.0": VllmRelease(vllm="0.21.0", tpu_inference="0.21.0", jax="0.9.2"),
+            "v0.32.0": VllmRelease(vllm="0.32.0", tpu_inference="0.32.0", jax="0.11.2")}
+VLLM_IMAGE = f"{VLLM_IMAGE_REPOSITORY}:v0.32.0"
 
 
 def pathways_version(image_tag: str) -> str | None:
@@ -46,8 +51,9 @@ COMMAND = ("vllm", "serve")
 PORT = 8000
 HEALTH_PATH = "/health"
 # Its probes. `vllm serve` serves HTTP only once the engine is built (weights loaded, KV cache allocated,
-# tpu-inference's precompilation done): vllm/entrypoints/openai/api_server.py run_server_worker builds the engine
-# client, then serve_http; setup_server only binds the socket before, so until then a probe's connection is refused.
+# tpu-inference's precompilation done): run_server_worker builds the engine
+# client, then serve_http (vllm-tpu 0.32.0: vllm/entrypoints/launchers/api_server/entry.py); setup_server only binds
+# the socket before, so until then a probe's connection is refused.
 # /health answers 200 while the engine lives, 503 once it is dead (serve/instrumentator/health.py): the startup probe tries
 # from the start, every STARTUP_PERIOD_SECONDS, for serve.loadTimeoutMinutes, and readiness follows within
 # READINESS_PERIOD_SECONDS of the engine answering (no fixed delay: JetStream's 600 s would hold every scaled-up
@@ -75,16 +81,23 @@ AUTOSCALE_METRICS = {"queue": METRIC_WAITING, "kvCache": METRIC_KV_CACHE}
 ENV_PLATFORMS = "JAX_PLATFORMS"
 ENV_BACKEND_TARGET = "JAX_BACKEND_TARGET"
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
-# Disaggregated serving: tpu-inference 0.21.0 has an engine for it in one process (core/core_tpu.py
-# DisaggEngineCore, over PREFILL_SLICES / DECODE_SLICES chips), but `vllm serve` never selects it: nothing in
-# vLLM or the rest of tpu-inference refers to it (its examples patch vLLM's EngineCore). serving_checks refuses
-# serve.disaggregated with vllm; tests/test_vllm_sources.py fails when a pinned release wires it.
+# Disaggregated serving, as tpu-inference 0.32.0 has it: (1) an engine in one process (core/core_tpu.py
+# DisaggEngineCore, over PREFILL_SLICES / DECODE_SLICES chips) that `vllm serve` never selects (nothing in vLLM or the
+# rest of tpu-inference refers to it); (2) two `vllm serve`s, prefill (kv_role kv_producer) and decode
+# (kv_consumer), with --kv-transfer-config naming TPUConnector (distributed/tpu_connector.py; the platform allows it,
+# platforms/tpu_platform.py) and a proxy that sends each request to prefill with max_tokens 1, then to decode with
+# the kv_transfer_params prefill answered. (2) moves the KV cache over jax.experimental.transfer's server, started on
+# jax.local_devices()[0].client (tpu_connector.py _maybe_start_p2p_server): a PjRt client's. On Pathways the
+# engine's client is the IFRT proxy's (JAX_PLATFORMS=proxy), and jaxlib's transfer server takes PjRt clients only:
+# read in the sources, not run (no TPU here). So serving_checks refuses serve.disaggregated with vllm; tests/
+# test_vllm_sources.py fails when a pinned release wires DisaggEngineCore, and keeps TPUConnector's client in view.
 DISAGGREGATED_ENGINE = "DisaggEngineCore"
+KV_CONNECTOR = "TPUConnector"
 # A gated Hugging Face model's token: read by huggingface_hub, which vLLM downloads with (not a vLLM name).
 ENV_HF_TOKEN = "HF_TOKEN"
 
 # `vllm serve` flags, from EngineArgs / FrontendArgs field names (vllm/engine/arg_utils.py,
-# vllm/entrypoints/openai/cli_args.py: --<field with - for _>).
+# vllm/entrypoints/launchers/cli_args.py: --<field with - for _>).
 FLAG_PORT = "--port"
 FLAG_TENSOR_PARALLEL = "--tensor-parallel-size"
 FLAG_MAX_MODEL_LEN = "--max-model-len"
