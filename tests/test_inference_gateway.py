@@ -161,3 +161,12 @@ def test_the_tier_builds_the_picker_of_the_version_the_stack_installs():
         text = (ROOT / "tools" / "engines" / wrapper / "go.mod").read_text()
         assert re.search(rf"^\s*sigs\.k8s\.io/gateway-api-inference-extension v{re.escape(igw.CHART_VERSION)}\b", text, re.M), wrapper
     assert KubernetesConfig().inference_pool_version == igw.CHART_VERSION
+
+
+def test_the_picker_is_gaies_last_release_that_has_one():
+    """GAIE v1.6 removed cmd/epp and the inferencepool chart (inference_gateway.LAST_PICKER_RELEASE says where the
+    picker went): a pin past v1.5.x while the tier still builds cmd/epp and the stack installs that chart fails here."""
+    text = (ROOT / "tools" / "engines" / "control-plane" / "go.mod").read_text()
+    pinned = re.search(r"^\s*sigs\.k8s\.io/gateway-api-inference-extension v(\d+)\.(\d+)\.(\d+)", text, re.M)
+    assert pinned and "sigs.k8s.io/gateway-api-inference-extension/cmd/epp" in text
+    assert tuple(int(x) for x in pinned.groups()) <= tuple(int(x) for x in igw.LAST_PICKER_RELEASE.split("."))

@@ -21,7 +21,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-CHART_VERSION = "1.5.0"
+# Pin and upgrade (#59, read 2026-12-06): v1.5.0 is GAIE's last release with an endpoint picker fit for production,
+# its chart and its image. From v1.6.0 GAIE keeps only the InferencePool CRD, the conformance tests and a round-robin
+# "lightweight EPP" (cmd/lwepp: no metrics, no model-server type; "not recommended for production",
+# site-src/guides/implementers.md); the picker, InferenceObjective and InferenceModelRewrite moved to llm-d's router
+# (README.md, issue #2430: module github.com/llm-d/llm-d-router, formerly llm-d-inference-scheduler; chart
+# oci://ghcr.io/llm-d/charts/llm-d-router-gateway, image ghcr.io/llm-d/llm-d-router-endpoint-picker), which the Go
+# module proxy here does not serve, and whose v0.10.0 itself builds on GAIE v1.5.0. Upgrading means that chart and
+# image, with the tier's picker built from that module once it is obtainable; GAIE v1.6.2 (served here) brings no
+# picker to move to.
+LAST_PICKER_RELEASE = "1.5.0"
+CHART_VERSION = LAST_PICKER_RELEASE
 CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
 # the chart directory name `make crds` copies to build/charts (the last element of CHART)
 CHART_NAME = "inferencepool"
