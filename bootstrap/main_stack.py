@@ -212,7 +212,7 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         types.add("kubernetes:core/v1:Secret")
     if any(w.profiling_secret for w in stack.jobset_workloads):
         types.add("random:index/randomPassword:RandomPassword")
-    if stack.mtc is not None and stack.mtc.machine_types:  # components/manifests/checkpointing.py
+    if stack.mtc is not None and stack.mtc.slice_groups:  # components/manifests/checkpointing.py
         types.add("kubernetes:checkpointing.gke.io/v1:CheckpointConfiguration")
     if cfg.cluster.existing is not None:
         return frozenset(types)

@@ -170,3 +170,21 @@ def test_the_plan_says_what_each_failure_does(capsys):
     assert "program exits 2, 126, 127: fails the JobSet at once, no restart" in text
     assert "of a worker: restarts the JobSet without spending maxRestarts (restartStrategy BlockingRecreate), unless the program exits" in text
     assert "notebook on failure:\n    no failure rules: every failure counts, disruptions included" in text
+
+
+def test_a_command_that_cannot_start_fails_the_run_at_once_by_default():
+    # containerd's CRI ends a container whose command cannot start with reason StartError, exit code 128: running
+    # it again cannot help, like 126 and 127
+    assert DEFAULT_FAIL_ON_EXIT_CODES == (2, 126, 127, 128)
+
+
+def test_without_rules_the_plan_says_an_evicted_worker_is_replaced_and_counted():
+    from components.model.config import load, resolve
+    from components.model.workloads.failures import DISRUPTION, failure_handling
+    from infra.offline import stackfile
+
+    stack = resolve(load(stackfile.raw_values(stackfile.load_config(example_path("dev"))[0]), "dev"))
+    lines = dict(failure_handling(next(w for w in stack.workloads if w.name == "notebook")))
+    assert lines["worker crashes"].startswith("retried in place on its host")
+    assert lines[f"{DISRUPTION} of a worker"].startswith("its pod is gone: the worker's Job makes a new one on its slice")
+    assert not [k for k in lines if "worker crashes, or" in k]

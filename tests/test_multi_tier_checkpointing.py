@@ -79,23 +79,24 @@ def test_the_bootstrap_grants_the_checkpointing_driver_the_backups_bucket_alone(
     assert deploy and all(f"'projects/_/buckets/{bucket}'" in m.input("condition.expression") for m in deploy)
 
 
-def test_one_checkpoint_configuration_per_machine_type_of_the_workloads_that_mount_it():
+def test_one_checkpoint_configuration_per_slice_group_of_the_workloads_that_mount_it():
     plan = plan_of(config(workloads=[train(), notebook(), train(name="eval", sliceGroup="small")]))
     objs = {o["metadata"]["name"]: o for o in manifests(plan) if o["kind"] == "CheckpointConfiguration"}
-    assert sorted(objs) == ["pathways-mtc-ct5p-hightpu-4t", "pathways-mtc-ct6e-standard-4t"]
-    spec = objs["pathways-mtc-ct6e-standard-4t"]["spec"]
+    assert sorted(objs) == ["pathways-mtc-main", "pathways-mtc-small"]
+    spec = objs["pathways-mtc-main"]["spec"]
     assert spec == {
         "cloudStorageBucketName": "test-proj-123-test-pathways-checkpoints",
-        "nodeSelector": {"node.kubernetes.io/instance-type": "ct6e-standard-4t"},
+        # the group's nodes by the stack's label: another group of the same machine type gets no driver
+        "nodeSelector": {"pathways/slice-group": "main"},
         "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"},
                         {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
         "inMemoryVolumeSize": "64Gi",
         "gcsFuseMountOptions": list(DEFAULT_GCSFUSE_OPTIONS),
     }
-    assert "namespace" not in objs["pathways-mtc-ct6e-standard-4t"]["metadata"]  # cluster-scoped
-    # an interactive workload alone does not bring its machine type
+    assert "namespace" not in objs["pathways-mtc-main"]["metadata"]  # cluster-scoped
+    # an interactive workload alone does not bring its group
     only = plan_of(config(workloads=[train(), notebook()]))
-    assert [o["metadata"]["name"] for o in manifests(only) if o["kind"] == "CheckpointConfiguration"] == ["pathways-mtc-ct6e-standard-4t"]
+    assert [o["metadata"]["name"] for o in manifests(only) if o["kind"] == "CheckpointConfiguration"] == ["pathways-mtc-main"]
 
 
 def test_batch_workers_and_their_sidecar_mount_the_ram_disk_and_nothing_else_does():
@@ -145,7 +146,7 @@ def test_the_stack_outputs_say_where_the_ram_disk_is_and_where_it_is_backed_up()
 def test_the_prod_example_turns_it_on():
     plan = example_plan("prod")
     assert plan.one(CLUSTER).input("addonsConfig.highScaleCheckpointingConfig.enabled") is True
-    assert [o["metadata"]["name"] for o in manifests(plan) if o["kind"] == "CheckpointConfiguration"] == ["pathways-mtc-ct5p-hightpu-4t"]
+    assert [o["metadata"]["name"] for o in manifests(plan) if o["kind"] == "CheckpointConfiguration"] == ["pathways-mtc-train"]
 
 
 @pytest.mark.parametrize("cfg,key,text", [
@@ -225,3 +226,15 @@ def test_security_58_8_the_bootstrap_refuses_two_mtc_stacks_in_one_project(tmp_p
     assert [p.message.split(":")[0] for p in e.value.problems] == [
         "stacks 'a', 'b' all use multi-tier checkpointing (resilience.mtc)"]
     assert bootstrap.read_config({**flat, "pathways-bootstrap:stacks": json.dumps(["a"])}).stacks
+
+
+def test_another_group_of_the_same_machine_type_gets_no_driver():
+    # #59/#60 follow-up: selecting by machine type (xpk's way) would run the driver on a second v6e group's nodes
+    # too, whose pods mount no RAM disk
+    slices = [{"name": "main", "tpu": "v6e-16", "count": 2}, {"name": "other", "tpu": "v6e-16", "count": 1}]
+    plan = plan_of(config_with(slices=slices, pathwaysVersion=VERSION, resilience=MTC,
+                               workloads=[train(), {"name": "notebook", "mode": "interactive", "sliceGroup": "other"}]))
+    (cpc,) = [o for o in manifests(plan) if o["kind"] == "CheckpointConfiguration"]
+    assert cpc["metadata"]["name"] == "pathways-mtc-main" and cpc["spec"]["nodeSelector"] == {"pathways/slice-group": "main"}
+    pools = {r.input("nodeConfig.labels", {}).get("pathways/slice-group") for r in plan.by_type("gcp:container/nodePool:NodePool")}
+    assert {"main", "other"} <= pools  # the label the selector names is on the group's pools

@@ -120,7 +120,7 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
             # selects; every node the scheduler put a worker on is one of them (the API server evaluates the selector)
             assert m.mtc is not None
             (cpc,) = [c for c in cluster.get("checkpointconfigurations")["items"]
-                      if c["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": w.group.tpu.machine_type}]
+                      if c["spec"]["nodeSelector"] == {"pathways/slice-group": w.group.name}]
             selector = ",".join(f"{k}={v}" for k, v in cpc["spec"]["nodeSelector"].items())
             served = {n["metadata"]["name"] for n in cluster.get("nodes", "-l", selector)["items"]}
             workers = {p["spec"]["nodeName"] for p in ps if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == w.worker_job}
@@ -128,10 +128,10 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
             assert cpc["spec"]["inMemoryVolumeSize"] == m.mtc.in_memory_volume_size
 
     if m.mtc is not None:
-        # the API server holds one CheckpointConfiguration per machine type, as it admitted them (the CRD is the
+        # the API server holds one CheckpointConfiguration per slice group, as it admitted them (the CRD is the
         # project's stand-in for GKE's: tools/engines/gke-crds)
         names = sorted(c["metadata"]["name"] for c in cluster.get("checkpointconfigurations")["items"])
-        assert names == [f"pathways-mtc-{t}" for t in m.mtc.machine_types]
+        assert names == [f"pathways-mtc-{g}" for g in m.mtc.slice_groups]
 
     for w in waiting:
         # more slices wanted than the group has: Kueue holds the lower priority, its JobSet stays suspended

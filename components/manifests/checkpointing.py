@@ -1,11 +1,11 @@
-"""Multi-tier checkpointing's CheckpointConfigurations (pure): one per TPU machine type whose workers mount the RAM
-disk. GKE's HighScaleCheckpointing add-on installs the checkpointing.gke.io CRD and reads these to run its node
+"""Multi-tier checkpointing's CheckpointConfigurations (pure): one per slice group whose workers mount the RAM disk. GKE's HighScaleCheckpointing add-on installs the checkpointing.gke.io CRD and reads these to run its node
 driver on the selected nodes with a RAM disk of the given size, backed up to the bucket.
 
 Fields: GoogleCloudPlatform/high-scale-checkpointing-controller apis/checkpointing.gke.io/v1/types.go (the open
 controller GKE's add-on is built from; GKE publishes its own CRD nowhere the project can pin: the tier's stand-in,
 tools/engines/gke-crds/checkpointing.gke.io_checkpointconfigurations.yaml, says so). The node selector and the
-toleration are xpk's (src/xpk/core/mtc.py, templates/mtc-cpc.yaml): the TPU machine type, GKE's TPU taint. The
+toleration follow xpk's (src/xpk/core/mtc.py, templates/mtc-cpc.yaml: the TPU machine type, GKE's TPU taint), with the
+slice group's label in place of the machine type. The
 open CRD is cluster-scoped; Cluster Toolkit's template sets a namespace anyway, which a cluster-scoped kind ignores.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.constants import SPOT_LABEL
+from components.constants import SLICE_GROUP_LABEL, SPOT_LABEL
 from components.manifests.jobset import TPU_RESOURCE
 from components.model.resolved import ResolvedStack
 from components.model.workloads.resilience import checkpoint_configuration_name
@@ -30,10 +30,12 @@ def checkpoint_configurations(stack: ResolvedStack) -> list[dict[str, Any]]:
     return [{
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": checkpoint_configuration_name(machine_type)},
+        "metadata": {"name": checkpoint_configuration_name(group)},
         "spec": {
             "cloudStorageBucketName": mtc.bucket,
-            "nodeSelector": {INSTANCE_TYPE_LABEL: machine_type},
+            # the group's nodes by the stack's own label (every TPU pool of the group carries it), not xpk's machine
+            # type, which another group of the same type (a serve group) shares
+            "nodeSelector": {SLICE_GROUP_LABEL: group},
             # the workers' own: GKE's TPU taint, and the spot taint a spot group's workers tolerate (the driver must
             # run wherever a worker mounts the RAM disk; tolerating a taint a node lacks changes nothing)
             "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
@@ -41,4 +43,4 @@ def checkpoint_configurations(stack: ResolvedStack) -> list[dict[str, Any]]:
             "inMemoryVolumeSize": mtc.in_memory_volume_size,
             "gcsFuseMountOptions": list(mtc.gcs_fuse_mount_options),
         },
-    } for machine_type in mtc.machine_types]
+    } for group in mtc.slice_groups]

@@ -362,9 +362,11 @@ def _resolved_mtc(cfg: StackConfig) -> Optional[ResolvedMtc]:
     mtc, bucket = cfg.resilience.mtc, cfg.mtc_bucket_name
     if mtc is None or bucket is None:
         return None
-    machine_types = sorted({cfg.workload_group(w).tpu.machine_type for w in cfg.workloads if cfg.uses_mtc(w)})
+    # every group a mounting workload's workers may land on: its own and its ladder's rungs
+    groups = sorted({name for w in cfg.workloads if cfg.uses_mtc(w)
+                     for name in (cfg.workload_group(w).name, *cfg.workload_group(w).ladder)})
     return ResolvedMtc(bucket=bucket, in_memory_volume_size=mtc.in_memory_volume_size, mount_path=mtc.mount_path,
-                       gcs_fuse_mount_options=mtc.gcs_fuse_mount_options, machine_types=tuple(machine_types))
+                       gcs_fuse_mount_options=mtc.gcs_fuse_mount_options, slice_groups=tuple(groups))
 
 
 # --- ad-hoc runs (python -m infra.run; runs.py has the stack's side) ---------------------------

@@ -110,8 +110,8 @@ class ResolvedMtc:
     in_memory_volume_size: str
     mount_path: str
     gcs_fuse_mount_options: tuple[str, ...]
-    machine_types: tuple[str, ...]
-    """TPU machine types of the slice groups whose workloads mount it: one CheckpointConfiguration each."""
+    slice_groups: tuple[str, ...]
+    """The slice groups (a ladder's rungs included) whose workloads mount it: one CheckpointConfiguration each."""
 
 
 @dataclass(frozen=True)

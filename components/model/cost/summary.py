@@ -100,7 +100,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
                 + (" (made elsewhere)" if stack.existing_cluster else "")}] if stack.mtc else []),
         "multiTierCheckpointing": {
             "bucket": stack.mtc.bucket, "inMemoryVolumeSize": stack.mtc.in_memory_volume_size,
-            "localCheckpointDirectory": stack.mtc.mount_path, "machineTypes": list(stack.mtc.machine_types),
+            "localCheckpointDirectory": stack.mtc.mount_path, "sliceGroups": list(stack.mtc.slice_groups),
             "workloads": [w.name for w in stack.workloads if w.mtc_mount_path],
         } if stack.mtc else None,
         "runs": {
@@ -424,7 +424,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
     mtc = s["multiTierCheckpointing"]
     if mtc:
         lines += ["", f"Multi-tier checkpointing: a {mtc['inMemoryVolumeSize']} RAM disk on every TPU host of "
-                      f"{', '.join(mtc['machineTypes']) or 'no machine type yet (no batch workload)'}, at {mtc['localCheckpointDirectory']} "
+                      f"slice group {', '.join(mtc['sliceGroups']) or 'none yet (no batch workload)'}, at {mtc['localCheckpointDirectory']} "
                       f"in {', '.join(mtc['workloads']) or 'no workload'} (the program's local_checkpoint_directory), "
                       f"backed up to gs://{mtc['bucket']}"]
     if s["labels"]:

@@ -27,6 +27,15 @@ def _worker_retries(w: ResolvedWorkload) -> str:
     return f"retried {where}, up to {w.worker_backoff_limit} times a slice (backoffLimit), then: {_restart(w)}"
 
 
+def _worker_replaced(w: ResolvedWorkload) -> str:
+    """Without rules an evicted worker pod is not restarted in place: it is gone, and its Job makes a new pod, which
+    the Job counts as a failure like a crash (no podFailurePolicy to ignore the DisruptionTarget condition)."""
+    if w.worker_backoff_limit >= UNLIMITED_RESTARTS_PER_HOST:
+        return "its pod is gone: the worker's Job makes a new one on its slice, without limit"
+    return (f"its pod is gone: the worker's Job makes a new one on its slice and counts it as a failure, up to "
+            f"{w.worker_backoff_limit} a slice with the crashes (backoffLimit), then: {_restart(w)}")
+
+
 def failure_handling(w: ResolvedWorkload) -> list[tuple[str, str]]:
     """(kind of failure, what happens), in the order a reader meets them."""
     if w.mode == "serve":
@@ -37,7 +46,8 @@ def failure_handling(w: ResolvedWorkload) -> list[tuple[str, str]]:
         return [
             ("no failure rules", "every failure counts, disruptions included (onFailure: {} turns the rules on)"),
             (f"head pod fails, or a {DISRUPTION}", _restart(w)),
-            (f"worker crashes, or a {DISRUPTION}", _worker_retries(w)),
+            ("worker crashes", _worker_retries(w)),
+            (f"{DISRUPTION} of a worker", _worker_replaced(w)),
         ]
     out = [
         (f"{DISRUPTION} of the head",

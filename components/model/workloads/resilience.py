@@ -132,6 +132,7 @@ def backups_condition(bucket: str) -> tuple[str, str]:
             f"resource.name == 'projects/_/buckets/{bucket}' || resource.name.startsWith('projects/_/buckets/{bucket}/')")
 
 
-def checkpoint_configuration_name(machine_type: str) -> str:
-    """One CheckpointConfiguration per TPU machine type (xpk applies one per cluster, for its one machine type)."""
-    return f"pathways-mtc-{machine_type}"
+def checkpoint_configuration_name(slice_group: str) -> str:
+    """One CheckpointConfiguration per slice group whose workloads mount the RAM disk (xpk applies one per cluster,
+    selecting its one machine type: here another group of that type, a serving one, would get the driver too)."""
+    return f"pathways-mtc-{slice_group}"

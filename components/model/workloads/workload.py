@@ -110,7 +110,11 @@ class ColocatedPython(_Model):
 # a Pathways program that lost a worker raises in JAX and exits 1 like any other exception, so exit 1 cannot say
 # "the program is wrong" (why xpk applies its exit-code rules to ordinary jobs only: commands/workload.py,
 # b/408465881).
-DEFAULT_FAIL_ON_EXIT_CODES = (2, 126, 127)
+# 2: usage error; 126: not executable; 127: not found (the shell's); 128: the container's command could not start at
+# all: containerd's CRI ends such a container with reason StartError and exit code 128 (containerd
+# internal/cri/server helpers.go errorStartReason/errorStartExitCode, "128 is the same with Docker's behavior"; GKE's
+# nodes run containerd). None of them is cured by running the program again.
+DEFAULT_FAIL_ON_EXIT_CODES = (2, 126, 127, 128)
 # podFailurePolicy onExitCodes: 1..255 (0 is refused with operator In), at most 255 values (the Job API): the range
 # and uniqueness checks below bound the list.
 # JobSet v0.12.0's alpha restart strategy: refused, with the reason (OnFailure._strategy).
@@ -123,7 +127,8 @@ class OnFailure(_Model):
 
     fail_on_exit_codes: Optional[list[int]] = Field(default=None, description=(
         "batch: exit codes of the program (the head's jax-program container) that fail the JobSet at once, no "
-        "restart. Default [2, 126, 127]: usage error, not executable, not found. [] restarts on every exit."))
+        "restart. Default [2, 126, 127, 128]: usage error, not executable, not found, the command could not start "
+        "(the container runtime's StartError). [] restarts on every exit."))
     restart_strategy: str = Field(default="Recreate", description=(
         "JobSet failurePolicy.restartStrategy: Recreate (each Job recreated as soon as its pods are gone) or "
         "BlockingRecreate (no new Job before every pod of the last attempt is gone)."))
