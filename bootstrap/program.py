@@ -442,7 +442,7 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
             if read_role is not None:
                 gcp.projects.IAMMember(f"{s.name}-{identity}-reservation-read", project=project, role=read_role.name,
                                        member=account.member, opts=after("cloudresourcemanager.googleapis.com"))
-                roles[s.name][identity] = sorted([*roles[s.name][identity], s.config.reservation_read_role_id])
+                roles[s.name][identity] = sorted([*roles[s.name][identity], s.config.reservation_read_role_name])
             # What to put in the GitHub environments' variables (docs/ci.md, "CI identities").
             for env in envs:
                 out_environments[env] = {

@@ -507,7 +507,7 @@ def test_a_stack_that_reads_its_reservations_live_gets_just_the_get_permissions(
     for identity in ("preview", "deploy"):
         grant = plan.one(PROJECT_MEMBER, f"prod-{identity}-reservation-read")
         assert grant.input("member") == f"serviceAccount:{email(plan, 'prod', identity)}" and grant.input("condition") is None
-        assert "pathwaysReservationRead_prod" in plan.outputs["roles"]["prod"][identity]
+        assert "projects/pathways-prod-123/roles/pathwaysReservationRead_prod" in plan.outputs["roles"]["prod"][identity]
     # a shared reservation's owner grants in its own project: said, not granted
     (said,) = plan.outputs["reservationReadsElsewhere"]["prod"]
     assert said.startswith("capacity-owner-1: compute.reservations.get for pulumi-prod-preview@pathways-prod-123")

@@ -175,7 +175,9 @@ def test_the_plan_says_what_each_failure_does(capsys):
 def test_a_command_that_cannot_start_fails_the_run_at_once_by_default():
     # containerd's CRI ends a container whose command cannot start with reason StartError, exit code 128: running
     # it again cannot help, like 126 and 127
-    assert DEFAULT_FAIL_ON_EXIT_CODES == (2, 126, 127, 128)
+    head, worker = jobs(the_jobset(onFailure={}))
+    (rule,) = [r for r in head["podFailurePolicy"]["rules"] if r["action"] == "FailJob" and "onExitCodes" in r]
+    assert rule["onExitCodes"]["values"] == [2, 126, 127, 128]
 
 
 def test_without_rules_the_plan_says_an_evicted_worker_is_replaced_and_counted():

@@ -142,9 +142,9 @@ def handshake(tls: serving_tls.ServingTLS, trusted_ca_pem: str, server_name: str
         t.join(10)
 
 
-def serving_stack_tls(plan, name: str = "metrics-adapter-seed") -> serving_tls.ServingTLS:
+def serving_stack_tls(plan, generation: int = 1) -> serving_tls.ServingTLS:
     """What the stack derives from its seed Secret as the offline engine's stand-in token controller fills it."""
-    return adapter_manifest.serving_tls_of(*stand_in_token(name))
+    return adapter_manifest.serving_tls_of(*stand_in_token(ma.NAMESPACE, ma.seed_secret_name(generation)))
 
 
 def test_the_aggregator_verifies_the_adapter_against_a_ca_the_stack_holds():
@@ -181,7 +181,7 @@ def test_a_certificate_for_another_name_or_from_another_ca_is_refused():
     tls = serving_stack_tls(None)
     with pytest.raises(ssl.SSLCertVerificationError, match="match"):
         handshake(tls, tls.ca_pem, f"other.{ma.NAMESPACE}.svc")
-    other = adapter_manifest.serving_tls_of(*stand_in_token("another-seed"))
+    other = adapter_manifest.serving_tls_of(*stand_in_token(ma.NAMESPACE, "another-seed"))
     with pytest.raises(ssl.SSLCertVerificationError, match="unable to get local issuer"):
         handshake(tls, other.ca_pem)
 
@@ -200,14 +200,14 @@ def test_the_seed_is_a_token_secret_of_an_account_with_no_role_and_no_mounted_to
 
 
 def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_keys():
-    token, created = stand_in_token("metrics-adapter-seed")
+    token, created = stand_in_token(ma.NAMESPACE, ma.seed_secret_name(1))
     first, again = adapter_manifest.serving_tls_of(token, created), adapter_manifest.serving_tls_of(token, created)
     assert first == again  # every preview and `up` computes the same Secret and caBundle: no change, no plan violation
-    other = adapter_manifest.serving_tls_of(*stand_in_token("metrics-adapter-seed-2"))
+    other = adapter_manifest.serving_tls_of(*stand_in_token(ma.NAMESPACE, ma.seed_secret_name(2)))
     assert len({first.ca_pem, other.ca_pem}) == 2 and len({first.key_pem, other.key_pem}) == 2
     # valid from the seed's creation for CERTIFICATE_YEARS
     issued = dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
-    assert serving_tls.expires(first.cert_pem) == issued.replace(year=issued.year + ma.CERTIFICATE_YEARS)
+    assert serving_tls.expires(first.cert_pem) == serving_tls.add_years(issued, ma.CERTIFICATE_YEARS)
     with pytest.raises(ValueError, match="too short"):
         serving_tls.derive(b"short", issued, ["a"], years=1, ca_name="ca")
 
@@ -220,6 +220,8 @@ def test_raising_the_generation_rotates_seed_secret_and_mount():
     assert names(after) == [ma.seed_secret_name(2), ma.serving_secret_name(2)]
     volume = after.one("kubernetes:apps/v1:Deployment", f"metrics-adapter-deployment-{ma.NAME}").input("spec.template.spec.volumes")[0]
     assert volume["secret"]["secretName"] == ma.serving_secret_name(2)  # a new pod template: the adapter rolls onto it
+    bundles = [{a.input("spec.caBundle") for a in p.by_type("kubernetes:apiregistration.k8s.io/v1:APIService")} for p in (before, after)]
+    assert len(bundles[0]) == len(bundles[1]) == 1 and bundles[0] != bundles[1]  # a new seed, a new CA
 
 
 @pytest.mark.parametrize("days_left, warned", [(ma.CERTIFICATE_WARN_DAYS - 1, True), (-3, True), (ma.CERTIFICATE_WARN_DAYS + 1, False)])
@@ -227,7 +229,7 @@ def test_a_preview_warns_before_the_certificate_ends(monkeypatch, days_left, war
     said: list[str] = []
     monkeypatch.setattr(adapter_component.pulumi.log, "warn", lambda msg, *a, **k: said.append(msg))
     ends = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=days_left)
-    issued = ends.replace(year=ends.year - ma.CERTIFICATE_YEARS)
+    issued = serving_tls.add_years(ends, -ma.CERTIFICATE_YEARS)
     adapter_component._warn_if_ending(serving_tls.derive(b"s" * 32, issued, ma.SERVING_DNS_NAMES, years=ma.CERTIFICATE_YEARS, ca_name="ca"))
     assert bool(said) == warned
     if warned:

@@ -15,7 +15,7 @@ import pytest
 from components.model.workloads.resilience import DEFAULT_GCSFUSE_OPTIONS, MTC_CSI_DRIVER, MTC_MIN_GKE_VERSION
 from infra.offline.__main__ import main as offline_main
 from infra.offline.render import manifests
-from tests.conftest import config_with, example_path, example_plan, plan_of
+from tests.conftest import config_with, example_config, example_path, example_plan, plan_of
 from tests.test_bootstrap import example_bootstrap_plan
 from tests.test_workload_contract import problem
 
@@ -238,3 +238,14 @@ def test_another_group_of_the_same_machine_type_gets_no_driver():
     assert cpc["metadata"]["name"] == "pathways-mtc-main" and cpc["spec"]["nodeSelector"] == {"pathways/slice-group": "main"}
     pools = {r.input("nodeConfig.labels", {}).get("pathways/slice-group") for r in plan.by_type("gcp:container/nodePool:NodePool")}
     assert {"main", "other"} <= pools  # the label the selector names is on the group's pools
+
+
+def test_a_group_on_pools_made_elsewhere_gets_one_configuration_per_pool_by_gkes_label():
+    # xpk's pools carry no label of this project: the driver must select them by GKE's pool label
+    cfg = example_config("xpk-cluster")
+    cfg["pathways:resilience"] = {"mtc": {"inMemoryVolumeSize": "64Gi", "bucket": "team-project-123-mtc"}}
+    cfg["pathways:workloads"][0]["colocatedPython"] = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}
+    objs = [o for o in manifests(plan_of(cfg, stack="xpk-cluster")) if o["kind"] == "CheckpointConfiguration"]
+    assert [(o["metadata"]["name"], o["spec"]["nodeSelector"]) for o in objs] == [
+        ("pathways-mtc-main-team-v6e-np-0", {"cloud.google.com/gke-nodepool": "team-v6e-np-0"}),
+        ("pathways-mtc-main-team-v6e-np-1", {"cloud.google.com/gke-nodepool": "team-v6e-np-1"})]

@@ -571,3 +571,29 @@ def test_an_inference_gateway_needs_a_gke_with_the_inferencepool_crd():
     assert "the inference gateway (GKE's InferencePool CRD) needs 1.34.0-gke.1626000" in line and "use 1.34.0-gke.1626000 or later" in line
     config["pathways:cluster"] = {"minMasterVersion": "1.34.0-gke.1626000"}
     assert plan_of(config)
+
+
+def test_max_model_len_is_judged_against_the_weights_vllm_loads():
+    from tests.test_vllm import vllm_config
+
+    slices = [{"name": "main", "tpu": "v6e-16", "count": 2}]
+    # a gs:// copy of the model's directory is that model: refused
+    copy = vllm_config(slices=slices, weights="gs://acme-models/meta-llama/Llama-3.1-8B-Instruct/", maxModelLen=262144)
+    assert any(line.startswith("pathways:workloads[0].serve.maxModelLen: ") for line in _errors(copy))
+    # a fine-tune served under the base model's name may be longer: vLLM reads its own config.json
+    tuned = vllm_config(slices=slices, weights="gs://acme-models/long-context-tune", maxModelLen=262144)
+    assert plan_of(tuned)
+
+
+@pytest.mark.parametrize("tokenizer, kind", [
+    ("tokenizers/llama.model", "sentencepiece"),  # a file of the image outside assets/: not a Hugging Face id
+    ("/deps/assets/tokenizer_llama3.tiktoken", "tiktoken"),  # the image's file by its absolute path
+])
+def test_a_tokenizer_file_is_not_mistaken_for_another_kind(tokenizer, kind):
+    lws = the_lws(plan_of(serve_config(model="llama3.1-8b", tokenizer=tokenizer, tokenizerType=kind)))
+    assert f"tokenizer_type={kind}" in containers(lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["jax-tpu"]["args"]
+
+
+def test_the_image_files_absolute_path_is_still_judged_by_its_family():
+    lines = _errors(serve_config(model="llama3.1-8b", tokenizer="/deps/assets/tokenizer.llama2"))
+    assert any("is the tokenizer of llama2, not of llama3.1-8b" in line for line in lines), lines

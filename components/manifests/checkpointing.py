@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.constants import SLICE_GROUP_LABEL, SPOT_LABEL
+from components.constants import NODE_POOL_LABEL, SLICE_GROUP_LABEL, SPOT_LABEL
 from components.manifests.jobset import TPU_RESOURCE
 from components.model.resolved import ResolvedStack
 from components.model.workloads.resilience import checkpoint_configuration_name
@@ -30,12 +30,10 @@ def checkpoint_configurations(stack: ResolvedStack) -> list[dict[str, Any]]:
     return [{
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": checkpoint_configuration_name(group)},
+        "metadata": {"name": checkpoint_configuration_name(name)},
         "spec": {
             "cloudStorageBucketName": mtc.bucket,
-            # the group's nodes by the stack's own label (every TPU pool of the group carries it), not xpk's machine
-            # type, which another group of the same type (a serve group) shares
-            "nodeSelector": {SLICE_GROUP_LABEL: group},
+            "nodeSelector": selector,
             # the workers' own: GKE's TPU taint, and the spot taint a spot group's workers tolerate (the driver must
             # run wherever a worker mounts the RAM disk; tolerating a taint a node lacks changes nothing)
             "tolerations": [{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
@@ -43,4 +41,16 @@ def checkpoint_configurations(stack: ResolvedStack) -> list[dict[str, Any]]:
             "inMemoryVolumeSize": mtc.in_memory_volume_size,
             "gcsFuseMountOptions": list(mtc.gcs_fuse_mount_options),
         },
-    } for group in mtc.slice_groups]
+    } for name, selector in _selections(stack, mtc.slice_groups)]
+
+
+def _selections(stack: ResolvedStack, groups: tuple[str, ...]) -> list[tuple[str, dict[str, str]]]:
+    """(name, nodeSelector) per configuration: a group's nodes by the stack's own label (every TPU pool it makes
+    carries it), not xpk's machine type, which another group of the same type (a serve group) shares; a group on
+    pools made elsewhere (slices[].nodePools), whose nodes carry no label of this project, one per pool by GKE's."""
+    by_name = {g.name: g for g in stack.slices}
+    out: list[tuple[str, dict[str, str]]] = []
+    for group in groups:
+        pools = by_name[group].node_pools
+        out += [(f"{group}-{pool}", {NODE_POOL_LABEL: pool}) for pool in pools] or [(group, {SLICE_GROUP_LABEL: group})]
+    return out

@@ -44,6 +44,14 @@ class ServingTLS:
                 (("tls.crt", self.cert_pem), ("tls.key", self.key_pem), ("ca.crt", self.ca_pem))}
 
 
+def add_years(when: dt.datetime, years: int) -> dt.datetime:
+    """The same day and time `years` later (or earlier); 29 February becomes the 28th in a year without it."""
+    try:
+        return when.replace(year=when.year + years)
+    except ValueError:
+        return when.replace(year=when.year + years, day=28)
+
+
 def _derived(seed: bytes, label: str, length: int) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=f"pathways-serving-tls/{label}".encode()).derive(seed)
 
@@ -70,8 +78,7 @@ def derive(seed: bytes, issued: dt.datetime, dns_names: Iterable[str], *, years:
         raise ValueError(f"a seed of {len(seed)} bytes is too short to derive keys from (32 at least)")
     names = list(dns_names)
     issued = issued.astimezone(dt.timezone.utc).replace(microsecond=0)
-    expires = issued.replace(year=issued.year + years) if not (issued.month == 2 and issued.day == 29) \
-        else issued.replace(year=issued.year + years, day=28)
+    expires = add_years(issued, years)
     ca_key, server_key = _key(seed, "ca"), _key(seed, "server")
     ca = (x509.CertificateBuilder()
           .subject_name(_name(ca_name)).issuer_name(_name(ca_name))

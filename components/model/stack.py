@@ -232,6 +232,11 @@ class StackConfig(_Model):
         return "pathwaysReservationRead_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:40]
 
     @property
+    def reservation_read_role_name(self) -> str:
+        """That role as IAM names it in a grant."""
+        return f"projects/{self.project}/roles/{self.reservation_read_role_id}"
+
+    @property
     def deletion_protection(self) -> bool:
         return True if self.cluster.deletion_protection is None else self.cluster.deletion_protection
 

@@ -8,7 +8,6 @@ would reach Google Cloud get deterministic stand-ins: the same config always giv
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import hashlib
 import hmac
 import json
@@ -58,12 +57,17 @@ CLUSTER_PRIVATE_ENDPOINT = "10.0.0.2"
 CLUSTER_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
 
 
-def stand_in_token(name: str) -> tuple[str, str]:
-    """What the offline engine's stand-in token controller fills the token Secret `name` (Pulumi's name) with: its
-    data.token (base64, as the API returns it: one per Secret, as long as a real token's signature) and its
-    metadata.creationTimestamp (today, so that what is derived from it is as fresh as on a new cluster)."""
-    token = f"offline-token-{hashlib.sha256(name.encode()).hexdigest()}"
-    return base64.b64encode(token.encode()).decode(), dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT00:00:00Z")
+# The stand-in token Secrets' creation time: fixed, so that a plan is the same on any day (what is derived from a
+# token, the metrics adapter's certificate, is valid five years from it).
+STAND_IN_CREATED = "2026-12-01T00:00:00Z"
+
+
+def stand_in_token(namespace: str, name: str) -> tuple[str, str]:
+    """What the offline engine's stand-in token controller fills the token Secret namespace/name with: its data.token
+    (base64, as the API returns it: one per Secret, as long as a real token's signature) and its
+    metadata.creationTimestamp."""
+    token = f"offline-token-{hashlib.sha256(f'{namespace}/{name}'.encode()).hexdigest()}"
+    return base64.b64encode(token.encode()).decode(), STAND_IN_CREATED
 
 
 @dataclass(frozen=True)
@@ -230,7 +234,8 @@ class StandInMocks(pulumi_mocks.Mocks):
         elif t == "kubernetes:core/v1:Secret" and inputs.get("type") == "kubernetes.io/service-account-token":
             # the token controller fills it (the provider waits for it): a stand-in token, one per Secret and as long
             # as a real one's signature, made today (what the metrics adapter's certificate is derived from)
-            token, created = stand_in_token(str(args.name))
+            meta = inputs.get("metadata") or {}
+            token, created = stand_in_token(str(meta.get("namespace", "")), str(meta.get("name", args.name)))
             extra = {"data": {"token": token, **(inputs.get("data") or {})},
                      "metadata": {**(inputs.get("metadata") or {}), "creationTimestamp": created}}
         elif t == "random:index/randomPassword:RandomPassword":

@@ -12,8 +12,10 @@ as Kubernetes' prober workers schedule them (k8s pkg/kubelet/prober/worker.go):
   ready at the first readiness tick at or after the startup success at which the engine answers.
 
 At that moment this annotates the pod PROBES_PASSED, on which kwok's pod-ready stage makes it Ready
-(tools/cluster/stages.yaml). Ticks are taken without the kubelet's random first-tick jitter (at most one period,
-which only delays): the times are the earliest the kubelet could reach.
+(tools/cluster/stages.yaml). Ticks are counted from the container's start, without the kubelet's random first-tick
+jitter; the kubelet's workers start with the pod, and a kubelet may probe readiness at once when the startup probe
+passes: so a time here may be later than the kubelet's by up to one readiness period, never earlier. A bound a
+scenario asserts on these times errs on the safe side.
 """
 
 from __future__ import annotations

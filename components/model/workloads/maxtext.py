@@ -56,11 +56,19 @@ def known_tokenizer(model: str) -> Optional[tuple[str, TokenizerType]]:
 
 def families_of(path: str) -> list[str]:
     """The model families whose tokenizer `path` is, among the image's files (TOKENIZERS): none for another path."""
-    return [prefix.rstrip("-") for prefix, (p, _) in TOKENIZERS.items() if p == path]
+    return [prefix.rstrip("-") for prefix, (p, _) in TOKENIZERS.items() if p == image_file(path)]
 
 
 _IMAGE_FILES = "assets/"
 _HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+# what a tokenizer file is named, never a Hugging Face repository
+_FILE_SUFFIXES = (".model", ".json", ".tiktoken", ".txt", ".vocab", ".spm")
+
+
+def image_file(path: str) -> str:
+    """A path into the image's assets as TOKENIZERS names it (/deps/assets/tokenizer.llama2 -> assets/tokenizer.llama2)."""
+    at = path.rfind("/" + _IMAGE_FILES)
+    return path[at + 1:] if at >= 0 else path
 
 
 def tokenizer_format(path: str) -> Optional[TokenizerType]:
@@ -69,9 +77,9 @@ def tokenizer_format(path: str) -> Optional[TokenizerType]:
     if path.endswith(".tiktoken"):
         return "tiktoken"
     known: dict[str, TokenizerType] = {p: kind for p, kind in TOKENIZERS.values()}
-    if path in known:
-        return known[path]
-    if not path.startswith(_IMAGE_FILES) and _HF_ID.fullmatch(path):
+    if image_file(path) in known:
+        return known[image_file(path)]
+    if not path.startswith(_IMAGE_FILES) and _HF_ID.fullmatch(path) and not path.endswith(_FILE_SUFFIXES):
         return "huggingface"
     return None
 

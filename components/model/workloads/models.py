@@ -5,7 +5,8 @@ vLLM derives a model's maximum length from its config.json (max_position_embeddi
 text_config) and refuses a larger --max-model-len at start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm-tpu 0.32.0
 vllm/config/model.py `_get_and_verify_max_len`: "User-specified max_model_len (...) is greater than the derived
 max_model_len"): on TPUs, after the slices were provisioned and the weights loaded. The plan refuses it first, for the
-models listed here; for any other the engine's own check is the only one, and the plan says so.
+models listed here, when vLLM loads that model (from Hugging Face, or a gs:// copy of its directory named after it);
+for any other model or weights the engine's own check is the only one.
 
 Each value is max_position_embeddings of the model's config.json on Hugging Face (text_config for Gemma 3), as
 published by its owner; ids compare case-insensitively, as the Hub resolves them.

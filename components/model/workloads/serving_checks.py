@@ -180,7 +180,10 @@ def _vllm(i: int, sv: ServeConfig) -> list[Problem]:
         why = vllm.flag_problem(arg)
         if why:
             out.append(Problem(config_key(("workloads", i, "serve", "extraArgs", j)), why))
-    limit = models.context(sv.model)
+    # vLLM reads the config of what it loads: the model from Hugging Face, or serve.weights, which is that model only
+    # where it is a copy of its directory (gs://<bucket>/.../<org>/<name>); a fine-tune there may be longer
+    loads_the_model = sv.weights is None or sv.weights.rstrip("/").lower().endswith("/" + sv.model.lower())
+    limit = models.context(sv.model) if loads_the_model else None
     if sv.max_model_len is not None and limit is not None and sv.max_model_len > limit:
         out.append(Problem(config_key(("workloads", i, "serve", "maxModelLen")), (
             f"{sv.max_model_len} is above {sv.model}'s context ({limit} tokens, max_position_embeddings in its "
@@ -226,7 +229,7 @@ def _tokenizer(i: int, sv: ServeConfig) -> list[Problem]:
     path, kind = args
     own = maxtext.known_tokenizer(sv.model)
     families = maxtext.families_of(path)
-    if sv.tokenizer is not None and families and (own is None or own[0] != path):
+    if sv.tokenizer is not None and families and (own is None or own[0] != maxtext.image_file(path)):
         return [Problem(config_key(("workloads", i, "serve", "tokenizer")), (
             f"{path} is the tokenizer of {', '.join(families)}, not of {sv.model}; "
             + (f"its own is {own[0]} (the default: leave serve.tokenizer out)" if own else
