@@ -98,3 +98,17 @@ def test_no_binding_opens_access_to_any_kind_of_everyone():
             "subjects": [{"kind": "Group", "name": subject}]})
         assert _messages(plan, "pathways-service-access") == [
             f"RoleBinding open binds {subject}: everyone could run programs on the stack's TPUs; bind named users or groups"], subject
+
+
+def test_an_object_without_a_namespace_is_judged_by_the_default_namespaces_level():
+    # an object written without metadata.namespace lands in `default` (the Kubernetes provider's default): the rule
+    # judges its pods by what `default` enforces, here restricted, and names it there
+    restricted = {"apiVersion": "v1", "kind": "Namespace",
+                  "metadata": {"name": "default", "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    plan = add(BATCH, "kubernetes:core/v1:Namespace", "default-ns", restricted)
+    broken = mutate(mutate(plan, JOBSET, "workload-train", f"{HEAD_C}.hostPID", True), JOBSET, "workload-train", "metadata.namespace", None)
+    messages = [m for m in _messages(broken, "pathways-pod-security") if " default/train " in m]
+    assert messages and messages[0].startswith("JobSet default/train spec.replicatedJobs[0]"), _messages(broken, "pathways-pod-security")
+    # where `default` enforces nothing stricter than privileged, the same pods pass
+    privileged = mutate(broken, "kubernetes:core/v1:Namespace", "default-ns", "metadata.labels", {"pod-security.kubernetes.io/enforce": "privileged"})
+    assert not [m for m in _messages(privileged, "pathways-pod-security") if " default/train " in m]
