@@ -27,15 +27,16 @@ RULES = {"failOnExitCodes": [2, 126, 127]}
 # One stack for every scenario: three single-host workloads with failure rules on a v6e-4 group, and one
 # two-slice workload on 4-host v6e-16 slices with a spare slice to swap onto.
 CONFIG = config_with(
-    slices=[{"name": "main", "tpu": "v6e-4", "count": 3}, {"name": "big", "tpu": "v6e-16", "count": 2, "spares": 1}],
+    slices=[{"name": "main", "tpu": "v6e-4", "count": 4}, {"name": "big", "tpu": "v6e-16", "count": 2, "spares": 1}],
     pathwaysVersion=VERSION,
     workloads=[
         {"name": "wrong", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "maxRestarts": 3, "onFailure": RULES},
         {"name": "evicted", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "maxRestarts": 3, "onFailure": RULES},
         {"name": "crash", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "maxRestarts": 3, "onFailure": RULES},
+        {"name": "lost", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "maxRestarts": 3, "onFailure": RULES},
         {"name": "swap", "image": "example.com/t:1", "sliceGroup": "big", "slices": 2, "maxRestarts": 3, "onFailure": {}},
     ])
-PODS = {"wrong": 2, "evicted": 2, "crash": 2, "swap": 1 + 2 * 4}
+PODS = {"wrong": 2, "evicted": 2, "crash": 2, "lost": 2, "swap": 1 + 2 * 4}
 
 
 def deploy(cluster: LocalCluster, stacks, workload: str) -> None:
@@ -123,6 +124,27 @@ def test_a_crash_restarts_the_jobset_and_spends_one(cluster, stacks):
     assert restart_reasons(cluster, "crash") == {"RestartJobSetFailurePolicyAction"}
     # the Job failed on its backoffLimit, which no rule matches: JobSet's default action
     assert not is_true(cluster.get("jobset", "-n", NS, "crash"), "Failed")
+
+
+def test_a_head_that_exits_on_a_lost_worker_spends_a_restart(cluster, stacks):
+    # What the plan and docs/resilience.md say of a worker's disruption with rules: it "restarts the JobSet without
+    # spending maxRestarts, unless the program exits on losing the worker before the worker's Job has failed: then it
+    # spends 1". An evicted worker's pod stays Terminating for its grace period (here its program exits only when
+    # killed: tools/cluster/stages.yaml pod-terminate-graceful); the Pathways head, which exits when it loses a
+    # worker, ends within that time, so the head's Job is the first to fail and the JobSet controller spends one.
+    deploy(cluster, stacks, "lost")
+    head, worker = pod_of(cluster, "lost", HEAD), pod_of(cluster, "lost", WORKER)
+    grace = worker["spec"]["terminationGracePeriodSeconds"]
+    cluster.kubectl("annotate", "pod", "-n", NS, worker["metadata"]["name"], "e2e.pathways/graceful-termination=true")
+    evict(cluster, worker)
+    terminating = cluster.get("pods", "-n", NS, worker["metadata"]["name"])
+    assert terminating["metadata"].get("deletionTimestamp") and terminating["status"]["phase"] == "Running", terminating["status"]
+    assert not failed_jobs(cluster, "lost")  # the worker's Job has not failed: its pod is still within its grace period
+    fail(cluster, head, 1)  # the head exits on the lost worker
+    wait_restarted(cluster, "lost", 1)
+    assert counters(cluster, "lost") == (1, 1), (counters(cluster, "lost"), grace)
+    assert restart_reasons(cluster, "lost") == {"RestartJobSetFailurePolicyAction"}
+    assert not is_true(cluster.get("jobset", "-n", NS, "lost"), "Failed")
 
 
 def test_a_failed_slice_is_swapped_for_the_spare_and_the_time_is_measured(cluster, stacks):
