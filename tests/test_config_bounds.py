@@ -228,6 +228,9 @@ def test_scratch_role_id_fits_iam_64_characters():
     cfg = load({**BASE, "cluster": {"name": "pathways-team"}}, stack)
     assert cfg.scratch_role_id == "pathwaysScratch_" + ("team_" + "s" * 100)[:48]
     assert len(cfg.scratch_role_id) == 64
+    # the reservation-read role (readReservation), within the same 64 characters
+    assert cfg.reservation_read_role_id == "pathwaysReservationRead_" + ("team_" + "s" * 100)[:40]
+    assert cfg.reservation_read_role_name == f"projects/{cfg.project}/roles/{cfg.reservation_read_role_id}"
 
 
 def test_coordinator_label_of_exactly_63_characters_is_accepted():

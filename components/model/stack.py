@@ -217,24 +217,32 @@ class StackConfig(_Model):
         """6-30 character SA ID, unique per stack: <cluster name>-<purpose>."""
         return f"{self.cluster_name[: 29 - len(purpose)].rstrip('-')}-{purpose}"
 
+    def custom_role_id(self, prefix: str) -> str:
+        """A custom role the bootstrap makes for this stack: <prefix>_<stack> within IAM's 64 characters of
+        [a-zA-Z0-9_.]."""
+        return f"{prefix}_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:63 - len(prefix)]
+
+    def custom_role_name(self, role_id: str) -> str:
+        """That role as IAM names it in a grant."""
+        return f"projects/{self.project}/roles/{role_id}"
+
     @property
     def scratch_role_id(self) -> str:
-        return "pathwaysScratch_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:48]
+        return self.custom_role_id("pathwaysScratch")
 
     @property
     def scratch_role_name(self) -> str:
         """The scratch custom role the bootstrap makes for this stack, as IAM names it in a grant."""
-        return f"projects/{self.project}/roles/{self.scratch_role_id}"
+        return self.custom_role_name(self.scratch_role_id)
 
     @property
     def reservation_read_role_id(self) -> str:
         """The custom role the bootstrap makes for a stack that reads reservations live (slices[].readReservation)."""
-        return "pathwaysReservationRead_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.stack)[:40]
+        return self.custom_role_id("pathwaysReservationRead")
 
     @property
     def reservation_read_role_name(self) -> str:
-        """That role as IAM names it in a grant."""
-        return f"projects/{self.project}/roles/{self.reservation_read_role_id}"
+        return self.custom_role_name(self.reservation_read_role_id)
 
     @property
     def deletion_protection(self) -> bool:
