@@ -66,6 +66,16 @@ def test_the_autoscaler_waits_for_the_adapter():
     assert adapter_urns & set(hpa.dependencies), hpa.dependencies
 
 
+def test_the_adapter_is_created_once_kueue_serves_its_webhooks():
+    # the Kueue chart's manager config enables the deployment integration, whose webhook (mdeployment.kb.io,
+    # failurePolicy Fail) refuses every Deployment outside kube-system until Kueue serves it: a first `pulumi up`
+    # that made the adapter beside the chart failed ("no endpoints available for service kueue-webhook-service")
+    plan = example_plan("serving")
+    (deployment,) = [r for r in plan.resources if r.urn.endswith(f"Deployment::metrics-adapter-deployment-{ma.NAME}")]
+    (kueue,) = [r.urn for r in plan.resources if r.urn.endswith("pathways:k8s:Kueue$kubernetes:helm.sh/v4:Chart::kueue")]
+    assert kueue in deployment.dependencies, deployment.dependencies
+
+
 @pytest.mark.parametrize("config", [
     vllm_config(slices=FOUR, weights=WEIGHTS),  # no autoscaling
     vllm_config(slices=FOUR, weights=WEIGHTS, autoscale=AUTOSCALE) | {"pathways:kubernetes": {"installMetricsAdapter": False}},

@@ -69,9 +69,10 @@ class CustomMetricsAdapter(pulumi.ComponentResource):
         server: list[pulumi.Resource] = []
         for obj in args.objects:
             meta = obj["metadata"]
-            # the Deployment mounts the serving Secret: made after it
+            # the Deployment mounts the serving Secret: made after it, and after the controller charts: Kueue's
+            # webhooks intercept Deployments (mdeployment.kb.io, failurePolicy Fail) and refuse them until it serves
             made.append(KubernetesObject(f"{name}-{obj['kind'].lower()}-{meta['name']}", obj, opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[ns, serving] if obj["kind"] == "Deployment" else [ns])))
+                parent=self, depends_on=all_of([ns, serving, *args.after]) if obj["kind"] == "Deployment" else [ns])))
             if obj["kind"] in ("Deployment", "Service"):
                 server.append(made[-1])
         # the CA's certificate is public: the caBundle shows in previews, the key stays secret in the Secret
