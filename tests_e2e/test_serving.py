@@ -23,6 +23,7 @@ from tests.conftest import config_with
 from tests_e2e.helpers import condition, is_true, nodes, running
 from tests_e2e.test_stacks import example_model, example_stack_config
 from tools.cluster.engine_prober import ENGINE_ANSWERS, PROBED_AT
+from tools.cluster.local import ClusterError
 
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
@@ -35,10 +36,18 @@ def lws_pods(cluster, namespace: str, name: str) -> list[dict[str, Any]]:
 
 
 def wait_lws_running(cluster, namespace: str, name: str, count: int) -> list[dict[str, Any]]:
+    seen: list[str] = []
+
     def done():
-        ps = [p for p in lws_pods(cluster, namespace, name) if running(p)]
+        every = lws_pods(cluster, namespace, name)
+        seen[:] = [f"{p['metadata']['name']}:{p['status'].get('phase')}{'(deleting)' if p['metadata'].get('deletionTimestamp') else ''}"
+                   f"@{p['spec'].get('nodeName') or '-'}{'/gated' if p['spec'].get('schedulingGates') else ''}" for p in every]
+        ps = [p for p in every if running(p)]
         return ps if len(ps) == count else None
-    return cluster.wait_for(f"{count} running pods of LeaderWorkerSet {namespace}/{name}", done, timeout=180)
+    try:
+        return cluster.wait_for(f"{count} running pods of LeaderWorkerSet {namespace}/{name}", done, timeout=180)
+    except ClusterError as e:
+        raise ClusterError(f"{e}; its pods: {', '.join(seen) or 'none'}") from None
 
 
 def groups_of(ps: list[dict[str, Any]]) -> dict[int, dict[int, dict[str, Any]]]:

@@ -303,8 +303,8 @@ def transition(cluster: LocalCluster, deployed: Deployed, name: str, config: dic
     charts that stay are left as they are (their second preview says so), what the new config drops is deleted,
     what it adds is created. GKE's nodes follow the pools: new ones first, the old ones drained after. Renamed
     with `pulumi stack rename` (the same resources, their URNs rewritten), so each committed stack runs under its
-    own name. A workload both configs name but define differently is removed first (one `pulumi up`): a JobSet
-    field the CRD makes immutable fails the real preview of an in-place replacement (docs/changing.md)."""
+    own name. A JobSet workload both configs name but define differently is removed first (one `pulumi up`): a
+    JobSet field the CRD makes immutable fails the real preview of an in-place replacement (docs/changing.md)."""
     t0 = time.monotonic()
     nodes, queued = stack_nodes(config, name)
     cluster.offer_queued_pools(queued)
@@ -316,7 +316,9 @@ def transition(cluster: LocalCluster, deployed: Deployed, name: str, config: dic
     run.rename(name)
     old = {w["name"]: w for w in deployed.config.get("pathways:workloads") or []}
     new = {w["name"]: w for w in config.get("pathways:workloads") or []}
-    changed = {n for n in old.keys() & new.keys() if old[n] != new[n]}
+    # JobSets only: a serve workload's LeaderWorkerSet and autoscaler change in place, and removing the stack's last one
+    # would uninstall the LWS chart (its CRD and controller) between the two `pulumi up`s
+    changed = {n for n in old.keys() & new.keys() if old[n] != new[n] and not (new[n].get("mode") == "serve" or "serve" in new[n])}
     if changed:
         interim = {**config, "pathways:workloads": [w for w in config.get("pathways:workloads") or [] if w["name"] not in changed]}
         run.set_config(existing_mode(interim, cluster), secrets={})
