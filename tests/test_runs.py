@@ -55,7 +55,11 @@ def test_a_stack_with_runs_gets_a_run_queue_head_room_and_the_submitters_access(
     assert not {x for x in granted if x[1] in ("secrets", "pods/exec") or (x[1] == "pods" and x[2] == "create")}
     subjects = objs[("RoleBinding", "pathways-runs")]["subjects"]
     assert [(s["kind"], s["name"]) for s in subjects] == [("Group", "researchers@example.com"), ("User", "rita@example.com")]
-    assert objs[("ClusterRole", "pathways-runs-nodes")]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]
+    # reads for `why`: the run's Jobs and ProvisioningRequests here; nodes and ClusterQueues cluster-wide, never a write
+    assert {("batch", "jobs", "list"), ("autoscaling.x-k8s.io", "provisioningrequests", "list")} <= granted
+    assert not {x for x in granted if x[1] in ("jobs", "provisioningrequests") and x[2] not in ("get", "list", "watch")}
+    assert objs[("ClusterRole", "pathways-runs-nodes")]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+                                                                     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "list"]}]
     assert plan.outputs["runs"] == {"namespace": "pathways", "queues": {"main": "runs-pathways"},
                                     "submit": "python -m infra.run submit --stack test --name <name> --image <image> -- <command>"}
     # one head node for the declared workload, one for runs (runs.headNodes), and Kueue's head quota counts both
@@ -242,11 +246,13 @@ def test_list_rows_join_each_jobset_to_its_kueue_workload_and_say_whose_it_is():
                              "labels": {"app.kubernetes.io/managed-by": "pulumi", "kueue.x-k8s.io/queue-name": "train"}}, "spec": {}}
     found = rows([JOBSET, declared], [_workload([_cond("QuotaReserved", "False", message=WAITING)]),
                                       _workload([_cond("Admitted")], queue="train", uid="u0", name="jobset-train-1")],
-                 {"jobset-exp-1": Position(0, 0)}, True, now=1_796_378_400.0)
-    assert [(r.name, r.owner, r.state, r.queue, r.position) for r in found] == [
-        ("train", "stack", "admitted", "train", "-"), ("exp", "run", "waiting", "runs-pathways", "1 in ClusterQueue, 1 in LocalQueue")]
+                 {"jobset-exp-1": Position(0, 0)}, True, now=1_796_378_400.0, reasons={"exp": "waiting-for-quota"})
+    assert [(r.name, r.owner, r.state, r.queue, r.position, r.reason) for r in found] == [
+        ("train", "stack", "admitted", "train", "-", "-"),
+        ("exp", "run", "waiting", "runs-pathways", "1 in ClusterQueue, 1 in LocalQueue", "waiting-for-quota")]
     text = table(found)
-    assert text.splitlines()[0].split() == ["NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY"]
+    assert text.splitlines()[0].split() == ["NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "REASON", "WHY"]
+    assert "  waiting-for-quota  " in text.splitlines()[2]
     # without Kueue, a JobSet is what its own spec says
     assert state(JOBSET, None, False, None) == ("running", "-", "")
     assert state(JOBSET, None, True, None) == ("created", "-", "Kueue has not made its Workload yet")
@@ -340,20 +346,24 @@ def test_an_inactive_workload_says_why_and_a_fleet_table_shows_where_each_run_we
         "conditions": [_cond("QuotaReserved"), _cond("Admitted")], "clusterName": "east"}}
     found = rows([JOBSET], [dispatched], {}, True, now=1_796_378_400.0)
     lines = table(found).splitlines()
-    assert lines[0].split() == ["NAME", "OWNER", "STATE", "CLUSTER", "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY"]
+    assert lines[0].split() == ["NAME", "OWNER", "STATE", "CLUSTER", "QUEUE", "POSITION", "PRIORITY", "AGE", "REASON", "WHY"]
     assert lines[1].split()[:5] == ["exp", "run", "admitted", "east", "runs-pathways"]
 
 
-@pytest.mark.parametrize("key", ["maxRestarts", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "ttlSecondsAfterFinished"])
+@pytest.mark.parametrize("key", ["maxRestarts", "workerRestartsPerHost", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize",
+                                 "ttlSecondsAfterFinished"])
 def test_every_run_key_is_a_key_a_run_may_give(key):
     """RUN_KEYS is what `submit` accepts: each of these is taken (a dropped key would refuse a run that gives it)."""
     from components.model.workloads.runs import RUN_KEYS
 
     assert key in RUN_KEYS
-    values = {"maxRestarts": 2, "onFailure": {"failOnExitCodes": [42]}, "persistence": True, "xlaFlags": ["--xla_dump_to=/tmp"],
+    values = {"maxRestarts": 2, "workerRestartsPerHost": 1, "onFailure": {"failOnExitCodes": [42]}, "persistence": True, "xlaFlags": ["--xla_dump_to=/tmp"],
               "dataLoaderWorkers": 4, "shmSize": "16Gi", "ttlSecondsAfterFinished": 60}
     cfg = load_run(model(), {"name": "x", "image": "a:1", key: values[key]})
     assert cfg.workloads[-1].name == "x"
+    if key == "workerRestartsPerHost":  # a run that should not retry its worker: the Job's backoffLimit follows
+        run = resolve(cfg).workloads[-1]
+        assert run.worker_backoff_limit == run.group.tpu.hosts == 4  # v6e-16: 4 hosts x 1 (16 by default)
 
 
 def test_runs_may_have_no_head_nodes_of_their_own():

@@ -92,7 +92,7 @@ def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_th
     assert not pods(cluster, "pathways", "exp-b")
     text = run(cluster, stack_file, rita, "list")
     session(cluster, "list --stack runs", text)
-    assert text.stdout.splitlines()[0].split() == ["NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY"]
+    assert text.stdout.splitlines()[0].split() == ["NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "REASON", "WHY"]
     assert [line.split()[:3] for line in text.stdout.splitlines()[1:]] == [["train", "stack", "admitted"], ["exp-a", "run", "admitted"], ["exp-b", "run", "waiting"]]
 
     # the stack's `pulumi up` neither sees nor touches the runs: no change proposed, both still there

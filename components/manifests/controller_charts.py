@@ -61,7 +61,14 @@ def _kueue_values(chart: ControllerChart, version: str, system_role: str, mtc: b
     # podSecurityContext (runAsNonRoot, RuntimeDefault seccomp) and containerSecurityContext (no privilege
     # escalation, every capability dropped) pass `restricted` as they are. The default manager config enables
     # the JobSet and LeaderWorkerSet integrations.
-    return {"controllerManager": {"nodeSelector": {ROLE_LABEL: system_role}, "manager": {"image": chart.image(version)}}}
+    # The unadmitted-workload reasons `python -m infra.run why` reads (QuotaReserved=False with WaitingForQuota,
+    # ExceedsMaxQuota, Misconfigured, ...): Beta and off by default at v0.19 (pkg/features/kube_features.go), and the
+    # second needs the first (pkg/config/validation.go).
+    return {"controllerManager": {"nodeSelector": {ROLE_LABEL: system_role}, "manager": {"image": chart.image(version)},
+                                  "featureGates": [{"name": gate, "enabled": True} for gate in KUEUE_FEATURE_GATES]}}
+
+
+KUEUE_FEATURE_GATES = ("UnadmittedWorkloadsObservability", "UnadmittedWorkloadsExplicitStatus")
 
 
 def _lws_values(chart: ControllerChart, version: str, system_role: str, mtc: bool) -> dict[str, Any]:

@@ -32,8 +32,14 @@ ROLE_RULES = (
     {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["create"]},
+    # read-only, for `why` (infra/run/why.py): a run's Jobs (failed pods replaced, podFailurePolicy matches) and the
+    # ProvisioningRequests Kueue makes for queued provisioning (their conditions say what GKE answered)
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["get", "list"]},
 )
-NODE_RULES = ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},)
+# cluster-wide reads: nodes (where pods run, what a group has) and ClusterQueues (a held queue, its quota), for `why`
+NODE_RULES = ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+              {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "list"]})
 POLICY = "pathways-runs-only"
 FLEET_DISPATCH_POLICY = "pathways-fleet-dispatch-only"
 

@@ -5,6 +5,7 @@
     python -m infra.run logs     --stack NAME RUN [--follow]
     python -m infra.run delete   --stack NAME RUN
     python -m infra.run describe --stack NAME RUN [--out FILE]
+    python -m infra.run why      --stack NAME RUN [-v] [--json]    (or --file JOBSET.yaml: would the cluster take it?)
     python -m infra.run notebook --stack NAME RUN [--port 8888]
 
 A run is a Pathways JobSet built from a small spec with the stack's own model, rules and builder, created with your
@@ -16,6 +17,7 @@ ownership: `pulumi up` leaves it alone. Exit status: 0 done; 1 the cluster refus
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -62,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         "logs": "the head's program output (batch: jax-program; interactive: the IFRT proxy)",
         "delete": "delete an ad-hoc run (or --all of them), its Jobs and pods (never a declared workload)",
         "describe": "write what support needs about a run into one YAML file",
+        "why": "the one reason a run (or a declared workload) is not running, or why it ended, its evidence and the fix",
         "notebook": "forward a notebook run's JupyterLab to this machine (kubectl port-forward)",
         "notebook-image": "the notebook image --notebook uses by default for this stack, and the command that builds it",
     }
@@ -96,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="one JSON object per run")
         elif name == "notebook-image":
             pass
+        elif name == "why":
+            which = p.add_mutually_exclusive_group(required=True)
+            which.add_argument("run", nargs="?", help="run or declared workload name")
+            which.add_argument("--file", type=Path, help="a JobSet made by hand: would the cluster create it (a server-side dry run)?")
+            p.add_argument("-v", "--verbose", action="store_true", help="the detail behind the reason")
+            p.add_argument("--json", action="store_true", help="one JSON object: reason, summary, evidence, fix, detail")
         elif name == "delete":
             which = p.add_mutually_exclusive_group(required=True)
             which.add_argument("run", nargs="?", help="run name")
@@ -245,26 +254,54 @@ def _cluster(args: argparse.Namespace, cfg: Any) -> tuple[Kubectl, str]:
 
 
 def _list(args: argparse.Namespace, cfg: Any) -> int:
+    from components.model.config import resolve
+    from infra.run.gather import evidence, snapshot, stack_view
+    from infra.run.why import diagnose
+
     kube, ns = _cluster(args, cfg)
     kueue = cfg.kubernetes.kueue.enabled
-    jobsets = kube.items("jobsets.jobset.x-k8s.io", ns)
-    workloads = kube.items("workloads.kueue.x-k8s.io", ns) if kueue else []
-    pending: list[dict[str, Any]] = []
-    unanswered: list[str] = []
-    for queue in sorted({str(q) for w in workloads if (q := (w.get("spec") or {}).get("queueName"))}):
-        answer = kube.pending_workloads(ns, queue)
-        if isinstance(answer, str):
-            unanswered.append(f"{queue}: {answer}")
-        else:
-            pending += answer
-    found = rows(jobsets, workloads, positions(pending), kueue, time.time())
+    snap = snapshot(kube, ns, kueue)
+    view = stack_view(resolve(cfg))
+    reasons = {j["metadata"]["name"]: diagnose(evidence(snap, j["metadata"]["name"]), view).reason for j in snap.jobsets}
+    pending = [p for items in snap.pending.values() for p in items]
+    found = rows(snap.jobsets, snap.workloads, positions(pending), kueue, time.time(), reasons)
     if args.json:
         for r in found:
             print(json.dumps(r.to_json(), sort_keys=True))
     else:
         sys.stdout.write(table(found) if found else f"no JobSets in namespace {ns}\n")
-    for line in unanswered:
-        print(f"note: Kueue's visibility API did not give the places in line of {line}", file=sys.stderr)
+    for line in snap.unread:
+        print(f"note: not read: {line}", file=sys.stderr)
+    return 0
+
+
+def _why(args: argparse.Namespace, cfg: Any) -> int:
+    from components.model.config import resolve
+    from infra.run.gather import evidence, snapshot, stack_view
+    from infra.run.why import diagnose, file_verdict
+
+    kube, ns = _cluster(args, cfg)
+    view = stack_view(resolve(cfg))
+    if args.file is not None:
+        try:
+            objs = [o for o in yaml.safe_load_all(args.file.read_text(encoding="utf-8")) if o]
+        except OSError as e:
+            raise StackFileError(f"--file {shown(args.file)}: cannot read it: {e.strerror}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise StackFileError(f"--file {shown(args.file)}: not YAML: {str(e).splitlines()[0]}") from None
+        if not objs or not all(isinstance(o, dict) for o in objs):
+            raise StackFileError(f"--file {shown(args.file)}: no Kubernetes object in it")
+        answers = [file_verdict(o, kube.refusal({**o, "metadata": {"namespace": ns, **(o.get("metadata") or {})}}), view) for o in objs]
+    else:
+        snap = snapshot(kube, ns, cfg.kubernetes.kueue.enabled)
+        answers = [diagnose(evidence(snap, args.run), view)]
+        if snap.unread:
+            answers = [dataclasses.replace(answers[0], detail=(*answers[0].detail, *(f"not read: {u}" for u in snap.unread)))]
+    for d in answers:
+        if args.json:
+            print(json.dumps(d.to_json(), sort_keys=True))
+        else:
+            sys.stdout.write(d.text(args.verbose))
     return 0
 
 
@@ -365,7 +402,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     args = _parser().parse_args(argv)
     commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook,
-                "notebook-image": _notebook_image}
+                "notebook-image": _notebook_image, "why": _why}
     try:
         cfg = _stack(args)
         return commands[args.command](args, cfg)

@@ -53,6 +53,15 @@ class Kubectl:
         args = ["get", resource, "-n", namespace, "-o", "json", *([f"--selector={selector}"] if selector else [])]
         return self._json(self.run(*args).stdout, f"kubectl get {resource}").get("items") or []
 
+    def cluster_items(self, resource: str) -> list[dict[str, Any]]:
+        return self._json(self.run("get", resource, "-o", "json").stdout, f"kubectl get {resource}").get("items") or []
+
+    def refusal(self, obj: dict[str, Any]) -> Optional[str]:
+        """What the API server says to creating `obj`, without creating it (a server-side dry run: admission policies
+        and Pod Security judge it as they would): None when it would be created, else the refusal."""
+        proc = self.run("create", "--dry-run=server", "-o", "name", "-f", "-", stdin=json.dumps(obj), check=False)
+        return None if proc.returncode == 0 else " ".join((proc.stderr or proc.stdout).split())
+
     def get_jobset(self, namespace: str, name: str) -> dict[str, Any]:
         proc = self.run("get", "jobsets.jobset.x-k8s.io", name, "-n", namespace, "-o", "json", check=False)
         if proc.returncode != 0:

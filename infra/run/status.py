@@ -34,6 +34,8 @@ class RunRow:
     age: str
     why: str
     cluster: str = "-"
+    reason: str = "-"
+    """`why`'s dominant reason (infra/run/why.py)."""
     """On a fleet manager: the worker cluster MultiKueue dispatched it to (Workload.status.clusterName)."""
 
     def to_json(self) -> dict[str, str]:
@@ -116,8 +118,9 @@ def age(created: str, now: float) -> str:
 
 
 def rows(jobsets: list[dict[str, Any]], workloads: list[dict[str, Any]], positions: dict[str, Position],
-         kueue: bool, now: float) -> list[RunRow]:
-    """One row per JobSet: runs and the stack's own, oldest first. `positions`: Workload name -> place in line."""
+         kueue: bool, now: float, reasons: Optional[dict[str, str]] = None) -> list[RunRow]:
+    """One row per JobSet: runs and the stack's own, oldest first. `positions`: Workload name -> place in line;
+    `reasons`: JobSet name -> `why`'s reason."""
     out = []
     for js in sorted(jobsets, key=lambda j: ((j.get("metadata") or {}).get("creationTimestamp", ""), j["metadata"]["name"])):
         meta = js.get("metadata") or {}
@@ -131,6 +134,7 @@ def rows(jobsets: list[dict[str, Any]], workloads: list[dict[str, Any]], positio
             priority=labels.get("kueue.x-k8s.io/priority-class", "-"),
             age=age(meta.get("creationTimestamp", ""), now), why=why,
             cluster=str(((wl or {}).get("status") or {}).get("clusterName") or "-"),
+            reason=(reasons or {}).get(meta.get("name", ""), "-"),
         ))
     return out
 
@@ -146,8 +150,8 @@ def positions(pending: list[dict[str, Any]]) -> dict[str, Position]:
 def table(found: list[RunRow]) -> str:
     # CLUSTER only where MultiKueue dispatched something (a fleet manager): elsewhere every row would say "-"
     fleet = any(r.cluster != "-" for r in found)
-    headers = ("NAME", "OWNER", "STATE", *(("CLUSTER",) if fleet else ()), "QUEUE", "POSITION", "PRIORITY", "AGE", "WHY")
-    cells = [headers, *((r.name, r.owner, r.state, *((r.cluster,) if fleet else ()), r.queue, r.position, r.priority, r.age, r.why)
+    headers = ("NAME", "OWNER", "STATE", *(("CLUSTER",) if fleet else ()), "QUEUE", "POSITION", "PRIORITY", "AGE", "REASON", "WHY")
+    cells = [headers, *((r.name, r.owner, r.state, *((r.cluster,) if fleet else ()), r.queue, r.position, r.priority, r.age, r.reason, r.why)
                         for r in found)]
     widths = [max(len(c[i]) for c in cells) for i in range(len(headers) - 1)]
     return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(headers) - 1)) + "  " + c[-1] for c in cells) + "\n"

@@ -27,7 +27,7 @@ RUN_QUEUE_PREFIX = "runs-"
 # Not profiling (its token is a Secret the stack makes), not serve or service modes (stack-managed endpoints).
 RUN_KEYS = (
     "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
-    "maxRestarts", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
+    "maxRestarts", "workerRestartsPerHost", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
     "ttlSecondsAfterFinished", "subdomain", "mounts",
 )
 RUN_MODES = ("batch", "interactive")
