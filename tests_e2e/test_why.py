@@ -59,6 +59,7 @@ CONFIG = config_with(pathwaysVersion=VERSION, slices=SLICES, cluster=GROUPS_RBAC
 class Suite:
     def __init__(self, cluster: LocalCluster, stack_file: Path, kubeconfig: Path, workdir: Path):
         self.cluster, self.stack_file, self.kubeconfig, self.workdir = cluster, stack_file, kubeconfig, workdir
+        self.config: dict[str, Any] = CONFIG
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         command, rest = args[0], args[1:]
@@ -78,7 +79,13 @@ class Suite:
         return obj
 
     def why(self, *args: str) -> dict[str, Any]:
-        proc = self.cli("why", *args, "--json")
+        # the team's own stack file, as it makes its cluster (its slice groups' reservations included): the tier's
+        # user_stack_file is the Kubernetes layer on a cluster made elsewhere, which has no reservation key
+        team = self.workdir / "team" / "Pulumi.why.yaml"
+        team.parent.mkdir(exist_ok=True)
+        team.write_text(yaml.safe_dump({"config": self.config}))
+        proc = subprocess.run([sys.executable, "-m", "infra.run", "why", "--config", str(team), "--kubeconfig", str(self.kubeconfig), *args, "--json"],
+                              cwd=ROOT, env=self.cluster.env, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             return {"reason": f"(exit {proc.returncode})", "summary": proc.stderr.strip()[-300:], "fix": ""}
         return json.loads(proc.stdout.splitlines()[-1])
@@ -181,6 +188,7 @@ def seed(s: Suite, stacks) -> dict[str, Callable[[], Any]]:
     config["pathways:workloads"] = [*DECLARED, LATER]
     stacks.update(config)
     s.stack_file = user_stack_file(c, config, s.workdir, "why")  # the team's file declares it now
+    s.config = config
     # the preemptor: training priority on group pre, where w-victim (experiment) runs
     s.wait("w-victim admitted", lambda: is_true(workload(c, NS, "w-victim"), "Admitted"))
     s.submit("w-preemptor", "--priority", "training", group="pre")

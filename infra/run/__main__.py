@@ -293,7 +293,7 @@ def _why(args: argparse.Namespace, cfg: Any) -> int:
             raise StackFileError(f"--file {shown(args.file)}: no Kubernetes object in it")
         answers = [file_verdict(o, kube.refusal({**o, "metadata": {"namespace": ns, **(o.get("metadata") or {})}}), view) for o in objs]
     else:
-        snap = snapshot(kube, ns, cfg.kubernetes.kueue.enabled)
+        snap = snapshot(kube, ns, cfg.kubernetes.kueue.enabled, only=args.run)
         answers = [diagnose(evidence(snap, args.run), view)]
         if snap.unread:
             answers = [dataclasses.replace(answers[0], detail=(*answers[0].detail, *(f"not read: {u}" for u in snap.unread)))]

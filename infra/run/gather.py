@@ -49,7 +49,8 @@ def _read(kube: Kubectl, snap: Snapshot, resource: str, namespace: Optional[str]
         return []
 
 
-def snapshot(kube: Kubectl, namespace: str, kueue: bool) -> Snapshot:
+def snapshot(kube: Kubectl, namespace: str, kueue: bool, only: Optional[str] = None) -> Snapshot:
+    """`only`: the JobSet `why` is asked about (its queue's places in line alone are read); None for `list`."""
     snap = Snapshot(namespace, now=time.time())
     snap.jobsets = kube.items("jobsets.jobset.x-k8s.io", namespace)  # without these nothing is known: its error stands
     snap.jobs = _read(kube, snap, "jobs.batch", namespace)
@@ -61,10 +62,13 @@ def snapshot(kube: Kubectl, namespace: str, kueue: bool) -> Snapshot:
         snap.local_queues = _read(kube, snap, "localqueues.kueue.x-k8s.io", namespace)
         snap.cluster_queues = _read(kube, snap, "clusterqueues.kueue.x-k8s.io", None)
         snap.provisioning_requests = _read(kube, snap, "provisioningrequests.autoscaling.x-k8s.io", namespace)
-        for queue in sorted({str(q) for w in snap.workloads if (q := (w.get("spec") or {}).get("queueName"))}):
+        mine = [(meta(j).get("labels") or {}).get(QUEUE_LABEL) for j in snap.jobsets if only is None or meta(j).get("name") == only]
+        known = {meta(q).get("name") for q in snap.local_queues}
+        for queue in sorted({str(q) for q in mine if q} & known):
             answer = kube.pending_workloads(namespace, queue)
             if isinstance(answer, str):
-                snap.unread.append(f"pending workloads of {queue}: {answer}")
+                if "NotFound" not in answer:  # a held queue is not listed: its workloads have no place to give
+                    snap.unread.append(f"pending workloads of {queue}: {answer}")
             else:
                 snap.pending[queue] = answer
     return snap

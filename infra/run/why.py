@@ -200,7 +200,7 @@ def _not_admitted(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
                          "wait a few seconds; if it stays, Kueue's controller is not running (kubectl -n kueue-system get pods)")
     if (wl.get("spec") or {}).get("active") is False:
         return Diagnosis("deactivated", f"its Kueue Workload {meta(wl).get('name')} is deactivated (spec.active: false): Kueue neither admits nor queues it",
-                         tuple(one_line(c.get("message")) for c in conditions(wl) if c.get("type") in ("Evicted", "Requeued") and c.get("message")),
+                         tuple(dict.fromkeys(one_line(c.get("message")) for c in conditions(wl) if c.get("type") in ("Evicted", "Requeued") and c.get("message"))),
                          f"reactivate it: kubectl patch workloads.kueue.x-k8s.io -n {view.namespace} {meta(wl).get('name')} --type merge "
                          "-p '{\"spec\":{\"active\":true}}' (or delete the run)")
     preempted = _preemption(ev, view)
@@ -237,9 +237,18 @@ def _preemption(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
                      "(--priority training) or on a group the other does not use")
 
 
+def _relevant(message: str) -> str:
+    """Of Kueue's flavor-by-flavor message, the parts that say what is short ("couldn't assign flavors to pod set
+    worker: flavor tpu-big doesn't match node affinity, insufficient unused quota for google.com/tpu in flavor
+    tpu-main, 4 more needed"): the flavors that could never hold it are noise."""
+    head, _, rest = message.partition(": ")
+    parts = [p for p in re.split(r", (?=flavor |insufficient |previously )", rest) if re.search(r"insufficient|more needed|maximum capacity|exceed", p)]
+    return f"{head}: {', '.join(parts)}" if parts and rest else message
+
+
 def _waiting(ev: Evidence, view: StackView, reserved: dict[str, Any]) -> Diagnosis:
     reason = reserved.get("reason") or ""
-    message = one_line(reserved.get("message"))
+    message = _relevant(one_line(reserved.get("message"), 1000))
     wl = ev.workload or {}
     flavors = set(re.findall(r"in flavor ([a-z0-9.-]+)", message))
     if reason == "ExceedsMaxQuota" or "maximum capacity" in message:
@@ -382,7 +391,8 @@ def _unscheduled(ev: Evidence, view: StackView, pending: list[dict[str, Any]]) -
 
 def _running(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
     js = ev.jobset or {}
-    live = [p for p in ev.pods if not meta(p).get("deletionTimestamp")]
+    # a pod that ended (a replaced worker's, Failed) is history: the Job made another
+    live = [p for p in ev.pods if not meta(p).get("deletionTimestamp") and (p.get("status") or {}).get("phase") not in ("Failed", "Succeeded")]
     waiting = [(p, s) for p in live for s in (p.get("status") or {}).get("containerStatuses") or []
                if ((s.get("state") or {}).get("waiting") or {}).get("reason") in IMAGE_WAITING]
     if waiting:

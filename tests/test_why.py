@@ -1,0 +1,168 @@
+"""`python -m infra.run why` (infra/run/why.py): the dominant reason from the objects as Kueue, the JobSet controller,
+the Job controller, the scheduler and the kubelet write them (their field names and messages as the pinned releases
+write them; the real-engine suite tests_e2e/test_why.py seeds the same cases on the real controllers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.model.config import load, resolve
+from infra.run.gather import stack_view
+from infra.run.why import diagnose, file_verdict, refusal
+from infra.run.why_facts import Evidence
+from tests.conftest import GROUPS_RBAC, config_with
+
+SLICES = [{"name": "main", "tpu": "v6e-4", "count": 2}, {"name": "res", "tpu": "v6e-4", "count": 1, "reservation": "r1"},
+          {"name": "flex", "tpu": "v6e-4", "count": 1, "flexStart": True, "queuedProvisioning": True}]
+CONFIG = config_with(pathwaysVersion="jax-0.7.2", slices=SLICES, cluster=GROUPS_RBAC,
+                     runs={"submitters": [{"name": "r@example.com"}], "buckets": [{"name": "data"}]},
+                     workloads=[{"name": "train", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "onFailure": {}},
+                                {"name": "paused", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "state": "suspended"}])
+VIEW = stack_view(resolve(load({k.split(":", 1)[1]: v for k, v in CONFIG.items() if k.startswith("pathways:")}
+                               | {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "why")))
+T0 = "2026-12-06T08:00:00Z"
+
+
+def cond(kind: str, status: str = "True", reason: str = "", message: str = "", at: str = T0) -> dict[str, Any]:
+    return {"type": kind, "status": status, "reason": reason or kind, "message": message, "lastTransitionTime": at}
+
+
+def jobset(name: str = "exp", queue: str = "runs-pathways", conditions=(), **status) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": f"u-{name}", "creationTimestamp": T0, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"failurePolicy": {"maxRestarts": 2}, "replicatedJobs": []}, "status": {"conditions": list(conditions), **status}}
+
+
+def wl(name: str = "jobset-exp-1", owner: str = "exp", conditions=(), priority: int = 100_000, active: bool = True, **status) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": f"w-{owner}", "ownerReferences": [{"kind": "JobSet", "name": owner, "uid": f"u-{owner}"}]},
+            "spec": {"queueName": "runs-pathways", "priority": priority, "active": active}, "status": {"conditions": list(conditions), **status}}
+
+
+LQ = {"metadata": {"name": "runs-pathways"}, "spec": {"clusterQueue": "pathways", "stopPolicy": "None"}}
+ADMITTED = [cond("QuotaReserved"), cond("Admitted")]
+
+
+def pod(name: str, role: str = "worker", phase: str = "Running", node: str = "n1", statuses=(), conditions=(), group: str = "main",
+        **spec) -> dict[str, Any]:
+    job = "pathways-head" if role == "head" else "worker"
+    return {"metadata": {"name": name, "labels": {"jobset.sigs.k8s.io/jobset-name": "exp", "jobset.sigs.k8s.io/replicatedjob-name": job,
+                                                  "jobset.sigs.k8s.io/job-index": "0"}},
+            "spec": {**({"nodeName": node} if node else {}), "nodeSelector": {"pathways/slice-group": group,
+                                                                          "cloud.google.com/gke-tpu-topology": "2x2"}, **spec},
+            "status": {"phase": phase, "startTime": T0, "containerStatuses": list(statuses), "conditions": list(conditions)}}
+
+
+def ended(container: str, code: int, reason: str = "Error") -> dict[str, Any]:
+    return {"name": container, "image": "i", "state": {"terminated": {"exitCode": code, "reason": reason, "finishedAt": T0}}}
+
+
+def ev(**kw) -> Evidence:
+    kw.setdefault("local_queues", [LQ])
+    return Evidence(name=kw.pop("name", "exp"), **kw)
+
+
+def node(name: str, group: str, topology: str = "2x2") -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"pathways/slice-group": group, "cloud.google.com/gke-tpu-topology": topology}}}
+
+
+CASES = {
+    "not-found": (ev(jobset=None), "infra.run list"),
+    "finished": (ev(jobset=jobset(conditions=[cond("Completed", reason="AllJobsCompleted", message="jobset completed successfully",
+                                                   at="2026-12-06T08:05:00Z")]),
+                    workload=wl(conditions=[cond("Admitted", at=T0)])), "infra.run logs"),
+    "oom": (ev(jobset=jobset(conditions=[cond("Failed", reason="ReachedMaxRestarts")]),
+               pods=[pod("w", statuses=[ended("pathways-worker", 137, "OOMKilled")])]), "memory"),
+    "failure-rule": (ev(name="train", jobset=jobset("train", "train", [cond("Failed", reason="FailJobSetFailurePolicyAction")]),
+                        pods=[pod("h", "head", statuses=[ended("jax-program", 2)])]), "infra.run logs"),
+    "program-failed": (ev(jobset=jobset(conditions=[cond("Failed", reason="ReachedMaxRestarts")], restarts=2),
+                          pods=[pod("w", statuses=[ended("pathways-worker", 143), ended("x", 1)])]), "infra.run logs"),
+    "deactivated": (ev(jobset=jobset(), workload=wl(active=False, conditions=[cond("Evicted", reason="InactiveWorkload")])), "active"),
+    "no-such-queue": (ev(jobset=jobset(queue="runs-nowhere"), workload=wl()), "kueue.x-k8s.io/queue-name"),
+    "preempted": (ev(jobset=jobset(), workload=wl(conditions=[
+        cond("QuotaReserved", "False", "WaitingForQuota"),
+        cond("Preempted", reason="InClusterQueue", message="Preempted to accommodate a workload (UID: w-big, JobUID: u-big) due to prioritization")]),
+        workloads=[wl("jobset-big-1", "big", ADMITTED, priority=1_000_000)]), "priority"),
+    "over-quota": (ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved", "False", "ExceedsMaxQuota", "couldn't assign flavors")])),
+                   "at most"),
+    "waiting-for-quota": (ev(jobset=jobset(), workload=wl(conditions=[cond(
+        "QuotaReserved", "False", "Pending", "couldn't assign flavors to pod set worker: insufficient unused quota for google.com/tpu in flavor "
+        "tpu-main, 4 more needed")]), workloads=[wl("jobset-train-1", "train", ADMITTED, status_admission=None)]), "fewer slices"),
+    "queue-held": (ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved", "False", "Suspended")]),
+                      local_queues=[{**LQ, "spec": {"clusterQueue": "pathways", "stopPolicy": "Hold"}}]), "stopPolicy"),
+    "suspended": (ev(name="paused", jobset=jobset("paused", "paused"), workload=wl(owner="paused"),
+                     local_queues=[{"metadata": {"name": "paused"}, "spec": {"stopPolicy": "HoldAndDrain"}}]), "state"),
+    "not-provisioned": (ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved"), cond("Admitted", "False")],
+                                                        admissionChecks=[{"name": "queued-flex", "state": "Pending"}]),
+                           provisioning_requests=[{"metadata": {"name": "pr-1", "ownerReferences": [{"name": "jobset-exp-1"}]},
+                                                   "status": {"conditions": [cond("Accepted", message="waiting for capacity")]}}]), "ladder"),
+    "no-free-hosts": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), nodes=[],
+                         pods=[pod("w", phase="Pending", node="", group="res", conditions=[cond("PodScheduled", "False", "Unschedulable")])]),
+                      "reservation"),
+    "topology": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), nodes=[node("n1", "main", "2x4"), node("n2", "main", "2x4")],
+                    pods=[pod("w", phase="Pending", node="", conditions=[cond("PodScheduled", "False", "Unschedulable")])]), "topology"),
+    "image-pull": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), pods=[pod("h", "head", phase="Pending", statuses=[
+        {"name": "jax-program", "image": "bad:1", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}])]),
+        "image"),
+    "bucket-access": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), pods=[pod("h", "head", phase="Pending", volumes=[
+        {"name": "gcs", "csi": {"driver": "gcsfuse.csi.storage.gke.io", "volumeAttributes": {"bucketName": "other"}}}])],
+        events=[{"reason": "FailedMount", "involvedObject": {"name": "h"},
+                 "message": "MountVolume.SetUp failed: rpc error: code = PermissionDenied desc = googleapi: Error 403"}]), "runs.buckets"),
+    "refused-by-guard": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), events=[{"reason": "JobCreationFailed", "message": (
+        "jobs.batch \"exp-pathways-head-0\" is forbidden: ValidatingAdmissionPolicy 'pathways-workload-templates' with binding "
+        "'pathways-workload-templates' denied request: no privileged container")}]), "infra.run submit"),
+    "restarted": (ev(jobset=jobset(restarts=1), workload=wl(conditions=ADMITTED), pods=[pod("h", "head"), pod("w")]), "restarts left"),
+    "running": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), pods=[pod("h", "head"), pod("w")], now=1_796_544_000.0),
+                "nothing to do"),
+}
+
+
+@pytest.mark.parametrize("reason", sorted(CASES))
+def test_why_names_the_dominant_reason_and_its_fix(reason):
+    evidence, fix = CASES[reason]
+    got = diagnose(evidence, VIEW)
+    assert got.reason == reason, got
+    assert fix in got.fix, got.fix
+
+
+def test_a_bucket_listed_in_runs_buckets_points_at_the_missing_grant_not_the_stack_file():
+    evidence, _ = CASES["bucket-access"]
+    listed = ev(**{**evidence.__dict__, "pods": [pod("h", "head", phase="Pending", volumes=[
+        {"name": "gcs", "csi": {"driver": "gcsfuse.csi.storage.gke.io", "volumeAttributes": {"bucketName": "data"}}}])]})
+    assert "run the bootstrap again" in diagnose(listed, VIEW).fix
+
+
+def test_a_queue_it_cannot_read_proves_nothing():
+    # a kubeconfig without LocalQueue reads: no "no such queue" from the absence
+    got = diagnose(ev(jobset=jobset(), workload=wl(conditions=ADMITTED), local_queues=[], unread=("localqueues.kueue.x-k8s.io: forbidden",),
+                      pods=[pod("h", "head"), pod("w")]), VIEW)
+    assert got.reason == "running"
+
+
+def test_the_waiting_answer_names_its_place_and_who_holds_the_quota():
+    holder = wl("jobset-train-1", "train", ADMITTED, priority=1_000_000)
+    holder["status"]["admission"] = {"clusterQueue": "pathways", "podSetAssignments": [{"flavors": {"google.com/tpu": "tpu-main"}}]}
+    got = diagnose(ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved", "False", "WaitingForQuota",
+                                                                    "insufficient unused quota for google.com/tpu in flavor tpu-main, 4 more needed")]),
+                      workloads=[holder], pending=[{"metadata": {"name": "jobset-exp-1"}, "positionInClusterQueue": 1}]), VIEW)
+    assert got.summary == "waiting in line for quota: 2 in ClusterQueue, held by train (priority 1000000)", got
+    # of Kueue's flavor-by-flavor message, the part that says what is short
+    noisy = wl(conditions=[cond("QuotaReserved", "False", "WaitingForQuota", "couldn't assign flavors to pod set worker: flavor tpu-big doesn't "
+                                "match node affinity, insufficient unused quota for google.com/tpu in flavor tpu-main, 4 more needed")])
+    said = diagnose(ev(jobset=jobset(), workload=noisy), VIEW).evidence[0]
+    assert said == "Kueue: couldn't assign flavors to pod set worker: insufficient unused quota for google.com/tpu in flavor tpu-main, 4 more needed"
+
+
+def test_refusals_name_the_policy_and_pod_security_check():
+    runs = refusal("ValidatingAdmissionPolicy 'pathways-runs-only' with binding 'pathways-runs-only' denied request: a run is queued by Kueue", VIEW)
+    assert runs is not None and runs.reason == "refused-by-runs-policy" and "pathways-runs-only" in runs.summary
+    ps = refusal('pods "x" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)', VIEW)
+    assert ps is not None and ps.reason == "refused-by-pod-security" and "baseline:latest" in ps.summary
+    assert file_verdict({"kind": "JobSet", "metadata": {"name": "x"}}, None, VIEW).reason == "accepted"
+    assert file_verdict({"kind": "JobSet", "metadata": {"name": "x"}}, "the server could not find the requested resource", VIEW).reason == "refused"
+
+
+def test_a_program_that_cannot_start_says_to_check_its_command():
+    got = diagnose(ev(name="train", jobset=jobset("train", "train", [cond("Failed", reason="FailJobSetFailurePolicyAction")]),
+                      pods=[pod("h", "head", statuses=[ended("jax-program", 128, "StartError")])]), VIEW)
+    assert got.reason == "failure-rule" and "command" in got.fix and "128" in got.summary
