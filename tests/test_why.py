@@ -150,7 +150,28 @@ def test_the_waiting_answer_names_its_place_and_who_holds_the_quota():
     noisy = wl(conditions=[cond("QuotaReserved", "False", "WaitingForQuota", "couldn't assign flavors to pod set worker: flavor tpu-big doesn't "
                                 "match node affinity, insufficient unused quota for google.com/tpu in flavor tpu-main, 4 more needed")])
     said = diagnose(ev(jobset=jobset(), workload=noisy), VIEW).evidence[0]
-    assert said == "Kueue: couldn't assign flavors to pod set worker: insufficient unused quota for google.com/tpu in flavor tpu-main, 4 more needed"
+    assert said == ("Kueue (WaitingForQuota): couldn't assign flavors to pod set worker: insufficient unused quota for google.com/tpu in "
+                    "flavor tpu-main, 4 more needed")
+
+
+# Kueue v0.19's message for a worker pod set without its gates (reason Pending), as the real Kueue wrote it in the
+# suite: the head flavor holds no TPUs (maximum capacity 0), the group's flavor is only busy ("unused"): waiting
+HEAD_PASS = ("couldn't assign flavors to pod set worker: insufficient quota for google.com/tpu in flavor pathways-head, previously "
+             "considered podsets requests (0) + current podset request (4) > maximum capacity (0), ")
+
+
+@pytest.mark.parametrize("reason, message, want", [
+    ("Pending", HEAD_PASS + "insufficient unused quota for google.com/tpu in flavor tpu-tight, 4 more needed", "waiting-for-quota"),
+    ("Pending", HEAD_PASS + "insufficient quota for google.com/tpu in flavor tpu-flex, previously considered podsets requests (0) + "
+     "current podset request (8) > maximum capacity (4)", "over-quota"),
+    ("WaitingForQuota", HEAD_PASS + "insufficient unused quota for google.com/tpu in flavor tpu-tight, 4 more needed", "waiting-for-quota"),
+    ("ExceedsMaxQuota", HEAD_PASS + "insufficient quota for google.com/tpu in flavor tpu-flex, previously considered podsets requests (0) + "
+     "current podset request (8) > maximum capacity (4)", "over-quota"),
+])
+def test_more_than_a_flavor_ever_holds_is_told_from_a_busy_one(reason, message, want):
+    got = diagnose(ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved", "False", reason, message)])), VIEW)
+    assert got.reason == want, got
+    assert "pathways-head" not in got.evidence[0]  # the head flavor's pass is noise
 
 
 def test_refusals_name_the_policy_and_pod_security_check():

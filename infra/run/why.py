@@ -242,7 +242,8 @@ def _relevant(message: str) -> str:
     worker: flavor tpu-big doesn't match node affinity, insufficient unused quota for google.com/tpu in flavor
     tpu-main, 4 more needed"): the flavors that could never hold it are noise."""
     head, _, rest = message.partition(": ")
-    parts = [p for p in re.split(r", (?=flavor |insufficient |previously )", rest) if re.search(r"insufficient|more needed|maximum capacity|exceed", p)]
+    parts = [p for p in re.split(r", (?=flavor |insufficient )", rest) if re.search(r"insufficient|more needed|maximum capacity|exceed", p)
+             and "maximum capacity (0)" not in p]  # a flavor that holds none of it (the head flavor for TPUs)
     return f"{head}: {', '.join(parts)}" if parts and rest else message
 
 
@@ -251,25 +252,29 @@ def _waiting(ev: Evidence, view: StackView, reserved: dict[str, Any]) -> Diagnos
     message = _relevant(one_line(reserved.get("message"), 1000))
     wl = ev.workload or {}
     flavors = set(re.findall(r"in flavor ([a-z0-9.-]+)", message))
-    if reason == "ExceedsMaxQuota" or "maximum capacity" in message:
+    said = f"Kueue ({reason}): {message}" if message else f"Kueue: {reason or 'no condition yet'}"
+    # Kueue's tiered reason when its gates are on; else (reason Pending) its message: more than a flavor can ever
+    # hold ("> maximum capacity") in every flavor it tried, and no flavor that would fit once freed ("unused")
+    exceeds = reason == "ExceedsMaxQuota" or (reason in ("", "Pending") and "maximum capacity" in message and "unused quota" not in message)
+    if exceeds:
         return Diagnosis("over-quota", "it asks for more than its ClusterQueue can ever hold: Kueue will never admit it",
-                         (f"Kueue: {message}" if message else f"Kueue: {reason}",),
+                         (said,),
                          "ask for at most what the slice group holds (--slices, the group's count), or grow the group in the stack file")
-    if reason == "Misconfigured" or "doesn't exist" in message or "is inactive" in message:
-        return Diagnosis("no-such-queue", f"Kueue cannot queue it: {message or reason}", (f"Kueue: {message or reason}",),
+    if reason == "Misconfigured" or (reason in ("", "Pending") and ("doesn't exist" in message or "is inactive" in message)):
+        return Diagnosis("no-such-queue", f"Kueue cannot queue it: {message or reason}", (said,),
                          f"label it {QUEUE_LABEL}: one of {', '.join(view.run_queues) or 'the stack queues'}; "
                          f"python -m infra.run submit does")
     if reason == "TopologyPlacementFailed":
-        return Diagnosis("topology", "Kueue finds no placement that fits its topology", (f"Kueue: {message}",),
+        return Diagnosis("topology", "Kueue finds no placement that fits its topology", (said,),
                          "ask for a slice shape (topology) the group's nodes have")
     if reason == "WaitingForPreemptedWorkloads":
         return Diagnosis("waiting-for-preemption", "Kueue preempted lower-priority workloads for it and waits for their pods to end",
-                         (f"Kueue: {message}",), "nothing to do: it is admitted once they are gone")
+                         (said,), "nothing to do: it is admitted once they are gone")
     place = _place(ev)
     holders = _flavor_holders(ev, flavors)
     return Diagnosis("waiting-for-quota",
                      "waiting in line for quota" + (f": {place}" if place else "") + (f", held by {', '.join(holders[:4])}" if holders else ""),
-                     tuple(x for x in (f"Kueue: {message}" if message else "Kueue has not considered it yet",
+                     tuple(x for x in (said if message else "Kueue has not considered it yet",
                                        f"priority {(wl.get('spec') or {}).get('priority', 0)}") if x),
                      "it starts when the holders finish or are deleted; to start sooner, ask for fewer slices or another slice group")
 
