@@ -102,7 +102,7 @@ def _ended(ev: Evidence, view: StackView) -> Diagnosis:
     logs = f"its output: python -m infra.run logs --stack {view.stack} {ev.name}"
     oom = next((e for e in exits if e.reason == "OOMKilled"), None)
     if oom is not None:
-        return Diagnosis("oom", f"the {oom.role}'s container {oom.container} ran out of memory (OOMKilled, exit {oom.code})",
+        return Diagnosis("oom", f"container {oom.container} of the {oom.role} ran out of memory (OOMKilled, exit {oom.code})",
                          (f"pod {oom.pod}: terminated OOMKilled at {oom.at or '?'}", *evidence),
                          ("give the program less to hold in host memory (smaller batches or data-loader buffers, fewer "
                           "data-loader workers) or, for the head, more memory (--memory); " + logs), tuple(job_messages))
@@ -115,14 +115,14 @@ def _ended(ev: Evidence, view: StackView) -> Diagnosis:
         fix = (f"the container's command could not run (exit {first.code}: {first.reason or 'not found or not executable'}): "
                "check the command and that the image has it; " + logs) if starting else f"fix what the program reports; {logs}"
         return Diagnosis("failure-rule",
-                         f"the {first.role}'s program {what} with exit {first.code}, one of the fail-fast codes "
+                         f"the program of the {first.role} {what} (exit {first.code}), one of the fail-fast codes "
                          f"{list(codes) or '(the rule)'}: the rule failed the run at once, without a restart",
                          (f"pod {first.pod}, container {first.container}: exit {first.code} ({first.reason or 'Error'})"
                           + (f": {first.message}" if first.message else ""), *evidence), fix, tuple(job_messages))
     if first is not None:
         spent = (js.get("status") or {}).get("restarts") or 0
         return Diagnosis("program-failed",
-                         f"the {first.role}'s program exited {first.code}" + (f" after {spent} restart(s)" if spent else "")
+                         f"the program of the {first.role} exited {first.code}" + (f" after {spent} restart(s)" if spent else "")
                          + f"; no restart left ({restarts_left(js)})",
                          (f"pod {first.pod}, container {first.container}: exit {first.code} ({first.reason or 'Error'})", *evidence),
                          f"fix what the program reports; {logs}", tuple(job_messages))
