@@ -14,6 +14,7 @@ import yaml
 
 from components.manifests import runs as runs_manifest
 from components.model.config import ConfigError, as_run, load, load_run, resolve
+from components.model.cost.summary import stack_summary
 from infra.offline.render import manifests
 from infra.run.status import Position, rows, state, table
 from tests.conftest import GROUPS_RBAC, config_with, example_plan, plan_of, write_stack_file
@@ -296,12 +297,41 @@ def test_a_notebook_run_is_jupyterlab_on_the_heads_loopback_and_takes_no_command
     assert js["metadata"]["annotations"]["pathways/notebook-port"] == "8888"
     head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     program = next(c for c in head["containers"] if c["name"] == "jax-program")
-    # loopback only: the head pod is hostNetwork, so any other address would be the node's, open to the VPC
-    assert program["command"] == ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser"]
+    # loopback only: the head pod is hostNetwork, so any other address would be the node's, open to the VPC; and it
+    # stops itself after the stack's idle time (runs.notebookIdleStopSeconds, 2 h by default): Jupyter's own culling
+    assert program["command"] == ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser",
+                                  "--ServerApp.shutdown_no_activity_timeout=7200", "--MappingKernelManager.cull_idle_timeout=7200",
+                                  "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_interval=300"]
+    assert js["metadata"]["annotations"]["pathways/notebook-idle-stop-seconds"] == "7200"
     # the kernel reaches the run's own proxy on the head, in the cluster (ALTS between Google Cloud machines)
     assert {"name": "JAX_BACKEND_TARGET", "value": "grpc://$(PATHWAYS_HEAD):29000"} in program["env"]
     both = _cli("submit", "--config", str(path), "--name", "nb", "--notebook", "--image", "example.com/jupyter-jax:1", "--dry-run", "--", "python3", "x.py")
     assert (both.returncode, both.stderr) == (2, "error: --notebook runs JupyterLab as the program of a batch run: give no command or mode\n")
+
+
+@pytest.mark.parametrize("flags, command_tail, ttl", [
+    (("--idle-stop", "30m"), ["--no-browser", "--ServerApp.shutdown_no_activity_timeout=1800",
+                              "--MappingKernelManager.cull_idle_timeout=1800"], 604800),
+    (("--idle-stop", "0", "--ttl", "2h"), ["--no-browser"], 7200),  # 0: never; the ttl for when it is stopped
+])
+def test_a_notebook_stops_when_idle_and_a_run_goes_after_its_ttl(tmp_path, flags, command_tail, ttl):
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
+    ok = _cli("submit", "--config", str(path), "--name", "nb", "--notebook", "--image", "example.com/jupyter-jax:1", "--dry-run", *flags)
+    assert ok.returncode == 0, ok.stderr
+    js = yaml.safe_load(ok.stdout)
+    program = next(c for c in js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == "jax-program")
+    assert program["command"][4:][:len(command_tail)] == command_tail and (len(command_tail) > 1 or len(program["command"]) == 5)
+    assert js["spec"]["ttlSecondsAfterFinished"] == ttl
+
+
+@pytest.mark.parametrize("flags, error", [
+    (("--idle-stop", "1h"), "error: --idle-stop stops an idle notebook: give it with --notebook"),
+    (("--ttl", "2w"), "is not a duration; valid: seconds, or a number with s, m, h or d (30m, 2h, 7d)"),
+])
+def test_ttl_and_idle_stop_refuse_what_they_cannot_mean(tmp_path, flags, error):
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
+    proc = _cli("submit", "--config", str(path), "--name", "x", "--image", "example.com/t:1", "--dry-run", *flags)
+    assert proc.returncode == 2 and error in proc.stderr, proc.stderr
 
 
 def test_the_error_lines_docs_runs_md_quotes_are_what_submit_prints():
@@ -375,3 +405,19 @@ def test_submit_help_says_what_each_flag_takes():
     for text in ("batch (default) or interactive (a head for a notebook)", "program image, pinned (tag or digest)",
                  "print the JobSet, create nothing", "(one of runs.buckets)", "(one of runs.fileSystems)"):
         assert text in " ".join(out.split()), text
+
+
+@pytest.mark.parametrize("idle, hours", [(None, 2), (0, 168), (1800, 0.5)])
+def test_the_plan_prices_a_notebook_left_idle_a_week_with_and_without_the_idle_stop(idle, hours):
+    runs = {**RUNS, **({"notebookIdleStopSeconds": idle} if idle is not None else {})}
+    slices = [{"name": "main", "tpu": "v6e-16"}, {"name": "flex", "tpu": "v6e-16", "flexStart": True}]
+    cfg = {k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion=VERSION, runs=runs, cluster=GROUPS_RBAC, slices=slices).items()
+           if k.startswith("pathways:")}
+    summary = stack_summary(resolve(load({**cfg, "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")))["runs"]
+    week = {n["group"]: n for n in summary["idleNotebookWeek"]}
+    assert set(week) == {"main", "flex"}
+    for n in week.values():
+        assert n["withoutIdleStop"] == pytest.approx(n["hourly"] * 168, rel=1e-3)
+        assert n["withIdleStop"] == pytest.approx(n["hourly"] * hours, rel=1e-3)
+    # a fixed pool bills anyway (the stop frees the slice); a flex-start one stops billing with the notebook
+    assert (week["main"]["billedAnyway"], week["flex"]["billedAnyway"]) == (True, False)

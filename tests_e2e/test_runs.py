@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,34 @@ def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_th
     assert listed(cluster, stack_file, rita)["exp-b"]["state"] == "admitted"
     session(cluster, "list --stack runs", run(cluster, stack_file, rita, "list"))
     assert run(cluster, stack_file, rita, "delete", "exp-b").returncode == 0
+
+
+def test_an_idle_notebook_gives_its_slice_back_and_a_finished_run_goes_after_its_ttl(cluster, deployed):
+    stack_file, rita = deployed
+    # a notebook on the group's free slice, stopping after 10 minutes idle, removed 20 s after it ends
+    nb = run(cluster, stack_file, rita, "submit", "--name", "nb", "--notebook", "--image", "example.com/jupyter-jax:1", "--slices", "1",
+             "--idle-stop", "10m", "--ttl", "20s")
+    assert nb.returncode == 0, nb.stderr
+    session(cluster, "submit --stack runs --name nb --notebook --image example.com/jupyter-jax:1 --slices 1 --idle-stop 10m --ttl 20s", nb)
+    heads = [p for p in wait_running(cluster, "pathways", "nb", 1 + 4) if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head"]
+    program = next(c for c in heads[0]["spec"]["containers"] if c["name"] == "jax-program")
+    # JupyterLab's own idle shutdown, as the API server stored the pod: idle kernels culled, then the server exits
+    assert {"--ServerApp.shutdown_no_activity_timeout=600", "--MappingKernelManager.cull_idle_timeout=600",
+            "--MappingKernelManager.cull_connected=True"} <= set(program["command"]), program["command"]
+    js = cluster.get("jobset", "-n", "pathways", "nb")
+    assert js["spec"]["ttlSecondsAfterFinished"] == 20 and js["metadata"]["annotations"]["pathways/notebook-idle-stop-seconds"] == "600"
+    # the group is full (train and nb): the next run waits for the notebook's slice
+    assert run(cluster, stack_file, rita, "submit", "--name", "exp-next", "--image", IMAGE, "--slices", "1", "--", "python3", "n.py").returncode == 0
+    cluster.wait_for("exp-next waits", lambda: (lambda w: w and not is_true(w, "QuotaReserved") and (w.get("status") or {}).get("conditions"))(
+        workload(cluster, "pathways", "exp-next")))
+    # Jupyter stops the idle server (kwok runs no Jupyter: the tier ends the head's program with 0, as Jupyter's exit
+    # is): the JobSet completes, Kueue gives the slice back, and the waiting run gets it
+    cluster.kubectl("annotate", "pod", "-n", "pathways", heads[0]["metadata"]["name"], "e2e.pathways/fail=true", "e2e.pathways/exit-code=0")
+    cluster.wait_for("the notebook's JobSet completed", lambda: is_true(cluster.get("jobset", "-n", "pathways", "nb"), "Completed"), timeout=60)
+    ended = time.monotonic()
+    wait_running(cluster, "pathways", "exp-next", 1 + 4)
+    # the JobSet controller removes the finished notebook after its ttl, pods and all
+    cluster.wait_for("nb removed after its ttl", lambda: cluster.kubectl("get", "jobset", "-n", "pathways", "nb", check=False).returncode != 0,
+                     timeout=90, interval=1)
+    assert time.monotonic() - ended >= 15 and not pods(cluster, "pathways", "nb")
+    assert run(cluster, stack_file, rita, "delete", "exp-next").returncode == 0

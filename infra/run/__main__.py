@@ -34,11 +34,34 @@ from infra.run.status import positions, rows, table
 # JupyterLab on the head's loopback (the pod is hostNetwork), reached by `kubectl port-forward`; its token is in the log.
 NOTEBOOK_COMMAND = ["jupyter", "lab", "--ip=127.0.0.1", f"--port={NOTEBOOK_PORT}", "--no-browser"]
 NOTEBOOK_ANNOTATION = "pathways/notebook-port"
+IDLE_STOP_ANNOTATION = "pathways/notebook-idle-stop-seconds"
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 EXIT_CLUSTER = 1
 EXIT_INVALID = 2
 # The flags that set a run spec's keys (docs/runs.md lists the spec file's keys; these are a subset).
 FLAG_KEYS = {"name": "name", "mode": "mode", "slice_group": "sliceGroup", "slices": "slices", "image": "image",
              "priority": "priority", "cpu": "cpu", "memory": "memory", "max_restarts": "maxRestarts"}
+
+
+def _duration(text: str) -> int:
+    """Seconds from 90, 90s, 30m, 2h or 7d."""
+    unit = text[-1:] if text[-1:] in DURATION_UNITS else "s"
+    number = text[:-1] if text[-1:] in DURATION_UNITS else text
+    if not number.isdigit() or int(number) * DURATION_UNITS[unit] > 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a duration; valid: seconds, or a number with s, m, h or d (30m, 2h, 7d)")
+    return int(number) * DURATION_UNITS[unit]
+
+
+def notebook_command(idle_stop_seconds: int) -> list[str]:
+    """JupyterLab on the head's loopback; with an idle stop, Jupyter's own: kernels idle that long are culled (even
+    with a browser tab open), then the server, without kernels or activity that long, exits 0 (jupyter_server 2.x
+    ServerApp.shutdown_no_activity_timeout, MappingKernelManager.cull_*): the head's program ends, the JobSet completes
+    and Kueue gives the slice back."""
+    if idle_stop_seconds <= 0:
+        return list(NOTEBOOK_COMMAND)
+    return [*NOTEBOOK_COMMAND, f"--ServerApp.shutdown_no_activity_timeout={idle_stop_seconds}",
+            f"--MappingKernelManager.cull_idle_timeout={idle_stop_seconds}", "--MappingKernelManager.cull_connected=True",
+            f"--MappingKernelManager.cull_interval={min(300, max(60, idle_stop_seconds // 4))}"]
 
 
 def _local_port(text: str) -> int:
@@ -93,6 +116,11 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--notebook", action="store_true", help=(
                 f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (JAX reaches the run's own "
                 "proxy): open it with `notebook`. Without --image: the stack's notebook image (notebook-image)"))
+            p.add_argument("--ttl", type=_duration, help=(
+                "remove the run (JobSet, pods, logs) this long after it finishes: 30m, 2h, 7d (default: runs.ttlSecondsAfterFinished)"))
+            p.add_argument("--idle-stop", type=_duration, help=(
+                "with --notebook: stop it after this long idle, freeing the slice: 30m, 2h; 0 never "
+                "(default: runs.notebookIdleStopSeconds)"))
             p.add_argument("--dry-run", action="store_true", help="print the JobSet, create nothing")
             p.add_argument("command_", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the program's command")
         elif name == "list":
@@ -131,7 +159,7 @@ def _stack(args: argparse.Namespace) -> Any:
     return load(raw_values(config), args.stack or stack_name_for(path), frozenset(secret_keys))
 
 
-def _spec(args: argparse.Namespace) -> dict[str, Any]:
+def _spec(args: argparse.Namespace, idle_default: int = 0) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if args.spec is not None:
         try:
@@ -164,10 +192,14 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     command = list(args.command_)
     if command and command[0] == "--":
         command = command[1:]
+    if args.ttl is not None:
+        spec["ttlSecondsAfterFinished"] = args.ttl
+    if args.idle_stop is not None and not args.notebook:
+        raise StackFileError("--idle-stop stops an idle notebook: give it with --notebook")
     if args.notebook:
         if command or "command" in spec or spec.get("mode", "batch") != "batch":
             raise StackFileError("--notebook runs JupyterLab as the program of a batch run: give no command or mode")
-        command = NOTEBOOK_COMMAND
+        command = notebook_command(args.idle_stop if args.idle_stop is not None else idle_default)
     if command:
         spec["command"] = command
     return spec
@@ -198,7 +230,9 @@ def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: boo
     run = stack.workloads[-1]
     obj = run_jobset(stack, as_run(stack, run), submitted_by)
     if notebook:
-        obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), NOTEBOOK_ANNOTATION: str(NOTEBOOK_PORT)}
+        idle = next((int(a.split("=", 1)[1]) for a in spec.get("command") or [] if a.startswith("--ServerApp.shutdown_no_activity_timeout=")), 0)
+        obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), NOTEBOOK_ANNOTATION: str(NOTEBOOK_PORT),
+                                          IDLE_STOP_ANNOTATION: str(idle)}
     report = check_jobset(obj)
     if report.violations:
         raise ConfigError([Problem("run", str(v)) for v in report.violations])
@@ -217,7 +251,7 @@ def _notebook_image(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _submit(args: argparse.Namespace, cfg: Any) -> int:
-    spec = _spec(args)
+    spec = _spec(args, cfg.runs.notebook_idle_stop_seconds if cfg.runs is not None else 0)
     if args.notebook and not spec.get("image"):
         from infra.notebook_image import NotebookImageError, default_image
 

@@ -106,6 +106,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "runs": {
             "namespace": stack.namespace, "queues": dict(stack.run_queues), "headNodes": stack.runs.head_nodes,
             "priority": stack.runs.priority, "submitters": [s.name for s in stack.runs.submitters],
+            "notebookIdleStopSeconds": stack.runs.notebook_idle_stop_seconds, "idleNotebookWeek": _idle_notebook_week(stack),
         } if stack.runs else None,
         "storage": _storage(stack),
         "ladders": _ladders(stack),
@@ -334,6 +335,30 @@ def oversubscribed(stack: ResolvedStack) -> list[str]:
     return out
 
 
+HOURS_PER_WEEK = 7 * 24
+
+
+def _idle_notebook_week(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """A notebook left open and idle for a week on one slice of each group (its slice's chips and its head VM), with
+    and without the stack's idle stop. A group whose pools scale to zero (flex-start, scaleToZero) stops billing
+    when the notebook stops; a fixed pool bills anyway, and the idle stop frees the slice for the next run."""
+    from components.model.cost.pricing import vm_price
+
+    if stack.runs is None or stack.fleet_manager:
+        return []
+    head, _ = vm_price(stack.head_machine_type, stack.prices)
+    stop_hours = min(HOURS_PER_WEEK, stack.runs.notebook_idle_stop_seconds / 3600) if stack.runs.notebook_idle_stop_seconds else HOURS_PER_WEEK
+    out = []
+    for g in stack.slices:
+        chip, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
+        if chip is None or head is None:
+            continue
+        hourly = chip * g.tpu.chips + head
+        out.append({"group": g.name, "hourly": round(hourly, 2), "withoutIdleStop": round(hourly * HOURS_PER_WEEK, 2),
+                    "withIdleStop": round(hourly * stop_hours, 2), "billedAnyway": not g.autoscaled})
+    return out
+
+
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -412,6 +437,12 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         lines += ["", f"Ad-hoc runs (python -m infra.run, docs/runs.md): in {runs['namespace']} on queue {queues}, "
                       f"{runs['headNodes']} head node(s) of their own, priority {runs['priority']} unless asked; submitters: "
                       f"{', '.join(runs['submitters']) or 'none listed (only those with rights of their own in ' + runs['namespace'] + ')'}"]
+        idle = runs["notebookIdleStopSeconds"]
+        for n in runs["idleNotebookWeek"]:
+            stop = (f"{_money(n['withIdleStop'])} with the idle stop after {idle / 3600:g} h (runs.notebookIdleStopSeconds)" if idle
+                    else "no idle stop (runs.notebookIdleStopSeconds: 0)")
+            anyway = "; its pools bill anyway, the stop frees the slice for the next run" if n["billedAnyway"] else ""
+            lines.append(f"  a notebook left idle a week on one slice of {n['group']}: {_money(n['withoutIdleStop'])}, {stop}{anyway}")
     storage = s["storage"]
     if storage:
         lines += ["", "Storage mounts (docs/storage.md; GKE CSI drivers: " + (", ".join(storage["csiDrivers"]) or "none") + "):"]

@@ -44,6 +44,9 @@ class Runs(_Model):
         "A run's priority unless it asks for another: experiment, the lowest, so declared workloads preempt runs."))
     ttl_seconds_after_finished: int = Field(default=7 * 86400, ge=0, le=INT32_MAX, description=(
         "Delete a finished run's JobSet (pods, logs) after this long (default a week); nothing re-creates a run."))
+    notebook_idle_stop_seconds: int = Field(default=2 * 3600, ge=0, le=INT32_MAX, description=(
+        "A notebook run (submit --notebook) stops after this long idle, freeing its slice: JupyterLab's own idle "
+        "shutdown (idle kernels culled, then the server exits); `--idle-stop` overrides it per notebook; 0 never."))
     submitters: list[ServiceClient] = Field(default_factory=list, max_length=50, description=(
         "Who may submit, list, follow, describe and delete runs: a Role in the stack's namespace (JobSets, their "
         "pods, logs, events and Kueue workloads; port-forward for notebooks) and read access to nodes. They can run "
