@@ -114,6 +114,8 @@ CASES = {
     "restarted": (ev(jobset=jobset(restarts=1), workload=wl(conditions=ADMITTED), pods=[pod("h", "head"), pod("w")]), "restarts left"),
     "running": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), pods=[pod("h", "head"), pod("w")], now=1_796_544_000.0),
                 "nothing to do"),
+    # on a fleet manager: the pods are the worker's
+    "dispatched": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED, clusterName="east")), "why --stack <east's stack> exp"),
 }
 
 

@@ -419,6 +419,11 @@ def _running(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
         return Diagnosis("starting", f"{len(pending)} pod(s) wait for the scheduler", (),
                          "wait a few seconds; `describe` gathers their events if they stay")
     running = [p for p in live if (p.get("status") or {}).get("phase") == "Running"]
+    worker = ((ev.workload or {}).get("status") or {}).get("clusterName")
+    if not live and worker:
+        return Diagnosis("dispatched", f"MultiKueue dispatched it to the worker cluster {worker}: its pods run there",
+                         (f"Workload {meta(ev.workload).get('name')}: status.clusterName {worker}",),
+                         f"ask that cluster: python -m infra.run why --stack <{worker}'s stack> {ev.name}")
     if not live:
         return Diagnosis("starting", "admitted; the JobSet controller has not made its pods yet", (),
                          "wait a few seconds; `describe` gathers its events if it stays")
