@@ -130,8 +130,9 @@ def test_a_workload_may_not_take_the_run_queues_name():
     assert [w.name for w in model(runs=None, workloads=[{"name": "runs-pathways", "image": "example.com/t:1"}]).workloads] == ["runs-pathways"]
 
 
-def _policy_admits(policy, user, groups, operation, obj, old):
-    request = {"operation": operation, "userInfo": {"username": user, "groups": groups}}
+def _policy_admits(policy, user, groups, operation, obj, old, resource=("jobset.x-k8s.io", "jobsets")):
+    request = {"operation": operation, "userInfo": {"username": user, "groups": groups},
+               "resource": {"group": resource[0], "version": "v1", "resource": resource[1]}}
     spec = policy["spec"]
     if not all(_evaluate(m["expression"], {"request": request}) for m in spec["matchConditions"]):
         return True

@@ -257,7 +257,7 @@ def _policy_admits(stack_runs, account, field="serviceAccountName"):
     obj = run_object({"name": "exp", "image": "example.com/t:1"}, stack_runs)
     for rj in obj["spec"]["replicatedJobs"]:
         rj["template"]["spec"]["template"]["spec"][field] = account
-    request = {"operation": "CREATE", "userInfo": {"username": "rita@example.com", "groups": []}}
+    request = {"operation": "CREATE", "userInfo": {"username": "rita@example.com", "groups": []}, "resource": {"group": "jobset.x-k8s.io", "resource": "jobsets"}}
     return all(_evaluate(v["expression"], {"object": obj, "oldObject": None, "request": request}) for v in policy["validations"])
 
 
@@ -370,7 +370,7 @@ def _run_volumes_admitted(stack, volumes) -> bool:
     for rj in obj["spec"]["replicatedJobs"]:
         pod = rj["template"]["spec"]["template"]["spec"]
         pod["volumes"] = [*pod.get("volumes", []), *volumes]
-    request = {"operation": "CREATE", "userInfo": {"username": "rita@example.com", "groups": []}}
+    request = {"operation": "CREATE", "userInfo": {"username": "rita@example.com", "groups": []}, "resource": {"group": "jobset.x-k8s.io", "resource": "jobsets"}}
     return all(_evaluate(v["expression"], {"object": obj, "oldObject": None, "request": request}) for v in policy["validations"])
 
 

@@ -36,7 +36,12 @@ ROLE_RULES = (
     # ProvisioningRequests Kueue makes for queued provisioning (their conditions say what GKE answered)
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["get", "list"]},
+    # `submit --workdir`: the run's code, in a ConfigMap named after it and owned by its JobSet (the policy keeps the
+    # create to that shape; no read, change or delete: the garbage collector removes it with the run)
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
 )
+WORKDIR_SUFFIX = "-workdir"
+WORKDIR_LABEL = "pathways/workdir"
 # cluster-wide reads: nodes (where pods run, what a group has) and ClusterQueues (a held queue, its quota), for `why`
 NODE_RULES = ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
               {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "list"]})
@@ -96,6 +101,7 @@ def _volume_rule(v: str, drivers: list[str], read_claims: list[str], write_claim
     never a Secret, a token, a host path, an NFS server or another claim (security #58.10)."""
     claim = f"{v}.persistentVolumeClaim"
     return (f"has({v}.emptyDir) || (has({v}.csi) && {v}.csi.driver in {_cel_list(drivers)}) || "
+            f"(has({v}.configMap) && {v}.configMap.name == object.metadata.name + '{WORKDIR_SUFFIX}') || "
             f"(has({claim}) && ({claim}.claimName in {_cel_list(write_claims)} || "
             f"({claim}.claimName in {_cel_list(read_claims)} && has({claim}.readOnly) && {claim}.readOnly)))")
 
@@ -145,7 +151,8 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str) -> list[di
         {"expression": writing + _pod_rules(priorities, accounts, volume_rule),
          "message": ("a run's pods hold no Secret (env, envFrom, volume), no service-account token (automountServiceAccountToken: "
                      f"false, no projected volume), run as {' or '.join(accounts)}, have a priority class among "
-                     f"{', '.join(priorities)}, and mount only memory, Cloud Storage FUSE and the file systems "
+                     f"{', '.join(priorities)}, and mount only memory, Cloud Storage FUSE, the run's own <name>{WORKDIR_SUFFIX} "
+                     "ConfigMap and the file systems "
                      f"pathways:runs.fileSystems lists ({', '.join(f'{fs.name} read-only' if ro else fs.name for fs, ro in listed) or 'none'})")},
     ]
 
@@ -184,8 +191,21 @@ def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
         *([f"request.userInfo.username in {_cel_list(users)}"] if users else []),
         *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)}))"] if groups else []),
     ])
-    return _admission_policy(POLICY, [("jobset.x-k8s.io", "jobsets")], who,
-                             _run_validations(stack, "runs.submitters", "request.operation == 'DELETE' || "), [stack.namespace])
+    jobsets = [{**v, "expression": f"request.resource.resource != 'jobsets' || ({v['expression']})"}
+               for v in _run_validations(stack, "runs.submitters", "request.operation == 'DELETE' || ")]
+    return _admission_policy(POLICY, [("jobset.x-k8s.io", "jobsets"), ("", "configmaps")], who, [*jobsets, *_workdir_validations()],
+                             [stack.namespace])
+
+
+def _workdir_validations() -> list[dict[str, str]]:
+    """A ConfigMap a submitter creates is a run's code (`submit --workdir`): named <run>-workdir, labelled as such,
+    and owned by that run's JobSet, so it can never take the name of one the stack makes and goes with the run."""
+    cm = "request.resource.resource != 'configmaps' || "
+    owned = ("has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == 'JobSet' && "
+             f"object.metadata.name == r.name + '{WORKDIR_SUFFIX}')")
+    return [{"expression": cm + f"request.operation == 'CREATE' && {_label_is('object', WORKDIR_LABEL, ['true'])} && {owned}",
+             "message": (f"runs.submitters create only a run's code: a ConfigMap <run>{WORKDIR_SUFFIX} labelled {WORKDIR_LABEL}=true "
+                         "and owned by the run's JobSet (python -m infra.run submit --workdir)")}]
 
 
 def fleet_dispatch_policy(stack: ResolvedStack) -> list[dict[str, Any]]:

@@ -121,7 +121,11 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--idle-stop", type=_duration, help=(
                 "with --notebook: stop it after this long idle, freeing the slice: 30m, 2h; 0 never "
                 "(default: runs.notebookIdleStopSeconds)"))
-            p.add_argument("--dry-run", action="store_true", help="print the JobSet, create nothing")
+            p.add_argument("--workdir", type=Path, help=(
+                "ship this directory's code with the run (no image build): unpacked into /workdir, where the command starts; "
+                "its .gitignore and --exclude leave files out"))
+            p.add_argument("--exclude", action="append", default=[], metavar="PATTERN", help="with --workdir: a .gitignore-style pattern to leave out (repeatable)")
+            p.add_argument("--dry-run", action="store_true", help="print the JobSet (and what --workdir ships), create nothing")
             p.add_argument("command_", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the program's command")
         elif name == "list":
             p.add_argument("--json", action="store_true", help="one JSON object per run")
@@ -259,14 +263,28 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
             spec["image"] = default_image(cfg)  # the recipe's, built by Cloud Build (notebook-image)
         except NotebookImageError as e:
             raise StackFileError(str(e)) from None
+    packed = _workdir(args, cfg)
     if args.dry_run:
-        obj = _run_jobset(cfg, spec, "", args.notebook)
+        obj = _with_workdir(_run_jobset(cfg, spec, "", args.notebook), packed)
         sys.stdout.write(yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False))
+        if packed is not None:
+            print(f"--workdir {shown(args.workdir)} ships {packed.summary()}:", file=sys.stderr)
+            for rel, size in packed.files[:50]:
+                print(f"  {rel} ({size:,} bytes)", file=sys.stderr)
+            if len(packed.files) > 50:
+                print(f"  ... and {len(packed.files) - 50} more", file=sys.stderr)
         return 0
     kube = Kubectl(args.kubeconfig, args.context)
-    obj = _run_jobset(cfg, spec, kube.whoami(), args.notebook)
+    obj = _with_workdir(_run_jobset(cfg, spec, kube.whoami(), args.notebook), packed)
     name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
-    kube.create(obj)
+    created = kube.create(obj)
+    if packed is not None:
+        from infra.run.workdir import config_map
+
+        # after the JobSet, owned by it: the garbage collector removes the code with the run (the head's pod waits
+        # for its volume until then)
+        kube.create(config_map(name, ns, packed, created["metadata"]["uid"]))
+        print(f"  its code: {shown(args.workdir)}, {packed.summary()}")
     queue = obj["metadata"]["labels"].get("kueue.x-k8s.io/queue-name")
     print(f"run {name} submitted to {ns}" + (f" on queue {queue}" if queue else ""))
     print(f"  where it stands: python -m infra.run list --stack {cfg.stack}")
@@ -280,6 +298,43 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         access = interactive_access(resolve(load_run(cfg, spec)).workloads[-1], cfg.stack)
         print(f"  clients in the VPC: {access['clientEnv']}")
     return 0
+
+
+def _workdir(args: argparse.Namespace, cfg: Any) -> Any:
+    """The packed --workdir (None without it); refused where it cannot reach the pods."""
+    if args.workdir is None:
+        if args.exclude:
+            raise StackFileError("--exclude leaves files out of --workdir: give it with --workdir")
+        return None
+    from infra.run.workdir import WorkdirError, pack
+
+    if cfg.fleet is not None and cfg.fleet.role == "manager":
+        raise StackFileError("--workdir: a fleet manager dispatches the JobSet alone (MultiKueue), not its code; "
+                             "submit to a worker's stack, or ship the code in the image")
+    if args.notebook:
+        raise StackFileError("--workdir ships code for a program; a notebook starts JupyterLab (open files in it instead)")
+    try:
+        return pack(args.workdir, tuple(args.exclude))
+    except WorkdirError as e:
+        raise StackFileError(str(e)) from None
+
+
+def _with_workdir(obj: dict[str, Any], packed: Any) -> dict[str, Any]:
+    if packed is None:
+        return obj
+    from components.manifests.admission import check_jobset
+    from components.manifests.jobset import USER_CONTAINER
+    from components.model.errors import ConfigError, Problem
+    from infra.run.workdir import WorkdirError, with_workdir
+
+    try:
+        out = with_workdir(obj, USER_CONTAINER, packed)
+    except WorkdirError as e:
+        raise StackFileError(str(e)) from None
+    report = check_jobset(out)
+    if report.violations:
+        raise ConfigError([Problem("run", str(v)) for v in report.violations])
+    return out
 
 
 def _cluster(args: argparse.Namespace, cfg: Any) -> tuple[Kubectl, str]:

@@ -81,16 +81,17 @@ class Kubectl:
             return ""
         return str(((self._json(proc.stdout, "kubectl auth whoami").get("status") or {}).get("userInfo") or {}).get("username") or "")
 
-    def create(self, obj: dict[str, Any]) -> None:
-        """Create, never overwrite: a run of the same name is an error, not an update."""
-        proc = self.run("create", "-f", "-", stdin=json.dumps(obj), check=False)
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create, never overwrite: a run of the same name is an error, not an update. The object as stored."""
+        proc = self.run("create", "-o", "json", "-f", "-", stdin=json.dumps(obj), check=False)
         if proc.returncode != 0:
             err = proc.stderr
             if "AlreadyExists" in err or "already exists" in err:
                 name = obj["metadata"]["name"]
                 raise KubeError(f"a JobSet named {name} already exists in {obj['metadata']['namespace']}; delete it first "
                                 f"(python -m infra.run delete) or choose another --name")
-            raise KubeError(f"the cluster refused run {obj['metadata']['name']}: {_first_line(err)}")
+            raise KubeError(f"the cluster refused {obj['kind']} {obj['metadata']['name']}: {_first_line(err)}")
+        return self._json(proc.stdout, f"kubectl create {obj['kind']}")
 
     def delete_jobset(self, namespace: str, name: str) -> None:
         # foreground: the JobSet goes once its Jobs and their pods are gone, so the command returns after them;

@@ -1,0 +1,119 @@
+"""`submit --workdir` (infra/run/workdir.py): what is shipped, that the same code is the same bytes, the limits, the
+JobSet that unpacks it, the policy that lets a submitter create exactly that ConfigMap, and the unpack command run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from components.manifests import runs as runs_manifest
+from components.model.config import resolve
+from infra.run.workdir import ARCHIVE, MOUNT, TARGET, UNPACK, Packed, WorkdirError, config_map, pack, with_workdir
+from tests.conftest import GROUPS_RBAC, config_with, write_stack_file
+from tests.test_runs import RUNS, VERSION, _cli, _policy_admits, _run, model
+
+
+def _tree(root, files: dict[str, bytes]):
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root
+
+
+CODE = {"train.py": b"print('step')\n", "lib/model.py": b"X = 1\n", ".gitignore": b"data/\n*.ckpt\n", "data/shard-0": b"x" * 1000,
+        "out.ckpt": b"c", ".git/config": b"[core]\n", "notes.txt": b"n"}
+
+
+def test_the_same_code_is_the_same_bytes_and_gitignore_and_exclude_leave_files_out(tmp_path):
+    a = pack(_tree(tmp_path / "a", CODE), ("*.txt",))
+    b = pack(_tree(tmp_path / "b", CODE), ("*.txt",))
+    assert [rel for rel, _ in a.files] == [".gitignore", "lib/model.py", "train.py"]
+    assert a.excluded == 4 and a.sha256 == b.sha256 and a.data == b.data  # times and owners are not in it
+    changed = pack(_tree(tmp_path / "c", {**CODE, "train.py": b"print('step 2')\n"}), ("*.txt",))
+    assert changed.sha256 != a.sha256
+    assert "3 file(s)" in a.summary() and a.sha256 in a.summary()
+
+
+def test_what_cannot_be_shipped_is_said_in_one_line(tmp_path):
+    with pytest.raises(WorkdirError, match=r"MiB packed, over the 900 KiB a run ships; exclude data and outputs"):
+        pack(_tree(tmp_path / "big", {"weights.bin": os.urandom(1024 * 1024)}))
+    link = _tree(tmp_path / "link", {"a.py": b"1"})
+    (link / "b.py").symlink_to(link / "a.py")
+    with pytest.raises(WorkdirError, match="b.py is a symbolic link"):
+        pack(link)
+    with pytest.raises(WorkdirError, match="nothing to ship"):
+        pack(_tree(tmp_path / "none", {"x.txt": b"1"}), ("*.txt",))
+    with pytest.raises(WorkdirError, match="not a directory"):
+        pack(tmp_path / "missing")
+
+
+def test_the_unpack_command_starts_the_program_in_the_shipped_tree(tmp_path):
+    packed = pack(_tree(tmp_path / "code", {"train.py": b"import lib.model as m; print('ran', m.X)\n", "lib/model.py": b"X = 7\n",
+                                            "lib/__init__.py": b""}))
+    mount, target = tmp_path / "mount", tmp_path / "workdir"
+    mount.mkdir()
+    (mount / ARCHIVE).write_bytes(packed.data)
+    script = UNPACK.replace(f"'{MOUNT}/{ARCHIVE}'", f"'{mount}/{ARCHIVE}'").replace(f"'{TARGET}'", f"'{target}'").replace(
+        f"cd {TARGET} ", f"cd {target} ")
+    assert str(mount) in script and script.count(str(target)) == 2
+    proc = subprocess.run(["/bin/sh", "-c", script, "workdir", sys.executable, "train.py"], capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "ran 7\n", "")
+
+
+def test_submit_dry_run_shows_what_is_shipped_and_the_jobset_that_unpacks_it(tmp_path):
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs=RUNS, cluster=GROUPS_RBAC))
+    code = _tree(tmp_path / "code", CODE)
+    proc = _cli("submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1", "--workdir", str(code), "--exclude", "*.txt",
+                "--dry-run", "--", "python3", "train.py")
+    assert proc.returncode == 0, proc.stderr
+    packed = pack(code, ("*.txt",))
+    assert proc.stderr.splitlines()[0] == f"--workdir {code} ships {packed.summary()}:"
+    assert "  train.py (14 bytes)" in proc.stderr.splitlines()
+    js = yaml.safe_load(proc.stdout)
+    assert js["metadata"]["annotations"]["pathways/workdir-sha256"] == packed.sha256
+    head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    program = next(c for c in head["containers"] if c["name"] == "jax-program")
+    assert program["command"] == ["/bin/sh", "-c", UNPACK, "workdir", "python3", "train.py"]
+    assert {"name": "workdir", "configMap": {"name": "exp-workdir"}} in head["volumes"]
+    assert {"name": "workdir", "mountPath": MOUNT, "readOnly": True} in program["volumeMounts"]
+    # the workers run the Pathways server: no code goes there
+    workers = [rj for rj in js["spec"]["replicatedJobs"] if rj["name"] != "pathways-head"]
+    assert all("workdir" not in str(rj) for rj in workers)
+    for argv, error in ((["--exclude", "*.txt"], "--exclude leaves files out of --workdir"),
+                        (["--workdir", str(code), "--notebook"], "--workdir ships code for a program"),
+                        (["--workdir", str(code)], "--workdir needs the program's command (after --)")):
+        bad = _cli("submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1", *argv, "--dry-run")
+        assert bad.returncode == 2 and error in bad.stderr, bad.stderr
+
+
+def _command(pod):
+    next(c for c in pod["containers"] if c["name"] == "jax-program")["command"] = ["python3", "train.py"]
+
+
+def test_a_submitter_creates_only_a_runs_own_code_and_a_run_mounts_only_its_own():
+    stack = resolve(model())
+    policy = runs_manifest.runs_only_policy(stack)[0]
+    code = Packed(b"x", (("train.py", 1),), 0)
+    packed_cm = config_map("exp", "pathways", code, "uid-1")
+    cm = ("", "configmaps")
+    assert _policy_admits(policy, "rita@example.com", [], "CREATE", packed_cm, None, cm)
+    for change in (lambda o: o["metadata"].update(name="kube-root-ca.crt"), lambda o: o["metadata"].pop("ownerReferences"),
+                   lambda o: o["metadata"].update(labels={})):
+        bad = yaml.safe_load(yaml.safe_dump(packed_cm))
+        change(bad)
+        assert not _policy_admits(policy, "rita@example.com", [], "CREATE", bad, None, cm), bad["metadata"]
+    # no update or delete of a ConfigMap (RBAC grants create only; the policy holds if a binding is widened)
+    assert not _policy_admits(policy, "rita@example.com", [], "UPDATE", packed_cm, packed_cm, cm)
+    # a run's JobSet mounts its own code, never another ConfigMap
+    js = with_workdir(_run(pod=_command), "jax-program", code)
+    assert _policy_admits(policy, "rita@example.com", [], "CREATE", js, None)
+    other = yaml.safe_load(yaml.safe_dump(js))
+    other["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["volumes"][-1]["configMap"]["name"] = "train-env"
+    assert not _policy_admits(policy, "rita@example.com", [], "CREATE", other, None)
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]} in runs_manifest.ROLE_RULES
