@@ -209,8 +209,8 @@ def test_a_run_ships_its_code_without_an_image(cluster, deployed, tmp_path):
     program = next(c for c in head["spec"]["containers"] if c["name"] == "jax-program")
     assert program["command"][:2] == ["/bin/sh", "-c"] and program["command"][-2:] == ["python3", "train.py"]
     # a ConfigMap of another shape is refused to the researcher (the runs policy), and the run's goes with the run
-    refused = cluster.apply([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "train-config", "namespace": "pathways"}, "data": {}}],
-                            server_side=False, kubeconfig=rita, check=False)
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "train-config", "namespace": "pathways"}, "data": {}}
+    refused = cluster.kubectl("create", "-f", "-", stdin=json.dumps(other), kubeconfig=rita, check=False)
     assert refused.returncode != 0 and "pathways-runs-only" in refused.stderr, refused.stderr
     assert run(cluster, stack_file, rita, "delete", "exp-wd").returncode == 0
     cluster.wait_for("the run's code goes with it", lambda: cluster.kubectl("get", "configmap", "-n", "pathways", "exp-wd-workdir",
