@@ -301,40 +301,22 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _workdir(args: argparse.Namespace, cfg: Any) -> Any:
-    """The packed --workdir (None without it); refused where it cannot reach the pods."""
-    if args.workdir is None:
-        if args.exclude:
-            raise StackFileError("--exclude leaves files out of --workdir: give it with --workdir")
-        return None
-    from infra.run.workdir import WorkdirError, pack
+    """The packed --workdir (None without it)."""
+    from infra.run.workdir import WorkdirError, for_submit
 
-    if cfg.fleet is not None and cfg.fleet.role == "manager":
-        raise StackFileError("--workdir: a fleet manager dispatches the JobSet alone (MultiKueue), not its code; "
-                             "submit to a worker's stack, or ship the code in the image")
-    if args.notebook:
-        raise StackFileError("--workdir ships code for a program; a notebook starts JupyterLab (open files in it instead)")
     try:
-        return pack(args.workdir, tuple(args.exclude))
+        return for_submit(args.workdir, tuple(args.exclude), cfg.fleet is not None and cfg.fleet.role == "manager", args.notebook)
     except WorkdirError as e:
         raise StackFileError(str(e)) from None
 
 
 def _with_workdir(obj: dict[str, Any], packed: Any) -> dict[str, Any]:
-    if packed is None:
-        return obj
-    from components.manifests.admission import check_jobset
-    from components.manifests.jobset import USER_CONTAINER
-    from components.model.errors import ConfigError, Problem
-    from infra.run.workdir import WorkdirError, with_workdir
+    from infra.run.workdir import WorkdirError, checked_with_workdir
 
     try:
-        out = with_workdir(obj, USER_CONTAINER, packed)
+        return obj if packed is None else checked_with_workdir(obj, packed)
     except WorkdirError as e:
         raise StackFileError(str(e)) from None
-    report = check_jobset(out)
-    if report.violations:
-        raise ConfigError([Problem("run", str(v)) for v in report.violations])
-    return out
 
 
 def _cluster(args: argparse.Namespace, cfg: Any) -> tuple[Kubectl, str]:

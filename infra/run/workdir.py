@@ -18,7 +18,7 @@ import io
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from pathspec import GitIgnoreSpec
 
@@ -127,4 +127,32 @@ def with_workdir(jobset: dict[str, Any], container: str, packed: Packed) -> dict
         if not command:
             raise WorkdirError("--workdir needs the program's command (after --): the image's own entrypoint is not known here")
         program["command"] = ["/bin/sh", "-c", UNPACK, "workdir", *command]
+    return out
+
+
+def for_submit(directory: Optional[Path], excludes: tuple[str, ...], fleet_manager: bool, notebook: bool) -> Optional[Packed]:
+    """`submit`'s --workdir and --exclude, packed; refused where the code cannot reach the pods."""
+    if directory is None:
+        if excludes:
+            raise WorkdirError("--exclude leaves files out of --workdir: give it with --workdir")
+        return None
+    if fleet_manager:
+        raise WorkdirError("--workdir: a fleet manager dispatches the JobSet alone (MultiKueue), not its code; "
+                           "submit to a worker's stack, or ship the code in the image")
+    if notebook:
+        raise WorkdirError("--workdir ships code for a program; a notebook starts JupyterLab (open files in it instead)")
+    return pack(directory, excludes)
+
+
+def checked_with_workdir(jobset: dict[str, Any], packed: Packed) -> dict[str, Any]:
+    """with_workdir on the run's program container, held to the guards' and runs policy's rules as `submit` holds
+    every run (components/manifests/admission.py)."""
+    from components.manifests.admission import check_jobset
+    from components.manifests.jobset import USER_CONTAINER
+    from components.model.errors import ConfigError, Problem
+
+    out = with_workdir(jobset, USER_CONTAINER, packed)
+    report = check_jobset(out)
+    if report.violations:
+        raise ConfigError([Problem("run", str(v)) for v in report.violations])
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from components.model.capacity.pools import Capacity
 from components.model.cost.pricing import CLUSTER_HOUR, CURRENCY, HOURS_PER_MONTH, PRICE_SOURCES, PRICES_AS_OF, tpu_chip_price, vm_price
@@ -133,3 +133,25 @@ def estimate(stack: ResolvedStack) -> CostEstimate:
     fee = prices.cluster_hour if prices.cluster_hour is not None else CLUSTER_HOUR
     lines.append(CostLine("GKE cluster fee", 1, "cluster", fee, "your price" if prices.cluster_hour is not None else "list"))
     return CostEstimate(tuple(lines), tuple(when_used))
+
+
+HOURS_PER_WEEK = 7 * 24
+
+
+def idle_notebook_week(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """A notebook left open and idle for a week on one slice of each group (its slice's chips and its head VM), with
+    and without the stack's idle stop. A group whose pools scale to zero (flex-start, scaleToZero) stops billing
+    when the notebook stops; a fixed pool bills anyway, and the idle stop frees the slice for the next run."""
+    if stack.runs is None or stack.fleet_manager:
+        return []
+    head, _ = vm_price(stack.head_machine_type, stack.prices)
+    stop_hours = min(HOURS_PER_WEEK, stack.runs.notebook_idle_stop_seconds / 3600) if stack.runs.notebook_idle_stop_seconds else HOURS_PER_WEEK
+    out = []
+    for g in stack.slices:
+        chip, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
+        if chip is None or head is None:
+            continue
+        hourly = chip * g.tpu.chips + head
+        out.append({"group": g.name, "hourly": round(hourly, 2), "withoutIdleStop": round(hourly * HOURS_PER_WEEK, 2),
+                    "withIdleStop": round(hourly * stop_hours, 2), "billedAnyway": not g.autoscaled})
+    return out

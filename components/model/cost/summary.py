@@ -106,7 +106,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "runs": {
             "namespace": stack.namespace, "queues": dict(stack.run_queues), "headNodes": stack.runs.head_nodes,
             "priority": stack.runs.priority, "submitters": [s.name for s in stack.runs.submitters],
-            "notebookIdleStopSeconds": stack.runs.notebook_idle_stop_seconds, "idleNotebookWeek": _idle_notebook_week(stack),
+            "notebookIdleStopSeconds": stack.runs.notebook_idle_stop_seconds, "idleNotebookWeek": cost.idle_notebook_week(stack),
         } if stack.runs else None,
         "storage": _storage(stack),
         "ladders": _ladders(stack),
@@ -332,30 +332,6 @@ def oversubscribed(stack: ResolvedStack) -> list[str]:
                    f"by priority and holds {', '.join(held)} until slices free up" if stack.kueue else
                    f"slice group {g.name}: running workloads want {wanted} slices ({wants}) and it has {g.count}; without Kueue "
                    "the scheduler places pods as they come and workloads can each hold part of a slice set")
-    return out
-
-
-HOURS_PER_WEEK = 7 * 24
-
-
-def _idle_notebook_week(stack: ResolvedStack) -> list[dict[str, Any]]:
-    """A notebook left open and idle for a week on one slice of each group (its slice's chips and its head VM), with
-    and without the stack's idle stop. A group whose pools scale to zero (flex-start, scaleToZero) stops billing
-    when the notebook stops; a fixed pool bills anyway, and the idle stop frees the slice for the next run."""
-    from components.model.cost.pricing import vm_price
-
-    if stack.runs is None or stack.fleet_manager:
-        return []
-    head, _ = vm_price(stack.head_machine_type, stack.prices)
-    stop_hours = min(HOURS_PER_WEEK, stack.runs.notebook_idle_stop_seconds / 3600) if stack.runs.notebook_idle_stop_seconds else HOURS_PER_WEEK
-    out = []
-    for g in stack.slices:
-        chip, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
-        if chip is None or head is None:
-            continue
-        hourly = chip * g.tpu.chips + head
-        out.append({"group": g.name, "hourly": round(hourly, 2), "withoutIdleStop": round(hourly * HOURS_PER_WEEK, 2),
-                    "withIdleStop": round(hourly * stop_hours, 2), "billedAnyway": not g.autoscaled})
     return out
 
 
