@@ -105,9 +105,9 @@ def test_a_secret_env_stack_still_puts_a_runs_env_in_its_jobset():
     ({"name": "x", "image": "a:1", "slices": 3}, "run.slices: 3 exceeds the 2 slice(s) of group 'main' (spares are not for workloads); use 1..2 or raise slices[0].count"),
     ({"name": "x", "mode": "serve"}, "run.mode: 'serve' is not a run mode; valid: batch, interactive (serve and service are the stack's)"),
     ({"name": "x", "image": "a:1", "priority": "serving"}, "run.priority: 'serving' is not a run priority; valid: training, interactive, experiment"),
-    ({"name": "x", "image": "a:1", "profiling": {}}, "run.profiling: not a run key; valid: " + ", ".join(__import__("components.model.workloads.runs", fromlist=["RUN_KEYS"]).RUN_KEYS)),
+    ({"name": "x", "image": "a:1", "elastic": {}}, "run.elastic: not a run key; valid: " + ", ".join(__import__("components.model.workloads.runs", fromlist=["RUN_KEYS"]).RUN_KEYS)),
     ({"image": "a:1"}, "run.name: required but not set"),
-    ({"name": "x", "image": "a:1", "env": {"JAX_PLATFORMS": "cpu"}}, "run.env: JAX_PLATFORMS is set by the stack (reserved: DATA_LOADER_WORKERS, ENABLE_PATHWAYS_PERSISTENCE, JAX_BACKEND_TARGET, JAX_PLATFORMS, PATHWAYS_HEAD, PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS, PATHWAYS_PROFILING_AUTH_TOKEN, PROFILER_PORT, PROFILE_TRACE_DIR); use the workload's own keys instead"),
+    ({"name": "x", "image": "a:1", "env": {"JAX_PLATFORMS": "cpu"}}, "run.env: JAX_PLATFORMS is set by the stack (reserved: DATA_LOADER_WORKERS, ENABLE_PATHWAYS_PERSISTENCE, JAX_BACKEND_TARGET, JAX_PLATFORMS, PATHWAYS_HEAD, PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS, PATHWAYS_PROFILING_AUTH_TOKEN, PATHWAYS_PROFILING_SERVER_HOST, PROFILER_PORT, PROFILE_TRACE_DIR); use the workload's own keys instead"),
     ({"name": "a-name-longer-than-22-chars", "image": "a:1"}, "run.name: the coordinator label 'a-name-longer-than-22-chars-pathways-head-0-0.a-name-longer-than-22-chars' would be 73 characters, over Kubernetes' 63 for a label value (JobSet rejects it); use a name of at most 22 characters, or set run.subdomain to at most 17 characters"),
 ])
 def test_a_bad_run_spec_is_refused_with_one_line_naming_the_runs_key(spec, line):

@@ -223,8 +223,13 @@ def user_container(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]
         env.append({"name": "ENABLE_PATHWAYS_PERSISTENCE", "value": "1"})
     if w.profiling:
         profile_dir = f"{stack.artifacts_location}/{w.name}/profiles/"
+        # a declared workload's server checks the stack's token; an ad-hoc run holds no Secret, so its server listens
+        # on the head node's loopback alone (pathwaysutils' PATHWAYS_PROFILING_SERVER_HOST), reached through
+        # `kubectl port-forward`, which the API server authorizes (python -m infra.run profile)
+        access = ([{"name": "PATHWAYS_PROFILING_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": rw.profiling_secret, "key": PROFILING_TOKEN_KEY}}}]
+                  if rw.profiling_secret else [{"name": "PATHWAYS_PROFILING_SERVER_HOST", "value": "127.0.0.1"}])
         env += [
-            {"name": "PATHWAYS_PROFILING_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": rw.profiling_secret, "key": PROFILING_TOKEN_KEY}}},
+            *access,
             # Exact gs:// paths: pathwaysutils (>= 0.1.12, profiling.py) refuses anything not gs:// and
         # matches by prefix, so a bare bucket name fails and gs://b would admit gs://b-other.
         {"name": "PATHWAYS_PROFILING_ALLOWED_GCS_BUCKETS", "value": profile_dir},

@@ -6,6 +6,7 @@
     python -m infra.run delete   --stack NAME RUN
     python -m infra.run describe --stack NAME RUN [--out FILE]
     python -m infra.run why      --stack NAME RUN [-v] [--json]    (or --file JOBSET.yaml: would the cluster take it?)
+    python -m infra.run profile  --stack NAME RUN [--duration 10s] [--token-file F]
     python -m infra.run notebook --stack NAME RUN [--port 8888]
 
 A run is a Pathways JobSet built from a small spec with the stack's own model, rules and builder, created with your
@@ -88,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         "delete": "delete an ad-hoc run (or --all of them), its Jobs and pods (never a declared workload)",
         "describe": "write what support needs about a run into one YAML file",
         "why": "the one reason a run (or a declared workload) is not running, or why it ended, its evidence and the fix",
+        "profile": "capture a profile of a running run into the stack's artifacts bucket (pathwaysutils' profiler server)",
         "notebook": "forward a notebook run's JupyterLab to this machine (kubectl port-forward)",
         "notebook-image": "the notebook image --notebook uses by default for this stack, and the command that builds it",
     }
@@ -131,6 +133,10 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="one JSON object per run")
         elif name == "notebook-image":
             pass
+        elif name == "profile":
+            p.add_argument("run", help="run or declared workload name")
+            p.add_argument("--duration", type=_duration, default=10, help="how long to trace: 10s (default), 2m")
+            p.add_argument("--token-file", type=Path, help="a declared workload's profiler token (its <name>-profiling-token Secret)")
         elif name == "why":
             which = p.add_mutually_exclusive_group(required=True)
             which.add_argument("run", nargs="?", help="run or declared workload name")
@@ -301,7 +307,6 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _workdir(args: argparse.Namespace, cfg: Any) -> Any:
-    """The packed --workdir (None without it)."""
     from infra.run.workdir import WorkdirError, for_submit
 
     try:
@@ -376,20 +381,12 @@ def _why(args: argparse.Namespace, cfg: Any) -> int:
     return 0
 
 
-def _head_pod(kube: Kubectl, ns: str, run: str) -> Optional[dict[str, Any]]:
-    from components.manifests.jobset import HEAD_JOB
-
-    pods = kube.items("pods", ns, selector=f"jobset.sigs.k8s.io/jobset-name={run},jobset.sigs.k8s.io/replicatedjob-name={HEAD_JOB}")
-    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
-    return max(live or pods, key=lambda p: p["metadata"].get("creationTimestamp", ""), default=None)
-
-
 def _logs(args: argparse.Namespace, cfg: Any) -> int:
     from components.manifests.jobset import USER_CONTAINER
 
     kube, ns = _cluster(args, cfg)
     kube.get_jobset(ns, args.run)  # no such run: one line, before looking for its pods
-    pod = _head_pod(kube, ns, args.run)
+    pod = kube.head_pod(ns, args.run)
     if pod is None:
         raise KubeError(f"run {args.run} has no head pod yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
     containers = [c["name"] for c in pod["spec"].get("containers") or []]
@@ -452,7 +449,7 @@ def _notebook(args: argparse.Namespace, cfg: Any) -> int:
     port = ((jobset.get("metadata") or {}).get("annotations") or {}).get(NOTEBOOK_ANNOTATION)
     if port is None:
         raise KubeError(f"run {args.run} is not a notebook run (submit it with --notebook)")
-    pod = _head_pod(kube, ns, args.run)
+    pod = kube.head_pod(ns, args.run)
     if pod is None or (pod.get("status") or {}).get("phase") != "Running":
         raise KubeError(f"run {args.run}'s head is not running yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
     print(f"forwarding 127.0.0.1:{args.port} to JupyterLab on {pod['metadata']['name']}; the URL with its token: "
@@ -460,6 +457,19 @@ def _notebook(args: argparse.Namespace, cfg: Any) -> int:
     if not str(port).isdigit():
         raise KubeError(f"run {args.run}'s {NOTEBOOK_ANNOTATION} annotation {str(port)[:20]!r} is not a port")
     return kube.port_forward(ns, pod["metadata"]["name"], args.port, int(port))
+
+
+def _profile(args: argparse.Namespace, cfg: Any) -> int:
+    from infra.run.profile import profile_run
+
+    kube, ns = _cluster(args, cfg)
+    token = None
+    if args.token_file is not None:
+        try:
+            token = args.token_file.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise StackFileError(f"--token-file {shown(args.token_file)}: cannot read it: {e.strerror}") from None
+    return profile_run(kube, ns, cfg.stack, args.run, args.duration, token)
 
 
 def _fail(error: Exception, code: int) -> int:
@@ -473,7 +483,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     args = _parser().parse_args(argv)
     commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook,
-                "notebook-image": _notebook_image, "why": _why}
+                "notebook-image": _notebook_image, "why": _why, "profile": _profile}
     try:
         cfg = _stack(args)
         return commands[args.command](args, cfg)

@@ -70,6 +70,14 @@ class Kubectl:
             raise KubeError(f"kubectl get jobset {name}: {_first_line(proc.stderr)}")
         return self._json(proc.stdout, f"kubectl get jobset {name}")
 
+    def head_pod(self, namespace: str, run: str) -> Optional[dict[str, Any]]:
+        """The run's head pod (the newest, a live one first), or None."""
+        from components.manifests.jobset import HEAD_JOB
+
+        pods = self.items("pods", namespace, selector=f"jobset.sigs.k8s.io/jobset-name={run},jobset.sigs.k8s.io/replicatedjob-name={HEAD_JOB}")
+        live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+        return max(live or pods, key=lambda p: p["metadata"].get("creationTimestamp", ""), default=None)
+
     def get_node(self, name: str) -> Union[dict[str, Any], str]:
         proc = self.run("get", "node", name, "-o", "json", check=False)
         return self._json(proc.stdout, f"kubectl get node {name}") if proc.returncode == 0 else f"{name}: {_first_line(proc.stderr)}"
@@ -118,6 +126,14 @@ class Kubectl:
         if proc.returncode != 0:
             raise KubeError(f"kubectl logs {pod}: {_first_line(proc.stderr)}")
         return 0
+
+    def start_port_forward(self, namespace: str, pod: str, local: int, remote: int) -> "subprocess.Popen[str]":
+        """kubectl port-forward in the background, on this machine's loopback only; the caller stops it."""
+        try:
+            return subprocess.Popen([*self.base, "port-forward", "-n", namespace, "--address=127.0.0.1", f"pod/{pod}", f"{local}:{remote}"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        except OSError as e:
+            raise KubeError(f"cannot run {self.base[0]}: {e.strerror}") from None
 
     def port_forward(self, namespace: str, pod: str, local: int, remote: int) -> int:
         """kubectl port-forward in the foreground, on this machine's loopback only, until interrupted."""

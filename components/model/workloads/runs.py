@@ -24,11 +24,12 @@ RUN_MANAGER = "pathways-run"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 RUN_QUEUE_PREFIX = "runs-"
 # What a run spec may set: a batch program (or an interactive head for a notebook) on some slices of a group.
-# Not profiling (its token is a Secret the stack makes), not serve or service modes (stack-managed endpoints).
+# Profiling without the stack's token (a Secret): the run's server listens on the head's loopback only. Not serve
+# or service modes (stack-managed endpoints).
 RUN_KEYS = (
     "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
     "maxRestarts", "workerRestartsPerHost", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
-    "ttlSecondsAfterFinished", "subdomain", "mounts",
+    "ttlSecondsAfterFinished", "subdomain", "mounts", "profiling",
 )
 RUN_MODES = ("batch", "interactive")
 RUN_PRIORITIES = ("training", "interactive", "experiment")
