@@ -10,7 +10,8 @@ import pytest
 
 from components.model.config import load, resolve
 from infra.run.gather import stack_view
-from infra.run.why import diagnose, file_verdict, refusal
+from infra.run.refusals import file_verdict, refusal
+from infra.run.why import diagnose
 from infra.run.why_facts import Evidence
 from tests.conftest import GROUPS_RBAC, config_with
 
@@ -114,6 +115,8 @@ CASES = {
     "restarted": (ev(jobset=jobset(restarts=1), workload=wl(conditions=ADMITTED), pods=[pod("h", "head"), pod("w")]), "restarts left"),
     "running": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED), pods=[pod("h", "head"), pod("w")], now=1_796_544_000.0),
                 "nothing to do"),
+    "dispatching": (ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved"), cond("Admitted", "False")],
+                                                    admissionChecks=[{"name": "pathways-fleet", "state": "Pending"}])), "first worker"),
     # on a fleet manager: the pods are the worker's
     "dispatched": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED, clusterName="east")), "why --stack <east's stack> exp"),
 }

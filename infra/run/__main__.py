@@ -1,4 +1,4 @@
-"""Ad-hoc runs on a stack's cluster: submit, list, logs, delete, describe (docs/runs.md).
+"""Ad-hoc runs on a stack's cluster: submit, list, logs, delete, describe, why, profile (docs/runs.md).
 
     python -m infra.run submit   --stack NAME [--spec FILE] [--name N --image I ...] [--dry-run] [-- COMMAND ...]
     python -m infra.run list     --stack NAME [--json]
@@ -354,7 +354,8 @@ def _list(args: argparse.Namespace, cfg: Any) -> int:
 def _why(args: argparse.Namespace, cfg: Any) -> int:
     from components.model.config import resolve
     from infra.run.gather import evidence, snapshot, stack_view
-    from infra.run.why import diagnose, file_verdict
+    from infra.run.refusals import file_verdict
+    from infra.run.why import diagnose
 
     kube, ns = _cluster(args, cfg)
     view = stack_view(resolve(cfg))
@@ -374,10 +375,7 @@ def _why(args: argparse.Namespace, cfg: Any) -> int:
         if snap.unread:
             answers = [dataclasses.replace(answers[0], detail=(*answers[0].detail, *(f"not read: {u}" for u in snap.unread)))]
     for d in answers:
-        if args.json:
-            print(json.dumps(d.to_json(), sort_keys=True))
-        else:
-            sys.stdout.write(d.text(args.verbose))
+        sys.stdout.write(json.dumps(d.to_json(), sort_keys=True) + "\n" if args.json else d.text(args.verbose))
     return 0
 
 

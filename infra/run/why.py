@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from components.model.cluster.fleet import MULTIKUEUE_CHECK
+from infra.run.refusals import refusal
 from infra.run.why_facts import (
     GCSFUSE_DRIVER,
     GROUP_LABEL,
@@ -293,6 +295,9 @@ def _checks(ev: Evidence, view: StackView) -> Diagnosis:
                 said.append(f"ProvisioningRequest {meta(pr).get('name')}: {c.get('type')} ({c.get('reason')}): {one_line(c.get('message'), 200)}")
     states = [f"admission check {c.get('name')}: {c.get('state')}" + (f" ({one_line(c.get('message'), 160)})" if c.get("message") else "")
               for c in checks]
+    if any(c.get("name") == MULTIKUEUE_CHECK and c.get("state") != "Ready" for c in checks):
+        return Diagnosis("dispatching", "reserved on the fleet manager; MultiKueue has not yet found a worker whose Kueue admits it",
+                         tuple(states), "it runs on the first worker that admits it; each worker's `why` says why it waits there")
     failed = any("Failed" in s for s in said)
     return Diagnosis("not-provisioned",
                      "Kueue reserved its quota and waits for GKE to provision its nodes (queued provisioning)"
@@ -303,33 +308,6 @@ def _checks(ev: Evidence, view: StackView) -> Diagnosis:
 
 
 # --- admitted: the pods ------------------------------------------------------------------------------------------
-
-REFUSAL = re.compile(r"ValidatingAdmissionPolicy '([^']+)'(?: with binding '[^']*')? denied request: (.*)")
-POD_SECURITY = re.compile(r'violates PodSecurity "([^"]+)": (.*)')
-
-
-def refusal(message: str, view: StackView) -> Optional[Diagnosis]:
-    """The API server's refusal of an object (a Job the JobSet controller made, a pod, a JobSet applied by hand)."""
-    text = one_line(message, 600)
-    m = REFUSAL.search(text)
-    if m:
-        policy, said = m.group(1), m.group(2)
-        runs = "runs" in policy
-        return Diagnosis("refused-by-runs-policy" if runs else "refused-by-guard",
-                         f"the admission policy {policy} refuses it: {one_line(said, 200)}",
-                         (f"the API server: {text}",),
-                         "make runs with python -m infra.run submit, which builds them as the policies require"
-                         + ("" if runs else "; the stack's guards keep privileged, host and node-bound pods off the Pathways nodes"))
-    m = POD_SECURITY.search(text)
-    if m:
-        return Diagnosis("refused-by-pod-security", f"Pod Security ({m.group(1)}) refuses its pods: {one_line(m.group(2), 200)}",
-                         (f"the API server: {text}",),
-                         f"remove what the level forbids; runs made with python -m infra.run submit pass {view.namespace}'s level")
-    if "forbidden" in text and "cannot create resource" in text:
-        return Diagnosis("not-allowed", "you may not create it here (RBAC)", (f"the API server: {text}",),
-                         f"ask the platform team to list you (or your group) in runs.submitters of stack {view.stack}")
-    return None
-
 
 def _refused_children(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
     for e in reversed(events_of(ev, "JobCreationFailed", "FailedCreate")):
@@ -482,16 +460,3 @@ def diagnose(ev: Evidence, view: StackView) -> Diagnosis:
     if refused is not None:
         return refused
     return _running(ev, view) or Diagnosis("running", "running", (), "nothing to do")
-
-
-def file_verdict(obj: dict[str, Any], refused: Optional[str], view: StackView) -> Diagnosis:
-    """`why --file`: what the API server said to a server-side dry run of a hand-made object."""
-    what = f"{obj.get('kind', 'object')} {meta(obj).get('name', '')}".strip()
-    if refused is None:
-        return Diagnosis("accepted", f"the cluster would create {what} (a server-side dry run passed its admission)", (),
-                         "create it; `why NAME` then follows it")
-    found = refusal(refused, view)
-    if found is not None:
-        return found
-    return Diagnosis("refused", f"the cluster refuses {what}", (f"the API server: {one_line(refused, 600)}",),
-                     "fix what the API server names; python -m infra.run submit builds runs the cluster takes")
