@@ -40,7 +40,7 @@ class Declared:
 
 @dataclass(frozen=True)
 class StackView:
-    """What `why` needs of the stack's model (built from it by infra/run/__main__.py)."""
+    """What `why` needs of the stack's model (built from it by infra/run/gather.py stack_view)."""
     stack: str
     namespace: str
     groups: dict[str, Group]
