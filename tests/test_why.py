@@ -192,3 +192,112 @@ def test_a_program_that_cannot_start_says_to_check_its_command():
     got = diagnose(ev(name="train", jobset=jobset("train", "train", [cond("Failed", reason="FailJobSetFailurePolicyAction")]),
                       pods=[pod("h", "head", statuses=[ended("jax-program", 128, "StartError")])]), VIEW)
     assert got.reason == "failure-rule" and "command" in got.fix and "128" in got.summary
+
+
+# --- what the sampled mutation run of #60 found untested (docs/development.md) -------------------------------------
+
+def _policy_jobset(codes):
+    js = jobset(conditions=[cond("Failed", reason="ReachedMaxRestarts")], restarts=2)
+    js["spec"]["replicatedJobs"] = [{"name": "pathways-head", "template": {"spec": {"podFailurePolicy": {"rules": [
+        {"action": "FailJob", "onExitCodes": {"containerName": "jax-program", "operator": "In", "values": codes}}]}}}}]
+    return js
+
+
+def test_the_fail_fast_codes_are_the_jobsets_own_and_the_rules_action_counts_without_them():
+    # a run's codes come from its JobSet's podFailurePolicy (a run is not in the stack file)
+    got = diagnose(ev(jobset=_policy_jobset([42]), pods=[pod("h", "head", statuses=[ended("jax-program", 42)])]), VIEW)
+    assert got.reason == "failure-rule" and "[42]" in got.summary, got
+    # JobSet's FailJobSet action decides even when the code is not one the reader knows
+    js = jobset(conditions=[cond("Failed", reason="FailJobSetFailurePolicyAction")])
+    assert diagnose(ev(jobset=js, pods=[pod("h", "head", statuses=[ended("jax-program", 9)])]), VIEW).reason == "failure-rule"
+    # and an exit among no rule's codes, restarts spent: the program failed, after how many restarts
+    spent = diagnose(ev(jobset=_policy_jobset([42]), pods=[pod("h", "head", statuses=[ended("jax-program", 1)])]), VIEW)
+    assert spent.reason == "program-failed" and "exited 1 after 2 restart(s)" in spent.summary, spent
+
+
+def test_a_held_queue_names_the_patch_that_releases_it():
+    lq = diagnose(ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved", "False", "Suspended")]),
+                     local_queues=[{**LQ, "spec": {"clusterQueue": "pathways", "stopPolicy": "Hold"}}]), VIEW)
+    assert "kubectl patch localqueue -n pathways runs-pathways" in lq.fix, lq.fix
+    cq = diagnose(ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved", "False", "Suspended")]),
+                     cluster_queue={"metadata": {"name": "pathways"}, "spec": {"stopPolicy": "HoldAndDrain"}}), VIEW)
+    assert cq.reason == "queue-held" and "kubectl patch clusterqueue pathways" in cq.fix and "HoldAndDrain" in cq.summary, cq
+
+
+def test_a_failed_provisioning_request_is_said_and_its_message_kept_to_a_line():
+    long = "no capacity in us-east5-b for ct6e-standard-4t: " + "x" * 300
+    got = diagnose(ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved"), cond("Admitted", "False")],
+                                                   admissionChecks=[{"name": "queued-flex", "state": "Retry"}]),
+                      provisioning_requests=[{"metadata": {"name": "pr-1", "ownerReferences": [{"name": "jobset-exp-1"}]},
+                                              "status": {"conditions": [cond("Failed", reason="ResourcePoolExhausted", message=long)]}}]), VIEW)
+    assert got.summary.endswith(": the last request failed, Kueue retries"), got.summary
+    (said,) = [e for e in got.evidence if e.startswith("ProvisioningRequest")]
+    assert said == f"ProvisioningRequest pr-1: Failed (ResourcePoolExhausted): {long[:197]}..."
+
+
+def test_a_reservation_whose_nodes_are_all_there_is_not_said_to_have_no_hosts():
+    full = diagnose(ev(jobset=jobset(), workload=wl(conditions=ADMITTED), nodes=[node("r1", "res")],
+                       pods=[pod("w", phase="Pending", node="", group="res", conditions=[cond("PodScheduled", "False", "Unschedulable")])]), VIEW)
+    assert full.reason == "unschedulable", full
+
+
+def test_refusals_say_which_policy_and_keep_its_words_to_a_line():
+    said = "no privileged container " + "y" * 300
+    guard = refusal(f"ValidatingAdmissionPolicy 'pathways-workload-templates' denied request: {said}", VIEW)
+    assert guard is not None and guard.summary == f"the admission policy pathways-workload-templates refuses it: {said[:197]}..."
+    assert "the stack's guards keep privileged, host and node-bound pods off the Pathways nodes" in guard.fix
+    rbac = refusal('jobsets.jobset.x-k8s.io is forbidden: User "bob@example.com" cannot create resource "jobsets" in API group '
+                   '"jobset.x-k8s.io" in the namespace "pathways"', VIEW)
+    assert rbac is not None and rbac.reason == "not-allowed" and "runs.submitters of stack why" in rbac.fix
+    assert refusal("the server is currently unable to handle the request", VIEW) is None
+    assert file_verdict({"kind": "JobSet", "metadata": {"name": "x"}}, None, VIEW).summary.startswith("the cluster would create JobSet x ")
+    assert file_verdict({"kind": "JobSet", "metadata": {"name": "x"}}, "oops", VIEW).summary == "the cluster refuses JobSet x"
+
+
+class _Kube:
+    """What gather.snapshot asks kubectl for, from a dict; a kind absent from it is refused as RBAC would."""
+
+    def __init__(self, objects: dict[str, list[dict[str, Any]]], pending: dict[str, Any]):
+        self.objects, self.pending, self.asked = objects, pending, []
+
+    def items(self, resource, namespace, selector=""):
+        from infra.run.kube import KubeError
+
+        if resource not in self.objects:
+            raise KubeError(f"kubectl get {resource}: forbidden")
+        return self.objects[resource]
+
+    def cluster_items(self, resource):
+        return self.items(resource, None)
+
+    def pending_workloads(self, namespace, queue):
+        self.asked.append(queue)
+        return self.pending.get(queue, "Error from server (NotFound): localqueue not found")
+
+
+def test_gather_reads_the_namespace_once_and_gives_each_run_what_is_about_it():
+    from infra.run.gather import evidence, snapshot
+
+    exp, other = jobset("exp"), jobset("other", queue="train")
+    pods = [pod("exp-h", "head"), {**pod("o-h", "head"), "metadata": {"name": "o-h", "labels": {"jobset.sigs.k8s.io/jobset-name": "other"}}}]
+    admitted = wl(conditions=ADMITTED)
+    admitted["status"]["admission"] = {"clusterQueue": "pathways"}
+    kube = _Kube({
+        "jobsets.jobset.x-k8s.io": [exp, other], "jobs.batch": [], "pods": pods, "nodes": [],
+        "events": [{"reason": "A", "involvedObject": {"name": "exp-h"}}, {"reason": "B", "involvedObject": {"name": "o-h"}},
+                   {"reason": "C", "involvedObject": {"name": "jobset-exp-1"}}],
+        "workloads.kueue.x-k8s.io": [admitted], "localqueues.kueue.x-k8s.io": [LQ, {"metadata": {"name": "train"}}],
+        "clusterqueues.kueue.x-k8s.io": [{"metadata": {"name": "pathways"}}],
+    }, {"runs-pathways": [{"metadata": {"name": "jobset-exp-1"}, "positionInClusterQueue": 0}]})
+    snap = snapshot(kube, "pathways", kueue=True, only="exp")  # type: ignore[arg-type]
+    assert kube.asked == ["runs-pathways"]  # only its own queue's places
+    assert snap.unread == ["provisioningrequests.autoscaling.x-k8s.io: kubectl get provisioningrequests.autoscaling.x-k8s.io: forbidden"]
+    got = evidence(snap, "exp")
+    assert [p["metadata"]["name"] for p in got.pods] == ["exp-h"] and sorted(e["reason"] for e in got.events) == ["A", "C"]
+    assert got.workload is admitted and got.cluster_queue == {"metadata": {"name": "pathways"}} and got.pending[0]["positionInClusterQueue"] == 0
+    assert got.unread == tuple(snap.unread)
+    # `list` asks every queue a JobSet names; a queue the visibility API does not know (held, gone) is no error
+    every = snapshot(kube, "pathways", kueue=True)  # type: ignore[arg-type]
+    assert kube.asked[1:] == ["runs-pathways", "train"] and not [u for u in every.unread if "pending" in u]
+    assert evidence(every, "nope").jobset is None
+    assert VIEW.run_queues == ("runs-pathways",) and VIEW.runs_buckets == ("data",) and VIEW.runs_account == "pathways-runs-why"

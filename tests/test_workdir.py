@@ -117,3 +117,15 @@ def test_a_submitter_creates_only_a_runs_own_code_and_a_run_mounts_only_its_own(
     other["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["volumes"][-1]["configMap"]["name"] = "train-env"
     assert not _policy_admits(policy, "rita@example.com", [], "CREATE", other, None)
     assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]} in runs_manifest.ROLE_RULES
+
+
+def test_the_code_travels_in_a_configmap_the_runs_jobset_owns(tmp_path):
+    import base64
+
+    packed = pack(_tree(tmp_path / "code", {"train.py": b"print(1)\n"}))
+    cm = config_map("exp", "pathways", packed, "uid-7")
+    assert cm == {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "exp-workdir", "namespace": "pathways", "labels": {"pathways/workdir": "true"},
+                               "annotations": {"pathways/workdir-sha256": packed.sha256},
+                               "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "exp", "uid": "uid-7"}]},
+                  "binaryData": {ARCHIVE: base64.b64encode(packed.data).decode()}}
