@@ -212,7 +212,7 @@ def test_the_fail_fast_codes_are_the_jobsets_own_and_the_rules_action_counts_wit
     assert diagnose(ev(jobset=js, pods=[pod("h", "head", statuses=[ended("jax-program", 9)])]), VIEW).reason == "failure-rule"
     # and an exit among no rule's codes, restarts spent: the program failed, after how many restarts
     spent = diagnose(ev(jobset=_policy_jobset([42]), pods=[pod("h", "head", statuses=[ended("jax-program", 1)])]), VIEW)
-    assert spent.reason == "program-failed" and "exited 1 after 2 restart(s)" in spent.summary, spent
+    assert spent.reason == "program-failed" and spent.summary.startswith("the program of the head exited 1 after 2 restart(s); "), spent
 
 
 def test_a_held_queue_names_the_patch_that_releases_it():
@@ -250,6 +250,9 @@ def test_refusals_say_which_policy_and_keep_its_words_to_a_line():
                    '"jobset.x-k8s.io" in the namespace "pathways"', VIEW)
     assert rbac is not None and rbac.reason == "not-allowed" and "runs.submitters of stack why" in rbac.fix
     assert refusal("the server is currently unable to handle the request", VIEW) is None
+    runs = refusal("ValidatingAdmissionPolicy 'pathways-runs-only' denied request: a run is queued by Kueue", VIEW)
+    assert runs is not None and runs.fix == "make runs with python -m infra.run submit, which builds them as the policies require"
+    assert file_verdict({"metadata": {"name": "x"}}, "oops", VIEW).summary == "the cluster refuses object x"
     assert file_verdict({"kind": "JobSet", "metadata": {"name": "x"}}, None, VIEW).summary.startswith("the cluster would create JobSet x ")
     assert file_verdict({"kind": "JobSet", "metadata": {"name": "x"}}, "oops", VIEW).summary == "the cluster refuses JobSet x"
 
@@ -295,7 +298,10 @@ def test_gather_reads_the_namespace_once_and_gives_each_run_what_is_about_it():
     got = evidence(snap, "exp")
     assert [p["metadata"]["name"] for p in got.pods] == ["exp-h"] and sorted(e["reason"] for e in got.events) == ["A", "C"]
     assert got.workload is admitted and got.cluster_queue == {"metadata": {"name": "pathways"}} and got.pending[0]["positionInClusterQueue"] == 0
-    assert got.unread == tuple(snap.unread)
+    assert got.unread == tuple(snap.unread) and got.provisioning_requests == []
+    # before admission, its ClusterQueue is its LocalQueue's
+    waiting = snapshot(_Kube({**kube.objects, "workloads.kueue.x-k8s.io": [wl()]}, {}), "pathways", kueue=True, only="exp")  # type: ignore[arg-type]
+    assert evidence(waiting, "exp").cluster_queue == {"metadata": {"name": "pathways"}}
     # `list` asks every queue a JobSet names; a queue the visibility API does not know (held, gone) is no error
     every = snapshot(kube, "pathways", kueue=True)  # type: ignore[arg-type]
     assert kube.asked[1:] == ["runs-pathways", "train"] and not [u for u in every.unread if "pending" in u]
