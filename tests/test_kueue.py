@@ -421,3 +421,13 @@ def test_the_retry_strategy_written_out_is_kueues_own_default():
     crd = yaml.safe_load((admission.CRDS / "kueue" / "kueue.x-k8s.io_provisioningrequestconfigs.yaml").read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == kq.API_VERSION.split("/")[1]]
     assert version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["retryStrategy"]["default"] == kq.PROVISIONING_RETRY
+
+
+def test_kueue_runs_with_the_unadmitted_workload_reasons_why_reads():
+    # Kueue v0.19.2 pkg/features/kube_features.go: both gates Beta and off by default; pkg/config/validation.go: the
+    # second needs the first. The pinned chart (templates/_helpers.tpl kueue.featureGates) renders them as one flag.
+    from infra.offline.charts import chart_objects
+
+    (manager,) = [c.obj for c in chart_objects(example_plan("dev")) if c.obj["kind"] == "Deployment" and c.release == "kueue"]
+    args = manager["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--feature-gates=UnadmittedWorkloadsObservability=true,UnadmittedWorkloadsExplicitStatus=true" in args, args

@@ -120,3 +120,9 @@ def test_a_run_without_a_profiler_is_told_how_to_get_one(tmp_path, drop):
     proc, asked = _profile(tmp_path, js)
     assert proc.returncode == 1 and asked == []
     assert "run exp: it serves no profiler: give the run `profiling: {}`" in proc.stderr, proc.stderr
+
+
+def test_a_trace_of_no_time_is_refused_before_anything_runs(tmp_path):
+    _, js = _run_spec(tmp_path)
+    proc, asked = _profile(tmp_path, js, "--duration", "0")
+    assert (proc.returncode, asked) == (2, []) and "error: --duration 0 traces nothing; valid: 1s or more (10s, 2m)" in proc.stderr

@@ -300,6 +300,8 @@ def test_a_notebook_run_is_jupyterlab_on_the_heads_loopback_and_takes_no_command
     program = next(c for c in head["containers"] if c["name"] == "jax-program")
     # loopback only: the head pod is hostNetwork, so any other address would be the node's, open to the VPC; and it
     # stops itself after the stack's idle time (runs.notebookIdleStopSeconds, 2 h by default): Jupyter's own culling
+    # (jupyter_server 2.21.1: serverapp.py ServerApp.shutdown_no_activity_timeout; services/kernels/kernelmanager.py
+    # MappingKernelManager.cull_idle_timeout, cull_connected, cull_interval)
     assert program["command"] == ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser",
                                   "--ServerApp.shutdown_no_activity_timeout=7200", "--MappingKernelManager.cull_idle_timeout=7200",
                                   "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_interval=300"]

@@ -460,6 +460,8 @@ def _notebook(args: argparse.Namespace, cfg: Any) -> int:
 def _profile(args: argparse.Namespace, cfg: Any) -> int:
     from infra.run.profile import profile_run
 
+    if args.duration < 1:
+        raise StackFileError("--duration 0 traces nothing; valid: 1s or more (10s, 2m)")
     kube, ns = _cluster(args, cfg)
     token = None
     if args.token_file is not None:

@@ -7,9 +7,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from components.manifests.kueue_api import QUEUE_LABEL
 from infra.run.kube import Kubectl, KubeError
 from infra.run.status import workload_of
-from infra.run.why_facts import JOBSET_LABEL, QUEUE_LABEL, Declared, Evidence, Group, StackView, meta
+from infra.run.why_facts import JOBSET_LABEL, Declared, Evidence, Group, StackView, meta
 
 
 def stack_view(stack: Any) -> StackView:

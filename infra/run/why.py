@@ -26,24 +26,23 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from components.constants import SLICE_GROUP_LABEL as GROUP_LABEL
+from components.constants import TPU_TOPOLOGY_LABEL as TOPOLOGY_LABEL
+from components.manifests.kueue_api import QUEUE_LABEL
 from components.model.cluster.fleet import MULTIKUEUE_CHECK
+from components.model.workloads.storage import GCSFUSE_DRIVER
 from infra.run.refusals import refusal
+from infra.run.status import condition, is_true
 from infra.run.why_facts import (
-    GCSFUSE_DRIVER,
-    GROUP_LABEL,
     IMAGE_WAITING,
-    QUEUE_LABEL,
     SIGTERM,
-    TOPOLOGY_LABEL,
     Diagnosis,
     Evidence,
     StackView,
-    condition,
     conditions,
     duration,
     events_of,
     group_of,
-    is_true,
     meta,
     one_line,
     parse_time,

@@ -8,14 +8,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-GROUP_LABEL = "pathways/slice-group"
-POOL_LABEL = "cloud.google.com/gke-nodepool"
-TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
-JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+from components.constants import SLICE_GROUP_LABEL
+
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"  # the JobSet controller's label on its Jobs and pods
 IMAGE_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 SIGTERM = 143  # a container stopped because its pod was deleted: a consequence, never the cause
-GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 
 
 @dataclass(frozen=True)
@@ -99,15 +96,6 @@ def conditions(obj: Optional[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(((obj or {}).get("status") or {}).get("conditions") or [])
 
 
-def condition(obj: Optional[dict[str, Any]], kind: str) -> Optional[dict[str, Any]]:
-    return next((c for c in conditions(obj) if c.get("type") == kind), None)
-
-
-def is_true(obj: Optional[dict[str, Any]], kind: str) -> bool:
-    c = condition(obj, kind)
-    return c is not None and c.get("status") == "True"
-
-
 def meta(obj: Optional[dict[str, Any]]) -> dict[str, Any]:
     return (obj or {}).get("metadata") or {}
 
@@ -150,12 +138,12 @@ def role_of(pod: dict[str, Any]) -> str:
 def group_of(pod: dict[str, Any], view: StackView) -> Optional[Group]:
     spec = pod.get("spec") or {}
     selector = spec.get("nodeSelector") or {}
-    name = selector.get(GROUP_LABEL)
+    name = selector.get(SLICE_GROUP_LABEL)
     if name is None:
         for term in (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
                 "nodeSelectorTerms") or []:
             for expr in term.get("matchExpressions") or []:
-                if expr.get("key") == GROUP_LABEL and expr.get("values"):
+                if expr.get("key") == SLICE_GROUP_LABEL and expr.get("values"):
                     name = expr["values"][0]
     return view.groups.get(name) if name else None
 

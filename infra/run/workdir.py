@@ -22,6 +22,8 @@ from typing import Any, Optional
 
 from pathspec import GitIgnoreSpec
 
+from components.manifests.runs import WORKDIR_LABEL, WORKDIR_SUFFIX
+
 # The ConfigMap holds at most 1 MiB (k8s.io/apimachinery validation: MaxConfigMapSize... 1048576 bytes of data and
 # binaryData together); base64 is not counted (binaryData is stored as bytes), the headroom is for the object.
 LIMIT = 900 * 1024
@@ -29,7 +31,6 @@ ARCHIVE = "workdir.tar.gz"
 MOUNT = "/var/run/pathways/workdir"
 TARGET = "/workdir"
 ALWAYS_EXCLUDED = (".git/",)
-WORKDIR_LABEL = "pathways/workdir"
 
 
 class WorkdirError(ValueError):
@@ -93,7 +94,7 @@ def pack(directory: Path, excludes: tuple[str, ...] = ()) -> Packed:
 
 
 def config_map_name(run: str) -> str:
-    return f"{run}-workdir"
+    return f"{run}{WORKDIR_SUFFIX}"  # the one name the runs policy lets a submitter create and a run mount
 
 
 def config_map(run: str, namespace: str, packed: Packed, owner_uid: str) -> dict[str, Any]:
