@@ -201,7 +201,7 @@ def pulumi_up(cluster: LocalCluster, run: PulumiRun, *extra: str) -> Result:
             t.join(timeout=1.0)
             if watch.problem:
                 run.interrupt()
-                t.join(timeout=60)
+                t.join(timeout=180)
                 raise ClusterError(f"pulumi up of stack {run.stack}: {watch.problem}")
     return result[0]
 
@@ -249,9 +249,9 @@ def deploy_stack(cluster: LocalCluster, name: str, config: dict[str, Any], workd
         up = pulumi_up(cluster, run)
         if up.returncode != 0:
             raise ClusterError(f"pulumi up of stack {name} failed ({up.returncode}):\n{up.output[-4000:]}")
-    except ClusterError:
-        take_down(cluster, Deployed(name, config, run, [n["metadata"]["name"] for n in nodes], Result(1, "", "", 0)), check=False)
-        raise
+    except ClusterError as failed:
+        swept = take_down(cluster, Deployed(name, config, run, [n["metadata"]["name"] for n in nodes], Result(1, "", "", 0)), check=False)
+        raise DeployFailed(str(failed), swept) from None
     wait_guards_active(cluster)
     log(f"stack {name}: pulumi up in {up.seconds:.0f} s ({time.monotonic() - t0:.0f} s with its nodes)")
     return Deployed(name, config, run, [n["metadata"]["name"] for n in nodes], up)
@@ -334,16 +334,18 @@ def transition(cluster: LocalCluster, deployed: Deployed, name: str, config: dic
     return Deployed(name, config, run, sorted(wanted), up)
 
 
-def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> None:
+def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> list[str]:
     """`pulumi destroy` (charts included), then the stack's nodes; fails when destroy does or leaves
-    objects behind (unless `check` is off: the cleanup after a failed up)."""
+    objects behind. With `check` off (the cleanup after a failed up), what destroy left is swept and named."""
     t0 = time.monotonic()
     result = deployed.run.cli("destroy", "--yes")
     if not check:
+        if result.returncode != 0:
+            log(f"stack {deployed.name}: pulumi destroy after the failed up failed ({result.returncode}): {result.output[-2000:]}")
         if cluster.provisioner is not None:
             cluster.provisioner.release_all()
         cluster.kubectl("delete", "nodes", "--all", "--wait=false", check=False, timeout=600)
-        return
+        return sweep(cluster)
     if result.returncode != 0:
         raise ClusterError(f"pulumi destroy of stack {deployed.name} failed ({result.returncode}):\n{result.output[-4000:]}")
     if cluster.provisioner is not None:
@@ -354,6 +356,32 @@ def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> 
     if left:
         raise ClusterError(f"pulumi destroy of stack {deployed.name} left {', '.join(left)}")
     log(f"stack {deployed.name}: destroyed in {time.monotonic() - t0:.0f} s")
+    return []
+
+
+class DeployFailed(ClusterError):
+    """`pulumi up` failed and the stack was destroyed; `swept` names what the destroy did not know of."""
+
+    def __init__(self, message: str, swept: list[str]):
+        super().__init__(message)
+        self.swept = swept
+
+
+# leftovers' words -> kubectl's resource names
+_SWEPT_KINDS = {"namespace": "namespace", "CRD": "crd"}
+
+
+def sweep(cluster: LocalCluster) -> list[str]:
+    """Delete what a destroy after an interrupted `pulumi up` left, and name it. Pulumi records a create only
+    when the provider returns: one cancelled while its request was in flight (the harness interrupts an up whose
+    chart cannot start, _ChartWatch) may exist on the server with no state entry, so no destroy removes it."""
+    left = [item for item in leftovers(cluster) if not item.startswith("pod ")]  # pods go with their nodes
+    for item in left:
+        kind, name = item.split(" ", 1)
+        cluster.kubectl("delete", _SWEPT_KINDS.get(kind, kind), name, "--ignore-not-found", "--wait=true", check=False, timeout=300)
+    if left:
+        log(f"swept after the failed up (objects its state never recorded): {', '.join(left)}")
+    return left
 
 
 def gke_crd_names() -> set[str]:

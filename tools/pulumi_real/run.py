@@ -159,13 +159,14 @@ class PulumiRun:
             host.wait(timeout=30)
 
     def interrupt(self) -> None:
-        """Stop the command that runs now (Ctrl-C, then a kill): Pulumi cancels what it has not started."""
+        """Stop the command that runs now (Ctrl-C, then a kill): Pulumi cancels what it has not started and
+        records what was in flight when it returns; a kill would leave those as pending operations."""
         proc = self._running
         if proc is None or proc.poll() is not None:
             return
         proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
             proc.kill()
 
