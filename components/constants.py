@@ -45,5 +45,7 @@ LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 # The component that holds a Shared Pathways Service's client Role and RoleBinding (components/gcp/proxy_pool.py).
 SHARED_SERVICE_ACCESS = "pathways:k8s:SharedServiceAccess"
 RUN_ACCESS = "pathways:k8s:RunAccess"
+# Teams' namespaces, submitters' access and runs policies (components/kubernetes/teams.py).
+TEAMS = "pathways:k8s:Teams"
 # Service accounts, PersistentVolumes and claims of workloads' mounts (components/kubernetes/workload_storage.py).
 WORKLOAD_STORAGE = "pathways:k8s:WorkloadStorage"

@@ -36,6 +36,7 @@ from components.kubernetes.run_access import RunAccess, RunAccessArgs
 from components.kubernetes.serving_workload import GatewayArgs, ServingWorkload, ServingWorkloadArgs
 from components.kubernetes.shared_service_access import SharedServiceAccess, SharedServiceAccessArgs
 from components.kubernetes.stack_labels import label_kubernetes_objects
+from components.kubernetes.teams import Teams, TeamsArgs
 from components.kubernetes.workload_storage import WorkloadStorage, WorkloadStorageArgs
 from components.manifests import checkpointing as checkpointing_manifest
 from components.manifests import connection, monitoring, placement, service_access
@@ -46,6 +47,7 @@ from components.manifests import lws as lws_manifest
 from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.manifests import runs as runs_manifest
 from components.manifests import storage as storage_manifest
+from components.manifests import teams as teams_manifest
 from components.manifests.controller_charts import FLEET_FRAMEWORKS
 from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
 from components.model.cluster.identities import ci_account_email
@@ -262,6 +264,10 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     run_objects = [*runs_manifest.submitter_access(stack), *runs_manifest.fleet_dispatch_policy(stack)]
     run_access = [RunAccess("runs", RunAccessArgs(objects=tuple(run_objects)),
                             opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))] if run_objects else []
+    # pathways:teams: each team's namespace and its submitters' access there (its queues join Kueue's below)
+    teams = Teams("teams", TeamsArgs(namespaces=tuple(teams_manifest.namespaces(stack)), access=tuple(teams_manifest.access(stack))),
+                  opts=k8s_opts) if stack.teams else None
+    namespaces = (namespace, *(teams.namespaces if teams else ()))
     # Kueue: the stack's queues, flavors and priorities; a fleet's part in it (pathways:fleet, infra/fleet.py) joins
     # here, a manager's MultiKueue objects among the Kueue objects and a worker's identity for its manager after them
     queues: tuple[Dependency, ...] = ()
@@ -271,8 +277,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
             system_role=SYSTEM_ROLE, objects=membership.kueue_objects(kueue_objects) if membership else kueue_objects,
-            frameworks=FLEET_FRAMEWORKS if membership else None,
-        ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
+            frameworks=FLEET_FRAMEWORKS if membership else None, fair_sharing=bool(stack.teams),
+        ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace, *(teams.namespaces if teams else [])]))
         queues = tuple(kueue.ready)
         if membership is not None:
             fleet_output = membership.output([*queues, *run_access], kueue_quotas, kube.namespace)
@@ -316,7 +322,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
                 if w.spec.serve.gateway.client_ranges else (),
                 armor=((armor or {})[w.name],) if w.name in (armor or {}) else (),
             ) if w.spec.serve and w.spec.serve.gateway.enabled else None,
-            depends_on=(*serving_controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
+            depends_on=(*serving_controllers, *namespaces, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues),
         ), opts=k8s_opts)
         access = lws_manifest.serving_access(w)
@@ -327,7 +333,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
             manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
             env_secret=w.env_secret, env=dict(w.spec.env),
-            depends_on=(*controllers, namespace, guardrails.priority_classes[f"pathways-{w.priority}"],
+            depends_on=(*controllers, *namespaces, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues, *(checkpointing if w.mtc_mount_path else ()),
                         *(storage if w.spec.mounts else ())),
         ), opts=k8s_opts)

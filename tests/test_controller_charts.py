@@ -15,7 +15,7 @@ import yaml
 import infra.offline.__main__ as offline_cli
 from components.constants import HELM_CHART, SYSTEM_ROLE
 from components.manifests import guardrails
-from components.manifests.controller_charts import CHARTS, FLEET_FRAMEWORKS, LWS, kueue_manager_config
+from components.manifests.controller_charts import CHART_FRAMEWORKS, CHARTS, FLEET_FRAMEWORKS, LWS, kueue_manager_config
 from components.model.config import load, resolve
 from infra.offline import charts
 from infra.offline.charts import ChartError, chart_objects, render_chart, with_chart_objects
@@ -49,8 +49,12 @@ def test_the_program_installs_each_chart_with_the_values_of_controller_charts(na
         chart = CHARTS[r.name]
         assert r.input("namespace") == chart.namespace and r.input("skipCrds") is False
         # a fleet's Kueue: the chart's manager config with JobSet alone (tests/test_fleet.py)
-        fleet = kueue_manager_config(FLEET_FRAMEWORKS) if stack_config(name).get("pathways:fleet") and r.name == "kueue" else {}
-        assert r.input("values") == {**chart.values(r.input("version"), SYSTEM_ROLE, mtc=_mtc(name)), **fleet}
+        # with teams, the chart's config and integrations, fair sharing on (tests/test_teams.py)
+        config = stack_config(name)
+        replaced = r.name == "kueue" and (config.get("pathways:fleet") or config.get("pathways:teams"))
+        manager = kueue_manager_config(FLEET_FRAMEWORKS if config.get("pathways:fleet") else CHART_FRAMEWORKS,
+                                       fair_sharing=bool(config.get("pathways:teams"))) if replaced else {}
+        assert r.input("values") == {**chart.values(r.input("version"), SYSTEM_ROLE, mtc=_mtc(name)), **manager}
         ns = next(o for o in plan.by_type("kubernetes:core/v1:Namespace") if o.input("metadata.name") == chart.namespace)
         assert ns.input("metadata.labels") == guardrails.psa_labels(chart.pod_security)
 

@@ -11,7 +11,7 @@ import pulumi
 from components.dependencies import Dependency, all_of
 from components.kubernetes.controller_chart import install_chart
 from components.kubernetes.kubernetes_object import KubernetesObject
-from components.manifests.controller_charts import KUEUE, kueue_manager_config
+from components.manifests.controller_charts import CHART_FRAMEWORKS, KUEUE, kueue_manager_config
 from components.manifests.kueue import references
 
 
@@ -25,6 +25,8 @@ class KueueArgs:
     """Value of the pathways/role label on the system pool, where the controller runs."""
     frameworks: Optional[tuple[str, ...]] = None
     """The integrations Kueue enables, or None for the chart's (a fleet's clusters: FLEET_FRAMEWORKS)."""
+    fair_sharing: bool = False
+    """Kueue's fair sharing among the cohort's queues (pathways:teams)."""
     objects: list[dict[str, Any]] = field(default_factory=list)
     """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses (built from the stack)."""
 
@@ -40,7 +42,7 @@ class Kueue(pulumi.ComponentResource):
             # The values come from components/manifests/controller_charts.py, which the offline render uses too.
             installed.append(install_chart(self, name, namespace=KUEUE.namespace, pod_security=KUEUE.pod_security, chart=args.chart,
                                            version=args.version, values={**KUEUE.values(args.version, args.system_role),
-                                                                         **(kueue_manager_config(args.frameworks) if args.frameworks else {})}).resources)
+                                                                         **manager_config(args)}).resources)
         made: dict[tuple[str, str], KubernetesObject] = {}
         for obj in args.objects:  # each after the objects it names (kueue.objects' order)
             named = [made[r] for r in references(obj) if r in made]
@@ -50,3 +52,10 @@ class Kueue(pulumi.ComponentResource):
             )
         self.ready = [*installed, *made.values()]
         self.register_outputs({})
+
+
+def manager_config(args: KueueArgs) -> dict[str, Any]:
+    """The chart's manager config, replaced where the stack needs other integrations or fair sharing."""
+    if not args.frameworks and not args.fair_sharing:
+        return {}
+    return kueue_manager_config(args.frameworks or CHART_FRAMEWORKS, fair_sharing=args.fair_sharing)

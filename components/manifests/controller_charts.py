@@ -104,13 +104,25 @@ KUEUE_CHART_CONFIG: dict[str, Any] = {
     "clientConnection": {"qps": 300, "burst": 500},
 }
 FLEET_FRAMEWORKS = ("jobset.x-k8s.io/jobset",)
+# the chart's own integrations (values.yaml managerConfig, v0.19.2), for a config that changes something else
+CHART_FRAMEWORKS = (
+    "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/rayservice", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
+    "workload.codeflare.dev/appwrapper", "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+# Fair sharing (pathways:teams): on when the Configuration has fairSharing (cmd/kueue/main.go, v1beta2). A queue under
+# its fair share preempts one over it if, after, its share is at most the other's (LessThanOrEqualToFinalShare), else
+# if strictly below the other's before (LessThanInitialShare): the chart's commented example, Kueue's documented default.
+FAIR_SHARING = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
 
 
-def kueue_manager_config(frameworks: tuple[str, ...]) -> dict[str, Any]:
-    """Kueue chart values replacing its manager config: the chart's own, with only these integrations."""
+def kueue_manager_config(frameworks: tuple[str, ...], fair_sharing: bool = False) -> dict[str, Any]:
+    """Kueue chart values replacing its manager config: the chart's own, with only these integrations (and fair
+    sharing, for teams)."""
     import yaml
 
-    config = {**KUEUE_CHART_CONFIG, "integrations": {"frameworks": list(frameworks)}}
+    config = {**KUEUE_CHART_CONFIG, "integrations": {"frameworks": list(frameworks)},
+              **({"fairSharing": FAIR_SHARING} if fair_sharing else {})}
     return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 
 

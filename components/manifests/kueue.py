@@ -25,6 +25,10 @@ merges the chosen ResourceFlavor's nodeLabels and tolerations into the pod templ
   suspended"), so a JobSet's own spec.suspend cannot hold it; a held queue evicts the admitted Workload
   (the JobSet is suspended, its pods deleted) and admits nothing until it is released.
 - WorkloadPriorityClasses matching the PriorityClasses.
+- Per team (pathways:teams, components/manifests/teams.py has the rest): a ClusterQueue team-<name> in the cohort
+  (every group's flavor at its owned slices, 0 elsewhere so that it may borrow; its limits; the head flavor at 0,
+  borrowed from the stack's queue, which holds the slices no team owns; its fair-sharing weight), a Cohort
+  teams-<parent> for a group of teams, and its run queue in its namespace.
 - Per queued-provisioning slice group (GKE "flex-start with queued provisioning"): a ProvisioningRequestConfig
   (class queued-provisioning.gke.io, managedResources google.com/tpu, so a workload's request names its TPU
   workers only and never the CPU head) and an AdmissionCheck of Kueue's provisioning controller naming it,
@@ -53,6 +57,8 @@ from components.model.capacity import machines
 from components.model.capacity.pools import Capacity, SliceGroup
 from components.model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
 from components.model.resolved import QUEUE, ResolvedStack
+from components.model.workloads.runs import run_queue
+from components.model.workloads.teams import TEAM_LABEL, Team
 
 HEAD_FLAVOR = "pathways-head"
 
@@ -103,6 +109,18 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
     return flavors
 
 
+def slice_quota(g: SliceGroup) -> dict[str, int]:
+    """cpu (cores), memory (GiB) and TPU chips of one slice of the group: a team's share is a multiple of it."""
+    vm = machines.tpu_vm_shape(g.tpu.machine_type)
+    return {"cpu": int(vm.allocatable_cpu) * g.tpu.hosts, "memory": int(vm.allocatable_memory_gib) * g.tpu.hosts,
+            TPU_RESOURCE: g.tpu.hosts * g.tpu.chips_per_vm}
+
+
+def team_owned(stack: ResolvedStack, g: SliceGroup) -> int:
+    """Slices of the group the teams own (pathways:teams): the stack's own ClusterQueue holds the rest."""
+    return sum(t.slices[g.name].slices for t in stack.teams if g.name in t.slices)
+
+
 def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
     """Per flavor: cpu (cores), memory (GiB) and TPU chips the pools provide, in flavor order."""
     head = machines.shape(stack.head_machine_type)
@@ -112,14 +130,19 @@ def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
         TPU_RESOURCE: 0,
     }}
     for g in stack.slices:
-        vm = machines.tpu_vm_shape(g.tpu.machine_type)
-        hosts = stack.group_slices(g) * g.tpu.hosts  # the slices, not the spares (none before a future reservation's delivery)
-        out[flavor_name(g)] = {
-            "cpu": int(vm.allocatable_cpu) * hosts,
-            "memory": int(vm.allocatable_memory_gib) * hosts,
-            TPU_RESOURCE: hosts * g.tpu.chips_per_vm,
-        }
+        one = slice_quota(g)  # the slices, not the spares (none before a future reservation's delivery)
+        out[flavor_name(g)] = {r: n * stack.group_slices(g) for r, n in one.items()}
     return out
+
+
+def own_quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
+    """What the stack's own ClusterQueues hold: the pools' quotas less the slices the teams own (none without teams)."""
+    q = quotas(stack)
+    for g in stack.slices:
+        owned = min(team_owned(stack, g), stack.group_slices(g))
+        if owned:
+            q[flavor_name(g)] = {r: n - owned * slice_quota(g)[r] for r, n in q[flavor_name(g)].items()}
+    return q
 
 
 def _quantity(resource: str, amount: int) -> str:
@@ -138,9 +161,9 @@ COHORT = QUEUE
 def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
     if stack.shared_cluster_queue is not None:
         return []  # made elsewhere: the stack's LocalQueues point at it
-    q = quotas(stack)
+    q = own_quotas(stack)
     shards = stack.queue_shards
-    sharded = len(shards) > 1
+    sharded = len(shards) > 1 or bool(stack.teams)  # teams borrow from the stack's queue in its cohort
     out = []
     for i, (name, groups) in enumerate(shards):
         flavors = [{"name": flavor_name(g), "resources": [{"name": r, "nominalQuota": _quantity(r, q[flavor_name(g)][r])} for r in RESOURCES]}
@@ -164,11 +187,66 @@ def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
         if checks:
             spec["admissionChecksStrategy"] = {"admissionChecks": checks}
         if sharded:
-            # The queues share the head pool through the cohort: the first lends, the others borrow.
+            # The queues share the head pool (and the teams the slices no team owns) through the cohort: the
+            # first lends, the others borrow.
             spec["cohortName"] = COHORT
             preemption.update({"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}})
         out.append({"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
     return out
+
+
+def _weight(w: float) -> str:
+    return str(int(w)) if float(w).is_integer() else repr(w)
+
+
+def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
+    flavors = []
+    for g in stack.slices:
+        share = team.slices.get(g.name)
+        one = slice_quota(g)
+        resources = []
+        for r in RESOURCES:
+            entry: dict[str, Any] = {"name": r, "nominalQuota": _quantity(r, one[r] * (share.slices if share else 0))}
+            if share is not None and share.borrow is not None:
+                entry["borrowingLimit"] = _quantity(r, one[r] * share.borrow)
+            if share is not None and share.lend is not None:
+                entry["lendingLimit"] = _quantity(r, one[r] * share.lend)
+            resources.append(entry)
+        flavors.append({"name": flavor_name(g), "resources": resources})
+    flavors.append({"name": HEAD_FLAVOR, "resources": [{"name": r, "nominalQuota": _quantity(r, 0)} for r in RESOURCES]})
+    spec: dict[str, Any] = {
+        "cohortName": team.cohort or COHORT,
+        "namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [team.team_namespace]}]},
+        "queueingStrategy": "BestEffortFIFO",
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                       "borrowWithinCohort": {"policy": "LowerPriority"}},
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
+        "fairSharing": {"weight": _weight(team.weight)},
+        "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
+    }
+    checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in stack.slices if g.queued_provisioning]
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": checks}
+    return {"apiVersion": API_VERSION, "kind": "ClusterQueue",
+            "metadata": {"name": team.cluster_queue, "labels": {TEAM_LABEL: team.name}}, "spec": spec}
+
+
+def cohorts(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """A Cohort per group of teams (teams[].parent), under the stack's cohort."""
+    names = dict.fromkeys(t.cohort for t in stack.teams if t.cohort)
+    return [{"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": n}, "spec": {"parentName": COHORT}} for n in names]
+
+
+def team_kueue_objects(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """The teams' Cohorts, ClusterQueues and run queues, after the stack's own Kueue objects (the flavors they name)."""
+    if not stack.kueue or not stack.teams:
+        return []
+    queues = [team_cluster_queue(stack, t) for t in stack.teams]
+    local = [{"apiVersion": API_VERSION, "kind": "LocalQueue",
+              "metadata": {"name": run_queue(t.cluster_queue), "namespace": t.team_namespace, "labels": {TEAM_LABEL: t.name}},
+              "spec": {"clusterQueue": t.cluster_queue, "stopPolicy": "None"}} for t in stack.teams]
+    return [*cohorts(stack), *queues, *local]
 
 
 def provisioning_checks(stack: ResolvedStack) -> list[dict[str, Any]]:
@@ -211,7 +289,7 @@ def workload_priority_classes() -> list[dict[str, Any]]:
 def objects(stack: ResolvedStack) -> list[dict[str, Any]]:
     """In the order they can be made: each object after those it names (references)."""
     return [*resource_flavors(stack), *provisioning_checks(stack), *cluster_queues(stack), *local_queues(stack), *run_local_queues(stack),
-            *workload_priority_classes()]
+            *team_kueue_objects(stack), *workload_priority_classes()]
 
 
 def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
@@ -224,7 +302,9 @@ def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
     if obj.get("kind") == "ClusterQueue":
         names = dict.fromkeys(f["name"] for rg in spec.get("resourceGroups") or [] for f in rg.get("flavors") or [])
         checks = [c["name"] for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
-        return [*(("ResourceFlavor", n) for n in names), *(("AdmissionCheck", c) for c in checks)]
+        # a team group's Cohort (teams-<parent>); the stack's root cohort is no object (Kueue makes it implicitly)
+        cohort = [("Cohort", spec["cohortName"])] if spec.get("cohortName", COHORT) != COHORT else []
+        return [*(("ResourceFlavor", n) for n in names), *(("AdmissionCheck", c) for c in checks), *cohort]
     if obj.get("kind") == "AdmissionCheck" and (spec.get("parameters") or {}).get("kind") in ("ProvisioningRequestConfig", "MultiKueueConfig"):
         return [(spec["parameters"]["kind"], spec["parameters"]["name"])]
     if obj.get("kind") == "MultiKueueConfig":

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from components.manifests.jobset import jobset
 from components.manifests.kueue_api import API_VERSION, PRIORITY_LABEL, QUEUE_LABEL
@@ -22,6 +22,7 @@ from components.model.workloads.resilience import MTC_CSI_DRIVER
 from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue
 from components.model.workloads.service import ServiceClient
 from components.model.workloads.storage import GCSFUSE_DRIVER
+from components.model.workloads.teams import Team
 
 ROLE = "pathways-runs"
 RBAC = "rbac.authorization.k8s.io"
@@ -118,10 +119,11 @@ def _pod_rules(priorities: list[str], accounts: list[str], volume_rule: str) -> 
             f"{p}.containers.all({_NO_SECRET_ENV}) && (!has({p}.initContainers) || {p}.initContainers.all({_NO_SECRET_ENV})))")
 
 
-def _run_validations(stack: ResolvedStack, writer: str, writing: str) -> list[dict[str, str]]:
+def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Optional[Team] = None) -> list[dict[str, str]]:
     """What makes a JobSet write a run's: it is labelled as a run (before and after), queued on a run queue at a run
     priority, not named like a declared workload, and its pods hold no Secret and no token. `writer` names who is
-    refused; `writing` prefixes the rules on the new object (true where there is none to judge: a DELETE)."""
+    refused; `writing` prefixes the rules on the new object (true where there is none to judge: a DELETE). A team's
+    runs: in its namespace, on its run queue, as the namespace's default account (runs.buckets are not the team's)."""
     assert stack.runs is not None
 
     def is_run(obj: str) -> str:
@@ -129,9 +131,10 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str) -> list[di
 
     priorities = [f"pathways-{p}" for p in RUN_PRIORITIES]
     # the default account, or the runs' own when runs.buckets grants it buckets (never a declared workload's)
-    accounts = ["default", *([stack.run_service_account] if stack.runs.buckets else [])]
-    declared = [w.name for w in stack.workloads if w.namespace == stack.namespace]
-    queues = sorted(set(stack.run_queues.values()))
+    namespace = team.team_namespace if team is not None else stack.namespace
+    accounts = ["default", *([stack.run_service_account] if stack.runs.buckets and team is None else [])]
+    declared = [w.name for w in stack.workloads if w.namespace == namespace]
+    queues = [stack.team_run_queue(team)] if team is not None else sorted(set(stack.run_queues.values()))
     systems = {fs.name: fs for fs in stack.file_systems}
     listed = [(systems[f.name], f.read_only) for f in stack.runs.file_systems if f.name in systems]
     drivers = [GCSFUSE_DRIVER, *([MTC_CSI_DRIVER] if stack.mtc is not None else [])]
@@ -180,21 +183,24 @@ def _admission_policy(name: str, resources: list[tuple[str, str]], who: str, val
     ]
 
 
-def runs_only_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
+def runs_only_policy(stack: ResolvedStack, team: Optional[Team] = None) -> list[dict[str, Any]]:
     """What the submitters may do with JobSets (their Role names every JobSet; RBAC has no label scope): create,
     change and delete those labelled as runs only; and a run they create, by the command or by hand, is queued on a
-    run queue at a run priority, is not named like a declared workload, and holds no Secret and no token."""
+    run queue at a run priority, is not named like a declared workload, and holds no Secret and no token. A team's
+    (pathways-runs-only-<team>): its submitters, in its namespace, on its run queue."""
     assert stack.runs is not None
-    users = [s.name for s in stack.runs.submitters if s.kind == "User"]
-    groups = [s.name for s in stack.runs.submitters if s.kind == "Group"]
+    submitters = team.submitters if team is not None else stack.runs.submitters
+    users = [s.name for s in submitters if s.kind == "User"]
+    groups = [s.name for s in submitters if s.kind == "Group"]
     who = " || ".join([
         *([f"request.userInfo.username in {_cel_list(users)}"] if users else []),
         *([f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {_cel_list(groups)}))"] if groups else []),
     ])
+    writer = f"team {team.name}'s submitters" if team is not None else "runs.submitters"
     jobsets = [{**v, "expression": f"request.resource.resource != 'jobsets' || ({v['expression']})"}
-               for v in _run_validations(stack, "runs.submitters", "request.operation == 'DELETE' || ")]
-    return _admission_policy(POLICY, [("jobset.x-k8s.io", "jobsets"), ("", "configmaps")], who, [*jobsets, *_workdir_validations()],
-                             [stack.namespace])
+               for v in _run_validations(stack, writer, "request.operation == 'DELETE' || ", team)]
+    return _admission_policy(f"{POLICY}-{team.name}" if team is not None else POLICY, [("jobset.x-k8s.io", "jobsets"), ("", "configmaps")],
+                             who, [*jobsets, *_workdir_validations()], [team.team_namespace if team is not None else stack.namespace])
 
 
 def _workdir_validations() -> list[dict[str, str]]:

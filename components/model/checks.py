@@ -33,6 +33,7 @@ from components.model.workloads import (
     service_checks,
     serving_checks,
     storage_checks,
+    teams_checks,
     workload_checks,
 )
 from components.model.workloads.workload import Workload
@@ -106,6 +107,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     cluster_checks.google_groups,           # a Google group in RBAC needs Google Groups for RBAC on the cluster
     *resilience_checks.RULES,               # multi-tier checkpointing: sidecar, RAM disk room, its bucket
     *runs_checks.RULES,                     # ad-hoc runs: their queue's name is no workload's
+    *teams_checks.RULES,                    # teams: Kueue and runs, own namespaces, shares the pools hold
     *fleet_checks.RULES,                    # a manager: Kueue, runs, no pools; a worker: runs, its endpoint
     *storage_checks.RULES,                  # mounts: batch only, declared file systems, clear of the MTC mount
     *existing_checks.RULES,                 # a cluster made elsewhere as it is: named pools, shared queue, scoped guards

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from components.model.capacity.pools import Capacity as Capacity
+from components.model.capacity.pools import SliceGroup
 from components.model.checks import NOT_FOR_RUNS, cross_checks
 from components.model.cluster import cluster as cluster_rules
 from components.model.cluster.bucket_grants import owned_buckets
@@ -292,8 +293,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             worker_job=SERVICE_WORKER_JOB if w.mode == "service" else WORKER_JOB,
             coordinator=serve_leader_address(w.name, cfg.workload_namespace(w)) if w.mode == "serve" else coordinator_address(w.name, w.subdomain),
             local_queue=w.name if cfg.kubernetes.kueue.enabled else None,
-            cluster_queue=(cfg.kubernetes.kueue.cluster_queue or cluster_queue_name(tuple(cfg.slices), group))
-            if cfg.kubernetes.kueue.enabled else None,
+            cluster_queue=_cluster_queue(cfg, w, group) if cfg.kubernetes.kueue.enabled else None,
             profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,
             env_secret=f"{w.name}-env" if cfg.secret_env and w.env else None,
             load_balancer_source_ranges=cfg.load_balancer_source_ranges(w),
@@ -328,6 +328,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         mtc=_resolved_mtc(cfg),
         runs=cfg.runs,
         file_systems=tuple(cfg.storage.file_systems),
+        teams=tuple(cfg.teams),
         csi_drivers=cfg.csi_drivers,
         group_subjects=tuple(dict.fromkeys(name for _, name in cfg.group_subjects)), security_group=cfg.cluster.security_group,
         # a fleet manager's groups are its workers' (no pools, no quota of its own); a calendar request's wait for delivery
@@ -408,7 +409,8 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
         raise ConfigError(problems)
     index = len(cfg.workloads)
     prefix = config_key(("workloads", index))
-    raw = {"priority": cfg.runs.priority, **spec}
+    team = cfg.team(spec.get("team")) if isinstance(spec.get("team"), str) else None
+    raw = {"priority": team.priority if team is not None else cfg.runs.priority, **spec}
     if raw.get("mode", "batch") == "batch" and "ttlSecondsAfterFinished" not in raw:
         raw["ttlSecondsAfterFinished"] = cfg.runs.ttl_seconds_after_finished  # an interactive run ends when deleted
     try:
@@ -422,10 +424,19 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
     problems = [
         _run_key(p, prefix) for p in cross_checks(with_run)
         if p not in before and p.key != config_key(("headPool", "nodeCount"))
-    ] + _run_mount_problems(cfg, workload)
+    ] + _run_mount_problems(cfg, workload) + _run_team_problems(cfg, workload)
     if problems:
         raise ConfigError(problems)
     return with_run
+
+
+def _run_team_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
+    """runs.buckets are granted to the runs' account in the stack's namespace: a team's run mounts none."""
+    if workload.team is None or not any(m.bucket for m in workload.mounts):
+        return []
+    return [Problem("run.mounts", (
+        f"team {workload.team}'s runs mount no bucket: runs.buckets are granted to the runs' account in the stack's "
+        f"namespace ({cfg.kubernetes.namespace}), not the team's; submit without --team, or without the bucket mount"))]
 
 
 def _run_mount_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
@@ -455,9 +466,18 @@ def _run_mount_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
     return problems
 
 
+def _cluster_queue(cfg: StackConfig, w: Workload, group: SliceGroup) -> str:
+    """A team's workload queues on the team's ClusterQueue; the others on the stack's (or the shared one)."""
+    team = cfg.team(w.team)
+    if team is not None:
+        return team.cluster_queue
+    return cfg.kubernetes.kueue.cluster_queue or cluster_queue_name(tuple(cfg.slices), group)
+
+
 def as_run(stack: ResolvedStack, w: ResolvedWorkload) -> ResolvedWorkload:
     """A resolved workload as an ad-hoc run: queued on its group's run queue, env in the JobSet (no Secret: nothing
     but the user's kubeconfig creates it), the runs' service account when it mounts a bucket."""
-    queue = stack.run_queues.get(w.group.name)
+    team = stack.team(w.spec.team)
+    queue = stack.team_run_queue(team) if team is not None else stack.run_queues.get(w.group.name)
     account = stack.run_service_account if any(m.bucket for m in w.spec.mounts) else None
     return dataclasses.replace(w, local_queue=queue, env_secret=None, profiling_secret=None, service_account=account)

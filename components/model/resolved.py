@@ -23,6 +23,7 @@ from components.model.cost.pricing import PricesConfig
 from components.model.workloads.images import PATHWAYS_REGISTRY, derived_proxy_image
 from components.model.workloads.runs import Runs, run_queue, run_service_account
 from components.model.workloads.storage import WRITE_ROLE, FileSystem
+from components.model.workloads.teams import Team
 from components.model.workloads.workload import DEFAULT_FAIL_ON_EXIT_CODES, Workload
 
 # The worker replicatedJob. pathwaysutils' Shared Pathways Service client counts only the pods of
@@ -178,6 +179,8 @@ class ResolvedStack:
     """pathways:fleet, resolved: a manager holds no slices (its groups are its workers'), a worker publishes its queues."""
     group_subjects: tuple[str, ...] = ()
     """The Google groups the stack names in RBAC (runs.submitters, service clients)."""
+    teams: tuple[Team, ...] = ()
+    """pathways:teams: a ClusterQueue, namespace and run queue each, in the stack's cohort."""
     security_group: Optional[str] = None
     """cluster.securityGroup: Google Groups for RBAC on the cluster the stack makes."""
     undelivered: frozenset[str] = frozenset()
@@ -194,7 +197,8 @@ class ResolvedStack:
         if not self.kueue:
             return ()
         return tuple(dict.fromkeys([*(f"{w.namespace}/{w.local_queue}" for w in self.active_workloads),
-                                    *(f"{self.namespace}/{q}" for q in self.run_queues.values())]))
+                                    *(f"{self.namespace}/{q}" for q in self.run_queues.values()),
+                                    *(f"{t.team_namespace}/{run_queue(t.cluster_queue)}" for t in self.teams)]))
 
     def group_pools(self, group: SliceGroup) -> int:
         """Node pools the group has now: its slices and spares, or none before its future reservation is delivered."""
@@ -241,8 +245,16 @@ class ResolvedStack:
 
     @property
     def workload_namespaces(self) -> list[str]:
-        """Namespaces the stack's JobSets live in, the workload namespace first."""
-        return list(dict.fromkeys([self.namespace, *(w.namespace for w in self.active_workloads)]))
+        """Namespaces the stack's JobSets live in, the workload namespace first, then the teams'."""
+        return list(dict.fromkeys([self.namespace, *(w.namespace for w in self.active_workloads),
+                                   *(t.team_namespace for t in self.teams)]))
+
+    def team(self, name: Optional[str]) -> Optional[Team]:
+        return next((t for t in self.teams if t.name == name), None) if name else None
+
+    def team_run_queue(self, team: Team) -> str:
+        """The LocalQueue in the team's namespace its runs use: one for every group (the team's ClusterQueue lists all)."""
+        return run_queue(team.cluster_queue)
 
     @property
     def serve_workloads(self) -> tuple[ResolvedWorkload, ...]:

@@ -27,6 +27,7 @@ from components.model.workloads import inference_gateway
 from components.model.workloads.resilience import MTC_MIN_GKE_VERSION, ResilienceConfig
 from components.model.workloads.runs import Runs
 from components.model.workloads.storage import GCSFUSE_HOST_NETWORK_MIN_GKE, StorageConfig
+from components.model.workloads.teams import MAX_TEAMS, Team
 from components.model.workloads.workload import WorkerResources, Workload, worker_resources
 
 # Labels: GCP allows 64 a resource; the stack sets two of its own (the stack name, protection).
@@ -67,6 +68,10 @@ class StackConfig(_Model):
     runs: Optional[Runs] = Field(default=None, description=(
         "Ad-hoc runs (python -m infra.run, docs/runs.md): `runs: {}` makes their Kueue queue, head-pool room and "
         "submitters' Role; absent, the stack takes no ad-hoc runs."))
+    teams: list[Team] = Field(default_factory=list, max_length=MAX_TEAMS, description=(
+        "Teams sharing the stack's slices (docs/teams.md): each a Kueue ClusterQueue in the stack's cohort with its "
+        "share, weight and limits, a namespace with a run queue, and its submitters' access there only. Needs "
+        "pathways:runs; workloads and runs name a team, or use the stack's own queue."))
     storage: StorageConfig = Field(default_factory=StorageConfig, description=(
         "Existing file systems workloads mount (docs/storage.md); buckets are mounted by name from workloads[].mounts."))
     prices: PricesConfig = Field(default_factory=PricesConfig)
@@ -108,6 +113,8 @@ class StackConfig(_Model):
         found: list[tuple[tuple[Any, ...], str, str]] = []
         if self.runs is not None:
             found += [(("runs", "submitters", i, "name"), s.kind, s.name) for i, s in enumerate(self.runs.submitters)]
+        for i, t in enumerate(self.teams):
+            found += [(("teams", i, "submitters", j, "name"), s.kind, s.name) for j, s in enumerate(t.submitters)]
         for i, w in enumerate(self.workloads):
             if w.service is not None:
                 found += [(("workloads", i, "service", "clients", j, "name"), c.kind, c.name) for j, c in enumerate(w.service.clients)]
@@ -123,12 +130,20 @@ class StackConfig(_Model):
         return next((w for w in self.active_workloads if w.mode == "service"), None)
 
     def workload_namespace(self, w: Workload) -> str:
-        return w.service_settings.namespace if w.mode == "service" else self.kubernetes.namespace
+        if w.mode == "service":
+            return w.service_settings.namespace
+        team = self.team(w.team)
+        return team.team_namespace if team is not None else self.kubernetes.namespace
+
+    def team(self, name: Optional[str]) -> Optional[Team]:
+        """The declared team of that name (None for none, or a name no team has: teams_checks refuses it)."""
+        return next((t for t in self.teams if t.name == name), None) if name else None
 
     @property
     def workload_namespaces(self) -> list[str]:
-        """Namespaces the stack's JobSets live in, the workload namespace first."""
-        return list(dict.fromkeys([self.kubernetes.namespace, *(self.workload_namespace(w) for w in self.active_workloads)]))
+        """Namespaces the stack's JobSets live in, the workload namespace first, then the teams'."""
+        return list(dict.fromkeys([self.kubernetes.namespace, *(self.workload_namespace(w) for w in self.active_workloads),
+                                   *(t.team_namespace for t in self.teams)]))
 
     @property
     def node_pools(self) -> int:

@@ -8,6 +8,9 @@
     python -m infra.run why      --stack NAME RUN [-v] [--json]    (or --file JOBSET.yaml: would the cluster take it?)
     python -m infra.run profile  --stack NAME RUN [--duration 10s] [--token-file F]
     python -m infra.run notebook --stack NAME RUN [--port 8888]
+    python -m infra.run teams    --stack NAME [--month YYYY-MM] [--json]
+
+Every command but `teams` takes --team T: the team's namespace and queue (pathways:teams) instead of the stack's own.
 
 A run is a Pathways JobSet built from a small spec with the stack's own model, rules and builder, created with your
 kubeconfig (kubectl) in the stack's namespace, on the stack's run queue (pathways:runs). It carries no Pulumi
@@ -29,6 +32,7 @@ import yaml
 
 from components.model.workloads.ports import NOTEBOOK_PORT
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
+from infra.run.cli import FLAG_KEYS, parser
 from infra.run.kube import Kubectl, KubeError
 from infra.run.status import positions, rows, table
 
@@ -36,21 +40,10 @@ from infra.run.status import positions, rows, table
 NOTEBOOK_COMMAND = ["jupyter", "lab", "--ip=127.0.0.1", f"--port={NOTEBOOK_PORT}", "--no-browser"]
 NOTEBOOK_ANNOTATION = "pathways/notebook-port"
 IDLE_STOP_ANNOTATION = "pathways/notebook-idle-stop-seconds"
-DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 EXIT_CLUSTER = 1
 EXIT_INVALID = 2
-# The flags that set a run spec's keys (docs/runs.md lists the spec file's keys; these are a subset).
-FLAG_KEYS = {"name": "name", "mode": "mode", "slice_group": "sliceGroup", "slices": "slices", "image": "image",
-             "priority": "priority", "cpu": "cpu", "memory": "memory", "max_restarts": "maxRestarts"}
 
 
-def _duration(text: str) -> int:
-    """Seconds from 90, 90s, 30m, 2h or 7d."""
-    unit = text[-1:] if text[-1:] in DURATION_UNITS else "s"
-    number = text[:-1] if text[-1:] in DURATION_UNITS else text
-    if not number.isdigit() or int(number) * DURATION_UNITS[unit] > 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a duration; valid: seconds, or a number with s, m, h or d (30m, 2h, 7d)")
-    return int(number) * DURATION_UNITS[unit]
 
 
 def notebook_command(idle_stop_seconds: int) -> list[str]:
@@ -65,10 +58,6 @@ def notebook_command(idle_stop_seconds: int) -> list[str]:
             f"--MappingKernelManager.cull_interval={min(300, max(60, idle_stop_seconds // 4))}"]
 
 
-def _local_port(text: str) -> int:
-    if not text.isdigit() or not 1024 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a local port; valid: 1024 to 65535")
-    return int(text)
 
 
 class _PlainDumper(yaml.SafeDumper):
@@ -78,84 +67,6 @@ class _PlainDumper(yaml.SafeDumper):
         return True
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m infra.run", description=(__doc__ or "").split("\n")[0],
-                                     epilog="Each subcommand has --help. docs/runs.md walks through a session.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    commands = {
-        "submit": "validate a run spec with the stack's rules and create its JobSet",
-        "list": "the stack's JobSets, declared and ad hoc, with Kueue's state and place in line",
-        "logs": "the head's program output (batch: jax-program; interactive: the IFRT proxy)",
-        "delete": "delete an ad-hoc run (or --all of them), its Jobs and pods (never a declared workload)",
-        "describe": "write what support needs about a run into one YAML file",
-        "why": "the one reason a run (or a declared workload) is not running, or why it ended, its evidence and the fix",
-        "profile": "capture a profile of a running run into the stack's artifacts bucket (pathwaysutils' profiler server)",
-        "notebook": "forward a notebook run's JupyterLab to this machine (kubectl port-forward)",
-        "notebook-image": "the notebook image --notebook uses by default for this stack, and the command that builds it",
-    }
-    for name, help_ in commands.items():
-        p = sub.add_parser(name, help=help_, description=help_)
-        src = p.add_mutually_exclusive_group(required=True)
-        src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
-        src.add_argument("--config", type=Path, help="any file in Pulumi's stack-config format")
-        p.add_argument("--kubeconfig", help="kubeconfig file (default: kubectl's: $KUBECONFIG or ~/.kube/config)")
-        p.add_argument("--context", help="kubeconfig context (default: the current one)")
-        if name == "submit":
-            p.add_argument("--spec", type=Path, help="a YAML run spec (keys in docs/runs.md); flags override its keys")
-            p.add_argument("--name", help="run name (DNS label, at most 22 characters)")
-            p.add_argument("--mode", help="batch (default) or interactive (a head for a notebook)")
-            p.add_argument("--slice-group", help="slice group (required when the stack has several)")
-            p.add_argument("--slices", type=int, help="slices (default: all of the group)")
-            p.add_argument("--image", help="program image, pinned (tag or digest)")
-            p.add_argument("--priority", help="training, interactive or experiment (default: runs.priority)")
-            p.add_argument("--cpu", help="program container CPU")
-            p.add_argument("--memory", help="program container memory")
-            p.add_argument("--max-restarts", type=int, help="JobSet restarts after a failure")
-            p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="program env (repeatable)")
-            p.add_argument("--mount", action="append", default=[], metavar="PATH=SOURCE", help=(
-                "mount gs://BUCKET (one of runs.buckets) or a file system by name (one of runs.fileSystems) at PATH, read-only; "
-                "add :rw to write, e.g. /ckpt=gs://my-ckpts:rw (repeatable)"))
-            p.add_argument("--notebook", action="store_true", help=(
-                f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (JAX reaches the run's own "
-                "proxy): open it with `notebook`. Without --image: the stack's notebook image (notebook-image)"))
-            p.add_argument("--ttl", type=_duration, help=(
-                "remove the run (JobSet, pods, logs) this long after it finishes: 30m, 2h, 7d (default: runs.ttlSecondsAfterFinished)"))
-            p.add_argument("--idle-stop", type=_duration, help=(
-                "with --notebook: stop it after this long idle, freeing the slice: 30m, 2h; 0 never "
-                "(default: runs.notebookIdleStopSeconds)"))
-            p.add_argument("--workdir", type=Path, help=(
-                "ship this directory's code with the run (no image build): unpacked into /workdir, where the command starts; "
-                "its .gitignore and --exclude leave files out"))
-            p.add_argument("--exclude", action="append", default=[], metavar="PATTERN", help="with --workdir: a .gitignore-style pattern to leave out (repeatable)")
-            p.add_argument("--dry-run", action="store_true", help="print the JobSet (and what --workdir ships), create nothing")
-            p.add_argument("command_", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the program's command")
-        elif name == "list":
-            p.add_argument("--json", action="store_true", help="one JSON object per run")
-        elif name == "notebook-image":
-            pass
-        elif name == "profile":
-            p.add_argument("run", help="run or declared workload name")
-            p.add_argument("--duration", type=_duration, default=10, help="how long to trace: 10s (default), 2m")
-            p.add_argument("--token-file", type=Path, help="a declared workload's profiler token (its <name>-profiling-token Secret)")
-        elif name == "why":
-            which = p.add_mutually_exclusive_group(required=True)
-            which.add_argument("run", nargs="?", help="run or declared workload name")
-            which.add_argument("--file", type=Path, help="a JobSet made by hand: would the cluster create it (a server-side dry run)?")
-            p.add_argument("-v", "--verbose", action="store_true", help="the detail behind the reason")
-            p.add_argument("--json", action="store_true", help="one JSON object: reason, summary, evidence, fix, detail")
-        elif name == "delete":
-            which = p.add_mutually_exclusive_group(required=True)
-            which.add_argument("run", nargs="?", help="run name")
-            which.add_argument("--all", action="store_true", help="every ad-hoc run in the stack's namespace (before pulumi destroy)")
-        else:
-            p.add_argument("run", help="run name")
-            if name == "logs":
-                p.add_argument("--follow", "-f", action="store_true", help="stream until the container ends")
-            if name == "describe":
-                p.add_argument("--out", type=Path, help="file to write (default run-<name>-<time>.yaml)")
-            if name == "notebook":
-                p.add_argument("--port", type=_local_port, default=NOTEBOOK_PORT, help=f"local port, 1024-65535 (default {NOTEBOOK_PORT})")
-    return parser
 
 
 def _stack(args: argparse.Namespace) -> Any:
@@ -292,9 +203,10 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         kube.create(config_map(name, ns, packed, created["metadata"]["uid"]))
         print(f"  its code: {shown(args.workdir)}, {packed.summary()}")
     queue = obj["metadata"]["labels"].get("kueue.x-k8s.io/queue-name")
+    team = f" --team {spec['team']}" if spec.get("team") else ""
     print(f"run {name} submitted to {ns}" + (f" on queue {queue}" if queue else ""))
-    print(f"  where it stands: python -m infra.run list --stack {cfg.stack}")
-    print(f"  its output:      python -m infra.run logs --stack {cfg.stack} {name} --follow")
+    print(f"  where it stands: python -m infra.run list --stack {cfg.stack}{team}")
+    print(f"  its output:      python -m infra.run logs --stack {cfg.stack}{team} {name} --follow")
     if args.notebook:
         print(f"  the notebook:    python -m infra.run notebook --stack {cfg.stack} {name}  (then open the URL with the token that `logs` shows)")
     elif spec.get("mode") == "interactive":
@@ -325,8 +237,18 @@ def _with_workdir(obj: dict[str, Any], packed: Any) -> dict[str, Any]:
 
 
 def _cluster(args: argparse.Namespace, cfg: Any) -> tuple[Kubectl, str]:
-    """kubectl with the user's kubeconfig, and the stack's namespace, where runs live."""
-    return Kubectl(args.kubeconfig, args.context), cfg.kubernetes.namespace
+    """kubectl with the user's kubeconfig, and the namespace where the runs live: the stack's, or --team's."""
+    return Kubectl(args.kubeconfig, args.context), _team_namespace(args, cfg)
+
+
+def _team_namespace(args: argparse.Namespace, cfg: Any) -> str:
+    name = getattr(args, "team", None)
+    if name is None:
+        return cfg.kubernetes.namespace
+    team = cfg.team(name)
+    if team is None:
+        raise StackFileError(f"--team {name[:60]!r} is not a team of stack {cfg.stack}; valid: {', '.join(t.name for t in cfg.teams) or 'none declared (pathways:teams)'}")
+    return team.team_namespace
 
 
 def _list(args: argparse.Namespace, cfg: Any) -> int:
@@ -472,6 +394,24 @@ def _profile(args: argparse.Namespace, cfg: Any) -> int:
     return profile_run(kube, ns, cfg.stack, args.run, args.duration, token)
 
 
+def _teams(args: argparse.Namespace, cfg: Any) -> int:
+    from components.model.config import resolve
+    from infra.run.teams import enforce, month_bounds, report, report_table
+
+    start, end = month_bounds(args.month, time.time())
+    kube, stack = Kubectl(args.kubeconfig, args.context), resolve(cfg)
+    found = report(kube, stack, start, min(end, time.time()))
+    if args.json:
+        for row in found:
+            print(json.dumps(row, sort_keys=True))
+    else:
+        sys.stdout.write(report_table(found))
+    if args.enforce:
+        for line in enforce(kube, stack, found, time.strftime("%Y-%m", time.gmtime(start))):
+            print(line)
+    return 0
+
+
 def _fail(error: Exception, code: int) -> int:
     for line in str(error).splitlines():
         print(f"error: {line if line.isprintable() else repr(line)[1:-1]}", file=sys.stderr)
@@ -481,9 +421,9 @@ def _fail(error: Exception, code: int) -> int:
 def main(argv: Optional[list[str]] = None) -> int:
     from components.model.errors import ConfigError
 
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook,
-                "notebook-image": _notebook_image, "why": _why, "profile": _profile}
+                "notebook-image": _notebook_image, "why": _why, "profile": _profile, "teams": _teams}
     try:
         cfg = _stack(args)
         return commands[args.command](args, cfg)

@@ -31,6 +31,7 @@ from components.constants import TPU_TOPOLOGY_LABEL as TOPOLOGY_LABEL
 from components.manifests.kueue_api import QUEUE_LABEL
 from components.model.cluster.fleet import MULTIKUEUE_CHECK
 from components.model.workloads.storage import GCSFUSE_DRIVER
+from components.model.workloads.teams import BUDGET_HOLD_ANNOTATION
 from infra.run.refusals import refusal
 from infra.run.status import condition, is_true
 from infra.run.why_facts import (
@@ -171,6 +172,13 @@ def _held_queue(ev: Evidence, view: StackView, queue: str, lq: Optional[dict[str
         return Diagnosis("suspended", f"the stack file declares {ev.name} with state: suspended; the stack holds its queue {queue}",
                          (f"LocalQueue {queue}: stopPolicy {lq_policy}", *([reason_text] if reason_text else [])),
                          f"set its state to running in stacks/Pulumi.{view.stack}.yaml, then pulumi up")
+    budget = (((ev.cluster_queue or {}).get("metadata") or {}).get("annotations") or {}).get(BUDGET_HOLD_ANNOTATION)
+    if lq_policy == "None" and cq_policy != "None" and budget:
+        return Diagnosis("over-budget", f"ClusterQueue {_cq_name(ev)} is held: its team is over its chip-hour budget ({budget})",
+                         (f"ClusterQueue {_cq_name(ev)}: stopPolicy {cq_policy}, {BUDGET_HOLD_ANNOTATION}: {budget}",
+                          *([reason_text] if reason_text else [])),
+                         "it is released at the month's start by `python -m infra.run teams --enforce`; or raise the team's "
+                         f"chipHoursPerMonth in stacks/Pulumi.{view.stack}.yaml, pulumi up, and run that command")
     held = f"LocalQueue {queue}" if lq_policy != "None" else f"ClusterQueue {_cq_name(ev)}"
     policy = lq_policy if lq_policy != "None" else cq_policy
     kind = "localqueue" if lq_policy != "None" else "clusterqueue"

@@ -14,6 +14,7 @@ from components.model.capacity.reservations import Recorded, ReservationState, a
 from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
 from components.model.cost.pricing import tpu_chip_price
+from components.model.cost.teams_summary import teams_summary, teams_text
 from components.model.resolved import ResolvedStack
 from components.model.workloads import inference_gateway, metrics_adapter, secrets, vllm
 from components.model.workloads.failures import failure_handling
@@ -108,6 +109,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
             "priority": stack.runs.priority, "submitters": [s.name for s in stack.runs.submitters],
             "notebookIdleStopSeconds": stack.runs.notebook_idle_stop_seconds, "idleNotebookWeek": cost.idle_notebook_week(stack),
         } if stack.runs else None,
+        "teams": teams_summary(stack),
         "storage": _storage(stack),
         "ladders": _ladders(stack),
         # pathways:fleet (docs/fleet.md): the stack's role, and a manager's workers in dispatch order
@@ -419,6 +421,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
                     else "no idle stop (runs.notebookIdleStopSeconds: 0)")
             anyway = "; its pools bill anyway, the stop frees the slice for the next run" if n["billedAnyway"] else ""
             lines.append(f"  a notebook left idle a week on one slice of {n['group']}: {_money(n['withoutIdleStop'])}, {stop}{anyway}")
+    lines += teams_text(s["teams"], _table, _money)
     storage = s["storage"]
     if storage:
         lines += ["", "Storage mounts (docs/storage.md; GKE CSI drivers: " + (", ".join(storage["csiDrivers"]) or "none") + "):"]

@@ -29,7 +29,7 @@ RUN_QUEUE_PREFIX = "runs-"
 RUN_KEYS = (
     "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
     "maxRestarts", "workerRestartsPerHost", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
-    "ttlSecondsAfterFinished", "subdomain", "mounts", "profiling",
+    "ttlSecondsAfterFinished", "subdomain", "mounts", "profiling", "team",
 )
 RUN_MODES = ("batch", "interactive")
 RUN_PRIORITIES = ("training", "interactive", "experiment")

@@ -182,6 +182,9 @@ class Workload(_Model):
         "checkpoint); finished (batch only: the stack stops managing the run, so nothing re-runs it)."
     ))
     slice_group: Optional[str] = Field(default=None, description="Slice group it runs on; default: the only group.")
+    team: Optional[str] = Field(default=None, description=(
+        "The team (pathways:teams) it belongs to: it runs in the team's namespace on the team's queue, under its share "
+        "and weight; default: the stack's own queue and namespace."))
     slices: Optional[int] = Field(default=None, ge=1, le=MAX_TPU_POOLS, description=(
         "Slices used; default: all slices of the group (then a change of the group's count replaces the workload: "
         "pin it to keep the run going)."))

@@ -1,0 +1,35 @@
+"""Teams: each team's namespace, then its submitters' access there (components.manifests.teams, pure). The teams'
+Kueue queues are the Kueue component's, after these namespaces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+
+from components.constants import TEAMS
+from components.kubernetes.kubernetes_object import KubernetesObject
+
+
+@dataclass(frozen=True)
+class TeamsArgs:
+    namespaces: tuple[dict[str, Any], ...]
+    access: tuple[dict[str, Any], ...]
+    """Per team: its runs policy and binding, Role, RoleBinding, ClusterRole and binding, in order."""
+
+
+class Teams(pulumi.ComponentResource):
+    namespaces: list[pulumi.Resource]
+    """What a team's queue and workloads wait for."""
+
+    def __init__(self, name: str, args: TeamsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TEAMS, name, None, opts)
+        self.namespaces = [KubernetesObject(f"{name}-namespace-{obj['metadata']['name']}", obj, opts=pulumi.ResourceOptions(parent=self))
+                           for obj in args.namespaces]
+        made: list[pulumi.Resource] = []
+        for obj in args.access:
+            # each after the one before it (a binding after its role, the Role after its policy), all in the namespaces
+            made.append(KubernetesObject(f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
+                                         opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.namespaces, *made[-1:]])))
+        self.register_outputs({})

@@ -1,0 +1,62 @@
+"""The plan's teams table (pathways:teams, docs/teams.md): each team's slices per group, owned and borrowable, its
+weight and budget, the monthly cost of its owned slices at full use, and the slices it holds when every team wants
+all of them (fair sharing's equilibrium: teams.expected_shares)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from components.model.cost.pricing import HOURS_PER_MONTH, tpu_chip_price
+from components.model.resolved import ResolvedStack
+from components.model.workloads.teams import expected_shares
+
+
+def teams_summary(stack: ResolvedStack) -> Optional[dict[str, Any]]:
+    if not stack.teams:
+        return None
+    unowned = {g.name: stack.group_slices(g) - sum(t.slices[g.name].slices for t in stack.teams if g.name in t.slices)
+               for g in stack.slices}
+    contention = {g.name: expected_shares(max(0, unowned[g.name]), [
+        (t.name, t.slices[g.name].slices if g.name in t.slices else 0,
+         t.slices[g.name].borrow if g.name in t.slices else None, t.weight) for t in stack.teams]) for g in stack.slices}
+    teams = []
+    for t in stack.teams:
+        groups, chips, monthly, priced = [], 0, 0.0, True
+        for g in stack.slices:
+            share = t.slices.get(g.name)
+            owned = share.slices if share else 0
+            groups.append({"group": g.name, "owned": owned, "borrow": share.borrow if share else None,
+                           "lend": share.lend if share else None, "underContention": round(contention[g.name][t.name], 2)})
+            chips += owned * g.tpu.chips
+            price, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
+            if owned and price is None:
+                priced = False
+            monthly += owned * g.tpu.chips * (price or 0) * HOURS_PER_MONTH
+        teams.append({
+            "name": t.name, "namespace": t.team_namespace, "clusterQueue": t.cluster_queue, "runQueue": stack.team_run_queue(t),
+            "cohort": t.cohort, "weight": t.weight, "priority": t.priority, "submitters": [s.name for s in t.submitters],
+            "groups": groups, "ownedChips": chips, "chipHoursPerMonthOwned": chips * HOURS_PER_MONTH,
+            "monthlyAtFullOwnedUse": round(monthly, 2) if priced else None, "budgetChipHoursPerMonth": t.chip_hours_per_month,
+        })
+    return {"teams": teams, "unowned": [{"group": g, "slices": n} for g, n in unowned.items()], "fairSharing": True}
+
+
+def teams_text(s: Optional[dict[str, Any]], table: Any, money: Any) -> list[str]:
+    if not s:
+        return []
+    lines = ["", "Teams (docs/teams.md): owned slices (+ at most this many borrowed; 'any' when unlimited) per group, and "
+                 "what each holds when every team wants all (fair sharing by weight):"]
+    groups = [g["group"] for g in s["teams"][0]["groups"]]
+    rows = [["team", "namespace", *groups, "weight", "budget chip-h/month", "owned at full use/month"]]
+    for t in s["teams"]:
+        cells = [f"{g['owned']} +{'any' if g['borrow'] is None else g['borrow']} ~{g['underContention']:g}" for g in t["groups"]]
+        budget = "-" if t["budgetChipHoursPerMonth"] is None else f"{t['budgetChipHoursPerMonth']:,}"
+        cost = "no price" if t["monthlyAtFullOwnedUse"] is None else money(t["monthlyAtFullOwnedUse"])
+        rows.append([t["name"], t["namespace"], *cells, f"{t['weight']:g}", budget, f"{t['chipHoursPerMonthOwned']:,} chip-h, {cost}"])
+    lines += table(rows)
+    lines.append("  the stack's own queue keeps " + ", ".join(f"{u['slices']} of {u['group']}" for u in s["unowned"])
+                 + " and lends them; a team's owned slices lent while idle come back when it needs them (preemption)")
+    over = [t["name"] for t in s["teams"] if t["budgetChipHoursPerMonth"] is not None and t["chipHoursPerMonthOwned"] > t["budgetChipHoursPerMonth"]]
+    if over:
+        lines.append(f"  owned slices used all month exceed the budget of: {', '.join(over)}")
+    return lines

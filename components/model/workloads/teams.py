@@ -1,0 +1,118 @@
+"""Several teams on one stack (pathways:teams, docs/teams.md): each a Kueue ClusterQueue in the stack's cohort, a
+namespace with a run queue, its submitters' access there only, and a chip-hour budget (Pulumi-free).
+
+Kueue v0.19.2 does the sharing (apis/kueue/v1beta2): a ClusterQueue's nominalQuota is what a team owns,
+borrowingLimit how much more it may take from the cohort, lendingLimit how much of its own it may lend; with fair
+sharing on (the Configuration's fairSharing, cmd/kueue/main.go), idle capacity goes to the queue whose share
+(usage above nominal over the cohort's lendable, divided by spec.fairSharing.weight) is lowest, and a queue under
+its fair share preempts one over it (preemptionStrategies). Teams own whole slices: a slice group's quota is its
+slices x hosts x chips per VM, and a share that is not whole slices would admit a workload no slice can hold.
+The slices no team owns stay in the stack's own ClusterQueue, which lends them to the cohort.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field, field_validator
+
+from components.model.common import _dns_label, _Model
+from components.model.workloads.service import ServiceClient
+
+TEAM_LABEL = "pathways/team"
+# On a team's ClusterQueue held for its budget (`python -m infra.run teams --enforce`): what it used, of what, when.
+BUDGET_HOLD_ANNOTATION = "pathways/budget-hold"
+BUDGET_FIELD_MANAGER = "pathways-budget"
+TEAM_QUEUE_PREFIX = "team-"
+TEAM_COHORT_PREFIX = "teams-"
+MAX_TEAMS = 50
+
+
+def _whole(v: Any) -> int:
+    """A count of slices: an integer (2 or 2.0), never 1.5."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+        raise ValueError(f"{v!r} is not a whole number of slices: a team owns whole slices (a slice's chips "
+                         "serve one workload at a time; part of one admits work no slice can hold)")
+    return int(v)
+
+
+class TeamShare(_Model):
+    """A team's part of one slice group."""
+
+    slices: int = Field(ge=0, description="Slices of the group the team owns (Kueue nominalQuota): whole slices.")
+    borrow: Optional[int] = Field(default=None, ge=0, description=(
+        "Slices beyond its own it may borrow from the cohort (borrowingLimit); absent, any idle slice."))
+    lend: Optional[int] = Field(default=None, ge=0, description=(
+        "Slices of its own it may lend while idle (lendingLimit); absent, all of them. Kueue reclaims lent slices "
+        "when the team needs them (the borrower's workloads are preempted)."))
+
+    @field_validator("slices", "borrow", "lend", mode="before")
+    @classmethod
+    def _whole_slices(cls, v: Any) -> Any:
+        return v if v is None else _whole(v)
+
+
+class Team(_Model):
+    name: str = Field(description="The team's name: its ClusterQueue is team-<name>, its cost label pathways/team=<name>.")
+    namespace: Optional[str] = Field(default=None, description=(
+        "Where its runs and workloads live (default: team-<name>): the stack makes it, with the stack's Pod Security "
+        "level and guards; its submitters may act there only."))
+    submitters: list[ServiceClient] = Field(default_factory=list, max_length=50, description=(
+        "Who submits the team's runs (users or Google groups): a Role in the team's namespace only."))
+    shares_submitters_with: list[str] = Field(default_factory=list, max_length=MAX_TEAMS, description=(
+        "Teams this one knowingly lists the same submitters as; a submitter in two teams without it is refused."))
+    slices: dict[str, TeamShare] = Field(default_factory=dict, description=(
+        "Slice group -> the team's share of it ({slices, borrow, lend}); a group not listed: none owned, and it "
+        "may borrow that group's idle slices."))
+    weight: float = Field(default=1.0, gt=0, le=1000, description=(
+        "Fair-sharing weight (ClusterQueue spec.fairSharing.weight): under contention, the idle slices are shared "
+        "in proportion to the weights."))
+    priority: Literal["training", "interactive", "experiment"] = Field(default="experiment", description=(
+        "The priority of the team's runs unless a run asks for another."))
+    chip_hours_per_month: Optional[int] = Field(default=None, ge=0, description=(
+        "The team's budget in TPU chip-hours a calendar month: the plan prices its nominal share against it and "
+        "`python -m infra.run teams` reports use against it."))
+    parent: Optional[str] = Field(default=None, description=(
+        "A group of teams (a Kueue Cohort teams-<parent> under the stack's cohort): teams with one parent share "
+        "idle slices among themselves first."))
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _dns_label(v, 40)
+
+    @field_validator("namespace", "parent")
+    @classmethod
+    def _label(cls, v: Optional[str]) -> Optional[str]:
+        return v if v is None else _dns_label(v, 63)
+
+    @property
+    def team_namespace(self) -> str:
+        return self.namespace or f"{TEAM_QUEUE_PREFIX}{self.name}"
+
+    @property
+    def cluster_queue(self) -> str:
+        return f"{TEAM_QUEUE_PREFIX}{self.name}"
+
+    @property
+    def cohort(self) -> Optional[str]:
+        return f"{TEAM_COHORT_PREFIX}{self.parent}" if self.parent else None
+
+
+def expected_shares(pool: int, teams: list[tuple[str, int, Optional[int], float]]) -> dict[str, float]:
+    """Slices of one group each team holds when every team wants all of them (fair sharing's equilibrium):
+    its own (nominal) plus a weighted part of the `pool` no team owns, water-filled under borrowing limits.
+    teams: (name, nominal, borrow limit or None, weight)."""
+    got = {name: 0.0 for name, *_ in teams}
+    open_ = {name: (limit, weight) for name, _, limit, weight in teams}
+    left = float(pool)
+    while left > 1e-9 and open_:
+        total = sum(w for _, w in open_.values())
+        # the team whose borrowing limit binds first at this rate
+        rooms = [(limit - got[n]) / w * total for n, (limit, w) in open_.items() if limit is not None]
+        step = min([left, *rooms])
+        for n, (_, w) in open_.items():
+            got[n] += step * w / total
+        left -= step
+        open_ = {n: (limit, w) for n, (limit, w) in open_.items() if limit is None or got[n] < limit - 1e-9}
+    return {name: nominal + got[name] for name, nominal, _, _ in teams}

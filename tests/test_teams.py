@@ -1,0 +1,194 @@
+"""Several teams on one stack (pathways:teams): the refusals before deploy, the Kueue objects each team gets (their
+quotas add up to the pools), its namespace, Role and runs policy (judged as the API server evaluates it), the plan's
+table and its contention figures. The real Kueue's side is tests_e2e/test_teams.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.manifests import kueue as kueue_manifest
+from components.manifests import runs as runs_manifest
+from components.manifests import teams as teams_manifest
+from components.manifests.controller_charts import FAIR_SHARING
+from components.model.config import ConfigError, as_run, load, load_run, resolve
+from components.model.cost.summary import stack_summary, summary_text
+from components.model.workloads.teams import expected_shares
+from tests.conftest import GROUPS_RBAC, config_with, example_config
+from tests.test_runs import _policy_admits
+
+VERSION = "jax-0.7.2"
+SLICES = [{"name": "shared", "tpu": "v6e-4", "count": 12}, {"name": "reserved", "tpu": "v6e-4", "count": 4}]
+TEAMS = [
+    {"name": "a", "submitters": [{"name": "team-a@example.com"}], "slices": {"reserved": {"slices": 4, "lend": 2}}, "weight": 3},
+    {"name": "b", "submitters": [{"kind": "User", "name": "bo@example.com"}], "weight": 2, "slices": {"shared": {"slices": 2, "borrow": 3}}},
+    {"name": "c", "submitters": [{"name": "team-c@example.com"}], "namespace": "evals", "parent": "research"},
+]
+
+
+def model(teams=TEAMS, **changes):
+    base = {"pathwaysVersion": VERSION, "slices": SLICES, "runs": {"submitters": [{"name": "admins@example.com"}]},
+            "teams": teams, "cluster": GROUPS_RBAC}
+    raw = config_with(**{**base, **changes})
+    cfg = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("pathways:")}
+    return load({**cfg, "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "test")
+
+
+def refused(teams=TEAMS, **changes) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        model(teams, **changes)
+    return [str(p) for p in e.value.problems]
+
+
+def _kueue(stack, kind):
+    return {o["metadata"]["name"]: o for o in kueue_manifest.objects(stack) if o["kind"] == kind}
+
+
+def test_each_team_gets_a_queue_in_the_cohort_whose_quotas_add_up_to_the_pools():
+    stack = resolve(model())
+    queues = _kueue(stack, "ClusterQueue")
+    assert list(queues) == ["pathways", "team-a", "team-b", "team-c"]
+    one = kueue_manifest.slice_quota(stack.slices[0])  # a v6e-4 slice: one host, 4 chips
+    assert one["google.com/tpu"] == 4
+
+    def tpu(cq, flavor, field="nominalQuota"):
+        (rg,) = queues[cq]["spec"]["resourceGroups"]
+        (f,) = [f for f in rg["flavors"] if f["name"] == flavor]
+        (r,) = [r for r in f["resources"] if r["name"] == "google.com/tpu"]
+        return r.get(field)
+    # a owns reserved (lends 2), b owns 2 of shared (borrows at most 3 more); the stack's queue keeps the rest
+    assert [tpu(q, "tpu-reserved") for q in queues] == ["0", "16", "0", "0"]
+    assert [tpu(q, "tpu-shared") for q in queues] == ["40", "0", "8", "0"]
+    assert tpu("team-a", "tpu-reserved", "lendingLimit") == "8" and tpu("team-a", "tpu-reserved", "borrowingLimit") is None
+    assert tpu("team-b", "tpu-shared", "borrowingLimit") == "12"
+    # every team lists every group (0 where it owns none: it may borrow there) and the head pool at 0 (borrowed)
+    assert all(tpu(q, "pathways-head") == "0" for q in ("team-a", "team-b", "team-c"))
+    specs = {n: q["spec"] for n, q in queues.items()}
+    assert {n: s.get("cohortName") for n, s in specs.items()} == {"pathways": "pathways", "team-a": "pathways", "team-b": "pathways",
+                                                                  "team-c": "teams-research"}
+    assert [s["fairSharing"]["weight"] for n, s in specs.items() if n != "pathways"] == ["3", "2", "1"]
+    assert specs["team-a"]["preemption"]["reclaimWithinCohort"] == "Any"  # what it lent comes back
+    assert specs["team-c"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["evals"]
+    # the stack's queue admits the stack's own namespaces and the teams' (its selector is the guards' set)
+    assert set(specs["pathways"]["namespaceSelector"]["matchExpressions"][0]["values"]) == {"pathways", "team-a", "team-b", "evals"}
+    assert _kueue(stack, "Cohort") == {"teams-research": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                                                          "metadata": {"name": "teams-research"}, "spec": {"parentName": "pathways"}}}
+    local = [(o["metadata"]["namespace"], o["metadata"]["name"], o["spec"]["clusterQueue"])
+             for o in kueue_manifest.objects(stack) if o["kind"] == "LocalQueue"]
+    assert local == [("pathways", "runs-pathways", "pathways"), ("team-a", "runs-team-a", "team-a"),
+                     ("team-b", "runs-team-b", "team-b"), ("evals", "runs-team-c", "team-c")]
+    # each made after what it names (the Kueue component's dependency edges)
+    assert ("Cohort", "teams-research") in kueue_manifest.references(queues["team-c"])
+
+
+def test_without_teams_the_stack_keeps_its_one_queue_and_kueue_its_chart_config():
+    stack = resolve(model(teams=[]))
+    assert list(_kueue(stack, "ClusterQueue")) == ["pathways"]
+    assert "cohortName" not in _kueue(stack, "ClusterQueue")["pathways"]["spec"]
+    assert teams_manifest.namespaces(stack) == [] and teams_manifest.access(stack) == []
+
+
+def test_teams_turn_on_kueues_fair_sharing():
+    from components.kubernetes.kueue import KueueArgs, manager_config
+
+    import yaml
+    config = yaml.safe_load(manager_config(KueueArgs("0.19.2", None, "system", fair_sharing=True))["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["fairSharing"] == FAIR_SHARING
+    assert "leaderworkerset.x-k8s.io/leaderworkerset" in config["integrations"]["frameworks"]  # the chart's, kept
+    assert manager_config(KueueArgs("0.19.2", None, "system")) == {}
+
+
+def test_a_team_submitter_reaches_its_own_namespace_only():
+    stack = resolve(model())
+    objs = teams_manifest.access(stack)
+    roles = [(o["metadata"]["namespace"], [s["name"] for s in o["subjects"]]) for o in objs if o["kind"] == "RoleBinding"]
+    assert roles == [("team-a", ["team-a@example.com"]), ("team-b", ["bo@example.com"]), ("evals", ["team-c@example.com"])]
+    policies = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ValidatingAdmissionPolicy"}
+    bindings = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ValidatingAdmissionPolicyBinding"}
+    assert bindings["pathways-runs-only-b"]["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["team-b"]
+    # the policy comes before the Role it guards
+    kinds = [o["kind"] for o in objs[:6]]
+    assert kinds.index("ValidatingAdmissionPolicy") < kinds.index("Role")
+    cfg = load_run(model(), {"name": "exp", "team": "b", "sliceGroup": "shared", "image": "us-docker.pkg.dev/p/r/t@sha256:" + "a" * 64, "command": ["python"]})
+    resolved = resolve(cfg)
+    w = as_run(resolved, resolved.workloads[-1])
+    assert (w.namespace, w.local_queue, w.cluster_queue) == ("team-b", "runs-team-b", "team-b")
+    jobset = runs_manifest.run_jobset(resolved, w, "bo@example.com")
+    assert jobset["metadata"]["namespace"] == "team-b"
+    assert _policy_admits(policies["pathways-runs-only-b"], "bo@example.com", [], "CREATE", jobset, None)
+    # the same JobSet on another team's queue, or the stack's, is refused by b's policy
+    for queue in ("runs-team-a", "runs-pathways"):
+        other = {**jobset, "metadata": {**jobset["metadata"], "labels": {**jobset["metadata"]["labels"], "kueue.x-k8s.io/queue-name": queue}}}
+        assert not _policy_admits(policies["pathways-runs-only-b"], "bo@example.com", [], "CREATE", other, None)
+
+
+def test_a_team_run_takes_the_teams_priority_and_mounts_no_runs_bucket():
+    cfg = load_run(model(teams=[{**TEAMS[0], "priority": "training"}]), {"name": "exp", "team": "a", "sliceGroup": "reserved", "image": "busybox@sha256:" + "b" * 64})
+    assert cfg.workloads[-1].priority == "training"
+    with pytest.raises(ConfigError) as e:
+        load_run(model(runs={"submitters": [], "buckets": [{"name": "data-bkt"}]}),
+                 {"name": "exp", "team": "a", "sliceGroup": "reserved", "image": "busybox@sha256:" + "b" * 64, "mounts": [{"bucket": "data-bkt", "path": "/data"}]})
+    assert "team a's runs mount no bucket" in str(e.value)
+
+
+@pytest.mark.parametrize("teams,changes,text", [
+    ([{"name": "a", "slices": {"shared": {"slices": 1.5}}}], {}, "teams[0].slices.shared.slices: 1.5 is not a whole number of slices"),
+    ([{"name": "a", "slices": {"shared": {"slices": 8}}}, {"name": "b", "slices": {"shared": {"slices": 5}}}], {},
+     "the teams own 13 slices of shared (a 8, b 5), but the group has 12"),
+    ([{"name": "a", "slices": {"nope": {"slices": 1}}}], {}, "teams[0].slices.nope: 'nope' is not a slice group of this stack"),
+    ([{"name": "a", "slices": {"reserved": {"slices": 2, "lend": 3}}}], {}, "3 slices, more than the team owns of reserved (2)"),
+    ([{"name": "a", "namespace": "kube-system"}], {}, "'kube-system' is a system or controller namespace"),
+    ([{"name": "a", "namespace": "kueue-system"}], {}, "'kueue-system' is a system or controller namespace"),
+    ([{"name": "a", "namespace": "pathways"}], {}, "'pathways' is the stack's own namespace"),
+    ([{"name": "a"}, {"name": "b", "namespace": "team-a"}], {}, "'team-a' is team a's namespace too"),
+    ([{"name": "a"}, {"name": "a"}], {}, "teams[1].name: 'a' names two teams"),
+    ([{"name": "a", "submitters": [{"name": "x@example.com"}]}, {"name": "b", "submitters": [{"name": "X@example.com"}]}], {},
+     "teams[1].submitters[0].name: X@example.com submits for team a too; list each submitter in one team, or say so with "
+     "sharesSubmittersWith: [a] on team b"),
+    ([{"name": "a", "sharesSubmittersWith": ["z"]}], {}, "'z' is not another team of this stack"),
+    ([{"name": "a"}], {"runs": None}, "needs pathways:runs"),
+    ([{"name": "a"}], {"kubernetes": {"kueue": {"enabled": False}}}, "needs Kueue"),
+    ([{"name": "a"}], {"workloads": [{"name": "nb", "mode": "interactive", "team": "zz", "sliceGroup": "shared"}]},
+     "workloads[0].team: 'zz' is not a team of pathways:teams (a)"),
+    ([{"name": "a", "weight": 0}], {}, "teams[0].weight"),
+])
+def test_what_no_kueue_could_honour_is_refused_before_deploy(teams, changes, text):
+    problems = refused(teams, **changes)
+    assert any(text in p for p in problems), problems
+
+
+def test_two_teams_may_share_a_submitter_when_they_say_so():
+    both = [{"name": "a", "submitters": [{"name": "lead@example.com"}], "sharesSubmittersWith": ["b"]},
+            {"name": "b", "submitters": [{"name": "lead@example.com"}]}]
+    assert [t.name for t in model(teams=both).teams] == ["a", "b"]
+
+
+def test_a_declared_workload_of_a_team_runs_in_its_namespace_on_its_queue():
+    stack = resolve(model(workloads=[{"name": "nb", "mode": "interactive", "team": "c", "sliceGroup": "shared"}]))
+    (w,) = stack.workloads
+    assert (w.namespace, w.cluster_queue, w.local_queue) == ("evals", "team-c", "nb")
+    (lq,) = [o for o in kueue_manifest.local_queues(stack)]
+    assert (lq["metadata"]["namespace"], lq["spec"]["clusterQueue"]) == ("evals", "team-c")
+
+
+def test_fair_sharing_equilibrium_splits_the_unowned_slices_by_weight_under_borrowing_limits():
+    assert expected_shares(12, [("a", 0, None, 3), ("b", 0, None, 2), ("c", 0, None, 1)]) == {"a": 6, "b": 4, "c": 2}
+    # b may borrow 1: the rest goes to a and c by their weights
+    got = expected_shares(12, [("a", 0, None, 3), ("b", 2, 1, 2), ("c", 0, None, 1)])
+    assert got["b"] == pytest.approx(3) and got["a"] == pytest.approx(8.25) and got["c"] == pytest.approx(2.75)
+    assert sum(got.values()) == pytest.approx(14)
+
+
+def test_the_plan_prints_each_teams_share_weight_budget_and_cost():
+    stack = resolve(model(teams=[{**TEAMS[0], "chipHoursPerMonth": 1000}, *TEAMS[1:]]))
+    s = stack_summary(stack)["teams"]
+    a = s["teams"][0]
+    assert a["ownedChips"] == 16 and a["chipHoursPerMonthOwned"] == 16 * 730
+    assert a["monthlyAtFullOwnedUse"] is not None and a["monthlyAtFullOwnedUse"] > 0
+    assert [g["underContention"] for g in s["teams"][1]["groups"]] == [pytest.approx(2 + 3), 0]  # b: its 2 + borrow limit 3
+    text = "\n".join(summary_text(stack_summary(stack)))
+    assert "Teams (docs/teams.md)" in text and "owned slices used all month exceed the budget of: a" in text
+
+
+def test_the_example_stack_declares_three_teams_that_plan():
+    config = example_config("teams")
+    assert len(config["pathways:teams"]) >= 2
