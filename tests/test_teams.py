@@ -88,9 +88,9 @@ def test_without_teams_the_stack_keeps_its_one_queue_and_kueue_its_chart_config(
 
 
 def test_teams_turn_on_kueues_fair_sharing():
-    from components.kubernetes.kueue import KueueArgs, manager_config
-
     import yaml
+
+    from components.kubernetes.kueue import KueueArgs, manager_config
     config = yaml.safe_load(manager_config(KueueArgs("0.19.2", None, "system", fair_sharing=True))["managerConfig"]["controllerManagerConfigYaml"])
     assert config["fairSharing"] == FAIR_SHARING
     assert "leaderworkerset.x-k8s.io/leaderworkerset" in config["integrations"]["frameworks"]  # the chart's, kept
@@ -192,3 +192,105 @@ def test_the_plan_prints_each_teams_share_weight_budget_and_cost():
 def test_the_example_stack_declares_three_teams_that_plan():
     config = example_config("teams")
     assert len(config["pathways:teams"]) >= 2
+
+
+# --- python -m infra.run: --team, the chip-hour report, the budget hold, why ------------------------------------
+
+def _workload(name, chips, admitted_at=None, finished_at=None, past=0, created="2026-12-02T00:00:00Z"):
+    conditions = []
+    if admitted_at:
+        conditions.append({"type": "Admitted", "status": "True", "lastTransitionTime": admitted_at})
+    if finished_at:
+        conditions.append({"type": "Finished", "status": "True", "lastTransitionTime": finished_at})
+    return {"metadata": {"name": name, "creationTimestamp": created},
+            "spec": {"podSets": [{"name": "worker", "count": chips // 4, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}]}}},
+                {"name": "head", "count": 1, "template": {"spec": {"containers": [{"name": "h", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+            "status": {"conditions": conditions, **({"accumulatedPastExecutionTimeSeconds": past} if past else {})}}
+
+
+class FakeKube:
+    """The Kubectl calls `teams` makes, answered from a dict; patches recorded."""
+
+    def __init__(self, workloads, queues):
+        self.workloads, self.queues, self.patches = workloads, queues, []
+
+    def items(self, resource, namespace, selector=""):
+        assert resource == "workloads.kueue.x-k8s.io"
+        return self.workloads.get(namespace, [])
+
+    def cluster_items(self, resource):
+        return self.queues
+
+    def run(self, *args, **kw):
+        self.patches.append(args)
+
+
+def test_the_chip_hours_are_kueues_admitted_time_times_the_chips_clipped_to_the_month():
+    from infra.run.teams import chip_seconds, month_bounds, workload_chips
+
+    start, end = month_bounds("2026-12", 0)
+    assert (end - start) / 86400 == 31
+    w = _workload("a", 8, admitted_at="2026-12-03T00:00:00Z", finished_at="2026-12-03T10:00:00Z", past=3600)
+    assert workload_chips(w) == 8
+    assert chip_seconds(w, start, end) == (10 * 3600 + 3600) * 8  # this admission, plus Kueue's past ones
+    # admitted before the month: only its part inside counts; created before it, its past admissions do not
+    old = _workload("b", 4, admitted_at="2026-11-30T12:00:00Z", past=7200, created="2026-11-29T00:00:00Z")
+    assert chip_seconds(old, start, start + 3600) == 3600 * 4
+    with pytest.raises(Exception, match="is not a month"):
+        month_bounds("2026-13", 0)
+
+
+def test_a_team_over_its_budget_is_held_and_released_by_enforce():
+    from infra.run.teams import enforce, month_bounds, report
+
+    stack = resolve(model(teams=[{**TEAMS[0], "chipHoursPerMonth": 10}, {**TEAMS[1], "chipHoursPerMonth": 1000}, TEAMS[2]]))
+    start, _ = month_bounds("2026-12", 0)
+    busy = _workload("a", 16, admitted_at="2026-12-01T00:00:00Z", finished_at="2026-12-01T01:00:00Z")  # 16 chip-hours
+    kube = FakeKube({"team-a": [busy]}, [{"metadata": {"name": "team-a"}}, {"metadata": {"name": "team-b", "annotations": {
+        "pathways/budget-hold": "old"}}}, {"metadata": {"name": "team-c"}}])
+    rows = report(kube, stack, start, start + 86400)  # type: ignore[arg-type]
+    assert [(r["team"], r["chipHours"], r["overBudget"]) for r in rows] == [("a", 16.0, True), ("b", 0.0, False), ("c", 0.0, False)]
+    assert rows[0]["ownedChipHours"] == 16 * 24  # its 4 owned v6e-4 slices, all day
+    done = enforce(kube, stack, rows, "2026-12")  # type: ignore[arg-type]
+    assert done == ["team a: held (ClusterQueue team-a stopPolicy Hold): 16 of 10 chip-hours in 2026-12",
+                    "team b: released (under budget in 2026-12)"]
+    held, released = kube.patches
+    assert held[:3] == ("patch", "clusterqueue", "team-a") and '"stopPolicy": "Hold"' in held[-1]
+    assert released[:3] == ("patch", "clusterqueue", "team-b") and '"stopPolicy": "None"' in released[-1]
+    # the stack never sets a team queue's stopPolicy: pulumi up does not own (or undo) the hold
+    assert all("stopPolicy" not in o["spec"] for o in kueue_manifest.objects(stack) if o["kind"] == "ClusterQueue")
+
+
+def test_why_names_a_budget_hold():
+    from infra.run.gather import stack_view
+    from infra.run.why import diagnose
+    from infra.run.why_facts import Evidence
+
+    stack = resolve(model())
+    js = {"metadata": {"name": "exp", "labels": {"kueue.x-k8s.io/queue-name": "runs-team-a"}}, "spec": {}, "status": {}}
+    wl = {"metadata": {"name": "jobset-exp-1", "ownerReferences": [{"kind": "JobSet", "name": "exp"}]},
+          "spec": {"queueName": "runs-team-a", "active": True},
+          "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Inactive", "message": "ClusterQueue team-a is inactive"}]}}
+    cq = {"metadata": {"name": "team-a", "annotations": {"pathways/budget-hold": "16 of 10 chip-hours in 2026-12"}}, "spec": {"stopPolicy": "Hold"}}
+    lq = {"metadata": {"name": "runs-team-a"}, "spec": {"clusterQueue": "team-a"}}
+    got = diagnose(Evidence(name="exp", jobset=js, workload=wl, cluster_queue=cq, local_queues=[lq], now=0.0), stack_view(stack, "a"))
+    assert got.reason == "over-budget" and "16 of 10 chip-hours" in got.summary and "--enforce" in got.fix, got
+
+
+def test_submit_with_a_team_goes_to_its_namespace_and_an_unknown_team_is_one_line(tmp_path, capsys):
+    import yaml
+
+    from infra.run.__main__ import main
+    from tests.conftest import write_stack_file
+
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, slices=SLICES, cluster=GROUPS_RBAC,
+                                                  runs={"submitters": []}, teams=TEAMS))
+    argv = ["submit", "--config", str(path), "--name", "exp", "--slice-group", "shared", "--image", "busybox@sha256:" + "c" * 64]
+    assert main([*argv, "--team", "b", "--dry-run", "--", "python", "train.py"]) == 0
+    obj = yaml.safe_load(capsys.readouterr().out)
+    assert obj["metadata"]["namespace"] == "team-b" and obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "runs-team-b"
+    assert main([*argv, "--team", "zz", "--dry-run"]) == 2
+    assert "run.team: 'zz' is not a team of pathways:teams (a, b, c)" in capsys.readouterr().err
+    assert main(["list", "--config", str(path), "--team", "zz"]) == 2
+    assert capsys.readouterr().err == "error: --team 'zz' is not a team of stack test; valid: a, b, c\n"

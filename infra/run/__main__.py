@@ -259,7 +259,7 @@ def _list(args: argparse.Namespace, cfg: Any) -> int:
     kube, ns = _cluster(args, cfg)
     kueue = cfg.kubernetes.kueue.enabled
     snap = snapshot(kube, ns, kueue)
-    view = stack_view(resolve(cfg))
+    view = stack_view(resolve(cfg), getattr(args, "team", None))
     reasons = {j["metadata"]["name"]: diagnose(evidence(snap, j["metadata"]["name"]), view).reason for j in snap.jobsets}
     pending = [p for items in snap.pending.values() for p in items]
     found = rows(snap.jobsets, snap.workloads, positions(pending), kueue, time.time(), reasons)
@@ -280,7 +280,7 @@ def _why(args: argparse.Namespace, cfg: Any) -> int:
     from infra.run.why import diagnose
 
     kube, ns = _cluster(args, cfg)
-    view = stack_view(resolve(cfg))
+    view = stack_view(resolve(cfg), getattr(args, "team", None))
     if args.file is not None:
         try:
             objs = [o for o in yaml.safe_load_all(args.file.read_text(encoding="utf-8")) if o]

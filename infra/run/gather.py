@@ -13,12 +13,17 @@ from infra.run.status import workload_of
 from infra.run.why_facts import JOBSET_LABEL, Declared, Evidence, Group, StackView, meta
 
 
-def stack_view(stack: Any) -> StackView:
-    """The facts of a ResolvedStack `why` needs."""
+def stack_view(stack: Any, team: Optional[str] = None) -> StackView:
+    """The facts of a ResolvedStack `why` needs: in the stack's namespace, or a team's (its run queue, its workloads)."""
     groups = {g.name: Group(g.name, g.count, g.tpu.hosts, g.tpu.topology, g.reservation, g.queued_provisioning) for g in stack.slices}
-    declared = {w.name: Declared(w.name, w.state, w.local_queue, w.fail_on_exit_codes) for w in stack.workloads}
+    chosen = stack.team(team)
+    namespace = chosen.team_namespace if chosen is not None else stack.namespace
+    declared = {w.name: Declared(w.name, w.state, w.local_queue, w.fail_on_exit_codes) for w in stack.workloads if w.namespace == namespace}
     runs = stack.runs
-    return StackView(stack=stack.stack, namespace=stack.namespace, groups=groups, declared=declared,
+    if chosen is not None:
+        return StackView(stack=stack.stack, namespace=namespace, groups=groups, declared=declared,
+                         run_queues=(stack.team_run_queue(chosen),) if runs is not None else ())
+    return StackView(stack=stack.stack, namespace=namespace, groups=groups, declared=declared,
                      run_queues=tuple(sorted(set(stack.run_queues.values()))) if runs is not None else (),
                      runs_account=stack.run_service_account if runs is not None else "",
                      runs_buckets=tuple(b.name for b in runs.buckets) if runs is not None else ())

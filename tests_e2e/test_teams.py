@@ -1,0 +1,180 @@
+"""Several teams on one stack (pathways:teams, docs/teams.md) on the real Kueue, deployed by the real `pulumi up`
+from the committed example (stacks/Pulumi.teams.yaml as written; evals' budget set to 0 here, so that its hold can
+be seen). Each team's submitter (a client certificate in the team's group) creates its runs as `python -m
+infra.run submit --team` renders them; the admission policy of its team judges each.
+
+- Contention: three teams want every slice of `shared` (12 slices nobody owns); with fair sharing the admitted
+  slices settle at the weights (3:2:1), as the plan's `underContention` predicts; measured, printed, within ±10 %.
+- Borrowing and reclaim: posttraining borrows pretraining's idle `reserved` slices up to the lending limit (2 of
+  4); when pretraining submits, Kueue preempts the borrowed ones and pretraining runs on all four.
+- Isolation: a team's submitter cannot read or submit into another team's namespace.
+- Budget: `infra.run teams --enforce` holds the team over its budget (ClusterQueue stopPolicy Hold), its next run
+  waits, and `why` names the hold."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.manifests.runs import run_jobset
+from components.model.config import as_run, load, load_run, resolve
+from components.model.cost.teams_summary import teams_summary
+from infra.offline.stackfile import raw_values
+from tests_e2e.helpers import is_true, user_stack_file, workload
+from tests_e2e.test_stacks import example_stack_config
+from tools.cluster.local import ROOT, LocalCluster
+
+IMAGE = "example.com/trainer:1"
+WANTED = 8  # runs each team submits on `shared`: more than any team's fair share of its 12 slices
+
+
+def config() -> dict[str, Any]:
+    c = example_stack_config("teams")
+    for t in c["pathways:teams"]:
+        if t["name"] == "evals":
+            t["chipHoursPerMonth"] = 0
+    return c
+
+
+def run_cli(cluster: LocalCluster, stack_file: Path, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command, rest = args[0], args[1:]
+    return subprocess.run([sys.executable, "-m", "infra.run", command, "--config", str(stack_file), "--kubeconfig", str(kubeconfig), *rest],
+                          cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=300)
+
+
+class Teams:
+    def __init__(self, cluster: LocalCluster, stack_file: Path):
+        self.cluster, self.stack_file = cluster, stack_file
+        self.model = load(raw_values(yaml.safe_load(stack_file.read_text())["config"]), "teams")
+        self.users = {t.name: cluster.user_kubeconfig(f"{t.name}-lead@example.com", tuple(s.name for s in t.submitters))
+                      for t in self.model.teams}
+
+    def jobsets(self, team: str, group: str, names: list[str]) -> list[dict[str, Any]]:
+        """The runs' JobSets as `infra.run submit --team` builds them (its own model, rules and builder)."""
+        out = []
+        for name in names:
+            cfg = load_run(self.model, {"name": name, "team": team, "sliceGroup": group, "slices": 1, "image": IMAGE,
+                                        "command": ["python3", "train.py"]})
+            stack = resolve(cfg)
+            out.append(run_jobset(stack, as_run(stack, stack.workloads[-1]), f"{team}-lead@example.com"))
+        return out
+
+    def submit(self, team: str, group: str, names: list[str]) -> None:
+        docs = yaml.safe_dump_all(self.jobsets(team, group, names))
+        self.cluster.kubectl("create", "-f", "-", stdin=docs, kubeconfig=self.users[team], timeout=300)
+
+    def admitted(self, team: str, prefix: str) -> int:
+        ns = next(t.team_namespace for t in self.model.teams if t.name == team)
+        found = self.cluster.get("workloads.kueue.x-k8s.io", "-n", ns)["items"]
+        return sum(1 for w in found if is_true(w, "Admitted") and not is_true(w, "Finished")
+                   and any(o.get("name", "").startswith(prefix) for o in w["metadata"].get("ownerReferences", [])))
+
+    def clear(self) -> None:
+        for t in self.model.teams:
+            done = run_cli(self.cluster, self.stack_file, self.users[t.name], "delete", "--team", t.name, "--all")
+            assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def teams(cluster, stacks, tmp_path_factory):
+    stacks.use("teams", config())
+    t = Teams(cluster, user_stack_file(cluster, config(), tmp_path_factory.mktemp("teams"), "teams"))
+    yield t
+    t.clear()  # Kueue keeps a ClusterQueue while it has admitted workloads: runs go before pulumi destroy
+
+
+def settled(cluster: LocalCluster, read, seconds: float = 15, timeout: float = 300) -> Any:
+    """`read()` once it has not changed for `seconds`."""
+    last, since, t0 = None, time.monotonic(), time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        now = read()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return now
+        time.sleep(2)
+    raise AssertionError(f"never settled: last {last}")
+
+
+def test_under_contention_each_team_holds_its_weighted_share_as_the_plan_predicts(cluster, teams):
+    names = {t: [f"c-{t[:4]}-{i}" for i in range(WANTED)] for t in ("pretraining", "posttraining", "evals")}
+    for i in range(WANTED):  # interleaved, as three teams submitting at once
+        for team, runs in names.items():
+            teams.submit(team, "shared", [runs[i]])
+    got = settled(cluster, lambda: {team: teams.admitted(team, "c-") for team in names}, seconds=20)
+    total = sum(got.values())
+    assert total == 12, got  # every slice of `shared` taken
+    predicted = {t["name"]: next(g["underContention"] for g in t["groups"] if g["group"] == "shared")
+                 for t in teams_summary(resolve(teams.model))["teams"]}  # type: ignore[index]
+    weights = {t.name: t.weight for t in teams.model.teams}
+    shares = {team: got[team] / total for team in got}
+    report = {team: {"admitted": got[team], "share": round(shares[team], 3), "weightShare": round(weights[team] / sum(weights.values()), 3),
+                     "predicted": predicted[team]} for team in got}
+    print(f"[teams] contention on 12 slices: {json.dumps(report)}")
+    (cluster.workdir / "teams-contention.json").write_text(json.dumps(report, indent=2))
+    for r in report.values():
+        assert abs(r["share"] - r["weightShare"]) <= 0.10 * r["weightShare"], report
+        assert abs(r["admitted"] - r["predicted"]) <= 0.10 * r["predicted"], report
+    teams.clear()
+
+
+def test_a_team_borrows_idle_slices_within_the_lending_limit_and_the_owner_reclaims_them(cluster, teams):
+    teams.submit("posttraining", "reserved", [f"b-post-{i}" for i in range(4)])
+    # pretraining owns the 4 `reserved` slices and lends at most 2 while idle
+    assert settled(cluster, lambda: teams.admitted("posttraining", "b-post")) == 2
+    teams.submit("pretraining", "reserved", [f"b-pre-{i}" for i in range(4)])
+    got = settled(cluster, lambda: (teams.admitted("pretraining", "b-pre"), teams.admitted("posttraining", "b-post")))
+    assert got == (4, 0), got  # the two lent slices came back: Kueue preempted the borrower
+    reasons = [c.get("reason") for w in cluster.get("workloads.kueue.x-k8s.io", "-n", "team-posttraining")["items"]
+               for c in (w.get("status") or {}).get("conditions") or [] if c["type"] == "Preempted"]
+    print(f"[teams] the borrower's workloads preempted: {reasons}")
+    assert len(reasons) == 2 and all(r.startswith("InCohort") for r in reasons), reasons  # by the cohort, not its own queue
+    teams.clear()
+
+
+def test_a_teams_submitter_cannot_read_or_submit_into_another_teams_namespace(cluster, teams):
+    post = teams.users["posttraining"]
+    listed = run_cli(cluster, teams.stack_file, post, "list", "--team", "pretraining")
+    assert listed.returncode == 1 and "forbidden" in listed.stderr, listed.stderr
+    own = run_cli(cluster, teams.stack_file, post, "list", "--team", "posttraining")
+    assert own.returncode == 0, own.stderr
+    (obj,) = teams.jobsets("pretraining", "reserved", ["x-intruder"])
+    refused = cluster.kubectl("create", "-f", "-", stdin=yaml.safe_dump(obj), kubeconfig=post, check=False)
+    assert refused.returncode != 0 and "forbidden" in refused.stderr, refused.stderr
+    # nor onto another team's queue from its own namespace: its team's policy names its own run queue only
+    (mine,) = teams.jobsets("posttraining", "shared", ["x-elsewhere"])
+    mine["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "runs-team-pretraining"
+    refused = cluster.kubectl("create", "-f", "-", stdin=yaml.safe_dump(mine), kubeconfig=post, check=False)
+    assert refused.returncode != 0 and "pathways-runs-only-posttraining" in refused.stderr, refused.stderr
+
+
+def test_a_team_over_its_budget_is_held_and_why_says_so(cluster, teams):
+    teams.submit("evals", "shared", ["u-eval-0"])
+    assert settled(cluster, lambda: teams.admitted("evals", "u-eval"), seconds=5) == 1
+    time.sleep(2)  # some admitted time: over a budget of 0
+    admin = cluster.kubeconfig
+    enforced = run_cli(cluster, teams.stack_file, admin, "teams", "--enforce")
+    assert enforced.returncode == 0, enforced.stderr
+    print(f"[teams] {enforced.stdout}")
+    assert "team evals: held (ClusterQueue team-evals stopPolicy Hold)" in enforced.stdout, enforced.stdout
+    assert cluster.get("clusterqueue", "team-evals")["spec"]["stopPolicy"] == "Hold"
+    teams.submit("evals", "shared", ["u-eval-1"])
+    time.sleep(5)
+    assert not is_true(workload(cluster, "team-evals", "u-eval-1"), "Admitted")
+    assert is_true(workload(cluster, "team-evals", "u-eval-0"), "Admitted")  # Hold: running work finishes
+    why = run_cli(cluster, teams.stack_file, teams.users["evals"], "why", "--team", "evals", "u-eval-1", "--json")
+    assert why.returncode == 0, why.stderr
+    answer = json.loads(why.stdout)
+    assert answer["reason"] == "over-budget", answer
+    # released (as --enforce does when the team is under budget again), the waiting run is admitted
+    cluster.kubectl("patch", "clusterqueue", "team-evals", "--type", "merge", "-p", json.dumps(
+        {"metadata": {"annotations": {"pathways/budget-hold": None}}, "spec": {"stopPolicy": "None"}}))
+    assert settled(cluster, lambda: teams.admitted("evals", "u-eval"), seconds=5) == 2
+    teams.clear()
