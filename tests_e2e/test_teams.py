@@ -26,7 +26,7 @@ import yaml
 from components.manifests.runs import run_jobset
 from components.model.config import as_run, load, load_run, resolve
 from components.model.cost.teams_summary import teams_summary
-from infra.offline.stackfile import raw_values
+from infra.offline.stackfile import load_config, raw_values
 from tests_e2e.helpers import is_true, user_stack_file, workload
 from tests_e2e.test_stacks import example_stack_config
 from tools.cluster.local import ROOT, LocalCluster
@@ -52,7 +52,8 @@ def run_cli(cluster: LocalCluster, stack_file: Path, kubeconfig: Path, *args: st
 class Teams:
     def __init__(self, cluster: LocalCluster, stack_file: Path):
         self.cluster, self.stack_file = cluster, stack_file
-        self.model = load(raw_values(yaml.safe_load(stack_file.read_text())["config"]), "teams")
+        flat, secrets = load_config(stack_file)
+        self.model = load(raw_values(flat), "teams", frozenset(secrets))
         self.users = {t.name: cluster.user_kubeconfig(f"{t.name}-lead@example.com", tuple(s.name for s in t.submitters))
                       for t in self.model.teams}
 
