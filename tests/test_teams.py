@@ -253,7 +253,7 @@ def test_a_team_over_its_budget_is_held_and_released_by_enforce():
     assert [(r["team"], r["chipHours"], r["overBudget"]) for r in rows] == [("a", 16.0, True), ("b", 0.0, False), ("c", 0.0, False)]
     assert rows[0]["ownedChipHours"] == 16 * 24  # its 4 owned v6e-4 slices, all day
     done = enforce(kube, stack, rows, "2026-12")  # type: ignore[arg-type]
-    assert done == ["team a: held (ClusterQueue team-a stopPolicy Hold): 16 of 10 chip-hours in 2026-12",
+    assert done == ["team a: held (ClusterQueue team-a stopPolicy Hold): 16.00 of 10 chip-hours in 2026-12",
                     "team b: released (under budget in 2026-12)"]
     held, released = kube.patches
     assert held[:3] == ("patch", "clusterqueue", "team-a") and '"stopPolicy": "Hold"' in held[-1]
@@ -272,10 +272,10 @@ def test_why_names_a_budget_hold():
     wl = {"metadata": {"name": "jobset-exp-1", "ownerReferences": [{"kind": "JobSet", "name": "exp"}]},
           "spec": {"queueName": "runs-team-a", "active": True},
           "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Inactive", "message": "ClusterQueue team-a is inactive"}]}}
-    cq = {"metadata": {"name": "team-a", "annotations": {"pathways/budget-hold": "16 of 10 chip-hours in 2026-12"}}, "spec": {"stopPolicy": "Hold"}}
+    cq = {"metadata": {"name": "team-a", "annotations": {"pathways/budget-hold": "16.00 of 10 chip-hours in 2026-12"}}, "spec": {"stopPolicy": "Hold"}}
     lq = {"metadata": {"name": "runs-team-a"}, "spec": {"clusterQueue": "team-a"}}
     got = diagnose(Evidence(name="exp", jobset=js, workload=wl, cluster_queue=cq, local_queues=[lq], now=0.0), stack_view(stack, "a"))
-    assert got.reason == "over-budget" and "16 of 10 chip-hours" in got.summary and "--enforce" in got.fix, got
+    assert got.reason == "over-budget" and "16.00 of 10 chip-hours" in got.summary and "--enforce" in got.fix, got
 
 
 def test_submit_with_a_team_goes_to_its_namespace_and_an_unknown_team_is_one_line(tmp_path, capsys):

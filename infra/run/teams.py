@@ -129,7 +129,7 @@ def enforce(kube: Kubectl, stack: ResolvedStack, rows: list[dict[str, Any]], mon
             continue
         held_by_us = BUDGET_HOLD_ANNOTATION in ((cq.get("metadata") or {}).get("annotations") or {})
         if row["overBudget"]:
-            note = f"{row['chipHours']:,.0f} of {row['budgetChipHours']:,} chip-hours in {month}"
+            note = f"{row['chipHours']:,.2f} of {row['budgetChipHours']:,} chip-hours in {month}"
             patch = {"metadata": {"annotations": {BUDGET_HOLD_ANNOTATION: note}}, "spec": {"stopPolicy": "Hold"}}
             done.append(f"team {team.name}: held (ClusterQueue {team.cluster_queue} stopPolicy Hold): {note}")
         elif held_by_us:
