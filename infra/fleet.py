@@ -16,9 +16,12 @@ import yaml
 from components.dependencies import Dependency, all_of
 from components.kubernetes.kubernetes_object import KubernetesObject
 from components.manifests import fleet as fleet_manifest
+from components.manifests.kueue_api import TPU_RESOURCE
+from components.model import quantity
 from components.model.cluster.fleet import MULTIKUEUE_NAMESPACE, ResolvedFleet, WorkerFacts, kubeconfig
 from components.model.cluster.fleet_workers import fleet_problems
 from components.model.errors import ConfigError, Problem, config_key
+from components.model.workloads.teams import TEAM_LABEL
 from infra.errors import InvalidStackConfig
 
 
@@ -93,8 +96,9 @@ def worker(fleet: ResolvedFleet, provider: k8s.Provider, after: list[Dependency]
     }
 
 
-def _facts(fleet: ResolvedFleet, outputs: list[Any]) -> dict[str, WorkerFacts]:
-    """The workers' outputs read, judged by the fleet rules; InvalidStackConfig (one line each) if any is broken."""
+def _facts(fleet: ResolvedFleet, outputs: list[Any], owned: Optional[dict[str, dict[str, Any]]] = None) -> dict[str, WorkerFacts]:
+    """The workers' outputs read, judged by the fleet rules, and the teams' owned shares against the workers' summed
+    slices; InvalidStackConfig (one line each) if any is broken."""
     problems: list[Problem] = []
     facts: dict[str, WorkerFacts] = {}
     for i, (ref, value) in enumerate(zip(fleet.workers, outputs, strict=True)):
@@ -105,6 +109,13 @@ def _facts(fleet: ResolvedFleet, outputs: list[Any]) -> dict[str, WorkerFacts]:
             continue
         facts[ref.name] = WorkerFacts.from_output(value)
     problems += fleet_problems(fleet, facts)
+    total = fleet_manifest.fleet_quotas(facts)
+    for flavor, amounts in (owned or {}).items():
+        chips = amounts.get(TPU_RESOURCE, 0)
+        if chips and chips > quantity.parse(total.get(flavor, {}).get(TPU_RESOURCE, "0")):
+            problems.append(Problem(config_key(("teams",)), (
+                f"the teams own {chips} chips of {flavor.removeprefix('tpu-')}, but the workers have "
+                f"{total.get(flavor, {}).get(TPU_RESOURCE, '0')} of it; lower the teams' slices or add workers")))
     if problems:
         raise InvalidStackConfig(ConfigError(problems))
     return facts
@@ -115,13 +126,17 @@ def manager(fleet: ResolvedFleet, own: list[dict[str, Any]]) -> tuple[list[dict[
     MultiKueue check, then a kubeconfig Secret and MultiKueueCluster per worker, the MultiKueueConfig and the check),
     and the workers' facts (read through stack references, judged when they resolve)."""
     refs = [pulumi.StackReference(f"fleet-{w.name}", stack_name=w.stack) for w in fleet.workers]
-    facts = pulumi.Output.all(*[r.get_output("fleet") for r in refs]).apply(lambda outs: _facts(fleet, list(outs)))
-    quotas = facts.apply(fleet_manifest.fleet_quotas)
+    owned = fleet_manifest.team_owned(own)  # the teams' queues keep their shares; the stack's queue holds the rest
+    facts = pulumi.Output.all(*[r.get_output("fleet") for r in refs]).apply(lambda outs: _facts(fleet, list(outs), owned))
+    quotas = facts.apply(lambda f: fleet_manifest.fleet_quotas(f, owned))
 
     def quota(flavor: str, resource: str) -> pulumi.Output[str]:
         return quotas.apply(lambda q: q.get(flavor, {}).get(resource, "0"))
 
-    queues = fleet_manifest.manager_cluster_queues([o for o in own if o["kind"] == "ClusterQueue"], quota)
+    def stack_queue(o: dict[str, Any]) -> bool:
+        return o["kind"] == "ClusterQueue" and TEAM_LABEL not in (o["metadata"].get("labels") or {})
+
+    queues = fleet_manifest.manager_cluster_queues([o for o in own if stack_queue(o)], quota)
     secrets = [{
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
         "metadata": {"name": fleet_manifest.kubeconfig_secret_name(w.name), "namespace": MULTIKUEUE_NAMESPACE},
@@ -129,5 +144,5 @@ def manager(fleet: ResolvedFleet, own: list[dict[str, Any]]) -> tuple[list[dict[
     } for w in fleet.workers]
     objects = [*secrets, *fleet_manifest.manager_objects(fleet)]
     first = next(i for i, o in enumerate(own) if o["kind"] == "ClusterQueue")
-    merged = [*own[:first], *objects, *queues, *(o for o in own[first:] if o["kind"] != "ClusterQueue")]
+    merged = [*own[:first], *objects, *queues, *(o for o in own[first:] if not stack_queue(o))]
     return merged, facts

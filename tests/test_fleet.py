@@ -158,12 +158,17 @@ def test_the_manager_dispatches_through_multikueue_with_its_workers_summed_quota
     assert {c["metadata"]["name"]: c["spec"]["clusterSource"]["kubeConfig"] for c in clusters} == {
         "east": {"locationType": "Secret", "location": "pathways-fleet-east"},
         "central": {"locationType": "Secret", "location": "pathways-fleet-central"}}
-    (config,) = objects(plan, "MultiKueueConfig")
-    assert config["spec"]["clusters"] == ["east", "central"]
-    (check,) = objects(plan, "AdmissionCheck")
-    assert check["metadata"]["name"] == MULTIKUEUE_CHECK and check["spec"]["controllerName"] == "kueue.x-k8s.io/multikueue"
-    assert check["spec"]["parameters"] == {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "pathways-fleet"}
-    (cq,) = objects(plan, "ClusterQueue")
+    configs = {c["metadata"]["name"]: c["spec"]["clusters"] for c in objects(plan, "MultiKueueConfig")}
+    # every worker; and the team that names its workers (teams[].workers: vision on east) a config of its own
+    assert configs == {"pathways-fleet": ["east", "central"], "pathways-fleet-vision": ["east"]}
+    checks = {c["metadata"]["name"]: c["spec"] for c in objects(plan, "AdmissionCheck")}
+    assert {n: (c["controllerName"], c["parameters"]["name"]) for n, c in checks.items()} == {
+        MULTIKUEUE_CHECK: ("kueue.x-k8s.io/multikueue", "pathways-fleet"), "pathways-fleet-vision": ("kueue.x-k8s.io/multikueue", "pathways-fleet-vision")}
+    queues = {q["metadata"]["name"]: q for q in objects(plan, "ClusterQueue")}
+    assert {n: q["spec"]["admissionChecksStrategy"] for n, q in queues.items()} == {
+        "pathways": {"admissionChecks": [{"name": MULTIKUEUE_CHECK}]}, "team-vision": {"admissionChecks": [{"name": "pathways-fleet-vision"}]},
+        "team-language": {"admissionChecks": [{"name": MULTIKUEUE_CHECK}]}}
+    cq = queues["pathways"]
     # on every flavor: Kueue makes a queue whose MultiKueue check is per flavor inactive
     assert cq["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": MULTIKUEUE_CHECK}]}
     quota = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in cq["spec"]["resourceGroups"][0]["flavors"]}
@@ -261,9 +266,9 @@ def test_the_managers_deploy_refuses_workers_that_multikueue_could_not_use_one_l
     assert manager_run(outputs) == [
         "pathways:fleet.workers[1]: central (organization/pathways/fleet-central) runs kueue 0.18.0 (the manager's 0.19.2): "
         "MultiKueue needs the same controllers on every cluster; deploy the worker with the manager's versions",
-        "pathways:fleet.workers[1]: central (organization/pathways/fleet-central) has no pathways/runs-pathways: a dispatched "
-        "run keeps its namespace and LocalQueue, so the worker needs both; give it the manager's kubernetes.namespace, runs: {} "
-        "and slice groups",
+        "pathways:fleet.workers[1]: central (organization/pathways/fleet-central) has no pathways/runs-pathways, team-language/runs-team-language: a "
+        "dispatched run keeps its namespace and LocalQueue, so the worker needs both; give it the manager's kubernetes.namespace, runs: {}, "
+        "slice groups and the teams that dispatch to it",
         "pathways:fleet.workers[1]: central (organization/pathways/fleet-central) has slice group train of v6e-8, the manager's "
         "is v6e-16: a run fits its group's TPU on every worker; rename one",
     ]
@@ -287,7 +292,7 @@ def test_fleet_quotas_sum_each_flavor_and_resource():
 def test_a_fleets_kueue_runs_the_charts_config_with_jobset_alone():
     # the pinned chart's own manager config (build/charts, from the Go module) but the integrations: on a manager,
     # Kueue keeps a worker inactive until it watches every enabled integration's kind there
-    from components.manifests.controller_charts import FLEET_FRAMEWORKS, KUEUE_CHART_CONFIG, kueue_manager_config
+    from components.manifests.controller_charts import CHART_FRAMEWORKS, FLEET_FRAMEWORKS, KUEUE_CHART_CONFIG, kueue_manager_config
     from tools.cluster.local import ROOT
 
     chart = yaml.safe_load((ROOT / "build" / "charts" / "kueue" / "values.yaml").read_text())
@@ -300,8 +305,12 @@ def test_a_fleets_kueue_runs_the_charts_config_with_jobset_alone():
     def values(name: str) -> dict:
         (chart_resource,) = [r for r in example_plan(name).resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.urn.endswith("::kueue")]
         return chart_resource.input("values")
-    assert values("fleet-manager")["managerConfig"] == values("fleet-east")["managerConfig"] == kueue_manager_config(FLEET_FRAMEWORKS)["managerConfig"]
+    # the example fleet has teams: Kueue's fair sharing on too (docs/teams.md)
+    fleet = kueue_manager_config(FLEET_FRAMEWORKS, fair_sharing=True)["managerConfig"]
+    assert values("fleet-manager")["managerConfig"] == values("fleet-east")["managerConfig"] == fleet
     assert "managerConfig" not in values("dev")
+    # a stack with teams and no fleet: the chart's own integrations, written out, as the chart lists them
+    assert tuple(default["integrations"]["frameworks"]) == CHART_FRAMEWORKS
 
 
 def test_a_run_on_the_manager_is_judged_as_a_run_its_slices_left_to_the_workers_quota():

@@ -150,6 +150,7 @@ def test_a_team_run_takes_the_teams_priority_and_mounts_no_runs_bucket():
     ([{"name": "a"}], {"workloads": [{"name": "nb", "mode": "interactive", "team": "zz", "sliceGroup": "shared"}]},
      "workloads[0].team: 'zz' is not a team of pathways:teams (a)"),
     ([{"name": "a", "weight": 0}], {}, "teams[0].weight"),
+    ([{"name": "a", "workers": ["east"]}], {}, "teams[0].workers[0]: 'east': only a fleet manager dispatches a team's runs to workers"),
 ])
 def test_what_no_kueue_could_honour_is_refused_before_deploy(teams, changes, text):
     problems = refused(teams, **changes)
@@ -294,3 +295,23 @@ def test_submit_with_a_team_goes_to_its_namespace_and_an_unknown_team_is_one_lin
     assert "run.team: 'zz' is not a team of pathways:teams (a, b, c)" in capsys.readouterr().err
     assert main(["list", "--config", str(path), "--team", "zz"]) == 2
     assert capsys.readouterr().err == "error: --team 'zz' is not a team of stack test; valid: a, b, c\n"
+
+
+def test_a_fleet_managers_teams_may_not_own_more_than_its_workers_have_nor_name_another_worker():
+    import json
+
+    from infra.errors import InvalidStackConfig
+    from infra.offline import engine, stackfile
+    from tests.conftest import example_path
+    from tests.test_fleet import outputs_of
+
+    flat, secrets = stackfile.load_config(example_path("fleet-manager"))
+    teams = json.loads(flat["pathways:teams"])
+    teams[0]["slices"] = {"train": {"slices": 7}}  # 7 v6e-16 slices: 112 chips; east 2 + central 4 slices have 96
+    with pytest.raises(InvalidStackConfig) as err:
+        engine.run({**flat, "pathways:teams": json.dumps(teams)}, "fleet-manager", secrets, stack_outputs=outputs_of("fleet-east", "fleet-central"))
+    assert str(err.value) == ("pathways:teams: the teams own 112 chips of train, but the workers have 96 of it; lower the teams' slices "
+                              "or add workers")
+    teams[0] = {**teams[0], "slices": {}, "workers": ["west"]}
+    with pytest.raises(Exception, match=r"teams\[0\]\.workers\[0\]: 'west' is not a worker of this fleet \(east, central\)"):
+        engine.run({**flat, "pathways:teams": json.dumps(teams)}, "fleet-manager", secrets, stack_outputs=outputs_of("fleet-east", "fleet-central"))

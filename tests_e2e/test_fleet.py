@@ -78,14 +78,16 @@ def judged(obj: dict[str, Any]) -> dict[str, Any] | None:
     return obj if condition(obj, "Active") else None
 
 
-def submit(manager: LocalCluster, name: str, slices: int) -> subprocess.CompletedProcess[str]:
-    """A researcher's run, submitted to the manager as docs/runs.md shows."""
+def submit(manager: LocalCluster, name: str, slices: int, team: str = "") -> subprocess.CompletedProcess[str]:
+    """A researcher's run, submitted to the manager as docs/runs.md shows (a team's member's with --team, docs/teams.md)."""
     directory = manager.workdir / "user"
     directory.mkdir(exist_ok=True)
     stack_file = user_stack_file(manager, stack_config("fleet-manager"), directory, "fleet-manager")
-    kubeconfig = manager.user_kubeconfig("rita@example.com", (RESEARCHERS,))
+    groups = (f"{team}-researchers@example.com",) if team else (RESEARCHERS,)
+    kubeconfig = manager.user_kubeconfig(f"{team or 'rita'}@example.com", groups)
     return subprocess.run([sys.executable, "-m", "infra.run", "submit", "--config", str(stack_file), "--kubeconfig", str(kubeconfig),
-                           "--name", name, "--image", IMAGE, "--slices", str(slices), "--", "python3", "train.py"],
+                           "--name", name, "--image", IMAGE, "--slices", str(slices), *(["--team", team] if team else []),
+                           "--", "python3", "train.py"],
                           cwd=ROOT, env=manager.env, capture_output=True, text=True, timeout=300)
 
 
@@ -229,3 +231,28 @@ def test_the_three_control_planes_memory(fleet):
         assert pids, role
     print(f"control planes' RSS (MiB): {rss}")
     assert all(v > 0 for v in rss.values())
+
+
+def test_a_teams_runs_reach_only_the_workers_its_queue_names(fleet):
+    # fleet-manager's teams: vision's runs go to east alone (teams[].workers), language's to either worker
+    manager, east, central = fleet["manager"], fleet["east"], fleet["central"]
+    check = manager.get("admissioncheck.kueue.x-k8s.io", "pathways-fleet-vision")
+    assert is_true(check, "Active"), check["status"]
+    # four slices: only central has four; vision may not go there, so its run waits, dispatched nowhere
+    assert (proc := submit(manager, "vis-wide", 4, team="vision")).returncode == 0, proc.stderr
+    assert "submitted to team-vision on queue runs-team-vision" in proc.stdout, proc.stdout
+    east.wait_for("vision's run mirrored on east", lambda: east.kubectl("get", "workloads.kueue.x-k8s.io", "-n", "team-vision", "-o", "name").stdout.strip(),
+                  timeout=120)
+    time.sleep(10)  # Kueue had time to try every worker its check names
+    w = workload(manager, "team-vision", "vis-wide")
+    assert not ((w or {}).get("status") or {}).get("clusterName"), w
+    # central takes no vision run (it does not even have the team's namespace), though it had room
+    assert central.kubectl("get", "namespace", "team-vision", check=False).returncode != 0
+    assert not [j for j in central.get("jobset.jobset.x-k8s.io", "-A")["items"] if j["metadata"]["name"] == "vis-wide"]
+    # language's run of the same size goes to central, the worker with room
+    assert (proc := submit(manager, "lang-wide", 4, team="language")).returncode == 0, proc.stderr
+    lang = manager.wait_for("run lang-wide dispatched", lambda: str((((workload(manager, "team-language", "lang-wide") or {})
+                                                                     .get("status") or {}).get("clusterName")) or ""), timeout=240)
+    assert lang == "central"
+    for team, run in (("vision", "vis-wide"), ("language", "lang-wide")):
+        manager.kubectl("delete", "jobset.jobset.x-k8s.io", run, "-n", f"team-{team}", "--wait=true", timeout=180)

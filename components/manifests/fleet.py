@@ -15,6 +15,7 @@ from components.model.cluster.fleet import (
     ResolvedFleet,
     WorkerFacts,
 )
+from components.model.workloads.teams import TEAM_LABEL
 
 RBAC = "rbac.authorization.k8s.io"
 MULTIKUEUE_CONFIG = "pathways-fleet"
@@ -86,33 +87,56 @@ def manager_objects(fleet: ResolvedFleet) -> list[dict[str, Any]]:
     clusters = [{"apiVersion": API_VERSION, "kind": "MultiKueueCluster", "metadata": {"name": w.name}, "spec": {
         "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": kubeconfig_secret_name(w.name)}}}}
         for w in fleet.workers]
-    return [
-        *clusters,
-        {"apiVersion": API_VERSION, "kind": "MultiKueueConfig", "metadata": {"name": MULTIKUEUE_CONFIG},
-         "spec": {"clusters": [w.name for w in fleet.workers]}},
-        {"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": MULTIKUEUE_CHECK}, "spec": {
-            "controllerName": MULTIKUEUE_CONTROLLER,
-            "parameters": {"apiGroup": API_VERSION.split("/")[0], "kind": "MultiKueueConfig", "name": MULTIKUEUE_CONFIG}}},
-    ]
+    def check(name: str, config: str, workers: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"apiVersion": API_VERSION, "kind": "MultiKueueConfig", "metadata": {"name": config}, "spec": {"clusters": workers}},
+            {"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": name}, "spec": {
+                "controllerName": MULTIKUEUE_CONTROLLER,
+                "parameters": {"apiGroup": API_VERSION.split("/")[0], "kind": "MultiKueueConfig", "name": config}}},
+        ]
+    # a team that names workers (teams[].workers): a config and check of its own, on its ClusterQueue alone
+    teams = [o for name, workers in fleet.team_checks.items() for o in check(name, name, list(workers))]
+    return [*clusters, *check(MULTIKUEUE_CHECK, MULTIKUEUE_CONFIG, [w.name for w in fleet.workers]), *teams]
 
 
-def fleet_quotas(workers: Mapping[str, WorkerFacts]) -> dict[str, dict[str, str]]:
-    """Per Kueue flavor and resource: the sum of the workers' quotas (what the manager may admit before dispatch)."""
+def fleet_quotas(workers: Mapping[str, WorkerFacts], less: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, str]]:
+    """Per Kueue flavor and resource: the sum of the workers' quotas (what the manager may admit before dispatch),
+    `less` what the teams' queues own (never below 0: infra/fleet.py refuses a fleet smaller than the teams' shares)."""
     total: dict[str, dict[str, Any]] = {}
     for facts in workers.values():
         for flavor, amounts in facts.quotas.items():
             for resource, amount in amounts.items():
                 total.setdefault(flavor, {}).setdefault(resource, 0)
                 total[flavor][resource] += quantity.parse(amount)
+    for flavor, amounts in (less or {}).items():
+        for resource, amount in amounts.items():
+            left = total.setdefault(flavor, {}).get(resource, 0) - amount
+            total[flavor][resource] = max(left, 0)
+
     def text(n: Any) -> str:
         # whole GiB as Gi, as the ClusterQueues write memory (components/manifests/kueue.py); else bytes
         return quantity.canonical(f"{int(n // quantity.GIB)}Gi" if n % quantity.GIB == 0 and n >= quantity.GIB else str(int(n)))
     return {f: {r: text(n) for r, n in amounts.items()} for f, amounts in total.items()}
 
 
+def team_owned(queues: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per flavor and resource: the nominal quota the teams' ClusterQueues own (pathways:teams), summed."""
+    owned: dict[str, dict[str, Any]] = {}
+    for q in queues:
+        if q.get("kind") != "ClusterQueue" or TEAM_LABEL not in ((q.get("metadata") or {}).get("labels") or {}):
+            continue
+        for rg in q["spec"]["resourceGroups"]:
+            for f in rg["flavors"]:
+                for r in f["resources"]:
+                    owned.setdefault(f["name"], {}).setdefault(r["name"], 0)
+                    owned[f["name"]][r["name"]] += quantity.parse(r["nominalQuota"])
+    return owned
+
+
 def manager_cluster_queues(queues: list[dict[str, Any]], quota: Callable[[str, str], Any]) -> list[dict[str, Any]]:
     """The stack's ClusterQueues as a manager's: every flavor's quota from `quota(flavor, resource)` (the workers'
-    sum), and the MultiKueue check on all flavors (Kueue makes a queue with a per-flavor MultiKueue check inactive)."""
+    sum, less what the teams own), and the MultiKueue check on all flavors (Kueue makes a queue with a per-flavor
+    MultiKueue check inactive). The teams' queues keep their owned quota and their own check (kueue.py)."""
     out = []
     for q in queues:
         spec = dict(q["spec"])

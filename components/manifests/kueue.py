@@ -226,6 +226,9 @@ def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
         "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
     }
     checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in stack.slices if g.queued_provisioning]
+    if stack.fleet_manager:
+        # its runs go to the workers its MultiKueue check names (teams[].workers), on every flavor, as the stack's own
+        checks = [{"name": team.fleet_check}]
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": checks}
     return {"apiVersion": API_VERSION, "kind": "ClusterQueue",

@@ -119,7 +119,8 @@ def _pod_rules(priorities: list[str], accounts: list[str], volume_rule: str) -> 
             f"{p}.containers.all({_NO_SECRET_ENV}) && (!has({p}.initContainers) || {p}.initContainers.all({_NO_SECRET_ENV})))")
 
 
-def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Optional[Team] = None) -> list[dict[str, str]]:
+def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Optional[Team] = None,
+                     every_queue: bool = False) -> list[dict[str, str]]:
     """What makes a JobSet write a run's: it is labelled as a run (before and after), queued on a run queue at a run
     priority, not named like a declared workload, and its pods hold no Secret and no token. `writer` names who is
     refused; `writing` prefixes the rules on the new object (true where there is none to judge: a DELETE). A team's
@@ -135,6 +136,8 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Opti
     accounts = ["default", *([stack.run_service_account] if stack.runs.buckets and team is None else [])]
     declared = [w.name for w in stack.workloads if w.namespace == namespace]
     queues = [stack.team_run_queue(team)] if team is not None else sorted(set(stack.run_queues.values()))
+    if every_queue:  # a fleet's manager dispatches the stack's runs and its teams' (each in its namespace)
+        queues = sorted({*queues, *(stack.team_run_queue(t) for t in stack.teams)})
     systems = {fs.name: fs for fs in stack.file_systems}
     listed = [(systems[f.name], f.read_only) for f in stack.runs.file_systems if f.name in systems]
     drivers = [GCSFUSE_DRIVER, *([MTC_CSI_DRIVER] if stack.mtc is not None else [])]
@@ -222,7 +225,7 @@ def fleet_dispatch_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
         return []
     namespaces = list(stack.fleet.dispatch_namespaces)
     runs = _run_validations(stack, "the fleet's manager",
-                            "request.operation == 'DELETE' || request.resource.resource != 'jobsets' || ")
+                            "request.operation == 'DELETE' || request.resource.resource != 'jobsets' || ", every_queue=True)
     validations = [
         {"expression": f"request.namespace in {_cel_list(namespaces)}",
          "message": f"the fleet's manager writes in the fleet's namespaces only ({', '.join(namespaces)})"},

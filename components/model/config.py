@@ -356,7 +356,10 @@ def _resolved_fleet(cfg: StackConfig, stack: ResolvedStack) -> Optional[Resolved
         internet_tokens=cfg.fleet.role == "worker" and cfg.cluster.existing is None and not cfg.fleet.private_endpoint,
         versions={"kueue": kube.kueue.version, "jobset": kube.jobset_version, "lws": kube.lws_version},
         namespaces=tuple(stack.workload_namespaces), local_queues=stack.local_queue_names,
-        run_queues=tuple(dict.fromkeys(f"{stack.namespace}/{q}" for q in stack.run_queues.values())), groups=groups)
+        run_queues=tuple(dict.fromkeys([*(f"{stack.namespace}/{q}" for q in stack.run_queues.values()),
+                                        *(f"{t.team_namespace}/{stack.team_run_queue(t)}" for t in stack.teams)])), groups=groups,
+        queue_workers={f"{t.team_namespace}/{stack.team_run_queue(t)}": tuple(t.workers) for t in stack.teams if t.workers},
+        team_checks={t.fleet_check: tuple(t.workers) for t in stack.teams if t.workers})
 
 
 def _resolved_mtc(cfg: StackConfig) -> Optional[ResolvedMtc]:

@@ -22,7 +22,7 @@ Facts, Kueue v0.19.2 (its CRDs and pkg/controller/admissionchecks/multikueue):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional
 
 from pydantic import Field, field_validator, model_validator
@@ -175,6 +175,11 @@ class ResolvedFleet:
     """<namespace>/<name> of the run LocalQueues: what a manager dispatches to"""
     groups: Mapping[str, Mapping[str, Any]]
     """slice group -> what a manager's plan shows of it: TPU, slices and chips in the queue, capacity, list $/hour"""
+    queue_workers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """a manager's team run queue (<namespace>/<name>) -> the workers it dispatches to (teams[].workers); a queue not
+    listed goes to every worker"""
+    team_checks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """a manager's per-team MultiKueue admission check -> its workers, in order (teams naming workers)"""
 
     @property
     def manager(self) -> bool:

@@ -29,11 +29,11 @@ def fleet_problems(fleet: ResolvedFleet, workers: Mapping[str, WorkerFacts]) -> 
             problems.append(Problem(key, f"{ref.name} ({ref.stack}) runs {', '.join(differ)}: MultiKueue needs the same "
                                          "controllers on every cluster; deploy the worker with the manager's versions"))
         missing = [ns for ns in namespaces if ns not in facts.namespaces]
-        missing += [q for q in run_queues if q not in facts.local_queues]
+        missing += [q for q in run_queues if q not in facts.local_queues and ref.name in fleet.queue_workers.get(q, (ref.name,))]
         if missing:
             problems.append(Problem(key, f"{ref.name} ({ref.stack}) has no {', '.join(missing)}: a dispatched run keeps its "
                                          "namespace and LocalQueue, so the worker needs both; give it the manager's "
-                                         "kubernetes.namespace, runs: {} and slice groups"))
+                                         "kubernetes.namespace, runs: {}, slice groups and the teams that dispatch to it"))
         for name, tpu in groups.items():
             theirs = facts.groups.get(name)
             if theirs is None:

@@ -16,6 +16,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator
 
+from components.model.cluster.fleet import MULTIKUEUE_CHECK
 from components.model.common import _dns_label, _Model
 from components.model.workloads.service import ServiceClient
 
@@ -72,6 +73,9 @@ class Team(_Model):
     chip_hours_per_month: Optional[int] = Field(default=None, ge=0, description=(
         "The team's budget in TPU chip-hours a calendar month: the plan prices its nominal share against it and "
         "`python -m infra.run teams` reports use against it."))
+    workers: list[str] = Field(default_factory=list, max_length=20, description=(
+        "On a fleet manager: the workers (fleet.workers[].name) its runs may be dispatched to, in order; default: every "
+        "worker. Each worker named declares the team too (its namespace and run queue)."))
     parent: Optional[str] = Field(default=None, description=(
         "A group of teams (a Kueue Cohort teams-<parent> under the stack's cohort): teams with one parent share "
         "idle slices among themselves first."))
@@ -93,6 +97,11 @@ class Team(_Model):
     @property
     def cluster_queue(self) -> str:
         return f"{TEAM_QUEUE_PREFIX}{self.name}"
+
+    @property
+    def fleet_check(self) -> str:
+        """On a fleet manager: the MultiKueue admission check its queue carries (its own when it names workers)."""
+        return f"{MULTIKUEUE_CHECK}-{self.name}" if self.workers else MULTIKUEUE_CHECK
 
     @property
     def cohort(self) -> Optional[str]:

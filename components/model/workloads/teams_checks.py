@@ -22,11 +22,9 @@ def teams_need(cfg: StackConfig) -> list[Problem]:
         (cfg.kubernetes.kueue.cluster_queue is not None, (
             "needs the stack's own ClusterQueues, not kubernetes.kueue.clusterQueue (made elsewhere): a team's queue "
             "borrows from the stack's in its cohort")),
-        (cfg.runs is None, "needs pathways:runs (`runs: {}`): a team submits runs with python -m infra.run --team"),
+        (cfg.runs is None, "needs pathways:runs (`runs: {}`): a team submits runs with python -m infra.run submit --team"),
         (len(cfg.slices) > GROUPS_PER_QUEUE, (
             f"{len(cfg.slices)} slice groups; teams share at most {GROUPS_PER_QUEUE} (one Kueue resource group a queue)")),
-        (cfg.fleet is not None and cfg.fleet.role == "manager", (
-            "a fleet manager dispatches runs to its workers' queues, not to teams: declare the teams on the workers")),
     ]
     return [Problem(key, message) for bad, message in needs if bad]
 
@@ -78,8 +76,10 @@ def team_shares(cfg: StackConfig) -> list[Problem]:
             if share.lend is not None and share.lend > share.slices:
                 problems.append(Problem(config_key(("teams", i, "slices", group, "lend")), (
                     f"{share.lend} slices, more than the team owns of {group} ({share.slices}); a team lends only its own")))
+    manager = cfg.fleet is not None and cfg.fleet.role == "manager"
     for group, total in owned.items():
-        if total > groups[group].count:
+        # a manager's groups are its workers' slices, summed: judged when it deploys (infra/fleet.py)
+        if not manager and total > groups[group].count:
             who = ", ".join(f"{t.name} {t.slices[group].slices}" for t in cfg.teams if group in t.slices)
             problems.append(Problem(config_key(("teams",)), (
                 f"the teams own {total} slices of {group} ({who}), but the group has {groups[group].count} "
@@ -121,4 +121,20 @@ def workload_teams(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-RULES = (teams_need, team_names, team_shares, team_submitters, workload_teams)
+def team_workers(cfg: StackConfig) -> list[Problem]:
+    """teams[].workers name a fleet manager's workers; anywhere else nothing dispatches."""
+    manager = cfg.fleet is not None and cfg.fleet.role == "manager"
+    names = [w.name for w in cfg.fleet.workers] if cfg.fleet is not None else []
+    problems = []
+    for i, t in enumerate(cfg.teams):
+        for j, w in enumerate(t.workers):
+            key = config_key(("teams", i, "workers", j))
+            if not manager:
+                problems.append(Problem(key, f"{w!r}: only a fleet manager dispatches a team's runs to workers; remove workers"))
+                break
+            if w not in names:
+                problems.append(Problem(key, f"{w!r} is not a worker of this fleet ({', '.join(names)})"))
+    return problems
+
+
+RULES = (teams_need, team_names, team_shares, team_submitters, workload_teams, team_workers)
