@@ -132,6 +132,9 @@ def _parser() -> argparse.ArgumentParser:
     src = boot.add_mutually_exclusive_group(required=True)
     src.add_argument("--project", help="reads bootstrap/Pulumi.<PROJECT>.yaml")
     src.add_argument("--config", type=Path, help="a bootstrap file")
+    from infra.verify.command import add_parser as add_verify
+
+    add_verify(sub)
     return parser
 
 
@@ -339,6 +342,10 @@ def main(argv: list[str] | None = None) -> int:
             return new_stack_command(args, _policies, _verdict)
         if args.command == "diff":
             return _diff_command(args)
+        if args.command == "verify":
+            from infra.verify.command import verify_command
+
+            return verify_command(args)
         plan, model = _plan(args)
         return _plan_command(args, plan, model) if args.command == "plan" else _render_command(args, plan)
     except (StackFileError, PolicyConfigError, UnsupportedSdk, ChartError, ConfigError) as e:

@@ -1,0 +1,101 @@
+"""`python -m infra.offline verify`: the live stack checked against what it should be (docs/operating.md).
+
+    python -m infra.offline verify --stack S --live [--json]               # runs `pulumi refresh --preview-only --json`
+    python -m infra.offline verify --stack S --refresh-json FILE [--json]  # reads that output (a workflow's step)
+
+Drift (infra/verify/drift.py: what changed, old -> new, who, the fix; benign changes filtered by rule) and the
+audit (infra/verify/audit.py: the policy pack on the live objects). Read-only: the refresh is a preview, nothing is
+written to the state or the cluster. Exit status: 0 no finding; 3 findings (listed); 2 invalid input or a refresh
+that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from infra.offline.policy_runner import load_policy_config, stack_policy_config
+from infra.offline.stackfile import StackFileError, shown
+from infra.verify import audit, drift
+from infra.verify.findings import text, to_json
+
+EXIT_FINDINGS = 3
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("verify", help="check the live stack: drift since `pulumi up` and the policy pack on the live objects",
+                       description=(__doc__ or "").split("\n\n", 2)[2].strip(), formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="exit status: 0 no finding; 3 findings; 2 invalid input or a refresh that failed")
+    p.add_argument("--stack", required=True, help="the stack (its policies/config.<stack>.json applies to the audit)")
+    p.add_argument("--config", type=Path, help="its stack file (default stacks/Pulumi.<stack>.yaml): the options the program declares")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--live", action="store_true", help="run `pulumi refresh --preview-only --json --stack S` (pulumi on PATH or $PULUMI)")
+    src.add_argument("--refresh-json", type=Path, metavar="FILE", help="the output of `pulumi refresh --preview-only --json` ('-': stdin)")
+    p.add_argument("--json", action="store_true", help="{stack, checked, findings: [{severity, area, subject, what, fix}], filtered}")
+
+
+def _refresh_preview(args: argparse.Namespace) -> dict[str, Any]:
+    if args.live:
+        pulumi = os.environ.get("PULUMI") or shutil.which("pulumi")
+        if not pulumi:
+            raise StackFileError("--live runs `pulumi refresh --preview-only --json`: no pulumi on PATH (or set $PULUMI)")
+        env = {**os.environ, "PULUMI_SKIP_CONFIRMATIONS": "false"}  # --preview-only refuses the implied --yes
+        proc = subprocess.run([pulumi, "refresh", "--preview-only", "--json", "--non-interactive", "--stack", args.stack],
+                              capture_output=True, text=True, env=env, timeout=1800)
+        raw, where = proc.stdout, "pulumi refresh --preview-only"
+        if proc.returncode != 0 and not raw.strip():
+            raise StackFileError(f"{where} failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+    else:
+        where = shown(args.refresh_json)
+        try:
+            raw = sys.stdin.read() if str(args.refresh_json) == "-" else args.refresh_json.read_text(encoding="utf-8")
+        except OSError as e:
+            raise StackFileError(f"--refresh-json {where}: cannot read it: {e.strerror}") from None
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise StackFileError(f"{where}: not the JSON of `pulumi refresh --preview-only --json` ({e.msg} at line {e.lineno})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        raise StackFileError(f"{where}: no steps; give the output of `pulumi refresh --preview-only --json`")
+    errors = [d.get("message", "") for d in doc.get("diagnostics") or [] if d.get("severity") == "error"]
+    if errors:
+        raise StackFileError(f"{where}: the refresh failed: {' '.join(m.strip() for m in errors)[:800]}")
+    return doc
+
+
+def _declared(args: argparse.Namespace) -> Any:
+    """The stack's offline plan, its charts' objects included: the resource options its program declares."""
+    from infra.errors import InvalidStackConfig
+    from infra.offline.charts import with_chart_objects
+    from infra.offline.engine import run
+    from infra.offline.stackfile import load_config, stack_path
+
+    path = args.config or stack_path(args.stack)
+    config, secret_keys = load_config(path)
+    try:
+        return with_chart_objects(run(config, args.stack, secret_keys, stacks_dir=path.parent))
+    except InvalidStackConfig as e:
+        raise StackFileError(str(e)) from None
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    from policies.rules import ALL_POLICIES
+
+    preview = _refresh_preview(args)
+    found, filtered = drift.findings(preview, args.stack)
+    found += audit.findings(preview, args.stack, ALL_POLICIES, load_policy_config(stack_policy_config(args.stack)), _declared(args))
+    checked = ["drift (pulumi refresh --preview-only)", "audit (the policy pack on the live objects)"]
+    if args.json:
+        doc = json.loads(to_json(found, args.stack, checked))
+        sys.stdout.write(json.dumps({**doc, "filtered": filtered}, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(text(found, args.stack, checked))
+        for rule, n in sorted(filtered.items()):
+            print(f"filtered: {n} change(s) by rule {rule} (known benign: docs/operating.md)")
+    return EXIT_FINDINGS if found else 0

@@ -1,0 +1,44 @@
+"""What `python -m infra.offline verify` reports: findings with a severity, what was found and the fix (pure)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SEVERITIES = ("high", "medium", "low", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    """high: a guard, Pod Security, RBAC or policy weakened; medium: queues and workloads; low: the rest; info: noted"""
+    area: str
+    """drift, audit, reservation or upstream"""
+    subject: str
+    """what it is about: a resource as `diff` names it, a pin, a reservation"""
+    what: str
+    fix: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ordered(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.area, f.subject, f.what))
+
+
+def text(findings: list[Finding], stack: str, checked: list[str]) -> str:
+    lines = [f"verify {stack}: {', '.join(checked)}"]
+    if not findings:
+        lines.append("no findings")
+    for f in ordered(findings):
+        lines.append(f"{f.severity.upper():6} {f.area}: {f.subject}: {f.what}")
+        lines.append(f"       fix: {f.fix}")
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "0 findings")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(findings: list[Finding], stack: str, checked: list[str]) -> str:
+    return json.dumps({"stack": stack, "checked": checked, "findings": [f.to_json() for f in ordered(findings)]}, indent=2, sort_keys=True) + "\n"

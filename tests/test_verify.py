@@ -1,0 +1,121 @@
+"""`python -m infra.offline verify` (infra/verify/): drift from Pulumi's refresh preview, each benign rule, the audit of
+the live objects by the policy pack, the command's output and exit status. The fixture is what the real CLI v3.274.1
+and pulumi-kubernetes v4.25.0 printed for `pulumi refresh --preview-only --json` on the local control plane after
+three out-of-band edits (a ClusterQueue patched, a guard binding deleted, a namespace's Pod Security label lowered),
+trimmed to the resources it is about; tests_e2e/test_verify.py makes the same edits on the real engines."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.offline.__main__ import main as offline_main
+from infra.verify import audit, drift
+from infra.verify.findings import Finding, text
+from policies.rules import ALL_POLICIES
+from tests.conftest import GROUPS_RBAC, config_with, write_stack_file
+
+FIXTURE = Path(__file__).parent / "fixtures" / "verify" / "refresh-preview-edited.json"
+EDITED = json.loads(FIXTURE.read_text())
+
+
+def test_each_out_of_band_edit_is_a_finding_with_old_new_who_and_the_fix():
+    found, filtered = drift.findings(EDITED, "drift")
+    by_subject = {f.subject: f for f in found}
+    assert set(by_subject) == {"ClusterQueue kueue-clusterqueue-pathways", "ValidatingAdmissionPolicyBinding guardrails-node-guard",
+                               "Namespace workloads"}
+    cq = by_subject["ClusterQueue kueue-clusterqueue-pathways"]
+    assert cq.severity == "medium"
+    assert cq.what.startswith("spec.queueingStrategy: BestEffortFIFO -> StrictFIFO, by kubectl-patch (update at 2026-12-06T")
+    assert "`pulumi up --refresh --stack drift` puts back BestEffortFIFO" in cq.fix and "field conflict" in cq.fix
+    binding = by_subject["ValidatingAdmissionPolicyBinding guardrails-node-guard"]
+    assert binding.severity == "high" and binding.what == "deleted outside the stack (the refresh finds it gone)"
+    ns = by_subject["Namespace workloads"]
+    assert ns.severity == "high" and 'pod-security.kubernetes.io/enforce"]: privileged -> baseline, by kubectl-label' in ns.what
+    # the JobSet controller filled its webhook certificate (deployed before as_applied): known, filtered, counted
+    assert filtered == {"controller-filled-webhook-cert": 4}
+
+
+def test_an_untouched_stack_has_no_drift():
+    quiet = copy.deepcopy(EDITED)
+    quiet["steps"] = [s for s in quiet["steps"] if s["op"] == "refresh"]
+    assert drift.findings(quiet, "drift") == ([], {})
+
+
+def _step(type_: str, name: str, path: str, old: dict, new: dict, inputs: dict | None = None, op: str = "update") -> dict:
+    return {"op": op, "urn": f"urn:pulumi:s::pathways::{type_}::{name}", "detailedDiff": {path: {"kind": "update"}} if path else {},
+            "oldState": {"type": type_, "outputs": old, "inputs": inputs or old}, "newState": {"type": type_, "outputs": new}}
+
+
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+HPA = "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"
+
+
+@pytest.mark.parametrize("rule,steps,kept", [
+    # a serve workload's replicas are its autoscaler's; without one they are drift
+    ("autoscaler-owned-replicas", [_step(LWS, "serve-chat", "spec.replicas", {"metadata": {"name": "chat"}, "spec": {"replicas": 1}},
+                                         {"metadata": {"name": "chat"}, "spec": {"replicas": 3}}),
+                                   _step(HPA, "serve-chat-hpa", "", {"spec": {"scaleTargetRef": {"name": "chat"}}}, {}, op="refresh")], False),
+    ("autoscaler-owned-replicas", [_step(LWS, "serve-chat", "spec.replicas", {"metadata": {"name": "chat"}, "spec": {"replicas": 1}},
+                                         {"metadata": {"name": "chat"}, "spec": {"replicas": 3}})], True),
+    ("cluster-autoscaler-node-count", [_step("gcp:container/nodePool:NodePool", "head", "nodeCount", {"nodeCount": 0}, {"nodeCount": 2},
+                                             {"autoscaling": {"minNodeCount": 0, "maxNodeCount": 4}})], False),
+    ("cluster-autoscaler-node-count", [_step("gcp:container/nodePool:NodePool", "head", "nodeCount", {"nodeCount": 2}, {"nodeCount": 1})], True),
+    ("release-channel-version", [_step("gcp:container/cluster:Cluster", "cluster", "masterVersion", {"masterVersion": "1.34.1"},
+                                       {"masterVersion": "1.34.2"}, {"releaseChannel": {"channel": "REGULAR"}})], False),
+    ("release-channel-version", [_step("gcp:container/nodePool:NodePool", "slices-main-0", "version", {"version": "1.34.1"},
+                                       {"version": "1.34.2"}, {"management": {"autoUpgrade": False}})], True),
+    ("finished-jobset", [_step("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train", "",
+                               {"spec": {"ttlSecondsAfterFinished": 600}}, {}, op="delete")], False),
+    ("finished-jobset", [_step("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "workload-train", "", {"spec": {}}, {}, op="delete")], True),
+])
+def test_each_benign_rule_filters_what_it_names_and_nothing_else(rule, steps, kept):
+    found, filtered = drift.findings({"steps": steps}, "s")
+    assert bool(found) is kept, (found, filtered)
+    assert filtered == ({} if kept else {rule: 1})
+
+
+def test_the_audit_judges_the_live_objects_with_the_pack():
+    # the namespace's label lowered to baseline: the live JobSet's hostNetwork pods would now be refused
+    found = audit.findings(EDITED, "drift", ALL_POLICIES)
+    pod_security = [f for f in found if "pathways-pod-security" in f.what]
+    assert pod_security and all(f.severity == "high" and f.subject == "workload-train" for f in pod_security)
+    assert 'violates PodSecurity "baseline:latest": host namespaces' in pod_security[0].what
+    # untouched (the label as deployed), the same live objects pass it
+    quiet = copy.deepcopy(EDITED)
+    for s in quiet["steps"]:
+        if s["urn"].endswith("::workloads"):
+            s["newState"]["outputs"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "privileged"
+    assert not [f for f in audit.findings(quiet, "drift", ALL_POLICIES) if "pathways-pod-security" in f.what]
+
+
+def test_the_report_orders_by_severity_and_counts():
+    found = [Finding("low", "drift", "b", "x", "y"), Finding("high", "audit", "a", "x", "y")]
+    out = text(found, "s", ["drift"])
+    assert out.index("HIGH") < out.index("LOW") and out.rstrip().endswith("1 high, 1 low")
+    assert text([], "s", ["drift"]).splitlines()[1] == "no findings"
+
+
+def test_the_command_reads_a_refresh_preview_and_exits_3_on_findings(tmp_path, capsys):
+    stack_file = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.7.2", cluster=GROUPS_RBAC,
+                                                        runs={"submitters": [{"name": "r@example.com"}]},
+                                                        workloads=[{"name": "train", "image": "example.com/t:1", "slices": 1}]),
+                                  name="Pulumi.drift.yaml")
+    argv = ["verify", "--stack", "drift", "--config", str(stack_file), "--refresh-json", str(FIXTURE)]
+    assert offline_main(argv) == 3
+    out = capsys.readouterr().out
+    assert "HIGH   drift: ValidatingAdmissionPolicyBinding guardrails-node-guard: deleted outside the stack" in out
+    assert "filtered: 4 change(s) by rule controller-filled-webhook-cert" in out
+    # the options the program declares are the plan's: no rule about them fires on the live objects
+    assert "pathways-jobset-lifecycle" not in out
+    assert offline_main([*argv, "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["stack"] == "drift" and doc["filtered"] == {"controller-filled-webhook-cert": 4}
+    assert {f["area"] for f in doc["findings"]} == {"drift", "audit"}
+    broken = tmp_path / "broken.json"
+    broken.write_text("{\"steps\": 3}")
+    assert offline_main(["verify", "--stack", "drift", "--config", str(stack_file), "--refresh-json", str(broken)]) == 2
+    assert "no steps; give the output of `pulumi refresh --preview-only --json`" in capsys.readouterr().err
