@@ -44,7 +44,7 @@ def pulumi_step(job):
 
 
 def test_workflows_and_dependabot_pass_their_schemas():
-    assert [p.name for p in WORKFLOWS] == ["deploy.yml", "pull-request.yml", "pulumi-stack.yml"]
+    assert [p.name for p in WORKFLOWS] == ["deploy.yml", "pull-request.yml", "pulumi-stack.yml", "verify.yml"]
     for schema, files in (("vendor.github-workflows", WORKFLOWS), ("vendor.dependabot", [ROOT / ".github" / "dependabot.yml"])):
         proc = subprocess.run(
             [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, files)],
@@ -119,6 +119,23 @@ def test_identities_only_inside_their_stacks_environment():
             if "steps" in job:  # only reusable-workflow calls get cloud identities
                 assert job.get("permissions", {}).get("id-token") != "write", (other, name)
                 assert "google-github-actions/auth" not in yaml.safe_dump(job), (other, name)
+
+
+def test_the_daily_verify_is_read_only_in_each_stacks_preview_environment():
+    wf = load("verify.yml")
+    assert set(wf["on"]) == {"schedule", "workflow_dispatch"} and wf["permissions"] == {"contents": "read"}
+    (job,) = wf["jobs"].values()
+    assert job["strategy"]["matrix"]["stack"] == STACKS  # the stacks CI previews and deploys
+    assert job["environment"] == "${{ format('{0}-preview', matrix.stack) }}"  # the preview identity, main only
+    auth = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("google-github-actions/auth@"))
+    assert auth["with"]["service_account"] == "${{ vars.GCP_SERVICE_ACCOUNT }}"
+    run = "\n".join(s.get("run", "") for s in job["steps"])
+    # Pulumi's refresh preview only: no up, no refresh that writes, no apply
+    assert "infra.offline verify --stack \"$STACK\" --live" in run
+    assert not re.search(r"pulumi (up|refresh|destroy|import)\b", run)
+    cli = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@"))
+    assert "command" not in cli["with"] and cli["with"]["pulumi-version"] == "${{ env.PULUMI_VERSION }}"
+    assert wf["env"]["PULUMI_VERSION"] == load("pulumi-stack.yml")["env"]["PULUMI_VERSION"]
 
 
 # A pull request previews in `<stack>-pull-request`, the preview before a deploy runs in `<stack>-preview`

@@ -9,12 +9,11 @@ and Pulumi applies every object server-side: a version bump updates the CRD in t
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.manifests.controller_charts import as_applied
 from components.manifests.guardrails import psa_labels
 
 
@@ -34,14 +33,6 @@ def install_chart(parent: pulumi.Resource, name: str, *, namespace: str, pod_sec
         namespace=namespace,
         skip_crds=False,  # the CRDs are among the chart's objects: applied and upgraded with it
         values=values,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[ns], transforms=[_as_applied]),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[ns]),
     )
 
-
-def _as_applied(args: pulumi.ResourceTransformArgs) -> Optional[pulumi.ResourceTransformResult]:
-    """Each object the chart renders, as controller_charts.as_applied says (the offline render applies the same)."""
-    if args.type_ != "kubernetes:core/v1:Secret":
-        return None
-    given = dict(args.props)
-    props = as_applied(given)
-    return None if props is given else pulumi.ResourceTransformResult(props=props, opts=args.opts)

@@ -130,15 +130,3 @@ KUEUE = ControllerChart("kueue", "kueue-system", CONTROLLER_NAMESPACE_LEVEL, "re
 LWS = ControllerChart("lws", "lws-system", CONTROLLER_NAMESPACE_LEVEL, "registry.k8s.io/lws/lws", _lws_values)
 CHARTS = {c.release: c for c in (JOBSET, KUEUE, LWS)}
 
-
-def as_applied(obj: dict[str, Any]) -> dict[str, Any]:
-    """A chart object as the stack applies it. The JobSet chart (v0.12.0 templates/internalcert/secret.yaml) renders its
-    webhook certificate Secret with empty ca.crt, ca.key, tls.crt and tls.key, which the controller's certificate
-    rotator fills: applied as rendered, Pulumi owns those keys, so a refresh finds them changed and the next
-    `pulumi up` replaces the Secret (a Secret's data is replaced, not patched), taking the webhook's certificate away.
-    Applied without its empty data, the rotator's keys are the rotator's (Kueue's and LWS's charts render theirs so)."""
-    meta = obj.get("metadata") or {}
-    data = obj.get("data")
-    if obj.get("kind") == "Secret" and str(meta.get("name", "")).endswith("-webhook-server-cert") and data and not any(data.values()):
-        return {k: v for k, v in obj.items() if k != "data"}
-    return obj

@@ -31,7 +31,6 @@ from typing import Any
 import yaml
 
 from components.constants import HELM_CHART
-from components.manifests.controller_charts import as_applied
 from infra.offline.engine import Plan, Registration
 from infra.offline.stackfile import PROJECT_ROOT, SECRET
 
@@ -165,7 +164,7 @@ def render_chart(path: Path, release: str, namespace: str, values: dict[str, Any
     """Every object the chart at `path` creates, in the order Helm writes them (crds/ first), namespaced as Pulumi
     namespaces them."""
     objects = _expand(path, release, namespace, values)
-    objects = [as_applied(o) for o in objects if HOOK_ANNOTATION not in ((o.get("metadata") or {}).get("annotations") or {})]
+    objects = [o for o in objects if HOOK_ANNOTATION not in ((o.get("metadata") or {}).get("annotations") or {})]
     crd_scopes = {(o["spec"]["group"], o["spec"]["names"]["kind"]): o["spec"].get("scope", "")
                   for o in objects if o.get("kind") == "CustomResourceDefinition"}
     for o in objects:

@@ -114,8 +114,9 @@ def _finished_jobset(step: Step, path: str, _: list[Step]) -> bool:
 
 
 BENIGN = (
-    BenignRule("controller-filled-webhook-cert", "a controller's certificate rotator fills its webhook Secret's data "
-               "(applied without it since this release: components/manifests/controller_charts.py as_applied)", _webhook_cert),
+    BenignRule("controller-filled-webhook-cert", "the JobSet chart (v0.12.0 templates/internalcert/secret.yaml) renders its "
+               "webhook Secret with empty ca.crt, ca.key, tls.crt and tls.key, which the controller's certificate rotator "
+               "fills", _webhook_cert),
     BenignRule("autoscaler-owned-replicas", "the HorizontalPodAutoscaler of serve.autoscale sets the LeaderWorkerSet's replicas",
                _hpa_replicas),
     BenignRule("cluster-autoscaler-node-count", "GKE's cluster autoscaler sizes an autoscaled node pool", _autoscaled_pool),
