@@ -30,7 +30,8 @@ def test_each_out_of_band_edit_is_a_finding_with_old_new_who_and_the_fix():
     cq = by_subject["ClusterQueue kueue-clusterqueue-pathways"]
     assert cq.severity == "medium"
     assert cq.what.startswith("spec.queueingStrategy: BestEffortFIFO -> StrictFIFO, by kubectl-patch (update at 2026-12-06T")
-    assert "`pulumi up --refresh --stack drift` puts back BestEffortFIFO" in cq.fix and "field conflict" in cq.fix
+    assert ("`pulumi up --refresh --stack drift --target 'urn:pulumi:drift::pathways::pathways:k8s:Kueue$kubernetes:kueue.x-k8s.io"
+            "/v1beta2:ClusterQueue::kueue-clusterqueue-pathways'` puts back BestEffortFIFO") in cq.fix and "field conflict" in cq.fix
     binding = by_subject["ValidatingAdmissionPolicyBinding guardrails-node-guard"]
     assert binding.severity == "high" and binding.what == "deleted outside the stack (the refresh finds it gone)"
     ns = by_subject["Namespace workloads"]

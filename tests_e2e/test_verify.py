@@ -52,12 +52,13 @@ def test_verify_finds_nothing_on_an_untouched_stack_and_each_out_of_band_edit_af
         audited = [f for f in report["findings"] if f["area"] == "audit"]
         assert audited and all("pathways-pod-security" in f["what"] for f in audited), audited
         print(f"[verify] after three edits: {len(drift)} drift and {len(audited)} audit finding(s)")
+        targets = [f["fix"].split("--target '", 1)[1].split("'", 1)[0] for f in drift.values()]
     finally:
         # the fix as the findings say: undo the edits (their managers then hold the stack's own values), re-apply
         cluster.kubectl("patch", "clusterqueue", "pathways", "--type", "merge", "-p", json.dumps({"spec": {"queueingStrategy": "BestEffortFIFO"}}))
         cluster.kubectl("label", "namespace", "pathways", "pod-security.kubernetes.io/enforce=privileged", "--overwrite")
-        up = deployed.run.cli("up", "--refresh", "--yes", "--skip-preview")
-        assert up.returncode == 0, up.output[-3000:]
+    up = deployed.run.cli("up", "--refresh", "--yes", "--skip-preview", *(a for t in targets for a in ("--target", t)))
+    assert up.returncode == 0, up.output[-3000:]
     code, report, _ = verify(cluster, deployed)
     assert (code, report["findings"]) == (0, []), report["findings"]
     assert cluster.get("validatingadmissionpolicybinding", "pathways-nodes-reserved")["spec"]["policyName"] == "pathways-nodes-reserved"

@@ -7,7 +7,9 @@ only the fields the stack applied: what controllers and the API server set besid
 Verified on the real CLI and provider against the local control plane (tests_e2e/test_verify.py).
 
 Each change becomes a finding: what changed, old -> new, who changed it (the object's managedFields name the
-field's manager now) and the fix. Known benign changes are filtered by rule (BENIGN), each rule tested.
+field's manager now) and the fix, an up of that resource alone (`--target`: a whole `pulumi up --refresh` would
+also re-apply what a benign rule let pass, such as the JobSet chart's webhook Secret, which it would replace).
+Known benign changes are filtered by rule (BENIGN), each rule tested.
 """
 
 from __future__ import annotations
@@ -166,10 +168,11 @@ def findings(preview: dict[str, Any], stack: str) -> tuple[list[Finding], dict[s
             if rule is not None:
                 filtered[rule.name] = filtered.get(rule.name, 0) + 1
                 continue
+            target = f"pulumi up --refresh --stack {stack} --target '{step.urn}'"
             if step.op == "delete":
                 out.append(Finding(severity(step.type), "drift", subject, "deleted outside the stack (the refresh finds it gone)",
-                                   f"`pulumi up --refresh --stack {stack}` makes it again (the refresh drops it from the state); "
-                                   "if it should stay gone, remove what declares it from the stack file"))
+                                   f"`{target}` makes it again (the refresh drops it from the state); if it should stay gone, "
+                                   "remove what declares it from the stack file"))
                 break
             parts = path_parts(path)
             who = changed_by(step.new, parts)
@@ -178,6 +181,6 @@ def findings(preview: dict[str, Any], stack: str) -> tuple[list[Finding], dict[s
             undo = f"undo it (its field manager now is {who.split(' ')[0]}, so the stack's apply stops at a field conflict until " \
                    "then), then " if who else ""
             out.append(Finding(severity(step.type), "drift", subject, changed,
-                               f"{undo}`pulumi up --refresh --stack {stack}` puts back {old}; to keep {new}, write it into "
+                               f"{undo}`{target}` puts back {old}; to keep {new}, write it into "
                                f"stacks/Pulumi.{stack}.yaml (review it in a pull request) and `pulumi up`"))
     return out, filtered
