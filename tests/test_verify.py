@@ -120,3 +120,16 @@ def test_the_command_reads_a_refresh_preview_and_exits_3_on_findings(tmp_path, c
     broken.write_text("{\"steps\": 3}")
     assert offline_main(["verify", "--stack", "drift", "--config", str(stack_file), "--refresh-json", str(broken)]) == 2
     assert "no steps; give the output of `pulumi refresh --preview-only --json`" in capsys.readouterr().err
+
+
+def test_a_finding_a_reviewer_accepted_is_silenced_until_its_date(tmp_path):
+    from infra.verify.command import acknowledged
+
+    (tmp_path / "verify.s.json").write_text(json.dumps([
+        {"subject": "ClusterQueue pathways", "why": "a StrictFIFO trial", "until": "2026-12-31"},
+        {"subject": "Namespace workloads", "why": "old", "until": "2026-11-30"}]))
+    assert [a["subject"] for a in acknowledged("s", "2026-12-06", tmp_path)] == ["ClusterQueue pathways"]
+    assert acknowledged("other", "2026-12-06", tmp_path) == []
+    (tmp_path / "verify.s.json").write_text(json.dumps([{"subject": "x"}]))
+    with pytest.raises(Exception, match="a list of {subject, why, until: YYYY-MM-DD}"):
+        acknowledged("s", "2026-12-06", tmp_path)

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,18 +85,42 @@ def _declared(args: argparse.Namespace) -> Any:
         raise StackFileError(str(e)) from None
 
 
+ACKNOWLEDGED = Path(__file__).resolve().parents[2] / "policies"
+
+
+def acknowledged(stack: str, today: str, directory: Path = ACKNOWLEDGED) -> list[dict[str, str]]:
+    """policies/verify.<stack>.json: findings a reviewer accepted for a while, [{subject, why, until: YYYY-MM-DD}];
+    an entry past its date no longer applies. Reviewed in a pull request, as the policy config is."""
+    path = directory / f"verify.{stack}.json"
+    if not path.exists():
+        return []
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise StackFileError(f"{shown(path)}: not JSON ({e})") from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and {"subject", "why", "until"} <= set(e) for e in entries):
+        raise StackFileError(f"{shown(path)}: a list of {{subject, why, until: YYYY-MM-DD}}, one a finding accepted for a while")
+    return [e for e in entries if str(e["until"]) >= today]
+
+
 def verify_command(args: argparse.Namespace) -> int:
     from policies.rules import ALL_POLICIES
 
     preview = _refresh_preview(args)
     found, filtered = drift.findings(preview, args.stack)
     found += audit.findings(preview, args.stack, ALL_POLICIES, load_policy_config(stack_policy_config(args.stack)), _declared(args))
+    accepted = acknowledged(args.stack, time.strftime("%Y-%m-%d", time.gmtime()))
+    silenced = [f for f in found if any(a["subject"] == f.subject for a in accepted)]
+    found = [f for f in found if f not in silenced]
     checked = ["drift (pulumi refresh --preview-only)", "audit (the policy pack on the live objects)"]
     if args.json:
         doc = json.loads(to_json(found, args.stack, checked))
-        sys.stdout.write(json.dumps({**doc, "filtered": filtered}, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps({**doc, "filtered": filtered, "acknowledged": [f.to_json() for f in silenced]}, indent=2, sort_keys=True) + "\n")
     else:
         sys.stdout.write(text(found, args.stack, checked))
         for rule, n in sorted(filtered.items()):
             print(f"filtered: {n} change(s) by rule {rule} (known benign: docs/operating.md)")
+        for f in silenced:
+            why = next(a for a in accepted if a["subject"] == f.subject)
+            print(f"acknowledged until {why['until']}: {f.subject}: {f.what} ({why['why']}; policies/verify.{args.stack}.json)")
     return EXIT_FINDINGS if found else 0
