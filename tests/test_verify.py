@@ -133,3 +133,44 @@ def test_a_finding_a_reviewer_accepted_is_silenced_until_its_date(tmp_path):
     (tmp_path / "verify.s.json").write_text(json.dumps([{"subject": "x"}]))
     with pytest.raises(Exception, match="a list of {subject, why, until: YYYY-MM-DD}"):
         acknowledged("s", "2026-12-06", tmp_path)
+
+
+def _registry(answers: dict[str, str]):
+    def fetch(url: str):
+        for suffix, body in answers.items():
+            if url.endswith(suffix):
+                return body
+        return None
+    return fetch
+
+
+def test_upstream_lists_each_pin_behind_its_newest_release_and_what_the_registry_says_of_it():
+    from components.model.config import load
+    from infra.verify import upstream
+
+    cfg = load({k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion="jax-0.7.2").items() if k.startswith("pathways:")}
+               | {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "s")
+    pins = {p.name: p for p in upstream.pins(cfg)}
+    assert pins["Kueue"].version == cfg.kubernetes.kueue.version and pins["Kueue"].package == "sigs.k8s.io/kueue"
+    assert "LeaderWorkerSet" not in pins  # no serve workload: the stack installs no LWS
+    assert pins["pulumi-kubernetes SDK"].version == "4.25.0"  # requirements.lock
+    fetch = _registry({
+        "sigs.k8s.io/kueue/@v/list": "v0.19.2\nv0.21.1\nv0.20.0\nv0.22.0-rc.1\n",
+        "sigs.k8s.io/kueue/@v/v0.21.1.mod": "module sigs.k8s.io/kueue\n",
+        "sigs.k8s.io/jobset/@v/list": "v0.11.0\n",  # a partial mirror: older than the pin
+        "github.com/pulumi/pulumi/pkg/v3/@v/list": f"{pins['pulumi CLI'].version}\n",
+        f"github.com/pulumi/pulumi/pkg/v3/@v/{pins['pulumi CLI'].version}.mod": "// Deprecated: use github.com/pulumi/pulumi/pkg/v4\nmodule x\n",
+        "pypi/pulumi-kubernetes/json": json.dumps({"info": {"version": "4.25.0", "classifiers": []},
+                                                   "releases": {"4.25.0": [{"yanked": True}]}}),
+        "pypi/pulumi/json": json.dumps({"info": {"version": "4.0.0", "classifiers": []}, "releases": {}}),
+    })
+    found = {f.subject: f for f in upstream.findings(cfg, fetch)}
+    kueue = found[f"Kueue {cfg.kubernetes.kueue.version}"]
+    assert kueue.severity == "medium" and kueue.what == "sigs.k8s.io/kueue 0.21.1 is out (2 minor release(s) ahead)"  # no rc
+    assert "pathways:kubernetes.kueue.version" in kueue.fix
+    assert found["JobSet 0.12.0"].severity == "info" and "older than the pin" in found["JobSet 0.12.0"].what
+    assert found["pulumi-kubernetes SDK 4.25.0"].what == "4.25.0 is yanked on PyPI" and found["pulumi-kubernetes SDK 4.25.0"].severity == "high"
+    # on the newest release, but deprecated: said, high
+    (cli,) = [f for s, f in found.items() if s.startswith("pulumi CLI")]
+    assert cli.severity == "high" and "the module is deprecated: use github.com/pulumi/pulumi/pkg/v4" in cli.what
+    assert found["GKE version"].what.startswith("not checked here")

@@ -2,11 +2,13 @@
 
     python -m infra.offline verify --stack S --live [--json]               # runs `pulumi refresh --preview-only --json`
     python -m infra.offline verify --stack S --refresh-json FILE [--json]  # reads that output (a workflow's step)
+    python -m infra.offline verify --stack S --upstream                    # the pins beside their newest releases
 
 Drift (infra/verify/drift.py: what changed, old -> new, who, the fix; benign changes filtered by rule) and the
-audit (infra/verify/audit.py: the policy pack on the live objects). Read-only: the refresh is a preview, nothing is
-written to the state or the cluster. Exit status: 0 no finding; 3 findings (listed); 2 invalid input or a refresh
-that failed.
+audit (infra/verify/audit.py: the policy pack on the live objects), upstream releases (infra/verify/upstream.py).
+Read-only: the refresh is a preview, nothing is
+written to the state or the cluster. Exit status: 0 nothing but info; 3 findings (listed); 2 invalid input or a
+refresh that failed.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from infra.offline.policy_runner import load_policy_config, stack_policy_config
 from infra.offline.stackfile import StackFileError, shown
-from infra.verify import audit, drift
+from infra.verify import audit, drift, upstream
 from infra.verify.findings import text, to_json
 
 EXIT_FINDINGS = 3
@@ -32,12 +34,14 @@ EXIT_FINDINGS = 3
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("verify", help="check the live stack: drift since `pulumi up` and the policy pack on the live objects",
                        description=(__doc__ or "").split("\n\n", 2)[2].strip(), formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="exit status: 0 no finding; 3 findings; 2 invalid input or a refresh that failed")
+                       epilog="exit status: 0 nothing but info; 3 findings; 2 invalid input or a refresh that failed")
     p.add_argument("--stack", required=True, help="the stack (its policies/config.<stack>.json applies to the audit)")
     p.add_argument("--config", type=Path, help="its stack file (default stacks/Pulumi.<stack>.yaml): the options the program declares")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--live", action="store_true", help="run `pulumi refresh --preview-only --json --stack S` (pulumi on PATH or $PULUMI)")
     src.add_argument("--refresh-json", type=Path, metavar="FILE", help="the output of `pulumi refresh --preview-only --json` ('-': stdin)")
+    p.add_argument("--upstream", action="store_true", help=(
+        "also compare every pin with the newest release its registry offers (the Go module proxy, PyPI; the network)"))
     p.add_argument("--json", action="store_true", help="{stack, checked, findings: [{severity, area, subject, what, fix}], filtered}")
 
 
@@ -68,6 +72,14 @@ def _refresh_preview(args: argparse.Namespace) -> dict[str, Any]:
     if errors:
         raise StackFileError(f"{where}: the refresh failed: {' '.join(m.strip() for m in errors)[:800]}")
     return doc
+
+
+def _model(args: argparse.Namespace) -> Any:
+    from components.model.config import load
+    from infra.offline.stackfile import load_config, raw_values, stack_path
+
+    config, secret_keys = load_config(args.config or stack_path(args.stack))
+    return load(raw_values(config), args.stack, frozenset(secret_keys))
 
 
 def _declared(args: argparse.Namespace) -> Any:
@@ -106,13 +118,20 @@ def acknowledged(stack: str, today: str, directory: Path = ACKNOWLEDGED) -> list
 def verify_command(args: argparse.Namespace) -> int:
     from policies.rules import ALL_POLICIES
 
-    preview = _refresh_preview(args)
-    found, filtered = drift.findings(preview, args.stack)
-    found += audit.findings(preview, args.stack, ALL_POLICIES, load_policy_config(stack_policy_config(args.stack)), _declared(args))
+    if not (args.live or args.refresh_json or args.upstream):
+        raise StackFileError("verify what? --live (or --refresh-json FILE) for drift and audit, --upstream for releases")
+    found, filtered, checked = [], {}, []
+    if args.live or args.refresh_json:
+        preview = _refresh_preview(args)
+        found, filtered = drift.findings(preview, args.stack)
+        found += audit.findings(preview, args.stack, ALL_POLICIES, load_policy_config(stack_policy_config(args.stack)), _declared(args))
+        checked += ["drift (pulumi refresh --preview-only)", "audit (the policy pack on the live objects)"]
+    if args.upstream:
+        found += upstream.findings(_model(args))
+        checked.append("upstream releases")
     accepted = acknowledged(args.stack, time.strftime("%Y-%m-%d", time.gmtime()))
     silenced = [f for f in found if any(a["subject"] == f.subject for a in accepted)]
     found = [f for f in found if f not in silenced]
-    checked = ["drift (pulumi refresh --preview-only)", "audit (the policy pack on the live objects)"]
     if args.json:
         doc = json.loads(to_json(found, args.stack, checked))
         sys.stdout.write(json.dumps({**doc, "filtered": filtered, "acknowledged": [f.to_json() for f in silenced]}, indent=2, sort_keys=True) + "\n")
@@ -123,4 +142,5 @@ def verify_command(args: argparse.Namespace) -> int:
         for f in silenced:
             why = next(a for a in accepted if a["subject"] == f.subject)
             print(f"acknowledged until {why['until']}: {f.subject}: {f.what} ({why['why']}; policies/verify.{args.stack}.json)")
-    return EXIT_FINDINGS if found else 0
+    # upstream news alone (info) is no finding to act on today
+    return EXIT_FINDINGS if any(f.severity != "info" for f in found) else 0
