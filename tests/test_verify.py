@@ -7,6 +7,7 @@ trimmed to the resources it is about; tests_e2e/test_verify.py makes the same ed
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 from pathlib import Path
 
@@ -174,3 +175,100 @@ def test_upstream_lists_each_pin_behind_its_newest_release_and_what_the_registry
     (cli,) = [f for s, f in found.items() if s.startswith("pulumi CLI")]
     assert cli.severity == "high" and "the module is deprecated: use github.com/pulumi/pulumi/pkg/v4" in cli.what
     assert found["GKE version"].what.startswith("not checked here")
+
+
+# --- reservation and maintenance health (infra/verify/reservations.py) ----------------------------------------------
+
+RESERVATIONS = Path(__file__).parent / "fixtures" / "reservations"
+
+
+def _reserved_model(window=None, future=None):
+    from components.model.config import load
+
+    # a future reservation requests a whole reservation (no block path)
+    reservation = "pathways-prod-v5p" if future else "pathways-prod-v5p/reservationBlocks/prod-block-1"
+    group = {"name": "train", "tpu": "v5p-128", "count": 1, "reservation": reservation, **({"futureReservation": future} if future else {})}
+    cluster = {**GROUPS_RBAC, **({"maintenance": {"window": window}} if window else {})}
+    raw = config_with(pathwaysVersion="jax-0.7.2", slices=[group], cluster=cluster, gcp_zone="us-east5-a")
+    return load({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("pathways:")}
+                | {"project": "pathways-prod-123", "region": "us-east5", "zone": "us-east5-a"}, "prod")
+
+
+def _block(**changes):
+    doc = json.loads((RESERVATIONS / "v5p-block-ready.json").read_text())
+    return {**doc, **changes}
+
+
+WEEKEND = {"startTime": "2026-12-05T02:00:00Z", "endTime": "2026-12-05T10:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
+NOW = datetime.datetime(2026, 12, 6, 12, tzinfo=datetime.timezone.utc)
+
+
+def _maintenance(start: str, can_reschedule: bool = True) -> dict:
+    # the Compute API's GroupMaintenanceInfo with an UpcomingMaintenance (v1 reference), as a block's describe holds it
+    return {"reservationMaintenance": {"maintenancePendingCount": 16, "maintenanceOngoingCount": 0, "schedulingType": "GROUPED",
+                                       "upcomingGroupMaintenance": {"type": "SCHEDULED", "maintenanceStatus": "PENDING",
+                                                                    "canReschedule": can_reschedule, "windowStartTime": start,
+                                                                    "windowEndTime": start.replace("T0", "T1")}}}
+
+
+def test_a_healthy_block_with_maintenance_inside_the_window_is_quiet():
+    from infra.verify import reservations
+
+    model = _reserved_model(WEEKEND)
+    read = lambda group, what: _block(**_maintenance("2026-12-12T03:00:00Z")) if what == "block" else None  # noqa: E731 (a Saturday, 03:00)
+    assert reservations.findings(model, read, NOW) == []
+
+
+@pytest.mark.parametrize("doc,severity,text", [
+    (_block(healthInfo={"healthStatus": "DEGRADED"}), "high", "is DEGRADED, not HEALTHY"),
+    (_block(status="CREATING"), "high", "is CREATING, not READY"),
+    (_block(count="8"), "high", "has 8 hosts in all; the groups on it need 16"),
+    # a Wednesday 03:00: outside SA,SU 02:00-10:00
+    (_block(**_maintenance("2026-12-09T03:00:00Z")), "medium", "SCHEDULED pending from 2026-12-09 03:00 UTC, outside the stack's maintenance window"),
+])
+def test_what_a_reservation_block_says_of_the_stacks_slices_is_a_finding(doc, severity, text):
+    from infra.verify import reservations
+
+    found = reservations.findings(_reserved_model(WEEKEND), lambda group, what: doc if what == "block" else None, NOW)
+    assert [f.severity for f in found] == [severity], found
+    assert text in found[0].what, found[0].what
+
+
+def test_maintenance_that_can_move_says_how_and_one_that_cannot_says_to_checkpoint():
+    from infra.verify import reservations
+
+    (movable,) = reservations.findings(_reserved_model(WEEKEND), lambda g, w: _block(**_maintenance("2026-12-09T03:00:00Z")), NOW)
+    assert "gcloud compute reservations blocks perform-maintenance pathways-prod-v5p --block-name prod-block-1 --zone us-east5-a" in movable.fix
+    (fixed,) = reservations.findings(_reserved_model(WEEKEND), lambda g, w: _block(**_maintenance("2026-12-09T03:00:00Z", False)), NOW)
+    assert "cannot be moved" in fixed.fix
+
+
+@pytest.mark.parametrize("status,start,finding", [
+    ("PENDING_APPROVAL", "2026-12-10T00:00:00Z", "is PENDING_APPROVAL, 3 day(s) before its start 2026-12-10"),
+    ("PENDING_APPROVAL", "2027-01-20T00:00:00Z", None),  # weeks ahead: not yet a concern
+    ("APPROVED", "2026-12-10T00:00:00Z", None),
+    ("DECLINED", "2027-01-20T00:00:00Z", "is DECLINED: no TPUs come at 2027-01-20"),
+])
+def test_a_future_reservation_not_approved_near_its_start_or_declined_is_a_finding(status, start, finding):
+    from infra.verify import reservations
+
+    begins = datetime.datetime.fromisoformat(start.replace("Z", "+00:00"))
+    future = {"startTime": start, "endTime": (begins + datetime.timedelta(days=14)).isoformat().replace("+00:00", "Z")}
+    model = _reserved_model(WEEKEND, future)
+    # the Compute API's FutureReservation, as `gcloud compute future-reservations describe` prints it
+    doc = {"kind": "compute#futureReservation", "name": "pathways-prod-v5p", "status": {"procurementStatus": status},
+           "timeWindow": {"startTime": start, "endTime": future["endTime"]}}
+    found = reservations.findings(model, lambda g, w: doc if w == "future" else None, NOW)
+    assert [f.what for f in found if "future reservation" in f.what] == ([] if finding is None else [f"its future reservation {finding}"])
+
+
+def test_the_window_check_follows_the_rrule():
+    from infra.verify.reservations import in_window
+
+    def at(s: str) -> datetime.datetime:
+        return datetime.datetime.fromisoformat(s).replace(tzinfo=datetime.timezone.utc)
+    args = (WEEKEND["startTime"], WEEKEND["endTime"], WEEKEND["recurrence"])
+    assert in_window(at("2026-12-13T09:59:00"), *args) and not in_window(at("2026-12-13T10:00:00"), *args)
+    assert not in_window(at("2026-12-10T03:00:00"), *args)
+    assert in_window(at("2026-12-10T03:00:00"), "2026-12-05T02:00:00Z", "2026-12-05T06:00:00Z", "FREQ=DAILY")
+    assert in_window(at("2026-12-10T03:00:00"), "2026-12-05T02:00:00Z", "2026-12-05T06:00:00Z", "FREQ=MONTHLY;BYDAY=1SA") is None

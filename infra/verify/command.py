@@ -3,6 +3,7 @@
     python -m infra.offline verify --stack S --live [--json]               # runs `pulumi refresh --preview-only --json`
     python -m infra.offline verify --stack S --refresh-json FILE [--json]  # reads that output (a workflow's step)
     python -m infra.offline verify --stack S --upstream                    # the pins beside their newest releases
+    python -m infra.offline verify --stack S --reservations DIR            # blocks, maintenance, future reservations
 
 Drift (infra/verify/drift.py: what changed, old -> new, who, the fix; benign changes filtered by rule) and the
 audit (infra/verify/audit.py: the policy pack on the live objects), upstream releases (infra/verify/upstream.py).
@@ -20,12 +21,13 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from infra.offline.policy_runner import load_policy_config, stack_policy_config
 from infra.offline.stackfile import StackFileError, shown
-from infra.verify import audit, drift, upstream
+from infra.verify import audit, drift, reservations, upstream
 from infra.verify.findings import text, to_json
 
 EXIT_FINDINGS = 3
@@ -40,6 +42,8 @@ def add_parser(sub: Any) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--live", action="store_true", help="run `pulumi refresh --preview-only --json --stack S` (pulumi on PATH or $PULUMI)")
     src.add_argument("--refresh-json", type=Path, metavar="FILE", help="the output of `pulumi refresh --preview-only --json` ('-': stdin)")
+    p.add_argument("--reservations", type=Path, metavar="DIR", help=(
+        "reservation health from describes in DIR (<group>.block.json, <group>.future.json); with --live, read by gcloud"))
     p.add_argument("--upstream", action="store_true", help=(
         "also compare every pin with the newest release its registry offers (the Go module proxy, PyPI; the network)"))
     p.add_argument("--json", action="store_true", help="{stack, checked, findings: [{severity, area, subject, what, fix}], filtered}")
@@ -118,16 +122,22 @@ def acknowledged(stack: str, today: str, directory: Path = ACKNOWLEDGED) -> list
 def verify_command(args: argparse.Namespace) -> int:
     from policies.rules import ALL_POLICIES
 
-    if not (args.live or args.refresh_json or args.upstream):
-        raise StackFileError("verify what? --live (or --refresh-json FILE) for drift and audit, --upstream for releases")
+    if not (args.live or args.refresh_json or args.upstream or args.reservations):
+        raise StackFileError("verify what? --live (or --refresh-json FILE) for drift, audit and reservations, --reservations DIR, "
+                             "--upstream for releases")
     found, filtered, checked = [], {}, []
     if args.live or args.refresh_json:
         preview = _refresh_preview(args)
         found, filtered = drift.findings(preview, args.stack)
         found += audit.findings(preview, args.stack, ALL_POLICIES, load_policy_config(stack_policy_config(args.stack)), _declared(args))
         checked += ["drift (pulumi refresh --preview-only)", "audit (the policy pack on the live objects)"]
+    model = _model(args) if (args.upstream or args.reservations or args.live) else None
+    if model is not None and (args.reservations or (args.live and any(g.reservation for g in model.slices))):
+        read = reservations.read_files(args.reservations) if args.reservations else reservations.read_live(model)
+        found += reservations.findings(model, read, datetime.now(timezone.utc))
+        checked.append("reservation and maintenance health")
     if args.upstream:
-        found += upstream.findings(_model(args))
+        found += upstream.findings(model)
         checked.append("upstream releases")
     accepted = acknowledged(args.stack, time.strftime("%Y-%m-%d", time.gmtime()))
     silenced = [f for f in found if any(a["subject"] == f.subject for a in accepted)]
