@@ -215,7 +215,7 @@ def test_a_healthy_block_with_maintenance_inside_the_window_is_quiet():
     from infra.verify import reservations
 
     model = _reserved_model(WEEKEND)
-    read = lambda group, what: _block(**_maintenance("2026-12-12T03:00:00Z")) if what == "block" else None  # noqa: E731 (a Saturday, 03:00)
+    read = lambda group, what: _block(**_maintenance("2026-12-12T03:00:00Z")) if what == "block" else None  # a Saturday, 03:00
     assert reservations.findings(model, read, NOW) == []
 
 
