@@ -174,7 +174,7 @@ def test_upstream_lists_each_pin_behind_its_newest_release_and_what_the_registry
     # on the newest release, but deprecated: said, high
     (cli,) = [f for s, f in found.items() if s.startswith("pulumi CLI")]
     assert cli.severity == "high" and "the module is deprecated: use github.com/pulumi/pulumi/pkg/v4" in cli.what
-    assert found["GKE version"].what.startswith("not checked here")
+    assert "GKE version" not in found  # the cloud's, checked apart (gke_findings)
 
 
 # --- reservation and maintenance health (infra/verify/reservations.py) ----------------------------------------------
@@ -272,3 +272,23 @@ def test_the_window_check_follows_the_rrule():
     assert not in_window(at("2026-12-10T03:00:00"), *args)
     assert in_window(at("2026-12-10T03:00:00"), "2026-12-05T02:00:00Z", "2026-12-05T06:00:00Z", "FREQ=DAILY")
     assert in_window(at("2026-12-10T03:00:00"), "2026-12-05T02:00:00Z", "2026-12-05T06:00:00Z", "FREQ=MONTHLY;BYDAY=1SA") is None
+
+
+def test_the_release_channel_is_judged_against_what_gke_offers_today():
+    from components.model.cluster.cluster import CHANNEL_DEFAULT_MINOR
+    from components.model.config import load
+    from infra.verify import upstream
+
+    cfg = load({k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion="jax-0.7.2").items() if k.startswith("pathways:")}
+               | {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "s")
+    channel = cfg.cluster.release_channel.value
+    (unread,) = upstream.gke_findings(cfg, None)
+    assert unread.severity == "info" and "gcloud container get-server-config --location us-east5" in unread.fix
+    # the API's ServerConfig (GKE v1 reference: channels[] of channel, defaultVersion, validVersions)
+    same = {"channels": [{"channel": channel, "defaultVersion": f"{CHANNEL_DEFAULT_MINOR[channel]}.7-gke.1200000", "validVersions": []}]}
+    assert upstream.gke_findings(cfg, same) == []
+    moved = {"channels": [{"channel": channel, "defaultVersion": "1.99.1-gke.100", "validVersions": []}]}
+    (news,) = upstream.gke_findings(cfg, moved)
+    assert news.severity == "low" and f"the model's table says {CHANNEL_DEFAULT_MINOR[channel]}" in news.what
+    (gone,) = upstream.gke_findings(cfg, {"channels": []})
+    assert gone.severity == "high"

@@ -138,6 +138,7 @@ def verify_command(args: argparse.Namespace) -> int:
         checked.append("reservation and maintenance health")
     if args.upstream:
         found += upstream.findings(model)
+        found += upstream.gke_findings(model, upstream.server_config(model) if args.live else None)
         checked.append("upstream releases")
     accepted = acknowledged(args.stack, time.strftime("%Y-%m-%d", time.gmtime()))
     silenced = [f for f in found if any(a["subject"] == f.subject for a in accepted)]

@@ -8,7 +8,8 @@ offers (`verify --upstream`; the network, never the cloud).
   API (`info.version`; a pinned release yanked, or a project marked `Development Status :: 7 - Inactive`);
 - the Pulumi CLI the workflows run and the real-engine tier builds (tools/engines/pulumi/go.mod).
 
-The GKE version is the cloud's (`gcloud container get-server-config`): said as not checked here. Archival of a
+The GKE version is the cloud's (`gcloud container get-server-config`, read with --live): the stack's release
+channel's default against the model's table of what each channel creates clusters at. Archival of a
 repository (as the inference extension's endpoint picker was) shows only where its maintainers also mark the
 module deprecated or the project inactive; the finding says when the index lists nothing newer than the pin (a
 partial mirror answers so).
@@ -22,7 +23,7 @@ import re
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from infra.verify.findings import Finding
 
@@ -145,6 +146,37 @@ def findings(cfg: object, fetch: Fetch = fetch_url) -> list[Finding]:
             out.append(Finding(severity, "upstream", subject, f"{pin.package} {latest} is out ({behind} release(s) ahead)",
                                f"read its release notes (deprecations, API moves), then raise {pin.where} in a pull request; "
                                "the real-engine tier builds and runs what it pins"))
-    out.append(Finding("info", "upstream", "GKE version", "not checked here: the cloud's list of versions",
-                       "gcloud container get-server-config --location <region> (what the release channel offers)"))
     return out
+
+
+def gke_findings(cfg: object, server_config: Optional[dict[str, Any]]) -> list[Finding]:
+    """The stack's release channel as GKE offers it today (`gcloud container get-server-config --format=json`: the API's
+    ServerConfig, channels[] of {channel, defaultVersion, validVersions}) against the minor the model says the channel
+    creates clusters at (components/model/cluster/cluster.py CHANNEL_DEFAULT_MINOR, read from GKE's release notes)."""
+    from components.model.cluster.cluster import CHANNEL_DEFAULT_MINOR
+
+    channel = str(getattr(cfg.cluster.release_channel, "value", cfg.cluster.release_channel))  # type: ignore[attr-defined]
+    if server_config is None:
+        return [Finding("info", "upstream", "GKE version", "not checked: the cloud's list of versions was not read (--live reads it)",
+                        f"gcloud container get-server-config --location {cfg.region} --format=json")]  # type: ignore[attr-defined]
+    offered = next((c for c in server_config.get("channels") or [] if isinstance(c, dict) and c.get("channel") == channel), None)
+    if offered is None:
+        return [Finding("high", "upstream", f"GKE {channel}", f"GKE offers no {channel} channel in {cfg.region}",  # type: ignore[attr-defined]
+                        "pick an offered channel (cluster.releaseChannel)")]
+    default = str(offered.get("defaultVersion") or "")
+    minor = ".".join(default.split(".")[:2])
+    known = CHANNEL_DEFAULT_MINOR.get(channel)
+    if known and minor and minor != known:
+        return [Finding("low", "upstream", f"GKE {channel}", f"creates clusters at {default} now; the model's table says {known}",
+                        "update CHANNEL_DEFAULT_MINOR in components/model/cluster/cluster.py (its version rules read it), "
+                        "after GKE's release notes")]
+    return []
+
+
+def server_config(cfg: object) -> Optional[dict[str, Any]]:
+    """`gcloud container get-server-config` for the stack's region, or None when gcloud cannot read it."""
+    import subprocess
+
+    proc = subprocess.run(["gcloud", "container", "get-server-config", "--location", cfg.region, "--project",  # type: ignore[attr-defined]
+                           cfg.project, "--format=json"], capture_output=True, text=True, timeout=120)  # type: ignore[attr-defined]
+    return json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None
