@@ -114,6 +114,9 @@ def test_a_team_submitter_reaches_its_own_namespace_only():
     assert (w.namespace, w.local_queue, w.cluster_queue) == ("team-b", "runs-team-b", "team-b")
     jobset = runs_manifest.run_jobset(resolved, w, "bo@example.com")
     assert jobset["metadata"]["namespace"] == "team-b"
+    # the team's cost label on the JobSet and on every pod (GKE's cost allocation reads pod labels)
+    assert jobset["metadata"]["labels"]["pathways/team"] == "b"
+    assert {rj["template"]["spec"]["template"]["metadata"]["labels"]["pathways/team"] for rj in jobset["spec"]["replicatedJobs"]} == {"b"}
     assert _policy_admits(policies["pathways-runs-only-b"], "bo@example.com", [], "CREATE", jobset, None)
     # the same JobSet on another team's queue, or the stack's, is refused by b's policy
     for queue in ("runs-team-a", "runs-pathways"):

@@ -24,6 +24,7 @@ from components.model.resolved import HEAD_JOB, ResolvedStack, ResolvedWorkload
 from components.model.workloads.ports import PROXY_PORT, RM_EXTRA_PORT, RM_PORT, SIDECAR_PORT, WORKER_EXTRA_PORTS, WORKER_PORT
 from components.model.workloads.resilience import MTC_CSI_DRIVER, MTC_VOLUME
 from components.model.workloads.storage import GCSFUSE_ANNOTATION
+from components.model.workloads.teams import TEAM_LABEL
 from components.model.workloads.workload import SIDECAR_SHM_DIR, coordinator_label
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -295,7 +296,7 @@ def head_job(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
                 "completionMode": "Indexed",
                 "completions": 1,
                 "parallelism": 1,
-                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": pod_annotations(w, workers=False)}, "spec": pod},
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name, **team_labels(w)}, "annotations": pod_annotations(w, workers=False)}, "spec": pod},
             },
         },
     }
@@ -414,7 +415,7 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
                 "completionMode": "Indexed",
                 "completions": tpu.hosts,
                 "parallelism": tpu.hosts,
-                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name}, "annotations": pod_annotations(rw, workers=True)}, "spec": pod},
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name, **team_labels(rw)}, "annotations": pod_annotations(rw, workers=True)}, "spec": pod},
             },
         },
     }
@@ -448,6 +449,11 @@ def jobset(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     }
 
 
+def team_labels(w: ResolvedWorkload) -> dict[str, str]:
+    """pathways/team=<team> on a team's workload and its pods (pathways:teams): GKE's cost allocation splits by it."""
+    return {TEAM_LABEL: w.spec.team} if w.spec.team else {}
+
+
 def workload_metadata(w: ResolvedWorkload, annotations: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """A workload object's metadata (JobSet or LeaderWorkerSet): its name, namespace and labels."""
     return {
@@ -455,7 +461,7 @@ def workload_metadata(w: ResolvedWorkload, annotations: Optional[dict[str, str]]
         "namespace": w.namespace,
         **({"annotations": annotations} if annotations else {}),
         "labels": {
-            WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi",
+            WORKLOAD_LABEL: w.name, "app.kubernetes.io/managed-by": "pulumi", **team_labels(w),
             # Queued by Kueue: admitted all-or-nothing when its slices are free (manifests/kueue.py).
             **(queue_labels(w) if w.local_queue else {}),
         },
