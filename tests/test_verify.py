@@ -292,3 +292,21 @@ def test_the_release_channel_is_judged_against_what_gke_offers_today():
     assert news.severity == "low" and f"the model's table says {CHANNEL_DEFAULT_MINOR[channel]}" in news.what
     (gone,) = upstream.gke_findings(cfg, {"channels": []})
     assert gone.severity == "high"
+
+
+def test_the_audit_judges_the_gcp_half_from_its_live_outputs():
+    # A bucket made public outside the stack: pulumi-gcp's refresh reads the Bucket's live properties into its outputs
+    # (storage.Bucket: publicAccessPrevention "inherited" when no longer enforced, uniformBucketLevelAccess; the
+    # provider's schema and the Cloud Storage JSON API's iamConfiguration), and the pack's bucket rule judges them.
+    urn = "urn:pulumi:prod::pathways::pathways:gcp:ScratchBucket$gcp:storage/bucket:Bucket::scratch"
+    live = {"name": "pathways-prod-123-prod-pathways", "location": "US-EAST5", "uniformBucketLevelAccess": True,
+            "publicAccessPrevention": "inherited", "forceDestroy": False, "lifecycleRules": []}
+    preview = {"steps": [{"op": "update", "urn": urn, "detailedDiff": {"publicAccessPrevention": {"kind": "update"}},
+                          "oldState": {"type": "gcp:storage/bucket:Bucket", "urn": urn, "custom": True,
+                                       "outputs": {**live, "publicAccessPrevention": "enforced"}, "inputs": {}},
+                          "newState": {"type": "gcp:storage/bucket:Bucket", "urn": urn, "custom": True, "outputs": live}}]}
+    found = audit.findings(preview, "prod", ALL_POLICIES)
+    assert [(f.severity, f.subject, f.what) for f in found if "pathways-bucket-hardening" in f.what] == [
+        ("high", "scratch", 'pathways-bucket-hardening (mandatory): bucket pathways-prod-123-prod-pathways: set public_access_prevention = "enforced"')]
+    (change,) = drift.findings(preview, "prod")[0]
+    assert change.severity == "high" and change.what == "publicAccessPrevention: enforced -> inherited"
