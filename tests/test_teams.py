@@ -194,8 +194,26 @@ def test_the_plan_prints_each_teams_share_weight_budget_and_cost():
 
 
 def test_the_example_stack_declares_three_teams_that_plan():
+    from infra.offline.__main__ import _policies
+    from tests.conftest import example_plan
+
     config = example_config("teams")
-    assert len(config["pathways:teams"]) >= 2
+    plan = example_plan("teams")
+    queues = {r.input("metadata.name") for r in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")}
+    assert queues == {"pathways", *(f"team-{t['name']}" for t in config["pathways:teams"])} and len(queues) >= 3
+    assert [v for v in _policies(plan, None) if v.enforcement == "mandatory"] == []  # Verdict: OK
+
+
+def test_every_teams_kueue_object_passes_the_upstream_crd_schema():
+    # the ClusterQueues with weights, limits and a team group's cohort, and the Cohort object (no committed stack
+    # nests teams): the pinned Kueue v0.19.2 CRDs, unknown fields refused, and their CEL rules
+    from components.manifests import admission
+
+    stack = resolve(model())
+    made = [o for o in kueue_manifest.objects(stack) if o["kind"] in ("ClusterQueue", "Cohort", "LocalQueue")]
+    assert {o["kind"] for o in made} == {"ClusterQueue", "Cohort", "LocalQueue"}
+    reports = {f"{o['kind']}/{o['metadata']['name']}": admission.check_kueue(o) for o in made}
+    assert {k: [str(v) for v in r.violations] + r.notices for k, r in reports.items() if r.violations or r.notices} == {}
 
 
 # --- python -m infra.run: --team, the chip-hour report, the budget hold, why ------------------------------------

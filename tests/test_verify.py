@@ -310,3 +310,19 @@ def test_the_audit_judges_the_gcp_half_from_its_live_outputs():
         ("high", "scratch", 'pathways-bucket-hardening (mandatory): bucket pathways-prod-123-prod-pathways: set public_access_prevention = "enforced"')]
     (change,) = drift.findings(preview, "prod")[0]
     assert change.severity == "high" and change.what == "publicAccessPrevention: enforced -> inherited"
+
+
+def test_what_verify_cannot_read_is_one_line_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "train.block.json").write_text("{not json")
+    stack_file = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.7.2"), name="Pulumi.drift.yaml")
+    # no group of this stack is on a reservation: the broken file is never read
+    assert offline_main(["verify", "--stack", "drift", "--config", str(stack_file), "--reservations", str(tmp_path)]) == 0
+    assert offline_main(["verify", "--stack", "../etc", "--upstream"]) == 2
+    assert "--stack '../etc' is not a stack name" in capsys.readouterr().err
+    from infra.offline.stackfile import StackFileError
+    from infra.verify.reservations import read_files
+
+    with pytest.raises(StackFileError, match="not the JSON a `gcloud ... describe --format=json` prints"):
+        read_files(tmp_path)("train", "block")
+    assert offline_main(["verify", "--stack", "drift", "--config", str(stack_file)]) == 2
+    assert "verify what?" in capsys.readouterr().err

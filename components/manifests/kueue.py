@@ -116,11 +116,6 @@ def slice_quota(g: SliceGroup) -> dict[str, int]:
             TPU_RESOURCE: g.tpu.hosts * g.tpu.chips_per_vm}
 
 
-def team_owned(stack: ResolvedStack, g: SliceGroup) -> int:
-    """Slices of the group the teams own (pathways:teams): the stack's own ClusterQueue holds the rest."""
-    return sum(t.slices[g.name].slices for t in stack.teams if g.name in t.slices)
-
-
 def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
     """Per flavor: cpu (cores), memory (GiB) and TPU chips the pools provide, in flavor order."""
     head = machines.shape(stack.head_machine_type)
@@ -139,7 +134,7 @@ def own_quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
     """What the stack's own ClusterQueues hold: the pools' quotas less the slices the teams own (none without teams)."""
     q = quotas(stack)
     for g in stack.slices:
-        owned = min(team_owned(stack, g), stack.group_slices(g))
+        owned = min(stack.team_owned(g), stack.group_slices(g))
         if owned:
             q[flavor_name(g)] = {r: n - owned * slice_quota(g)[r] for r, n in q[flavor_name(g)].items()}
     return q

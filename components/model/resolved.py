@@ -252,6 +252,14 @@ class ResolvedStack:
     def team(self, name: Optional[str]) -> Optional[Team]:
         return next((t for t in self.teams if t.name == name), None) if name else None
 
+    def team_owned(self, group: SliceGroup) -> int:
+        """Slices of the group the teams own (pathways:teams): the stack's own ClusterQueue holds the rest."""
+        return sum(t.slices[group.name].slices for t in self.teams if group.name in t.slices)
+
+    def owned_chips(self, team: Team) -> int:
+        """TPU chips a team owns across the groups."""
+        return sum(team.slices[g.name].slices * g.tpu.chips for g in self.slices if g.name in team.slices)
+
     def team_run_queue(self, team: Team) -> str:
         """The LocalQueue in the team's namespace its runs use: one for every group (the team's ClusterQueue lists all)."""
         return run_queue(team.cluster_queue)

@@ -98,7 +98,7 @@ def report(kube: Kubectl, stack: ResolvedStack, start: float, end: float) -> lis
     for t in stack.teams:
         workloads = kube.items("workloads.kueue.x-k8s.io", t.team_namespace)
         used = sum(chip_seconds(w, start, end) for w in workloads) / 3600
-        owned = sum(share.slices * g.tpu.chips for g in stack.slices for name, share in t.slices.items() if name == g.name)
+        owned = stack.owned_chips(t)
         rows.append({"team": t.name, "namespace": t.team_namespace, "workloads": len(workloads), "chipHours": round(used, 2),
                      "budgetChipHours": t.chip_hours_per_month, "ownedChipHours": round(owned * hours, 2),
                      "overBudget": t.chip_hours_per_month is not None and used > t.chip_hours_per_month})

@@ -28,7 +28,7 @@ from typing import Any
 from infra.offline.policy_runner import load_policy_config, stack_policy_config
 from infra.offline.stackfile import StackFileError, shown
 from infra.verify import audit, drift, reservations, upstream
-from infra.verify.findings import text, to_json
+from infra.verify.findings import report, text
 
 EXIT_FINDINGS = 3
 
@@ -78,25 +78,38 @@ def _refresh_preview(args: argparse.Namespace) -> dict[str, Any]:
     return doc
 
 
-def _model(args: argparse.Namespace) -> Any:
+StackFile = tuple[Path, dict[str, Any], tuple[str, ...]]
+
+
+def _stack_file(args: argparse.Namespace) -> StackFile:
+    """The stack file (--config, or stacks/Pulumi.<stack>.yaml): its path, flat config and secret keys."""
+    from infra.offline.stackfile import STACK_NAME, load_config, stack_names, stack_path
+
+    if args.config is None and (not STACK_NAME.fullmatch(args.stack) or args.stack.startswith(".")):
+        raise StackFileError(f"--stack {args.stack[:60]!r} is not a stack name; use letters, digits, '-', '_', '.' "
+                             f"(stacks: {', '.join(stack_names())})")
+    path = args.config or stack_path(args.stack)
+    config, secret_keys = load_config(path)
+    return path, config, tuple(secret_keys)
+
+
+def _model(stack: str, source: StackFile) -> Any:
     from components.model.config import load
-    from infra.offline.stackfile import load_config, raw_values, stack_path
+    from infra.offline.stackfile import raw_values
 
-    config, secret_keys = load_config(args.config or stack_path(args.stack))
-    return load(raw_values(config), args.stack, frozenset(secret_keys))
+    _, config, secret_keys = source
+    return load(raw_values(config), stack, frozenset(secret_keys))
 
 
-def _declared(args: argparse.Namespace) -> Any:
+def _declared(stack: str, source: StackFile) -> Any:
     """The stack's offline plan, its charts' objects included: the resource options its program declares."""
     from infra.errors import InvalidStackConfig
     from infra.offline.charts import with_chart_objects
     from infra.offline.engine import run
-    from infra.offline.stackfile import load_config, stack_path
 
-    path = args.config or stack_path(args.stack)
-    config, secret_keys = load_config(path)
+    path, config, secret_keys = source
     try:
-        return with_chart_objects(run(config, args.stack, secret_keys, stacks_dir=path.parent))
+        return with_chart_objects(run(config, stack, secret_keys, stacks_dir=path.parent))
     except InvalidStackConfig as e:
         raise StackFileError(str(e)) from None
 
@@ -125,13 +138,14 @@ def verify_command(args: argparse.Namespace) -> int:
     if not (args.live or args.refresh_json or args.upstream or args.reservations):
         raise StackFileError("verify what? --live (or --refresh-json FILE) for drift, audit and reservations, --reservations DIR, "
                              "--upstream for releases")
+    source = _stack_file(args)
     found, filtered, checked = [], {}, []
     if args.live or args.refresh_json:
         preview = _refresh_preview(args)
         found, filtered = drift.findings(preview, args.stack)
-        found += audit.findings(preview, args.stack, ALL_POLICIES, load_policy_config(stack_policy_config(args.stack)), _declared(args))
+        found += audit.findings(preview, args.stack, ALL_POLICIES, load_policy_config(stack_policy_config(args.stack)), _declared(args.stack, source))
         checked += ["drift (pulumi refresh --preview-only)", "audit (the policy pack on the live objects)"]
-    model = _model(args) if (args.upstream or args.reservations or args.live) else None
+    model = _model(args.stack, source) if (args.upstream or args.reservations or args.live) else None
     if model is not None and (args.reservations or (args.live and any(g.reservation for g in model.slices))):
         read = reservations.read_files(args.reservations) if args.reservations else reservations.read_live(model)
         found += reservations.findings(model, read, datetime.now(timezone.utc))
@@ -144,8 +158,8 @@ def verify_command(args: argparse.Namespace) -> int:
     silenced = [f for f in found if any(a["subject"] == f.subject for a in accepted)]
     found = [f for f in found if f not in silenced]
     if args.json:
-        doc = json.loads(to_json(found, args.stack, checked))
-        sys.stdout.write(json.dumps({**doc, "filtered": filtered, "acknowledged": [f.to_json() for f in silenced]}, indent=2, sort_keys=True) + "\n")
+        doc = {**report(found, args.stack, checked), "filtered": filtered, "acknowledged": [f.to_json() for f in silenced]}
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     else:
         sys.stdout.write(text(found, args.stack, checked))
         for rule, n in sorted(filtered.items()):

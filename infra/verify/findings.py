@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -40,5 +39,6 @@ def text(findings: list[Finding], stack: str, checked: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(findings: list[Finding], stack: str, checked: list[str]) -> str:
-    return json.dumps({"stack": stack, "checked": checked, "findings": [f.to_json() for f in ordered(findings)]}, indent=2, sort_keys=True) + "\n"
+def report(findings: list[Finding], stack: str, checked: list[str]) -> dict[str, Any]:
+    """The report as `--json` prints it (beside what was filtered and acknowledged)."""
+    return {"stack": stack, "checked": checked, "findings": [f.to_json() for f in ordered(findings)]}

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 
 from components.model.capacity.reservations import ReservationRecordError, block_from_describe, block_problems, parse_path
 from components.model.cluster.cluster import parse_rrule
+from infra.offline.stackfile import StackFileError, shown
 from infra.verify.findings import Finding
 
 APPROVED = ("APPROVED", "COMMITTED", "PROCURING", "PROVISIONING", "FULFILLED")
@@ -37,10 +38,12 @@ Read = Callable[[str, str], Optional[dict[str, Any]]]
 
 
 def _time(text: Any) -> Optional[datetime]:
-    if not text:
+    """An RFC 3339 time as the API writes it; None when absent or not one."""
+    try:
+        t = datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+    except ValueError:
         return None
-    t = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return None if t is None else t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
 def in_window(t: datetime, start: str, end: str, recurrence: str) -> Optional[bool]:
@@ -116,7 +119,15 @@ def findings(cfg: Any, read: Read, now: datetime) -> list[Finding]:
 def read_files(directory: Path) -> Read:
     def read(group: str, what: str) -> Optional[dict[str, Any]]:
         path = directory / f"{group}.{what}.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise StackFileError(f"{shown(path)}: not the JSON a `gcloud ... describe --format=json` prints ({e})") from None
+        if not isinstance(doc, dict):
+            raise StackFileError(f"{shown(path)}: a describe is one JSON object")
+        return doc
     return read
 
 

@@ -47,9 +47,8 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", v.split("+")[0].split("-")[0])[:3])
 
 
-def _locked(name: str) -> Optional[str]:
-    lock = ROOT / "requirements.lock"
-    m = re.search(rf"^{re.escape(name)}==([^\s\\]+)", lock.read_text(), re.M) if lock.exists() else None
+def _locked(lock: str, name: str) -> Optional[str]:
+    m = re.search(rf"^{re.escape(name)}==([^\s\\]+)", lock, re.M)
     return m.group(1) if m else None
 
 
@@ -72,8 +71,10 @@ def pins(cfg: object) -> list[Pin]:
                     "pathways:kubernetes.inferencePoolVersion"),
                 Pin("vllm-tpu", "pypi", "vllm-tpu", RELEASES[tag].vllm, "components/model/workloads/vllm.py VLLM_IMAGE"),
                 Pin("tpu-inference", "pypi", "tpu-inference", RELEASES[tag].tpu_inference, "components/model/workloads/vllm.py RELEASES")]
+    lock_file = ROOT / "requirements.lock"
+    lock = lock_file.read_text() if lock_file.exists() else ""
     for name in ("pulumi", "pulumi-gcp", "pulumi-kubernetes", "pulumi-policy"):
-        version = _locked(name)
+        version = _locked(lock, name)
         if version:
             out.append(Pin(f"{name} SDK", "pypi", name, version, "requirements.txt (make lock)"))
     # the CLI the workflows and the real-engine tier run; the Kubernetes provider is the SDK's release (a pseudo-version

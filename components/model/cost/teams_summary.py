@@ -14,20 +14,19 @@ from components.model.workloads.teams import expected_shares
 def teams_summary(stack: ResolvedStack) -> Optional[dict[str, Any]]:
     if not stack.teams:
         return None
-    unowned = {g.name: stack.group_slices(g) - sum(t.slices[g.name].slices for t in stack.teams if g.name in t.slices)
-               for g in stack.slices}
+    unowned = {g.name: stack.group_slices(g) - stack.team_owned(g) for g in stack.slices}
     contention = {g.name: expected_shares(max(0, unowned[g.name]), [
         (t.name, t.slices[g.name].slices if g.name in t.slices else 0,
          t.slices[g.name].borrow if g.name in t.slices else None, t.weight) for t in stack.teams]) for g in stack.slices}
     teams = []
     for t in stack.teams:
-        groups, chips, monthly, priced = [], 0, 0.0, True
+        groups, monthly, priced = [], 0.0, True
+        chips = stack.owned_chips(t)
         for g in stack.slices:
             share = t.slices.get(g.name)
             owned = share.slices if share else 0
             groups.append({"group": g.name, "owned": owned, "borrow": share.borrow if share else None,
                            "lend": share.lend if share else None, "underContention": round(contention[g.name][t.name], 2)})
-            chips += owned * g.tpu.chips
             price, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
             if owned and price is None:
                 priced = False

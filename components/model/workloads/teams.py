@@ -17,7 +17,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from components.model.cluster.fleet import MULTIKUEUE_CHECK
-from components.model.common import _dns_label, _Model
+from components.model.common import MAX_TPU_POOLS, _dns_label, _Model
 from components.model.workloads.service import ServiceClient
 
 TEAM_LABEL = "pathways/team"
@@ -40,10 +40,10 @@ def _whole(v: Any) -> int:
 class TeamShare(_Model):
     """A team's part of one slice group."""
 
-    slices: int = Field(ge=0, description="Slices of the group the team owns (Kueue nominalQuota): whole slices.")
-    borrow: Optional[int] = Field(default=None, ge=0, description=(
+    slices: int = Field(ge=0, le=MAX_TPU_POOLS, description="Slices of the group the team owns (Kueue nominalQuota): whole slices.")
+    borrow: Optional[int] = Field(default=None, ge=0, le=MAX_TPU_POOLS, description=(
         "Slices beyond its own it may borrow from the cohort (borrowingLimit); absent, any idle slice."))
-    lend: Optional[int] = Field(default=None, ge=0, description=(
+    lend: Optional[int] = Field(default=None, ge=0, le=MAX_TPU_POOLS, description=(
         "Slices of its own it may lend while idle (lendingLimit); absent, all of them. Kueue reclaims lent slices "
         "when the team needs them (the borrower's workloads are preempted)."))
 
@@ -62,7 +62,7 @@ class Team(_Model):
         "Who submits the team's runs (users or Google groups): a Role in the team's namespace only."))
     shares_submitters_with: list[str] = Field(default_factory=list, max_length=MAX_TEAMS, description=(
         "Teams this one knowingly lists the same submitters as; a submitter in two teams without it is refused."))
-    slices: dict[str, TeamShare] = Field(default_factory=dict, description=(
+    slices: dict[str, TeamShare] = Field(default_factory=dict, max_length=MAX_TPU_POOLS, description=(
         "Slice group -> the team's share of it ({slices, borrow, lend}); a group not listed: none owned, and it "
         "may borrow that group's idle slices."))
     weight: float = Field(default=1.0, gt=0, le=1000, description=(
@@ -70,7 +70,7 @@ class Team(_Model):
         "in proportion to the weights."))
     priority: Literal["training", "interactive", "experiment"] = Field(default="experiment", description=(
         "The priority of the team's runs unless a run asks for another."))
-    chip_hours_per_month: Optional[int] = Field(default=None, ge=0, description=(
+    chip_hours_per_month: Optional[int] = Field(default=None, ge=0, le=10**9, description=(
         "The team's budget in TPU chip-hours a calendar month: the plan prices its nominal share against it and "
         "`python -m infra.run teams` reports use against it."))
     workers: list[str] = Field(default_factory=list, max_length=20, description=(
