@@ -8,7 +8,7 @@
     python -m infra.run why      --stack NAME RUN [-v] [--json]    (or --file JOBSET.yaml: would the cluster take it?)
     python -m infra.run profile  --stack NAME RUN [--duration 10s] [--token-file F]
     python -m infra.run notebook --stack NAME RUN [--port 8888]
-    python -m infra.run teams    --stack NAME [--month YYYY-MM] [--json]
+    python -m infra.run teams    --stack NAME [--month YYYY-MM] [--json] [--enforce]
 
 Every command but `teams` takes --team T: the team's namespace and queue (pathways:teams) instead of the stack's own.
 
@@ -44,8 +44,6 @@ EXIT_CLUSTER = 1
 EXIT_INVALID = 2
 
 
-
-
 def notebook_command(idle_stop_seconds: int) -> list[str]:
     """JupyterLab on the head's loopback; with an idle stop, Jupyter's own: kernels idle that long are culled (even
     with a browser tab open), then the server, without kernels or activity that long, exits 0 (jupyter_server 2.x
@@ -58,15 +56,11 @@ def notebook_command(idle_stop_seconds: int) -> list[str]:
             f"--MappingKernelManager.cull_interval={min(300, max(60, idle_stop_seconds // 4))}"]
 
 
-
-
 class _PlainDumper(yaml.SafeDumper):
     """YAML without anchors and aliases: the builders share dicts, a reader should not have to follow &id001."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
-
-
 
 
 def _stack(args: argparse.Namespace) -> Any:
