@@ -13,7 +13,10 @@ reads). For each slice group on a reservation block or sub-block, and each calen
   status.procurementStatus (the API's FutureReservationStatus: PENDING_APPROVAL, APPROVED, DECLINED, CANCELLED,
   PROCURING, PROVISIONING, FULFILLED, FAILED, ...) against its timeWindow.startTime: not approved a week before the
   start, or declined, cancelled or failed, is a finding.
-Read from files named <group>.block.json and <group>.future.json; `--live` reads them with gcloud.
+Read from files named <group>.block.json and <group>.future.json; `--live` reads them with gcloud (`compute
+reservations blocks|sub-blocks describe`, `compute future-reservations describe`: the gcloud reference's commands,
+not run here). The fix for movable maintenance is `gcloud compute reservations blocks perform-maintenance RESERVATION
+--block-name B --zone Z` (gcloud reference, GA; --scope all by default).
 """
 
 from __future__ import annotations
