@@ -101,6 +101,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
         master_authorized_networks=tuple((n.cidr_block, n.display_name) for n in c.master_authorized_networks),
         resource_labels={**protected_labels, **acknowledged}, gateway_api=bool(cfg.gateway_workloads), security_group=c.security_group,
         multi_tier_checkpointing=stack.mtc is not None, csi_drivers=stack.csi_drivers,
+        slice_controller=any(g.dynamic for g in stack.slices),
         k8s_tokens_via_dns=stack.fleet is not None and stack.fleet.internet_tokens,
     ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
@@ -123,7 +124,7 @@ def build(cfg: StackConfig) -> dict[str, object]:
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
             cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=stack.group_pools(g), capacity=g.capacity,
             reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
-            lanes=lanes, scale_to_zero=g.scale_to_zero, queued_provisioning=g.queued_provisioning,
+            lanes=lanes, scale_to_zero=g.scale_to_zero, queued_provisioning=g.queued_provisioning, sub_blocks=tuple(g.sub_blocks),
             workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
         ))
         for g in cfg.slices if stack.group_pools(g)

@@ -124,7 +124,7 @@ def test_a_nested_unknown_key_lists_its_own_section_keys():
         "pathways:cluster.systemPool.machinetype: unknown key; valid keys: machineType, minNodes, maxNodes"]
     msg = error(workloads=[{"name": "w", "image": "example.com/t:1", "imge": "x"}])
     line = next(line for line in msg.splitlines() if line.startswith("pathways:workloads[0].imge: "))
-    assert line.startswith("pathways:workloads[0].imge: unknown key; valid keys: name, mode, state, sliceGroup, team, slices, image,")
+    assert line.startswith("pathways:workloads[0].imge: unknown key; valid keys: name, mode, state, sliceGroup, team, slices, topology, image,")
     assert "--path" not in line
 
 

@@ -78,6 +78,9 @@ class GkeClusterArgs:
     """Enable GKE's Gateway API (standard channel: the GatewayClasses and the Gateway controller), which an
     inference gateway needs (GKE docs, "Deploy GKE Inference Gateway")."""
     multi_tier_checkpointing: bool = False
+    slice_controller: bool = False
+    """GKE's slice controller (dynamic slicing: it forms the Slices of a pool set; GKE "Use dynamic slicing",
+    --enable-slice-controller; the API's addonsConfig.sliceControllerConfig)."""
     """Enable the HighScaleCheckpointing add-on and the Cloud Storage FUSE CSI driver it requires (GKE's
     multi-tier checkpointing how-to; the API refuses the first without the second)."""
     csi_drivers: tuple[str, ...] = ()
@@ -186,7 +189,9 @@ class GkeCluster(pulumi.ComponentResource):
                     enabled=True) if "filestore" in args.csi_drivers else None,
                 lustre_csi_driver_config=gcp.container.ClusterAddonsConfigLustreCsiDriverConfigArgs(
                     enabled=True) if "lustre" in args.csi_drivers else None,
-            ) if args.multi_tier_checkpointing or args.csi_drivers else None,
+                slice_controller_config=gcp.container.ClusterAddonsConfigSliceControllerConfigArgs(
+                    enabled=True) if args.slice_controller else None,
+            ) if args.multi_tier_checkpointing or args.csi_drivers or args.slice_controller else None,
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=list(args.monitoring_components),
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),

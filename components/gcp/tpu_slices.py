@@ -55,6 +55,9 @@ def flex_start_autoscaling(tpu: TpuSlice) -> dict[str, Any]:
     return {"min_node_count": 0, "max_node_count": tpu.hosts, "location_policy": "ANY"}
 
 
+PROVISION_ONLY = "PROVISION_ONLY"
+
+
 def pool_name(group: str, index: int) -> str:
     """Deterministic pool name (GKE allows 40 characters; groups are at most 20)."""
     return f"tpu-{group}-{index}"
@@ -96,6 +99,9 @@ class TpuSliceGroupArgs:
     """Autoscale from 0 to the whole slice (flex-start pools always do)."""
     queued_provisioning: bool = False
     """Flex-start with queued provisioning: nodes only for ProvisioningRequests (Kueue's admission check makes them)."""
+    sub_blocks: tuple[str, ...] = ()
+    """A pool set (dynamic slicing): pool i takes the reservation's sub-block sub_blocks[i] whole, under a
+    provision-only workload policy, and GKE forms slices on the pools when workloads are admitted."""
     workload_metadata: str = "GKE_METADATA"
     """GCE_METADATA where serve workloads run: Google's JetStream-on-Pathways tutorial runs those pools without
     Workload Identity, its pods acting as the node service account (PLATFORM-FACTS §7)."""
@@ -116,8 +122,12 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 region=args.region,
                 # Resource policies are per project and region: the cluster name keeps stacks apart.
                 name=f"{args.cluster_name}-{args.group}"[:60].rstrip("-") + "-wp",  # names: at most 63
+                # A pool set's pools are provisioned as cubes and joined into slices later (PROVISION_ONLY: xpk
+                # nodepool.py ensure_resource_policy_exists for super-slicing; Cluster Toolkit resource-policy
+                # workload_policy.accelerator_topology_mode); a fixed slice's are linked at creation.
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-                    type="HIGH_THROUGHPUT", accelerator_topology=tpu.topology
+                    type="HIGH_THROUGHPUT", accelerator_topology=tpu.topology,
+                    accelerator_topology_mode=PROVISION_ONLY if args.sub_blocks else None,
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
@@ -137,7 +147,8 @@ class TpuSliceGroup(pulumi.ComponentResource):
             extra["reservation_affinity"] = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
                 consume_reservation_type="SPECIFIC_RESERVATION",
                 key="compute.googleapis.com/reservation-name",
-                values=[args.reservation],
+                # a pool set's pool takes one sub-block whole (xpk --reservation <r>/reservationBlocks/<b>/reservationSubBlocks/<s>)
+                values=[f"{args.reservation}/reservationSubBlocks/{args.sub_blocks[index]}" if args.sub_blocks else args.reservation],
             )
         elif flex:
             extra["flex_start"] = True

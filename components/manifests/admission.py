@@ -33,6 +33,7 @@ from referencing import Registry, Resource
 from components.manifests import pod_security
 from components.manifests.jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
 from components.model import quantity
+from components.model.capacity import dynamic_slicing
 from components.model.common import INT32_MAX
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -289,6 +290,29 @@ def check_semantics(obj: dict[str, Any], pools: Optional[list[PoolFacts]], repor
             _check_placement(base, ppath, rj, job, pod, containers, pools, report)
 
 
+def _check_formed_slice(base: str, topology: str, job: dict[str, Any], tpu: int, pool_hosts: int, report: Report) -> None:
+    """A worker template whose slice is formed on a pool set: what the slice controller's JobSet webhook refuses
+    (a topology it cannot parse; TPUs per pod x podset-slice-size other than the piece's chips) and Kueue's
+    (a slice size that does not divide the pods), and a slice larger than the pools it selects."""
+    path = f"{base}.template.metadata.annotations"
+    try:
+        shape = dynamic_slicing.parse(topology, sub_slicing=True, cubes=dynamic_slicing.MAX_CUBES)
+    except dynamic_slicing.TopologyError as e:
+        report.add("formed-slice", f"{path}[{dynamic_slicing.SLICE_TOPOLOGY_ANNOTATION}]", str(e))
+        return
+    annotations = job["template"]["metadata"]["annotations"]
+    size = annotations.get(dynamic_slicing.SLICE_SIZE)
+    parallelism = job.get("parallelism") or 0
+    if parallelism * tpu != shape.chips:
+        report.add("formed-slice", f"{base}.template.spec.parallelism",
+                   f"{parallelism} pods x {tpu} {TPU_RESOURCE} is not the {shape.chips} chips of {shape.topology}")
+    if size != str(shape.piece_hosts) or parallelism % shape.piece_hosts:
+        report.add("formed-slice", f"{path}[{dynamic_slicing.SLICE_SIZE}]",
+                   f"{size!r}: a {shape.topology} slice is formed of pieces of {shape.piece_hosts} hosts")
+    if parallelism > pool_hosts:
+        report.add("formed-slice", f"{base}.template.spec.parallelism", f"{parallelism} hosts; the pools it selects have {pool_hosts}")
+
+
 # The API server's Job validation (k8s v1.36 pkg/apis/batch/validation/validation.go, validatePodFailurePolicy):
 # rules the CRD's schema cannot say.
 def _check_pod_failure_policy(path: str, policy: dict[str, Any], pod: dict[str, Any], report: Report) -> None:
@@ -321,10 +345,13 @@ def _check_placement(base, ppath, rj, job, pod, containers, pools: list[PoolFact
     tpu_pools = [p for p in matches if p.chips_per_vm]
     if tpu and not tpu_pools:
         report.add("tpu-request", f"{ppath}.nodeSelector", "requests TPUs but selects no TPU pool")
+    formed = ((job.get("template") or {}).get("metadata") or {}).get("annotations", {}).get(dynamic_slicing.SLICE_TOPOLOGY_ANNOTATION)
+    if formed is not None and tpu_pools:
+        _check_formed_slice(base, formed, job, tpu, sum(p.hosts for p in tpu_pools), report)
     for p in tpu_pools:
         if tpu != p.chips_per_vm:
             report.add("tpu-request", f"{ppath}.containers", f"requests {tpu} {TPU_RESOURCE}; pool {p.name} has {p.chips_per_vm} chips per VM")
-        if job.get("parallelism") != p.hosts:
+        if formed is None and job.get("parallelism") != p.hosts:
             report.add("parallelism", f"{base}.template.spec.parallelism", f"{job.get('parallelism')} pods per slice; pool {p.name} has {p.hosts} hosts")
     if rj.get("name") == HEAD_JOB and tpu:
         report.add("tpu-request", f"{ppath}.containers", "the head pod must not request TPUs")

@@ -30,7 +30,7 @@ def service_access(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     """What a Shared Pathways Service's users paste (pathwaysutils 0.1.13 shared_pathways_service:
     run_workload's flags, isc_pathways.connect's arguments)."""
     address = f"{w.coordinator}:{RM_PORT}"
-    instance_type = w.group.tpu.instance_type
+    instance_type = w.tpu.instance_type
     command = (
         "python3 -m pathwaysutils.experimental.shared_pathways_service.run_workload "
         f"--cluster={stack.cluster_name} --project={stack.project} --region={stack.location} "

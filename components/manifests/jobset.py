@@ -17,6 +17,7 @@ from components.constants import (
     TPU_ACCELERATOR_LABEL,
 )
 from components.manifests import placement, storage
+from components.manifests.formed_slices import formed_slice_request
 from components.manifests.kueue_api import queue_labels
 from components.model.capacity.pools import Capacity
 from components.model.common import PROXY_RESOURCES, RESOURCE_MANAGER_RESOURCES
@@ -172,7 +173,7 @@ def resource_manager(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any
             f"--server_port={RM_PORT}",
             "--node_type=resource_manager",
             f"--instance_count={w.slices}",
-            f"--instance_type={w.group.tpu.instance_type}",
+            f"--instance_type={w.tpu.instance_type}",
             f"--gcs_scratch_location={stack.cache_location}",
         ],
         "env": [
@@ -315,7 +316,7 @@ def _storage_identity(w: ResolvedWorkload, pod: dict[str, Any], *, workers: bool
 
 
 def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
-    w, tpu = rw.spec, rw.group.tpu
+    w, tpu = rw.spec, rw.tpu
     args = [
         f"--server_port={WORKER_PORT}",
         f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
@@ -360,6 +361,9 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
     pools = placement.pool_affinity(rw.group)
     if pools is not None:
         pod["affinity"] = pools
+    slice_request = formed_slice_request(rw)
+    if slice_request:
+        pod["affinity"] = slice_request[1]
     if len(rw.rungs) > 1:
         # A capacity ladder: the workers may run on any rung, and Kueue picks one (the first flavor in the ClusterQueue's
         # order with room) and writes that flavor's nodeLabels (its slice group) and tolerations into the template on
@@ -406,7 +410,8 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
         "name": rw.worker_job,
         "replicas": rw.slices,
         "template": {
-            "metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}},
+            # a slice of its own node pool each; slices formed on a pool set share its cubes' pools instead
+            **({} if slice_request else {"metadata": {"annotations": {EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}}}),
             "spec": {
                 "backoffLimit": rw.worker_backoff_limit,
                 # An elastic workload keeps running without the slice: its disrupted worker is replaced when the
@@ -415,7 +420,8 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
                 "completionMode": "Indexed",
                 "completions": tpu.hosts,
                 "parallelism": tpu.hosts,
-                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name, **team_labels(rw)}, "annotations": pod_annotations(rw, workers=True)}, "spec": pod},
+                "template": {"metadata": {"labels": {WORKLOAD_LABEL: w.name, **team_labels(rw)}, "annotations": {
+                    **pod_annotations(rw, workers=True), **(slice_request[0] if slice_request else {})}}, "spec": pod},
             },
         },
     }

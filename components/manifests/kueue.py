@@ -25,6 +25,10 @@ merges the chosen ResourceFlavor's nodeLabels and tolerations into the pod templ
   suspended"), so a JobSet's own spec.suspend cannot hold it; a held queue evicts the admitted Workload
   (the JobSet is suspended, its pods deleted) and admits nothing until it is released.
 - WorkloadPriorityClasses matching the PriorityClasses.
+- Per pool set (slices[].subBlocks, docs/dynamic-slicing.md): a Topology slices-<group> (block, each partition, host)
+  that its flavor names (topologyName: Kueue's topology-aware scheduling, on by default in v0.19.2, places each
+  slice on its cubes), and an AdmissionCheck slices-<group> of the slice controller (accelerator.gke.io/slice),
+  required on that flavor: the workload starts once the Slice of the chosen hosts is Ready.
 - Per team (pathways:teams, components/manifests/teams.py has the rest): a ClusterQueue team-<name> in the cohort
   (every group's flavor at its owned slices, 0 elsewhere so that it may borrow; its limits; the head flavor at 0,
   borrowed from the stack's queue, which holds the slices no team owns; its fair-sharing weight), a Cohort
@@ -53,7 +57,7 @@ from components.manifests.guardrails import PRIORITY_CLASSES
 from components.manifests.kueue_api import API_VERSION, RESOURCES, TPU_RESOURCE
 from components.manifests.runs import run_local_queues
 from components.model import quantity
-from components.model.capacity import machines
+from components.model.capacity import dynamic_slicing, machines
 from components.model.capacity.pools import Capacity, SliceGroup
 from components.model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
 from components.model.resolved import QUEUE, ResolvedStack
@@ -99,14 +103,34 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
             tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
         if g.queued_provisioning:
             tolerations.append(_toleration(QUEUED_TAINT))
-        flavors.append({
-            "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(g)},
-            "spec": {
-                "nodeLabels": placement.group_selector(g),
-                "tolerations": tolerations,
-            },
-        })
+        spec: dict[str, Any] = {"nodeLabels": placement.group_selector(g), "tolerations": tolerations}
+        if g.dynamic:
+            spec["topologyName"] = topology_name(g)  # topology-aware scheduling places the slices on its cubes
+        flavors.append({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(g)}, "spec": spec})
     return flavors
+
+
+def topology_name(group: SliceGroup) -> str:
+    """A pool set's Kueue Topology (and its slice AdmissionCheck)."""
+    return f"slices-{group.name}"
+
+
+def pool_set_objects(stack: ResolvedStack) -> list[dict[str, Any]]:
+    """Per pool set: the Topology its flavor names (block, each partition, host: docs/dynamic-slicing.md) and the
+    AdmissionCheck of the slice controller, which forms the Slice of the hosts Kueue chose and lets the workload start
+    once GKE reports it Ready."""
+    if stack.shared_cluster_queue is not None:
+        return []
+    out: list[dict[str, Any]] = []
+    for g in stack.slices:
+        if not g.dynamic:
+            continue
+        name = topology_name(g)
+        out.append({"apiVersion": API_VERSION, "kind": "Topology", "metadata": {"name": name}, "spec": {
+            "levels": [{"nodeLabel": label} for label in dynamic_slicing.topology_levels(g.forms_sub_slices)]}})
+        out.append({"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": name},
+                    "spec": {"controllerName": dynamic_slicing.SLICE_CONTROLLER}})
+    return out
 
 
 def slice_quota(g: SliceGroup) -> dict[str, int]:
@@ -179,6 +203,7 @@ def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
             "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
         }
         checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in groups if g.queued_provisioning]
+        checks += [{"name": topology_name(g), "onFlavors": [flavor_name(g)]} for g in groups if g.dynamic]
         if checks:
             spec["admissionChecksStrategy"] = {"admissionChecks": checks}
         if sharded:
@@ -221,6 +246,7 @@ def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
         "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
     }
     checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in stack.slices if g.queued_provisioning]
+    checks += [{"name": topology_name(g), "onFlavors": [flavor_name(g)]} for g in stack.slices if g.dynamic]
     if stack.fleet_manager:
         # its runs go to the workers its MultiKueue check names (teams[].workers), on every flavor, as the stack's own
         checks = [{"name": team.fleet_check}]
@@ -286,7 +312,7 @@ def workload_priority_classes() -> list[dict[str, Any]]:
 
 def objects(stack: ResolvedStack) -> list[dict[str, Any]]:
     """In the order they can be made: each object after those it names (references)."""
-    return [*resource_flavors(stack), *provisioning_checks(stack), *cluster_queues(stack), *local_queues(stack), *run_local_queues(stack),
+    return [*pool_set_objects(stack), *resource_flavors(stack), *provisioning_checks(stack), *cluster_queues(stack), *local_queues(stack), *run_local_queues(stack),
             *team_kueue_objects(stack), *workload_priority_classes()]
 
 
@@ -307,6 +333,8 @@ def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
         return [(spec["parameters"]["kind"], spec["parameters"]["name"])]
     if obj.get("kind") == "MultiKueueConfig":
         return [("MultiKueueCluster", c) for c in spec.get("clusters") or []]
+    if obj.get("kind") == "ResourceFlavor" and spec.get("topologyName"):
+        return [("Topology", spec["topologyName"])]
     if obj.get("kind") == "LocalQueue" and spec.get("clusterQueue"):
         return [("ClusterQueue", spec["clusterQueue"])]
     return []

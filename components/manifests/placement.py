@@ -35,6 +35,10 @@ def group_selector(group: SliceGroup) -> dict[str, str]:
     on named pools is told by its pools' names in the workers' affinity (pool_affinity), which a flavor cannot hold (its
     nodeLabels are exact values); existing_checks.named_flavors keeps two such groups of one TPU shape apart."""
     selector = {TPU_ACCELERATOR_LABEL: group.tpu.accelerator, TPU_TOPOLOGY_LABEL: group.tpu.topology}
+    if group.dynamic:
+        # A pool set's nodes carry their pool's physical topology, not the slice formed on them: selecting on it
+        # would keep a reshaped slice off them (docs/dynamic-slicing.md).
+        del selector[TPU_TOPOLOGY_LABEL]
     if not group.node_pools:
         selector[SLICE_GROUP_LABEL] = group.name
     return selector

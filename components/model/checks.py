@@ -7,6 +7,7 @@ the document or code it comes from:
 
     cluster_checks    location, existing cluster, maintenance, GKE version, control-plane endpoint, network
     pools_checks      sizes and capacity, slice groups and their sharing, the head pool
+    dynamic_slicing_checks  pool sets (subBlocks) and the topologies workloads ask of them
     workload_checks   names and Services, slice-group references, the JobSet head, sidecar, images, modes
     serving_checks    mode: serve (LeaderWorkerSet)
     service_checks    mode: service (Shared Pathways Service)
@@ -22,7 +23,7 @@ another having run.
 from __future__ import annotations
 
 from components.model import names_checks
-from components.model.capacity import pools_checks
+from components.model.capacity import dynamic_slicing_checks, pools_checks
 from components.model.cluster import cluster_checks, existing_checks, fleet_checks
 from components.model.errors import Problem
 from components.model.stack import StackConfig, StackRule, WorkloadRule
@@ -48,6 +49,7 @@ EVERY_WORKLOAD_RULES: tuple[WorkloadRule, ...] = (
 # Rules of each workload whose sliceGroup names a group: they read the group.
 PLACED_WORKLOAD_RULES: tuple[WorkloadRule, ...] = (
     pools_checks.workload_slices,           # within the group's count (spares are not for workloads)
+    dynamic_slicing_checks.topology,        # on a pool set, a legal topology that fits it
     serving_checks.serve,                   # mode: serve and its serve: settings
     workload_checks.coordinator_label,      # the JobSet coordinator label within 63 characters
     workload_checks.user_container,         # data loaders and /dev/shm within the user container's limits
@@ -112,6 +114,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     *storage_checks.RULES,                  # mounts: batch only, declared file systems, clear of the MTC mount
     *existing_checks.RULES,                 # a cluster made elsewhere as it is: named pools, shared queue, scoped guards
     *secrets_checks.RULES,                  # no secret-looking plain value in a protected stack
+    *dynamic_slicing_checks.RULES,          # pool sets: the Rapid channel, Kueue, no team shares or ladders
 )
 
 

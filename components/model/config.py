@@ -38,6 +38,7 @@ from components.model.resolved import (
     ResolvedWorkload,
     cluster_queue_name,
     fail_on_exit_codes,
+    formed_slice,
     proxy_image,
     server_image,
     worker_backoff_limit,
@@ -279,6 +280,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
     workloads = []
     for w in cfg.workloads:
         group = groups[w.slice_group or cfg.slices[0].name]
+        formed = formed_slice(group, w)
         workloads.append(ResolvedWorkload(
             spec=w, name=w.name, mode=w.mode, state=w.state,
             namespace=cfg.workload_namespace(w),
@@ -287,7 +289,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             server_image=server_image(cfg.pathways_version, w),
             proxy_image=proxy_image(cfg.pathways_version, w),
             restarts=w.restarts,
-            worker_backoff_limit=worker_backoff_limit(group, w),
+            worker_backoff_limit=worker_backoff_limit(formed or group.tpu, w),
             fail_on_exit_codes=fail_on_exit_codes(w),
             priority=w.effective_priority,
             worker_job=SERVICE_WORKER_JOB if w.mode == "service" else WORKER_JOB,
@@ -300,6 +302,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             mtc_mount_path=cfg.resilience.mtc.mount_path if cfg.resilience.mtc and cfg.uses_mtc(w) else None,
             service_account=service_account_name(w.name) if any(m.bucket for m in w.mounts) else None,
             rungs=(group, *(groups[n] for n in group.ladder)),
+            formed=formed,
         ))
     service = cfg.service_workload
     stack = ResolvedStack(

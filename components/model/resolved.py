@@ -13,7 +13,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Optional
 
+from components.model.capacity import dynamic_slicing
+from components.model.capacity import tpu as tpu_catalog
 from components.model.capacity.pools import SliceGroup
+from components.model.capacity.tpu import TpuSlice
 from components.model.cluster.alerting import MonitoringConfig
 from components.model.cluster.bucket import BucketConfig
 from components.model.cluster.fleet import ResolvedFleet
@@ -72,6 +75,13 @@ class ResolvedWorkload:
     namespace's default."""
     rungs: tuple[SliceGroup, ...] = ()
     """The slice groups Kueue may run it on, in order: its group, then the group's ladder (slices[].ladder)."""
+    formed: Optional[TpuSlice] = None
+    """On a pool set: the slice GKE forms for it (its topology); None on a group of fixed slices."""
+
+    @property
+    def tpu(self) -> TpuSlice:
+        """One of its slices: the one formed on a pool set, else its group's."""
+        return self.formed or self.group.tpu
 
     @property
     def active(self) -> bool:
@@ -80,11 +90,11 @@ class ResolvedWorkload:
 
     @property
     def chips(self) -> int:
-        return self.slices * self.group.tpu.chips
+        return self.slices * self.tpu.chips
 
     @property
     def hosts(self) -> int:
-        return self.group.tpu.hosts
+        return self.tpu.hosts
 
     @property
     def idle_slices(self) -> int:
@@ -335,10 +345,17 @@ def cluster_queue_name(groups: tuple[SliceGroup, ...], group: SliceGroup) -> str
     return next(name for name, members in queue_shards(groups) if group in members)
 
 
-def worker_backoff_limit(group: SliceGroup, w: Workload) -> int:
+def formed_slice(group: SliceGroup, w: Workload) -> Optional[TpuSlice]:
+    """On a pool set, the slice GKE forms for the workload (its topology, on the cube's machine type)."""
+    if not group.dynamic or w.topology is None:
+        return None
+    return tpu_catalog.resolve(dynamic_slicing.SUB_BLOCK_FAMILY, w.topology, dynamic_slicing.SUB_BLOCK_MACHINE_TYPE)
+
+
+def worker_backoff_limit(tpu: TpuSlice, w: Workload) -> int:
     """Worker Job backoffLimit: hosts x restarts per host (4 for batch, unlimited otherwise), capped at int32."""
     per_host = w.worker_restarts_per_host or (DEFAULT_BATCH_RESTARTS_PER_HOST if w.mode == "batch" else UNLIMITED_RESTARTS_PER_HOST)
-    return min(group.tpu.hosts * per_host, INT32_MAX)
+    return min(tpu.hosts * per_host, INT32_MAX)
 
 
 def fail_on_exit_codes(w: Workload) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 from pydantic import Field, field_validator
 
+from components.model.capacity import dynamic_slicing
 from components.model.capacity.pools import HeadPoolConfig, SliceGroup
 from components.model.cluster.alerting import MonitoringConfig
 from components.model.cluster.bucket import BucketConfig
@@ -192,6 +193,10 @@ class StackConfig(_Model):
     def gke_version_needs(self) -> dict[str, str]:
         """What needs which minimum GKE version: each TPU family, and multi-tier checkpointing when on."""
         needs = {g.tpu.family: g.tpu.min_gke_version for g in self.slices}
+        if any(g.dynamic for g in self.slices):
+            needs["dynamic slicing"] = dynamic_slicing.SUPER_SLICING_MIN_GKE
+        if any(g.forms_sub_slices for g in self.slices):
+            needs["dynamic sub-slices"] = dynamic_slicing.SUB_SLICING_MIN_GKE
         if self.resilience.mtc is not None:
             needs["multi-tier checkpointing"] = MTC_MIN_GKE_VERSION
         if self.mounts_buckets:
@@ -331,10 +336,11 @@ class StackConfig(_Model):
 
     def workload_slices(self, w: Workload) -> int:
         """Slices the workload runs on: a serve workload's replicas (two slices each when disaggregated), a
-        JobSet's `slices`, or its whole group."""
+        JobSet's `slices`, or its whole group (one slice on a pool set)."""
         if w.mode == "serve" and w.serve is not None:
             return w.serve.max_replicas * w.serve.slices_per_replica
-        return w.slices or self.workload_group(w).count
+        group = self.workload_group(w)
+        return w.slices or (1 if group.dynamic else group.count)  # a pool set forms one slice unless asked for more
 
 
 Workload.model_rebuild()

@@ -25,6 +25,7 @@ DOMAIN_MODULES = (
     "components/constants.py",
     "components/model",
     "components/manifests/__init__.py",
+    "components/manifests/formed_slices.py",
     "components/manifests/jobset.py",
     "components/manifests/guardrails.py",
     "components/manifests/kueue.py",

@@ -13,6 +13,7 @@ from pydantic import (
     model_validator,
 )
 
+from components.model.capacity import dynamic_slicing
 from components.model.capacity import tpu as tpu_catalog
 from components.model.common import (
     MAX_NODES_PER_POOL_ZONE,
@@ -153,10 +154,40 @@ class SliceGroup(_Model):
         "by GKE's own label cloud.google.com/gke-nodepool instead of the stack's pathways/slice-group; their nodes need "
         "no label of this project. docs/from-xpk.md."))
 
+    sub_blocks: list[str] = Field(default_factory=list, max_length=dynamic_slicing.MAX_CUBES, description=(
+        "tpu7x dynamic slicing: the sub-blocks of the reservation block named in `reservation` that this group takes, "
+        "one 16-VM node pool (a 4x4x4 cube) each, provisioned once. Workloads ask for any legal `topology` on them "
+        "(a sub-slice of one cube or a super-slice of whole cubes) and GKE forms the slice when Kueue admits the "
+        "workload; changing a topology changes no node pool. The group's count is the number of sub-blocks; tpu is "
+        "tpu7x-128 (the cube). docs/dynamic-slicing.md."))
+    sub_slicing: Optional[bool] = Field(default=None, description=(
+        "With subBlocks: also form sub-slices (2x2x1 to 2x4x4) inside a cube; needs GKE "
+        f"{dynamic_slicing.SUB_SLICING_MIN_GKE} or later (super-slices need {dynamic_slicing.SUPER_SLICING_MIN_GKE}). "
+        "Default true. It sets the levels of the group's Kueue Topology, so changing it replaces that Topology."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_of_sub_blocks(cls, data: Any) -> Any:
+        # A pool set has one pool per sub-block: its count is theirs unless given (and then it must agree).
+        if isinstance(data, dict) and isinstance(data.get("subBlocks", data.get("sub_blocks")), list):
+            blocks = data.get("subBlocks", data.get("sub_blocks"))
+            if "count" not in data and blocks:
+                return {**data, "count": len(blocks)}
+        return data
+
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return _dns_label(v, 20)
+
+    @field_validator("sub_blocks")
+    @classmethod
+    def _sub_blocks(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _dns_label(name, 63)
+        if len(set(v)) != len(v):
+            raise ValueError(f"names a sub-block twice ({', '.join(sorted({n for n in v if v.count(n) > 1}))}); each is one pool")
+        return v
 
     @field_validator("node_pools")
     @classmethod
@@ -212,7 +243,45 @@ class SliceGroup(_Model):
         if self.scale_to_zero and self.reservation:
             raise ValueError("scaleToZero with a reservation saves nothing (reserved capacity is paid for either way); "
                              "remove scaleToZero, or use on-demand or spot capacity")
+        if self.sub_blocks:
+            self._pool_set_rules()
+        elif self.sub_slicing is not None:
+            raise ValueError("subSlicing is a setting of dynamic slicing; list the group's subBlocks too, or remove it")
         return self
+
+    def _pool_set_rules(self) -> None:
+        """A pool set (subBlocks): whole cubes of one block of a reservation (docs/dynamic-slicing.md)."""
+        t = self.tpu
+        if (t.family, t.topology, t.machine_type) != (dynamic_slicing.SUB_BLOCK_FAMILY, dynamic_slicing.SUB_BLOCK_TOPOLOGY,
+                                                      dynamic_slicing.SUB_BLOCK_MACHINE_TYPE):
+            raise ValueError(f"subBlocks are 4x4x4 cubes of {dynamic_slicing.SUB_BLOCK_MACHINE_TYPE} VMs, so tpu is "
+                             f"tpu7x-128 (not {t.name} {t.topology}); workloads ask for their own topology")
+        m = RESERVATION_PATH.fullmatch(self.reservation or "")
+        if m is None or not m["block"] or m["sub_block"]:
+            raise ValueError("subBlocks are sub-blocks of one reservation block: set reservation to "
+                             "<reservation>/reservationBlocks/<block> (an All Capacity mode reservation)")
+        if self.count != len(self.sub_blocks):
+            raise ValueError(f"count {self.count} disagrees with the {len(self.sub_blocks)} subBlocks (one pool each); "
+                             "remove count")
+        extra = [k for k, on in (("spares", self.spares), ("ladder", self.ladder), ("nodePools", self.node_pools),
+                                 ("futureReservation", self.future_reservation), ("readReservation", self.read_reservation))
+                 if on]
+        if extra:
+            raise ValueError(f"{', '.join(extra)} cannot be set on a pool set (subBlocks): a reshape forms slices on "
+                             "the cubes it has; remove them")
+
+    @property
+    def dynamic(self) -> bool:
+        """A pool set: slices formed on its sub-blocks when a workload is admitted."""
+        return bool(self.sub_blocks)
+
+    @property
+    def forms_sub_slices(self) -> bool:
+        return self.dynamic and self.sub_slicing is not False
+
+    def sub_block_path(self, index: int) -> str:
+        """The reservation path of the pool's sub-block, as a node pool's reservationAffinity takes it."""
+        return f"{self.reservation}/reservationSubBlocks/{self.sub_blocks[index]}"
 
     @property
     def autoscaled(self) -> bool:

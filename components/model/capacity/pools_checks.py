@@ -59,6 +59,8 @@ def workload_slices(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
     if cfg.fleet is not None and cfg.fleet.role == "manager":
         return []  # a fleet manager's groups are its workers': its Kueue admits a run on their summed quota, or never
     group = cfg.workload_group(w)
+    if group.dynamic:
+        return []  # slices formed on a pool set: dynamic_slicing_checks.topology judges their fit
     rungs = [group, *(g for g in cfg.slices if g.name in group.ladder)]
     most = max(g.count for g in rungs)
     if w.slices is None or w.slices <= most:
