@@ -347,7 +347,7 @@ def _check_placement(base, ppath, rj, job, pod, containers, pools: list[PoolFact
         report.add("tpu-request", f"{ppath}.nodeSelector", "requests TPUs but selects no TPU pool")
     formed = ((job.get("template") or {}).get("metadata") or {}).get("annotations", {}).get(dynamic_slicing.SLICE_TOPOLOGY_ANNOTATION)
     if formed is not None and tpu_pools:
-        _check_formed_slice(base, formed, job, tpu, sum(p.hosts for p in tpu_pools), report)
+        _check_formed_slice(base, formed, job, tpu, sum(p.hosts or 0 for p in tpu_pools), report)
     for p in tpu_pools:
         if tpu != p.chips_per_vm:
             report.add("tpu-request", f"{ppath}.containers", f"requests {tpu} {TPU_RESOURCE}; pool {p.name} has {p.chips_per_vm} chips per VM")

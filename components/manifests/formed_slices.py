@@ -12,7 +12,7 @@ def formed_slice_request(w: ResolvedWorkload) -> Optional[tuple[dict[str, str], 
     """On a pool set, the worker template's request for its slice: the annotations that name the topology GKE forms
     and ask Kueue's topology-aware scheduling for one block and pieces of one partition each, and the node affinity
     to partitions that serve; what the slice controller's JobSet webhook would add, written out so that the plan shows
-    it (the webhook leaves a request that is there alone). docs/dynamic-slicing.md."""
+    it (the webhook writes the same annotations again and keeps a state affinity that is there). docs/dynamic-slicing.md."""
     if w.formed is None:
         return None
     shape = dynamic_slicing.SliceShape(w.formed.topology)

@@ -112,7 +112,7 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
 
 def topology_name(group: SliceGroup) -> str:
     """A pool set's Kueue Topology (and its slice AdmissionCheck)."""
-    return f"slices-{group.name}"
+    return dynamic_slicing.topology_name(group.name)
 
 
 def pool_set_objects(stack: ResolvedStack) -> list[dict[str, Any]]:

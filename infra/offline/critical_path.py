@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from components.constants import CLUSTER, HELM_CHART, HELM_RELEASE, JOBSET, NODE_POOL
-from components.model.capacity.rollout import LEGACY_GKE_QUOTA, waves
+from components.model.capacity.rollout import EXPECTED_MINUTES, LEGACY_GKE_QUOTA, waves
 from components.model.capacity.tpu import is_tpu_machine
 from infra.offline.engine import Plan, Registration, duration_seconds
 
@@ -34,9 +34,6 @@ HELM_DEFAULT_SECONDS = 300
 CHART_AWAIT_MINUTES = 10
 
 
-# Typical create times, minutes: assumptions for the estimate (GKE publishes no figures). A multi-host
-# TPU pool brings up and links all hosts of a slice; a flex-start pool is created empty.
-EXPECTED_MINUTES = {"cluster": 10.0, "cpu-pool": 4.0, "tpu-pool": 6.0, "tpu-pool-multi-host": 10.0, "empty-pool": 3.0, "chart": 2.0}
 
 
 def expected_minutes(r: Registration) -> float:

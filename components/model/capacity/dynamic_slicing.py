@@ -44,6 +44,11 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 PARTITION_STATES = ("HEALTHY", "DEGRADED")  # the slice controller's default: a degraded cube still serves
 
 
+def topology_name(group: str) -> str:
+    """A pool set's Kueue Topology and slice AdmissionCheck: slices-<group>."""
+    return f"slices-{group}"
+
+
 def partition_label(shape: str) -> str:
     """The node label naming the partition of this shape a host belongs to."""
     return f"cloud.google.com/gke-tpu-partition-{shape}-id"

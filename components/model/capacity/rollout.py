@@ -39,3 +39,12 @@ def lane_predecessor(index: int, concurrency: int) -> Optional[int]:
 def waves(pools: int, concurrency: int) -> int:
     """Sequential rounds of pool operations a create of `pools` node pools needs."""
     return math.ceil(pools / concurrency) if pools else 0
+
+
+# Typical times, minutes: assumptions for the deploy-time estimate (infra/offline/critical_path.py) and the plan's
+# reshape line, not figures GKE publishes. A multi-host TPU pool brings up and links all hosts of a slice; a
+# flex-start pool is created empty. A slice reshaped on a pool set's provisioned cubes (dynamic slicing): GKE says
+# dynamic slicing starts workloads "up to five times" faster (its dynamic-slicing concept page), so a fifth of a
+# multi-host pool's, within the 3 minutes the slice controller gives a Slice to become Ready (--activation-timeout).
+EXPECTED_MINUTES = {"cluster": 10.0, "cpu-pool": 4.0, "tpu-pool": 6.0, "tpu-pool-multi-host": 10.0, "empty-pool": 3.0,
+                    "chart": 2.0, "slice-reshape": 2.0}

@@ -74,7 +74,7 @@ class PoolSet:
         for cube in range(self.cubes):
             node = _Domain(path=(cube,))
             block.children.append(node)
-            parents = {(): node}
+            parents: dict[tuple[int, ...], _Domain] = {(): node}
             for shape in self.shapes[1:]:
                 level: dict[tuple[int, ...], _Domain] = {}
                 for host in range(ds.CUBE_HOSTS):

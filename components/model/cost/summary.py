@@ -13,6 +13,7 @@ from components.model.capacity import quota, rollout, tpu_zones
 from components.model.capacity.reservations import Recorded, ReservationState, availability, block_availability, parse_path
 from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
+from components.model.cost.pool_sets_summary import pool_sets_summary, pool_sets_text
 from components.model.cost.pricing import tpu_chip_price
 from components.model.cost.teams_summary import teams_summary, teams_text
 from components.model.resolved import ResolvedStack
@@ -110,6 +111,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
             "notebookIdleStopSeconds": stack.runs.notebook_idle_stop_seconds, "idleNotebookWeek": cost.idle_notebook_week(stack),
         } if stack.runs else None,
         "teams": teams_summary(stack),
+        "poolSets": pool_sets_summary(stack),
         "storage": _storage(stack),
         "ladders": _ladders(stack),
         # pathways:fleet (docs/fleet.md): the stack's role, and a manager's workers in dispatch order
@@ -422,6 +424,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
             anyway = "; its pools bill anyway, the stop frees the slice for the next run" if n["billedAnyway"] else ""
             lines.append(f"  a notebook left idle a week on one slice of {n['group']}: {_money(n['withoutIdleStop'])}, {stop}{anyway}")
     lines += teams_text(s["teams"], _table, _money)
+    lines += pool_sets_text(s["poolSets"], _table)
     storage = s["storage"]
     if storage:
         lines += ["", "Storage mounts (docs/storage.md; GKE CSI drivers: " + (", ".join(storage["csiDrivers"]) or "none") + "):"]
