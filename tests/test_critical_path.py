@@ -183,7 +183,8 @@ def test_a_long_chain_is_abbreviated_a_short_one_is_not():
 def test_expected_minutes_by_kind_of_pool():
     from infra.offline.critical_path import EXPECTED_MINUTES, expected_minutes
 
-    assert EXPECTED_MINUTES == {"cluster": 10.0, "cpu-pool": 4.0, "tpu-pool": 6.0, "tpu-pool-multi-host": 10.0, "empty-pool": 3.0, "chart": 2.0}
+    assert EXPECTED_MINUTES == {"cluster": 10.0, "cpu-pool": 4.0, "tpu-pool": 6.0, "tpu-pool-multi-host": 10.0, "empty-pool": 3.0, "chart": 2.0,
+                                "slice-reshape": 2.0}
     tpu = {"machineType": "ct6e-standard-4t"}
     assert expected_minutes(_reg(0, nodeConfig=tpu, initialNodeCount=0)) == 3.0  # flex-start: created empty
     assert expected_minutes(_reg(0, nodeConfig=tpu, nodeCount=1)) == 6.0

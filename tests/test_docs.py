@@ -285,6 +285,14 @@ def test_the_plan_json_fields_are_documented(tmp_path, capsys):
         "pathways:workloads": [{"name": "sps", "mode": "service"}],
     }}))
     docs_.append(_json_of(["plan", "--config", str(service), "--json"], capsys))
+    pool_set = tmp_path / "Pulumi.ps.yaml"  # and a pool set (dynamic slicing), which no example stack has yet
+    pool_set.write_text(yaml.safe_dump({"config": {
+        "gcp:project": "test-proj-123", "gcp:region": "us-central1", "gcp:zone": "us-central1-c", "pathways:pathwaysVersion": "jax-0.7.2",
+        "pathways:cluster": {"releaseChannel": "RAPID"},
+        "pathways:slices": [{"name": "cubes", "tpu": "tpu7x-128", "reservation": "r/reservationBlocks/b", "subBlocks": ["s0"]}],
+        "pathways:workloads": [{"name": "nb", "mode": "interactive", "topology": "2x2x2"}],
+    }}))
+    docs_.append(_json_of(["plan", "--config", str(pool_set), "--json"], capsys))
     strict = tmp_path / "policy.json"
     strict.write_text(json.dumps({"pathways-cluster-hardening": {"protectedStacks": ["dev"]}}))
     violated = _json_of(["plan", "--config", str(example_path("dev")), "--json", "--policy-config", str(strict)], capsys, expect=EXIT_POLICY)

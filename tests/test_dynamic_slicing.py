@@ -207,8 +207,9 @@ def test_the_plan_shows_where_each_slice_lands_and_the_reshape_time():
     (ps,) = stack_summary(stack)["poolSets"]
     assert ps["block"] == "block-a" and ps["hosts"] == 64 and ps["freeHosts"] == 28
     placed = {p["workload"]: p for p in ps["placements"]}
-    assert placed["pretrain"]["slices"] == [{"subBlocks": ["sub-0", "sub-1"], "hosts": {"sub-0": "0-15", "sub-1": "0-15"}}]
-    assert [s["hosts"] for s in placed["notebook"]["slices"]] == [{"sub-2": "0-1"}, {"sub-2": "2-3"}]
+    assert placed["pretrain"]["slices"] == [{"subBlocks": ["sub-0", "sub-1"], "hosts": [{"subBlock": "sub-0", "hosts": "0-15"},
+                                                                                      {"subBlock": "sub-1", "hosts": "0-15"}]}]
+    assert [s["hosts"] for s in placed["notebook"]["slices"]] == [[{"subBlock": "sub-2", "hosts": "0-1"}], [{"subBlock": "sub-2", "hosts": "2-3"}]]
     assert placed["big"]["waits"] == "topology 'slices-ironwood' allows to fit only 1 out of 2 slice(s)"
     assert (ps["reshapeMinutes"], ps["nodePoolMinutes"]) == (2.0, 10.0)
     text = "\n".join(summary_text(stack_summary(stack)))

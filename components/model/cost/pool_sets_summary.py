@@ -42,7 +42,7 @@ def placements(stack: ResolvedStack, group: SliceGroup) -> tuple[list[dict[str, 
             for cube, host in s.hosts:
                 by_cube.setdefault(cube, []).append(host)
             slices.append({"subBlocks": [group.sub_blocks[c] for c in s.cubes],
-                           "hosts": {group.sub_blocks[c]: _ranges(sorted(h)) for c, h in by_cube.items()}})
+                           "hosts": [{"subBlock": group.sub_blocks[c], "hosts": _ranges(sorted(h))} for c, h in by_cube.items()]})
         out.append({"workload": w.name, "topology": w.formed.topology, "count": w.slices, "slices": slices, "waits": p.waits})
     return out, pool.free_hosts
 
@@ -78,7 +78,7 @@ def pool_sets_text(s: Optional[list[dict[str, Any]]], table: Any) -> list[str]:
                 rows.append([p["workload"], f"{p['topology']} x{p['count']}", "-", f"waits: {p['waits']}"])
             for i, sl in enumerate(p["slices"]):
                 rows.append([p["workload"], f"{p['topology']} x{p['count']}", str(i),
-                             "; ".join(f"{b}: {h}" for b, h in sl["hosts"].items())])
+                             "; ".join(f"{h['subBlock']}: {h['hosts']}" for h in sl["hosts"])])
         lines += ["  " + r for r in table(rows)] if len(rows) > 1 else ["    no running workload on it"]
         lines.append(f"    free after them: {g['freeHosts']} of {g['hosts']} hosts")
     return lines
