@@ -96,7 +96,7 @@ def test_what_does_not_fit_beside_the_others_waits_with_kueues_reason():
     pool = PoolSet(2, True, "slices-ironwood")
     pool.place("a", "2x2x1", 1)  # one host of cube 0: no whole cube left there
     p = pool.place("b", "4x4x8", 1)
-    assert p.waits == "topology 'slices-ironwood' allows to fit only 1 out of 2 slice(s)" and not p.slices
+    assert p.waits == 'topology "slices-ironwood" allows to fit only 1 out of 2 slice(s)' and not p.slices
     assert pool.place("c", "4x4x4", 1).slices[0].cubes == (1,)
 
 
@@ -110,6 +110,7 @@ def test_a_pool_set_is_tpu7x_cubes_of_one_reservation_block():
     assert any("count 3 disagrees with the 4 subBlocks" in p for p in refused(slices=with_group(count=3)))
     assert any("names a sub-block twice (sub-0)" in p for p in refused(slices=with_group(subBlocks=["sub-0", "sub-0"])))
     assert any("spares cannot be set on a pool set" in p for p in refused(slices=with_group(spares=1)))
+    assert "pathways:slices[0].reservation: required with subBlocks" in refused(slices=with_group(reservation=None))[0]
 
 
 def test_workloads_on_a_pool_set_name_a_topology_that_can_ever_fit():
@@ -210,7 +211,7 @@ def test_the_plan_shows_where_each_slice_lands_and_the_reshape_time():
     assert placed["pretrain"]["slices"] == [{"subBlocks": ["sub-0", "sub-1"], "hosts": [{"subBlock": "sub-0", "hosts": "0-15"},
                                                                                       {"subBlock": "sub-1", "hosts": "0-15"}]}]
     assert [s["hosts"] for s in placed["notebook"]["slices"]] == [[{"subBlock": "sub-2", "hosts": "0-1"}], [{"subBlock": "sub-2", "hosts": "2-3"}]]
-    assert placed["big"]["waits"] == "topology 'slices-ironwood' allows to fit only 1 out of 2 slice(s)"
+    assert placed["big"]["waits"] == 'topology "slices-ironwood" allows to fit only 1 out of 2 slice(s)'
     assert (ps["reshapeMinutes"], ps["nodePoolMinutes"]) == (2.0, 10.0)
     text = "\n".join(summary_text(stack_summary(stack)))
     assert "a reshape takes ~2 min, a new node pool ~10 min" in text

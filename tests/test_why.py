@@ -307,3 +307,17 @@ def test_gather_reads_the_namespace_once_and_gives_each_run_what_is_about_it():
     assert kube.asked[1:] == ["runs-pathways", "train"] and not [u for u in every.unread if "pending" in u]
     assert evidence(every, "nope").jobset is None
     assert VIEW.run_queues == ("runs-pathways",) and VIEW.runs_buckets == ("data",) and VIEW.runs_account == "pathways-runs-why"
+
+
+def test_a_slice_a_pool_set_cannot_form_now_names_its_holders():
+    # Kueue v0.19.2's message when its topology-aware scheduling finds too few free cubes (tas_flavor_snapshot.go
+    # notFitMessage, reason Pending with UnadmittedWorkloadsObservability off)
+    holder = wl("jobset-pretrain-1", "pretrain", ADMITTED, priority=1_000_000)
+    holder["status"]["admission"] = {"clusterQueue": "pathways", "podSetAssignments": [{"flavors": {"google.com/tpu": "tpu-ironwood"}}]}
+    message = 'couldn\'t assign flavors to pod set worker: topology "slices-ironwood" allows to fit only 1 out of 2 slice(s)'
+    got = diagnose(ev(jobset=jobset(), workload=wl(conditions=[cond("QuotaReserved", "False", "Pending", message)]), workloads=[holder]), VIEW)
+    assert got.reason == "topology", got
+    assert got.summary == ("pool set ironwood has no free cubes or partitions in the shape of its slice now: held by pretrain "
+                           "(priority 1000000)")
+    assert got.evidence == (f"Kueue (Pending): {message}",)
+    assert "ask for a smaller topology" in got.fix

@@ -131,7 +131,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # peers' and test_stacks' dev, the committed stacks with serving last, then test_serving on it; last those that
 # take the stack down (destroy, a failed deploy). A new module must be placed here.
 ORDER = ("test_offline.py", "test_pod_security.py",
-         "test_guards.py", "test_guard_updates.py", "test_peer_manifests.py", "test_stacks.py", "test_serving.py",
+         "test_guards.py", "test_guard_updates.py", "test_peer_manifests.py", "test_stacks.py", "test_dynamic_slicing.py", "test_serving.py",
          "test_service_client.py", "test_queues.py", "test_runs.py", "test_verify.py", "test_why.py", "test_teams.py", "test_storage.py", "test_capacity.py", "test_fleet.py", "test_xpk.py", "test_restarts.py", "test_failures.py", "test_secrets.py",
          "test_pulumi.py", "test_charts.py", "test_scale.py")  # scale last: its 1,024 nodes go with the cluster
 # test_stacks' order: prod before staging (a workload admitted while the previous stack's heads still hold the
@@ -140,6 +140,8 @@ ORDER = ("test_offline.py", "test_pod_security.py",
 # APIService, whose adapter does not run here, and Kubernetes' namespace controller finishes no namespace deletion
 # (the teams' namespaces) while an aggregated API fails discovery (NamespaceDeletionDiscoveryFailure).
 STACK_ORDER = ("dev", "prod", "teams", "staging", "serving")
+# test_dynamic_slicing starts from the ironwood stack test_stacks deploys among a team's own stacks (at serving - 0.5)
+RIDES_ON = {"test_dynamic_slicing.py": STACK_ORDER.index("serving") - 0.4}
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -148,6 +150,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(f"tests_e2e/conftest.py ORDER does not place {', '.join(unplaced)}")
 
     def rank(item: pytest.Item) -> tuple[int, float]:
+        if item.path.name in RIDES_ON:  # scenarios that start from a stack test_stacks leaves running
+            return (ORDER.index("test_stacks.py"), RIDES_ON[item.path.name])
         params = getattr(item, "callspec", None)
         stack = params.params.get("name") if params is not None and item.path.name == "test_stacks.py" else None
         # a team's own stacks between the examples and serving, which test_serving starts from

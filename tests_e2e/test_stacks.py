@@ -7,7 +7,9 @@ controllers, the scheduler and Kueue did:
   Pulumi's await finished; so did each serve.gateway's endpoint picker (the real picker, ready once it read its
   InferencePool), and nothing else runs;
 - Kueue admitted exactly the workloads the slice groups hold, by priority, and held the others for
-  insufficient quota, their JobSets suspended and podless;
+  insufficient quota, their JobSets suspended and podless; on a pool set (dynamic slicing), released one at a time
+  in the plan's order, each admitted on the very hosts the plan names and formed into its Slices, or refused with
+  the plan's reason (tests_e2e/pool_sets.py);
 - every pod of an admitted workload was scheduled onto GKE-shaped nodes (GKE's allocatable: its requests fit),
   and JobSet's exclusive placement put each slice on a node pool of its own, one pool per slice;
 - the second preview proposes nothing (tests_e2e/conftest.py), and `pulumi destroy` leaves nothing behind."""
@@ -25,7 +27,8 @@ from components.model.workloads.inference_gateway import picker_name
 from infra.offline.stackfile import load_config, raw_values, stack_path
 from tests.conftest import EXISTING_CLUSTER_STACKS, STACKS, every_stack, example_config, example_path
 from tests_e2e.helpers import condition, controller_pods, is_true, nodes, pods, wait_running, workload
-from tools.cluster.local import ClusterError
+from tests_e2e.pool_sets import held, pool_set_workloads, release_in_order
+from tools.cluster.local import ClusterError, log
 
 PRIORITY = {"serving": 2_000_000, "training": 1_000_000, "interactive": 500_000, "experiment": 100_000}
 POOL = "cloud.google.com/gke-nodepool"
@@ -59,8 +62,9 @@ def expected_admission(m) -> tuple[list, list, dict[str, str]]:
     group's capacity ladder (the group itself when it has none) whose slices last."""
     admitted, waiting, rungs = [], [], {}
     free = {g.name: g.count for g in m.slices}
-    # serve workloads (LeaderWorkerSets) have their own scenario: tests_e2e/test_serving.py
-    for w in sorted((w for w in m.jobset_workloads if w.state == "running"), key=lambda w: -PRIORITY[w.priority]):
+    # serve workloads (LeaderWorkerSets) have their own scenario: tests_e2e/test_serving.py; a pool set's are placed
+    # one at a time (tests_e2e/pool_sets.py)
+    for w in sorted((w for w in m.jobset_workloads if w.state == "running" and not w.group.dynamic), key=lambda w: -PRIORITY[w.priority]):
         rung = next((g.name for g in w.rungs if w.slices <= free[g.name]), None)
         if rung is not None:
             free[rung] -= w.slices
@@ -79,7 +83,8 @@ ALONE = [name for name in STACKS if name not in EXISTING_CLUSTER_STACKS and not 
 @every_stack("name", ALONE)
 def test_committed_stack_deploys_and_runs(cluster, stacks, name):
     m = model(name)
-    stacks.use(name, stack_config(name))
+    # a pool set's workloads deployed held, then released one at a time in the plan's order (tests_e2e/pool_sets.py)
+    stacks.use(name, held(stack_config(name), m) if pool_set_workloads(m) else stack_config(name))
 
     # the controllers the charts installed: running behind ready pods the API server admitted
     controllers = controller_pods(cluster)
@@ -141,6 +146,11 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
         assert "insufficient" in (condition(wl, "QuotaReserved") or {}).get("message", ""), wl
         assert cluster.get("jobset", "-n", w.namespace, w.name)["spec"]["suspend"] is True
         assert pods(cluster, w.namespace, w.name) == []
+
+    if pool_set_workloads(m):
+        equal, compared = release_in_order(cluster, m)
+        log(f"pool sets of {name}: {equal} of {compared} placements as the plan predicted")
+        stacks.changed()  # their LocalQueues were released by hand
 
     # nothing the stack runs is left unscheduled: every request fits a GKE node's allocatable (a serve workload's
     # pods may still be on their way: `pulumi up` does not wait for its Service's endpoints)

@@ -273,6 +273,15 @@ def _waiting(ev: Evidence, view: StackView, reserved: dict[str, Any]) -> Diagnos
         return Diagnosis("no-such-queue", f"Kueue cannot queue it: {message or reason}", (said,),
                          f"label it {QUEUE_LABEL}: one of {', '.join(view.run_queues) or 'the stack queues'}; "
                          f"python -m infra.run submit does")
+    # a pool set (docs/dynamic-slicing.md): its Topology is slices-<group>, and Kueue says how many pieces fit
+    # (pkg/cache/scheduler/tas_flavor_snapshot.go notFitMessage); with UnadmittedWorkloadsObservability off the reason is Pending
+    pool_set = re.search(r'topology "slices-([a-z0-9-]+)" (?:doesn\'t allow to fit any|allows to fit only)', message)
+    if pool_set:
+        holders = _flavor_holders(ev, {f"tpu-{pool_set[1]}"})
+        return Diagnosis("topology", f"pool set {pool_set[1]} has no free cubes or partitions in the shape of its slice now"
+                         + (f": held by {', '.join(holders[:4])}" if holders else ""), (said,),
+                         "it starts when a holder ends and frees them; to start sooner, ask for a smaller topology "
+                         "(the plan's Pool sets table shows what fits beside the others), or add sub-blocks to the pool set")
     if reason == "TopologyPlacementFailed":
         return Diagnosis("topology", "Kueue finds no placement that fits its topology", (said,),
                          "ask for a slice shape (topology) the group's nodes have")

@@ -34,6 +34,7 @@ from components.constants import NODE_POOL
 from infra.offline.engine import Plan
 
 FIXTURE = Path(__file__).resolve().parent / "gke-nodes.yaml"
+RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 _EFFECT = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
@@ -52,8 +53,28 @@ def _chips(topology: str) -> int:
     return math.prod(int(d) for d in topology.split("x"))
 
 
-def pool_nodes(pool: dict[str, Any], region: str, zone: str) -> list[dict[str, Any]]:
-    """The Nodes GKE would run for one node pool (its inputs as the plan records them)."""
+# Dynamic slicing (GKE "Use dynamic slicing"; the slice controller's internal/core/constants.go and its sub-slice test
+# cluster, AI-Hypercomputer/xpk slice-main @ 250d4b3c slice/hack/kind-cluster-subslice.yaml): a pool on a sub-block under
+# a provision-only workload policy is one 4x4x4 cube, and GKE labels its nodes with their block and, per partition
+# shape, the partition they belong to (each halving the one above) and its health. GKE's IDs are opaque; here they
+# sort as the cubes are listed and the hosts are numbered, the layout the plan's prediction assumes.
+PARTITIONS = (("4x4x4", 16), ("2x4x4", 8), ("2x2x4", 4), ("2x2x2", 2), ("2x2x1", 1))
+BLOCK_LABEL = "cloud.google.com/gce-topology-block"
+
+
+def partition_labels(block: str, cube: int, host: int) -> dict[str, str]:
+    """The dynamic-slicing labels of host `host` (0-15) of cube `cube` of reservation block `block`."""
+    labels = {BLOCK_LABEL: block}
+    for shape, hosts in PARTITIONS:
+        part = f"{block}-c{cube:03d}" + ("" if shape == "4x4x4" else f"-{shape}-{host // hosts:02d}")
+        labels[f"cloud.google.com/gke-tpu-partition-{shape}-id"] = part
+        labels[f"cloud.google.com/gke-tpu-partition-{shape}-state"] = "HEALTHY"
+    return labels
+
+
+def pool_nodes(pool: dict[str, Any], region: str, zone: str, cube: "tuple[str, int] | None" = None) -> list[dict[str, Any]]:
+    """The Nodes GKE would run for one node pool (its inputs as the plan records them); `cube`: (block, index) for a
+    pool set's pool."""
     cfg = pool.get("nodeConfig") or {}
     machine_type = cfg["machineType"]
     name = pool["name"]
@@ -103,9 +124,10 @@ def pool_nodes(pool: dict[str, Any], region: str, zone: str) -> list[dict[str, A
     nodes = []
     for i in range(count):
         node = f"gke-{name}-{digest}-{i}"
+        own = partition_labels(cube[0], cube[1], i) if cube is not None else {}
         nodes.append({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": node, "labels": {**labels, "kubernetes.io/hostname": node},
+            "metadata": {"name": node, "labels": {**labels, **own, "kubernetes.io/hostname": node},
                          "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
             "spec": {"taints": taints} if taints else {},
             "status": {"capacity": dict(facts["capacity"]), "allocatable": dict(facts["allocatable"])},
@@ -118,10 +140,29 @@ def queued(pool: dict[str, Any]) -> bool:
     return bool((pool.get("queuedProvisioning") or {}).get("enabled"))
 
 
+def cubes(plan: Plan) -> dict[str, tuple[str, int]]:
+    """Pool name -> (reservation block, cube index) for each pool on a sub-block under a provision-only workload policy,
+    numbered in the plan's order per policy."""
+    provision_only = {r.inputs.get("name") for r in plan.by_type(RESOURCE_POLICY)
+                      if (r.inputs.get("workloadPolicy") or {}).get("acceleratorTopologyMode") == "PROVISION_ONLY"}
+    out: dict[str, tuple[str, int]] = {}
+    seen: dict[str, int] = {}
+    for r in plan.by_type(NODE_POOL):
+        policy = (r.inputs.get("placementPolicy") or {}).get("policyName")
+        values = ((r.inputs.get("nodeConfig") or {}).get("reservationAffinity") or {}).get("values") or []
+        if isinstance(policy, str) and policy in provision_only and values and "/reservationSubBlocks/" in values[0]:
+            block = values[0].split("/reservationBlocks/", 1)[1].split("/", 1)[0]
+            out[r.inputs["name"]] = (block, seen.setdefault(policy, 0))
+            seen[policy] += 1
+    return out
+
+
 def plan_nodes(plan: Plan, region: str, zone: str) -> list[dict[str, Any]]:
     """Every node of every pool the plan creates (the system pool too: the controllers' pods go there), but for
     queued-provisioning pools, which have none until a ProvisioningRequest asks (queued_pools)."""
-    return [n for r in plan.by_type(NODE_POOL) if not queued(r.inputs) for n in pool_nodes(r.inputs, region, zone)]
+    cube = cubes(plan)
+    return [n for r in plan.by_type(NODE_POOL) if not queued(r.inputs)
+            for n in pool_nodes(r.inputs, region, zone, cube.get(r.inputs["name"]))]
 
 
 def queued_pools(plan: Plan, region: str, zone: str) -> dict[str, list[dict[str, Any]]]:

@@ -32,6 +32,7 @@ from tools.cluster.api import Api
 from tools.cluster.cloud import LoadBalancerController, QueuedProvisioner
 from tools.cluster.engine_prober import EngineProber
 from tools.cluster.kubelet import ControllerKubelet, Engine
+from tools.cluster.slices import SliceFormation
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -110,6 +111,7 @@ class LocalCluster:
         self.engine_prober: Optional[EngineProber] = None
         self.load_balancers: Optional[LoadBalancerController] = None
         self.provisioner: Optional[QueuedProvisioner] = None
+        self.slices: Optional[SliceFormation] = None
 
         self.env = {
             **os.environ,
@@ -250,6 +252,9 @@ class LocalCluster:
         self.load_balancers.start()
         self.provisioner = QueuedProvisioner(self.api)
         self.provisioner.start()
+        self.slices = SliceFormation(self.api)
+        self.slices.install()
+        self.slices.start()
 
     def offer_queued_pools(self, pools: dict[str, list[dict[str, Any]]]) -> None:
         """The deployed stack's queued-provisioning pools, for the stand-in of GKE's queued provisioning."""
@@ -296,6 +301,8 @@ class LocalCluster:
             self.load_balancers.stop()
         if self.provisioner is not None:
             self.provisioner.stop()
+        if self.slices is not None:
+            self.slices.stop()
 
         if self.kubelet is not None:
             self.kubelet.stop()

@@ -61,7 +61,13 @@ def pool_sets(cfg: StackConfig) -> list[Problem]:
         problems.append(Problem(config_key(("kubernetes", "kueue", "enabled")), (
             "false: a pool set's slices are placed by Kueue's topology-aware scheduling and formed by its slice admission "
             "check; turn Kueue on")))
-    for _, g in dynamic:
+    for i, g in dynamic:
+        if g.reservation is None and cfg.cluster.existing is None:
+            # the pools take their sub-blocks of the block the reservation path names (a cluster made elsewhere has its
+            # pools: there the sub-blocks name its cubes, and the reservation is its maker's)
+            problems.append(Problem(config_key(("slices", i, "reservation")), (
+                "required with subBlocks: the reservation block (<reservation>/reservationBlocks/<block>, All Capacity "
+                "mode) whose sub-blocks the pools take")))
         for t, team in enumerate(cfg.teams):
             if g.name in team.slices:
                 problems.append(Problem(config_key(("teams", t, "slices", g.name)), (

@@ -257,7 +257,7 @@ class SliceGroup(_Model):
             raise ValueError(f"subBlocks are 4x4x4 cubes of {dynamic_slicing.SUB_BLOCK_MACHINE_TYPE} VMs, so tpu is "
                              f"tpu7x-128 (not {t.name} {t.topology}); workloads ask for their own topology")
         m = RESERVATION_PATH.fullmatch(self.reservation or "")
-        if m is None or not m["block"] or m["sub_block"]:
+        if self.reservation is not None and (m is None or not m["block"] or m["sub_block"]):
             raise ValueError("subBlocks are sub-blocks of one reservation block: set reservation to "
                              "<reservation>/reservationBlocks/<block> (an All Capacity mode reservation)")
         if self.count != len(self.sub_blocks):

@@ -102,8 +102,9 @@ class PoolSet:
         if block.pieces < needed:
             fit = block.pieces
             unit = "slice"
-            reason = (f"topology {self.topology_name!r} doesn't allow to fit any of {needed} {unit}(s)" if fit == 0 else
-                      f"topology {self.topology_name!r} allows to fit only {fit} out of {needed} {unit}(s)")
+            name = f'"{self.topology_name}"'  # as Kueue quotes it (%q)
+            reason = (f"topology {name} doesn't allow to fit any of {needed} {unit}(s)" if fit == 0 else
+                      f"topology {name} allows to fit only {fit} out of {needed} {unit}(s)")
             return Placement(workload, topology, waits=reason)
         _take(block, needed, piece)  # the one block takes them all
         chosen = [block]

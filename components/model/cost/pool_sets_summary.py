@@ -1,6 +1,7 @@
 """The plan's pool sets (tpu7x dynamic slicing, docs/dynamic-slicing.md): where each workload's slices land.
 
-For every pool set, the workloads that run on it, in declared order (each admitted after the ones before it), placed
+For every pool set, the workloads that run on it, in the order Kueue admits them (higher priority first, then declared
+order; each admitted before the next arrives), placed
 as Kueue's topology-aware scheduling would place them (slice_placement.py): the sub-blocks and hosts each slice takes,
 or why it waits; the hosts left free; and the time a reshape takes against a new node pool's (rollout.EXPECTED_MINUTES).
 """
@@ -13,6 +14,7 @@ from components.model.capacity import dynamic_slicing as ds
 from components.model.capacity.pools import RESERVATION_PATH, SliceGroup
 from components.model.capacity.rollout import EXPECTED_MINUTES
 from components.model.capacity.slice_placement import PoolSet
+from components.model.common import PRIORITY_CLASSES
 from components.model.resolved import ResolvedStack
 
 
@@ -32,9 +34,11 @@ def placements(stack: ResolvedStack, group: SliceGroup) -> tuple[list[dict[str, 
     """The running workloads on one pool set, placed in declared order, and the hosts they leave free."""
     pool = PoolSet(group.count, group.forms_sub_slices, ds.topology_name(group.name))
     out = []
-    for w in stack.workloads:
-        if w.group is not group or w.state != "running" or w.formed is None:
-            continue
+    running = [w for w in stack.workloads if w.group is group and w.state == "running" and w.formed is not None]
+    # Kueue's order (pkg/cache/queue/cluster_queue.go baseCompareFunc): higher priority first, then the earlier
+    # created; the stack creates them in declared order
+    for w in sorted(running, key=lambda w: -PRIORITY_CLASSES[w.priority][0]):
+        assert w.formed is not None  # running, above
         p = pool.place(w.name, w.formed.topology, w.slices)
         slices = []
         for s in p.slices:
@@ -67,7 +71,7 @@ def pool_sets_text(s: Optional[list[dict[str, Any]]], table: Any) -> list[str]:
     if not s:
         return []
     lines = ["", "Pool sets (tpu7x dynamic slicing, docs/dynamic-slicing.md): each workload's slices as Kueue would place "
-                 "them, in declared order (equally free cubes in the order listed):"]
+                 "them, in Kueue's order (priority, then as declared; each admitted before the next arrives; equally free cubes in the order listed):"]
     for g in s:
         lines.append(f"  {g['group']}: sub-blocks {', '.join(g['subBlocks'])} of block {g['block']} "
                      f"({g['hosts']} hosts; sub-slices {'on' if g['subSlicing'] else 'off'}); "
