@@ -93,11 +93,17 @@ def test_each_job_of_a_multislice_takes_its_own_run_of_cubes():
 
 
 def test_what_does_not_fit_beside_the_others_waits_with_kueues_reason():
-    pool = PoolSet(2, True, "slices-ironwood")
-    pool.place("a", "2x2x1", 1)  # one host of cube 0: no whole cube left there
+    pool = PoolSet(2, True, "slices-ironwood", "tpu-ironwood")
+    pool.place("a", "2x2x1", 1)  # one host of cube 0: 124 chips left
     p = pool.place("b", "4x4x8", 1)
-    assert p.waits == 'topology "slices-ironwood" allows to fit only 1 out of 2 slice(s)' and not p.slices
+    # Kueue checks the flavor's quota (the pool set's chips) first
+    assert p.waits == "insufficient unused quota for google.com/tpu in flavor tpu-ironwood, 4 more needed" and not p.slices
     assert pool.place("c", "4x4x4", 1).slices[0].cubes == (1,)
+    # enough chips, but no two whole cubes: topology-aware scheduling's own reason
+    pool = PoolSet(3, True, "slices-ironwood", "tpu-ironwood")
+    pool.used |= {(0, 0), (2, 0)}
+    assert pool.place("d", "4x4x8", 1).waits == 'topology "slices-ironwood" allows to fit only 1 out of 2 slice(s)'
+    assert pool.place("e", "2x2x4", 2).waits is None
 
 
 # --- refusals before anything is created --------------------------------------------------------------------------
@@ -211,7 +217,7 @@ def test_the_plan_shows_where_each_slice_lands_and_the_reshape_time():
     assert placed["pretrain"]["slices"] == [{"subBlocks": ["sub-0", "sub-1"], "hosts": [{"subBlock": "sub-0", "hosts": "0-15"},
                                                                                       {"subBlock": "sub-1", "hosts": "0-15"}]}]
     assert [s["hosts"] for s in placed["notebook"]["slices"]] == [[{"subBlock": "sub-2", "hosts": "0-1"}], [{"subBlock": "sub-2", "hosts": "2-3"}]]
-    assert placed["big"]["waits"] == 'topology "slices-ironwood" allows to fit only 1 out of 2 slice(s)'
+    assert placed["big"]["waits"] == "insufficient unused quota for google.com/tpu in flavor tpu-ironwood, 16 more needed"
     assert (ps["reshapeMinutes"], ps["nodePoolMinutes"]) == (2.0, 10.0)
     text = "\n".join(summary_text(stack_summary(stack)))
     assert "a reshape takes ~2 min, a new node pool ~10 min" in text

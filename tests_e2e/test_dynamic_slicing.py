@@ -2,7 +2,8 @@
 controllers (tools/cluster/slices.py): the example stack `ironwood`, which test_stacks leaves running with its
 workloads placed where the plan said (tests_e2e/pool_sets.py):
 
-- a slice the pool set cannot form beside the others waits, and `why` says so and names who holds the cubes;
+- a slice the pool set cannot form beside the others waits with the reason the plan gave (the flavor's quota: too few
+  free chips; or no cubes or partitions of its shape), and `why` says so and names who holds them;
 - reshaping a workload (another topology) replaces its JobSet only: no node comes or goes, the new slice lands where
   the product's placement predicts beside the slices that stay, and the stand-in forms it of that shape's partition."""
 
@@ -57,8 +58,14 @@ def test_a_slice_the_pool_set_cannot_form_now_waits_and_why_names_who_holds_its_
         assert not is_true(wl, "Admitted") and cluster.get("jobset", "-n", w.namespace, w.name)["spec"]["suspend"] is True
         got = why(cluster, tmp_path, w.name)
         holders = sorted(x["workload"] for x in ps["placements"] if not x["waits"])
-        assert got["reason"] == "topology", got
-        assert got["summary"].startswith(f"pool set {ps['group']} has no free cubes or partitions in the shape of its slice now: held by "), got
+        # Kueue's reason as the plan gave it: too few free chips (the flavor's quota), or no cubes or partitions of
+        # the shape among them (topology-aware scheduling)
+        if p["waits"].startswith("insufficient unused quota"):
+            assert got["reason"] == "waiting-for-quota", got
+            assert got["summary"].startswith("waiting in line for quota") and "held by" in got["summary"], got
+        else:
+            assert got["reason"] == "topology", got
+            assert got["summary"].startswith(f"pool set {ps['group']} has no free cubes or partitions in the shape of its slice now: held by "), got
         assert all(h in got["summary"] for h in holders), (got, holders)
         assert p["waits"] in got["evidence"][0], got
 

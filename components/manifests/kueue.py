@@ -77,7 +77,7 @@ PROVISIONING_RETRY = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoff
 
 
 def flavor_name(group: SliceGroup) -> str:
-    return f"tpu-{group.name}"
+    return dynamic_slicing.flavor_name(group.name)
 
 
 def provisioning_check_name(group: SliceGroup) -> str:

@@ -33,6 +33,7 @@ from infra.offline.engine import run as offline_plan
 from infra.offline.stackfile import flatten
 from tools.cluster.gke_nodes import plan_nodes, queued_pools
 from tools.cluster.local import GKE_CRDS, INFERENCE_POOL_CHART, ClusterError, LocalCluster, chart_dir, log
+from tools.cluster.slices import SLICE_CRD
 from tools.pulumi_real.run import POLICIES, PulumiRun, Result
 
 # The controllers' namespaces (the charts' own): a deploy leaves nothing else behind after take_down.
@@ -385,8 +386,9 @@ def sweep(cluster: LocalCluster) -> list[str]:
 
 
 def gke_crd_names() -> set[str]:
-    """The CRDs the control plane starts with, as GKE's does (LocalCluster.install_gke_crds): not the stack's."""
-    return {yaml.safe_load(p.read_text())["metadata"]["name"] for p in GKE_CRDS.glob("*.yaml")}
+    """The CRDs the control plane starts with, as GKE's does (LocalCluster.install_gke_crds, and the Slice CRD of the
+    stand-in for GKE's slice controller): not the stack's."""
+    return {yaml.safe_load(p.read_text())["metadata"]["name"] for p in GKE_CRDS.glob("*.yaml")} | {SLICE_CRD["metadata"]["name"]}
 
 
 def leftovers(cluster: LocalCluster) -> list[str]:

@@ -49,6 +49,11 @@ def topology_name(group: str) -> str:
     return f"slices-{group}"
 
 
+def flavor_name(group: str) -> str:
+    """Any slice group's Kueue ResourceFlavor: tpu-<group> (components/manifests/kueue.py flavor_name)."""
+    return f"tpu-{group}"
+
+
 def partition_label(shape: str) -> str:
     """The node label naming the partition of this shape a host belongs to."""
     return f"cloud.google.com/gke-tpu-partition-{shape}-id"

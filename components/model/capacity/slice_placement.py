@@ -7,6 +7,7 @@ fillInCounts, findLevelWithFitDomains, updateCountsToMinimumGeneric, sortedDomai
 each take one worker (a worker asks for all 4 chips of its VM):
 - counts: a domain's podCount is its free hosts; at the slice level sliceCount = podCount // piece_hosts, above it the
   sum of its children's, below it 0;
+- first the flavor's quota (the pool set's chips): more chips than are free waits "insufficient unused quota";
 - the block must hold every piece (required), else the workload waits: "doesn't allow to fit";
 - level by level down to the slice level, the chosen domains' children are sorted (sliceCount descending, podCount
   ascending, then label values) and take pieces greedily, the last one best-fit (the first domain with the fewest
@@ -58,10 +59,11 @@ class Placement:
 class PoolSet:
     """The free hosts of a pool set's cubes, as Kueue's TAS cache counts them."""
 
-    def __init__(self, cubes: int, sub_slicing: bool, topology_name: str = "pool-set"):
+    def __init__(self, cubes: int, sub_slicing: bool, topology_name: str = "pool-set", flavor: str = "pool-set"):
         self.cubes = cubes
         self.shapes = ds.partition_shapes(sub_slicing)
         self.topology_name = topology_name
+        self.flavor = flavor
         self.used: set[tuple[int, int]] = set()
 
     @property
@@ -95,6 +97,11 @@ class PoolSet:
         shape = ds.SliceShape(topology)
         piece = shape.piece_hosts
         needed = count * (shape.cubes or 1)
+        # Kueue checks quota before placement: the flavor's quota is the pool set's chips
+        chips, free = count * shape.chips, self.free_hosts * ds.CHIPS_PER_HOST
+        if chips > free:
+            return Placement(workload, topology, waits=f"insufficient unused quota for google.com/tpu in flavor {self.flavor}, "
+                                                        f"{chips - free} more needed")
         slice_level = 1 + self.shapes.index(shape.partition)  # block is level 0, the cube level 1
         block = self._tree()
         depth = len(self.shapes) + 1  # the host level's index

@@ -32,7 +32,7 @@ def _ranges(hosts: list[int]) -> str:
 
 def placements(stack: ResolvedStack, group: SliceGroup) -> tuple[list[dict[str, Any]], int]:
     """The running workloads on one pool set, placed in declared order, and the hosts they leave free."""
-    pool = PoolSet(group.count, group.forms_sub_slices, ds.topology_name(group.name))
+    pool = PoolSet(group.count, group.forms_sub_slices, ds.topology_name(group.name), ds.flavor_name(group.name))
     out = []
     running = [w for w in stack.workloads if w.group is group and w.state == "running" and w.formed is not None]
     # Kueue's order (pkg/cache/queue/cluster_queue.go baseCompareFunc): higher priority first, then the earlier
