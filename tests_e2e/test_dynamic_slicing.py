@@ -95,9 +95,9 @@ def test_reshaping_a_slice_replaces_its_jobset_and_touches_no_node(cluster, stac
     assert want.waits is None
 
     config = example_stack_config(EXAMPLE)
-    for w in config["pathways:workloads"]:
-        if w["name"] == target["workload"]:
-            w["topology"] = new_topology
+    for entry in config["pathways:workloads"]:
+        if entry["name"] == target["workload"]:
+            entry["topology"] = new_topology
     result = stacks.update(config)
     assert re.search(r"\b1 replaced\b", result.output), result.output[-3000:]
 
