@@ -14,7 +14,7 @@ from components.manifests import kueue as kueue_manifest
 from components.manifests.admission import check_jobset
 from components.model.capacity import dynamic_slicing as ds
 from components.model.capacity.slice_placement import PoolSet
-from components.model.config import ConfigError, load, resolve
+from components.model.config import ConfigError, as_run, load, load_run, resolve
 from components.model.cost.summary import stack_summary, summary_text
 from infra.offline.render import pool_facts
 from tests.conftest import config_with, in_zone_of, plan_of
@@ -246,3 +246,17 @@ def test_the_offline_admission_refuses_what_the_slice_webhook_would():
     pod["metadata"]["annotations"]["cloud.google.com/gke-tpu-slice-topology"] = "4x4x8"
     found = [str(v) for v in check_jobset(js, pools).violations if v.rule == "formed-slice"]
     assert len(found) == 1 and "'32': a 4x4x8 slice is formed of pieces of 16 hosts" in found[0]
+
+
+def test_a_run_on_a_pool_set_asks_for_its_topology():
+    cfg = model(runs={"submitters": [{"kind": "User", "name": "r@example.com"}]})
+    with pytest.raises(ConfigError) as e:
+        load_run(cfg, {"name": "exp", "image": IMAGE})
+    assert [str(p) for p in e.value.problems] == [
+        f"run.topology: required on pool set 'ironwood': the topology of the slice GKE forms for it; legal: {ds.legal_text(True)}"]
+    stack = resolve(load_run(cfg, {"name": "exp", "image": IMAGE, "topology": "2x2x4", "slices": 2}))
+    run = as_run(stack, stack.workloads[-1])
+    worker = jobset_manifest.jobset(stack, run)["spec"]["replicatedJobs"][1]
+    assert worker["replicas"] == 2 and worker["template"]["spec"]["parallelism"] == 4
+    assert worker["template"]["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-slice-required-topology"] == \
+        "cloud.google.com/gke-tpu-partition-2x2x4-id"

@@ -10,7 +10,7 @@ from components.model.workloads.ports import NOTEBOOK_PORT
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DESCRIPTION = "Ad-hoc runs on a stack's cluster: submit, list, logs, delete, describe, why, profile, teams (docs/runs.md)."
 # The flags that set a run spec's keys (docs/runs.md lists the spec file's keys; these are a subset).
-FLAG_KEYS = {"name": "name", "mode": "mode", "slice_group": "sliceGroup", "slices": "slices", "image": "image",
+FLAG_KEYS = {"name": "name", "mode": "mode", "slice_group": "sliceGroup", "slices": "slices", "topology": "topology", "image": "image",
              "priority": "priority", "cpu": "cpu", "memory": "memory", "max_restarts": "maxRestarts", "team": "team"}
 
 
@@ -59,7 +59,10 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--name", help="run name (DNS label, at most 22 characters)")
             p.add_argument("--mode", help="batch (default) or interactive (a head for a notebook)")
             p.add_argument("--slice-group", help="slice group (required when the stack has several)")
-            p.add_argument("--slices", type=int, help="slices (default: all of the group)")
+            p.add_argument("--slices", type=int, help="slices (default: all of the group; one on a pool set)")
+            p.add_argument("--topology", help=(
+                "on a pool set (slices[].subBlocks): each slice's topology, a sub-slice (2x2x1 to 2x4x4) or a super-slice "
+                "of whole cubes (4x4x4, 4x4x8, ...); docs/dynamic-slicing.md"))
             p.add_argument("--image", help="program image, pinned (tag or digest)")
             p.add_argument("--priority", help="training, interactive or experiment (default: runs.priority)")
             p.add_argument("--cpu", help="program container CPU")

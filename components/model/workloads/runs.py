@@ -27,7 +27,7 @@ RUN_QUEUE_PREFIX = "runs-"
 # Profiling without the stack's token (a Secret): the run's server listens on the head's loopback only. Not serve
 # or service modes (stack-managed endpoints).
 RUN_KEYS = (
-    "name", "mode", "sliceGroup", "slices", "image", "command", "args", "env", "cpu", "memory", "priority",
+    "name", "mode", "sliceGroup", "slices", "topology", "image", "command", "args", "env", "cpu", "memory", "priority",
     "maxRestarts", "workerRestartsPerHost", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
     "ttlSecondsAfterFinished", "subdomain", "mounts", "profiling", "team",
 )
