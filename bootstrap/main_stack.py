@@ -173,6 +173,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
             types.add("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
         if any(g.queued_provisioning for g in cfg.slices):
             types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ProvisioningRequestConfig", "AdmissionCheck")}
+        if any(g.dynamic for g in cfg.slices) and kube.kueue.cluster_queue is None:  # a pool set's Topology and slice check
+            types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("Topology", "AdmissionCheck")}
         if cfg.fleet is not None and cfg.fleet.role == "manager":  # infra/fleet.py: the kubeconfigs and MultiKueue
             types |= {"kubernetes:core/v1:Secret", *(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}"
                                                      for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"))}

@@ -219,7 +219,8 @@ def test_outputs(made_stack):
     # one pool per slice, tpu-<group>-<index>; a fleet manager's slices are its workers'
     cfg = stack_config(name)
     expected = {} if name in FLEET_MANAGERS else {
-        s["name"]: [f"tpu-{s['name']}-{i}" for i in range(s.get("count", 1))] for s in cfg.get("pathways:slices", [])}
+        s["name"]: [f"tpu-{s['name']}-{i}" for i in range(s.get("count", len(s.get("subBlocks") or []) or 1))]
+        for s in cfg.get("pathways:slices", [])}  # a pool set: one pool per sub-block
     assert o["slicePools"] == expected
 
 
@@ -310,9 +311,10 @@ def test_slice_pool_shape_per_family(tpu):
 
 
 def test_made_stacks_request_no_gke_version(made_stack):
-    _, plan = made_stack
+    name, plan = made_stack
     assert plan.one(CLUSTER).input("minMasterVersion") is None
-    assert plan.one(CLUSTER).input("releaseChannel.channel") in {"REGULAR", "STABLE"}
+    chosen = (stack_config(name).get("pathways:cluster") or {}).get("releaseChannel")  # e.g. RAPID, which dynamic slicing needs
+    assert plan.one(CLUSTER).input("releaseChannel.channel") in ({chosen} if chosen else {"REGULAR", "STABLE"})
     for p in plan.by_type(POOL):
         assert p.input("version") is None  # pools follow the control plane
 

@@ -268,6 +268,7 @@ TABLE: dict[str, Access] = {
     "kubernetes:checkpointing.gke.io/v1:CheckpointConfiguration": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:Topology": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": _k8s_object("container.thirdPartyObjects.create"),
