@@ -260,3 +260,10 @@ def test_a_run_on_a_pool_set_asks_for_its_topology():
     assert worker["replicas"] == 2 and worker["template"]["spec"]["parallelism"] == 4
     assert worker["template"]["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-slice-required-topology"] == \
         "cloud.google.com/gke-tpu-partition-2x2x4-id"
+
+
+def test_the_plan_tells_what_the_stack_does_not_install_and_counts_no_fixed_slices():
+    notices = stack_summary(resolve(model()))["notices"]
+    assert any(n.startswith("pool set ironwood: install the Kueue slice controller") and "AdmissionCheck slices-ironwood stays inactive" in n
+               for n in notices), notices
+    assert not any("running workloads want" in n for n in notices)  # slices of any size: the pool sets table says what waits

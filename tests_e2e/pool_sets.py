@@ -17,7 +17,7 @@ from components.model.resolved import ResolvedStack
 from tests_e2e.helpers import JOB_INDEX, REPLICATED_JOB, condition, is_true, nodes, wait_running, workload
 from tools.cluster.local import LocalCluster
 
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 
 
 def pool_set_workloads(m: ResolvedStack) -> set[str]:
@@ -74,6 +74,8 @@ def release_in_order(cluster: LocalCluster, m: ResolvedStack) -> tuple[int, int]
                 if meta[REPLICATED_JOB] != w.worker_job:
                     continue
                 node = pod["spec"]["nodeName"]
+                # the slice controller's pod-set update, and GKE's label on the slice's hosts
+                assert pod["spec"]["nodeSelector"].get(TPU_TOPOLOGY) == p["topology"] == labels[node][TPU_TOPOLOGY], (w.name, node)
                 got.setdefault(int(meta[JOB_INDEX]), []).append(
                     {"subBlock": cube_of[labels[node]["cloud.google.com/gke-nodepool"]], "host": str(_host(node))})
             want = {j: sorted((h["subBlock"], str(i)) for h in s["hosts"] for i in expand(h["hosts"])) for j, s in enumerate(p["slices"])}

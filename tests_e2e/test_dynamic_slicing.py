@@ -32,8 +32,7 @@ def deployed(cluster: LocalCluster, stacks: Any) -> None:
     stacks.use(EXAMPLE, held(example_stack_config(EXAMPLE), m))
     queues = {q["metadata"]["name"]: q["spec"].get("stopPolicy") for q in cluster.get("localqueues", "-A")["items"]}
     if any(queues.get(w.local_queue) == "HoldAndDrain" for w in m.workloads if w.group.dynamic and w.state == "running"):
-        equal, compared = release_in_order(cluster, m)
-        assert equal == compared
+        release_in_order(cluster, m)  # asserts each placement
     stacks.changed()
 
 

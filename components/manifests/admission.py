@@ -294,7 +294,7 @@ def _check_formed_slice(base: str, topology: str, job: dict[str, Any], tpu: int,
     """A worker template whose slice is formed on a pool set: what the slice controller's JobSet webhook refuses
     (a topology it cannot parse; TPUs per pod x podset-slice-size other than the piece's chips) and Kueue's
     (a slice size that does not divide the pods), and a slice larger than the pools it selects."""
-    path = f"{base}.template.metadata.annotations"
+    path = f"{base}.template.spec.template.metadata.annotations"
     try:
         shape = dynamic_slicing.parse(topology, sub_slicing=True, cubes=dynamic_slicing.MAX_CUBES)
     except dynamic_slicing.TopologyError as e:

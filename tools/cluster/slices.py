@@ -4,13 +4,19 @@ sources and GKE's pages describe, and nothing of Kueue's:
 
 - the in-cluster slice controller (AI-Hypercomputer/xpk slice-main @ 250d4b3c, slice/internal/controller): it keeps
   each AdmissionCheck of controller accelerator.gke.io/slice Active; for a Workload with quota reserved and that check
-  Pending, it reads the topology assignment, takes the partition IDs of the assigned hosts at the slice level the pod
-  template asks for (podset-slice-required-topology), in assignment order and once each, splits them into one run per
-  Job (the PodSet's subGroupCount) and makes one Slice of each run, named <namespace>-<workload>-<podset>-<index>
-  (49 characters at most, else cut with a hash); once every Slice is Ready it sets the check Ready and Kueue admits;
-  when the Workload goes or loses its quota, its Slices go;
-- GKE's slice controller: it makes a Slice Ready (reason ACTIVE) when its partitions are not in another Slice, else
-  SliceCreationFailed.
+  Pending, for each pod set of a TPU slice (an accelerator selector and the slice-topology annotation), it takes the
+  partition IDs of the assigned hosts at the level the topology implies (a sub-slice's own shape, else the cube), in
+  assignment order and once each, splits them into one run per Job (the PodSet's subGroupCount) and makes one Slice
+  of each run, named <namespace>-<workload>-<podset>-<index> (49 characters at most, else cut with a hash); once
+  every Slice is Ready (ACTIVE or ACTIVE_DEGRADED) it sets the check Ready with the pod sets' updates, the formed
+  topology as a nodeSelector on cloud.google.com/gke-tpu-topology (buildPodSetUpdates), and Kueue admits; when the
+  Workload goes or loses its quota, its Slices go once its pods have ended (the controller's finalizer);
+- GKE's slice controller: it labels the Slice's hosts with the formed topology (as the controller's own e2e does,
+  test/utils/e2e.go SetSliceReady) and makes the Slice Ready (ACTIVE).
+
+Where it is simpler than the real one: a Slice whose partitions another Slice still holds is not made (the real
+controller evicts the workload, ConfigurationFailure, and Kueue requeues it), so the workload waits instead; after a
+Slice, its hosts go back to their pool's topology (GKE's pages do not say).
 
 The Slice CRD is this stand-in's own, written from GKE's Slice CRD reference (accelerator.gke.io/v1beta1, cluster
 scoped: spec.type, spec.topology, spec.partitionIds, status.conditions): GKE installs the real one with its add-on.
@@ -21,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 from tools.cluster.api import Api, ApiError
 from tools.cluster.cloud import _Controller, log
@@ -31,7 +37,10 @@ GROUP, VERSION = "accelerator.gke.io", "v1beta1"
 SLICES = f"/apis/{GROUP}/{VERSION}/slices"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 TOPOLOGY = "cloud.google.com/gke-tpu-slice-topology"
-SLICE_LEVEL = "kueue.x-k8s.io/podset-slice-required-topology"
+TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+CUBE = "4x4x4"
+SUB_SLICES = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")  # the slice controller's SupportedSubsliceTopologies
 ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
 OWNER_NAMESPACE, OWNER_NAME, OWNER_PODSET = ("accelerator.gke.io/owner-workload-namespace", "accelerator.gke.io/owner-workload-name",
                                              "accelerator.gke.io/owner-podset-name")
@@ -81,6 +90,11 @@ def assigned_hosts(assignment: dict[str, Any]) -> list[str]:
     return out
 
 
+def partition_level(topology: str) -> str:
+    """The node label a Slice's partition IDs are values of, from its topology (topology.go RequiredSliceLevel)."""
+    return f"cloud.google.com/gke-tpu-partition-{topology if topology in SUB_SLICES else CUBE}-id"
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -91,7 +105,8 @@ class SliceFormation(_Controller):
 
     def __init__(self, api: Api):
         super().__init__(api)
-        self.formed: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        self.formed: dict[str, tuple[str, str, tuple[str, ...], int]] = {}
+        self._jobsets: dict[str, tuple[str, str]] = {}  # Slice -> its owner's (namespace, JobSet)
         self.log: list[str] = []
         self._lock = threading.Lock()
 
@@ -119,68 +134,106 @@ class SliceFormation(_Controller):
         meta = wl["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         podsets = {p["name"]: p for p in wl["spec"]["podSets"]}
-        wanted: list[tuple[str, str, str, str, tuple[str, ...]]] = []
+        wanted: list[tuple[str, int, str, str, str, tuple[str, ...]]] = []
+        updates = []
         for psa in (wl["status"].get("admission") or {}).get("podSetAssignments") or []:
             assignment = psa.get("topologyAssignment")
             ps = podsets.get(psa["name"])
             if not assignment or ps is None:
                 continue
             template = ps["template"]
-            level = ((template.get("metadata") or {}).get("annotations") or {}).get(SLICE_LEVEL)
             topology = ((template.get("metadata") or {}).get("annotations") or {}).get(TOPOLOGY)
-            if not level or not topology:
-                continue
+            accelerator = (template["spec"].get("nodeSelector") or {}).get(ACCELERATOR)
+            if not topology or accelerator not in ("tpu7x", "v6e"):
+                continue  # not a slice's pod set (core.IsRelevantPodTemplateSpec)
+            level = partition_level(topology)
             ids = list(dict.fromkeys(nodes.get(h, {}).get(level, "") for h in assigned_hosts(assignment)))
             jobs = int((ps.get("topologyRequest") or {}).get("subGroupCount") or 1)
             if "" in ids or len(ids) % jobs:
                 self._note(f"{key}: an assigned host has no {level} label, or {len(ids)} partitions do not split into {jobs} slices")
-                return
+                return  # the real controller leaves such a workload alone: its check stays Pending
             chunk = len(ids) // jobs
-            accelerator = (template["spec"].get("nodeSelector") or {}).get(ACCELERATOR, "tpu7x")
             for j in range(jobs):
-                wanted.append((slice_name(meta["namespace"], meta["name"], psa["name"], j), psa["name"], topology, accelerator,
+                wanted.append((slice_name(meta["namespace"], meta["name"], psa["name"], j), j, psa["name"], topology, accelerator,
                                tuple(ids[j * chunk:(j + 1) * chunk])))
+            # on Ready the real controller has Kueue add the formed topology to the pod set's nodeSelector (buildPodSetUpdates)
+            updates.append({"name": psa["name"], "nodeSelector": {TPU_TOPOLOGY: topology}})
         ready = True
-        for name, podset, topology, accelerator, ids in wanted:
+        for name, index, podset, topology, accelerator, ids in wanted:
             s = slices.get(name)
             if s is None:
+                held = {i for n, o in slices.items() for i in o["spec"]["partitionIds"]}
+                if held & set(ids):
+                    # the real controller evicts the workload (ConfigurationFailure) and Kueue requeues it; here it waits
+                    # until the Slice holding them is gone (its owner's pods ended), which ends the same way
+                    self._note(f"{key}: partitions {', '.join(sorted(held & set(ids)))} are in another Slice; waiting")
+                    return
                 s = self.api.create(SLICES, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Slice", "metadata": {
                     "name": name, "annotations": {OWNER_NAMESPACE: meta["namespace"], OWNER_NAME: meta["name"], OWNER_PODSET: podset}},
                     "spec": {"type": accelerator, "topology": topology, "partitionIds": list(ids)}})
+                owner = next((o["name"] for o in meta.get("ownerReferences") or [] if o.get("kind") == "JobSet"), "")
                 with self._lock:
-                    self.formed[name] = (key, topology, ids)
+                    self.formed[name] = (key, topology, ids, index)
+                    self._jobsets[name] = (meta["namespace"], owner)
                 self._note(f"{key}: Slice {name} {topology} on {', '.join(ids)}")
-                self._activate(s, slices)
+                self._activate(s, slices, nodes)
             conditions = (s.get("status") or {}).get("conditions") or []
-            ready = ready and any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            ready = ready and any(c["type"] == "Ready" and c["status"] == "True" and c.get("reason") in ("ACTIVE", "ACTIVE_DEGRADED")
+                                  for c in conditions)
         if ready and wanted:
             self.api.call("PATCH", f"{KUEUE}/namespaces/{meta['namespace']}/workloads/{meta['name']}/status?fieldManager={FIELD_MANAGER}&force=true",
                           {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-                           "status": {"admissionChecks": [{"name": check, "state": "Ready", "lastTransitionTime": _now(),
+                           "status": {"admissionChecks": [{"name": check, "state": "Ready", "lastTransitionTime": _now(), "podSetUpdates": updates,
                                                            "message": f"Slices {', '.join(n for n, *_ in wanted)} are ready"}]}},
                           content_type="application/apply-patch+yaml")
             self._note(f"{key}: check {check} Ready")
 
-    def _activate(self, s: dict[str, Any], slices: dict[str, dict[str, Any]]) -> None:
-        """GKE's side: Ready once no other Slice holds its partitions."""
-        ids = set(s["spec"]["partitionIds"])
-        taken = any(ids & set(o["spec"]["partitionIds"]) for n, o in slices.items() if n != s["metadata"]["name"])
-        cond = ({"type": "Ready", "status": "False", "reason": "SliceCreationFailed", "message": "a partition is in another Slice"}
-                if taken else {"type": "Ready", "status": "True", "reason": "ACTIVE", "message": "formed by the tier's stand-in for GKE"})
-        s["status"] = {"conditions": [{**cond, "lastTransitionTime": _now(), "observedGeneration": 1}]}
+    def _activate(self, s: dict[str, Any], slices: dict[str, dict[str, Any]], nodes: dict[str, dict[str, str]]) -> None:
+        """GKE's side: the Slice's hosts are linked and labelled with its topology (as the slice controller's e2e
+        SetSliceReady relabels them), then it is Ready (ACTIVE)."""
+        topology = s["spec"]["topology"]
+        level, ids = partition_level(topology), set(s["spec"]["partitionIds"])
+        for node, labels in nodes.items():
+            if labels.get(level) in ids and labels.get(TPU_TOPOLOGY) != topology:
+                self.api.strategic_patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {TPU_TOPOLOGY: topology}}})
+                labels[TPU_TOPOLOGY] = topology
+        s["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "ACTIVE", "message": "formed by the tier's stand-in for GKE",
+                                       "lastTransitionTime": _now(), "observedGeneration": 1}]}
         self.api.merge_patch(f"{SLICES}/{s['metadata']['name']}/status", {"status": s["status"]})
         slices[s["metadata"]["name"]] = s
 
-    def formed_for(self, namespace: str, workload: str) -> list[tuple[str, tuple[str, ...]]]:
-        """(topology, partition IDs) of each Slice made for a workload, in Slice-name order."""
+    def _release(self, s: dict[str, Any], nodes: dict[str, dict[str, str]]) -> None:
+        """A Slice whose owner lost its quota or is gone, once its pods have ended (the real controller's finalizer
+        waits for them): deleted, and its hosts back to their pool's topology (GKE's, assumed here: its pages say
+        nothing of the label after a Slice)."""
+        name = s["metadata"]["name"]
         with self._lock:
-            return [(t, ids) for n, (k, t, ids) in sorted(self.formed.items()) if k == f"{namespace}/{workload}"]
+            namespace, jobset = self._jobsets.get(name, ("", ""))
+        if jobset and self.api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{JOBSET_NAME}={jobset}")["items"]:
+            return
+        level, ids = partition_level(s["spec"]["topology"]), set(s["spec"]["partitionIds"])
+        try:
+            self.api.delete(f"{SLICES}/{name}")
+        except ApiError as e:
+            if e.status != 404:
+                raise
+        for node, labels in nodes.items():
+            if labels.get(level) in ids and labels.get(TPU_TOPOLOGY) != CUBE:
+                self.api.strategic_patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {TPU_TOPOLOGY: CUBE}}})
+                labels[TPU_TOPOLOGY] = CUBE
+        self._note(f"Slice {name} deleted: its workload is gone or lost its quota, and its pods have ended")
+
+    def formed_for(self, namespace: str, workload: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(topology, partition IDs) of each Slice made for a workload, by its Job's index."""
+        with self._lock:
+            mine = sorted((i, t, ids) for k, t, ids, i in self.formed.values() if k == f"{namespace}/{workload}")
+        return [(t, ids) for _, t, ids in mine]
 
     def _round(self) -> None:
         checks = self._checks()
         slices = {s["metadata"]["name"]: s for s in self.api.get(SLICES)["items"]}
         workloads = self.api.get(f"{KUEUE}/workloads")["items"]
-        nodes: Optional[dict[str, dict[str, str]]] = None
+        nodes = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in self.api.get("/api/v1/nodes")["items"]}
         live = set()
         for wl in workloads:
             status = wl.get("status") or {}
@@ -190,19 +243,11 @@ class SliceFormation(_Controller):
             meta = wl["metadata"]
             live.add((meta["namespace"], meta["name"]))
             if mine[0]["state"] == "Pending" and not meta.get("deletionTimestamp"):
-                if nodes is None:
-                    nodes = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in self.api.get("/api/v1/nodes")["items"]}
                 self._form(wl, mine[0]["name"], nodes, slices)
-        for name, s in slices.items():
+        for s in list(slices.values()):
             owner = s["metadata"].get("annotations") or {}
-            if OWNER_NAME not in owner or (owner.get(OWNER_NAMESPACE), owner[OWNER_NAME]) in live:
-                continue
-            try:
-                self.api.delete(f"{SLICES}/{name}")
-                self._note(f"Slice {name} deleted: its workload is gone or lost its quota")
-            except ApiError as e:
-                if e.status != 404:
-                    raise
+            if OWNER_NAME in owner and (owner.get(OWNER_NAMESPACE), owner[OWNER_NAME]) not in live:
+                self._release(s, nodes)
 
     def _loop(self) -> None:
         while not self._stop.wait(1.0):

@@ -163,7 +163,8 @@ class SliceGroup(_Model):
     sub_slicing: Optional[bool] = Field(default=None, description=(
         "With subBlocks: also form sub-slices (2x2x1 to 2x4x4) inside a cube; needs GKE "
         f"{dynamic_slicing.SUB_SLICING_MIN_GKE} or later (super-slices need {dynamic_slicing.SUPER_SLICING_MIN_GKE}). "
-        "Default true. It sets the levels of the group's Kueue Topology, so changing it replaces that Topology."))
+        "Default true. It sets the levels of the group's Kueue Topology, which Kueue never changes in place (the levels "
+        "and the flavor's topologyName are immutable): to change it on a deployed stack, give the pool set a new name."))
 
     @model_validator(mode="before")
     @classmethod

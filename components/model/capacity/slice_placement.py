@@ -16,8 +16,9 @@ each take one worker (a worker asks for all 4 chips of its VM):
   controller makes Slice j of the j-th run of partitions.
 
 Where domains tie, Kueue orders them by their label values: GKE's partition IDs, which the plan cannot know. The
-prediction orders them as the sub-blocks are declared, and hosts in a cube by their index (the tier's nodes are
-labelled so); on GKE a tie may go to an equally free cube or partition instead.
+prediction orders them as the sub-blocks are declared, and hosts in a cube by their index (the tier's partition IDs
+sort so); on GKE a tie may go to an equally free cube or partition instead. With sub-slices off, Kueue orders a cube's
+hosts by hostname: which pod of a Job runs on which host of its cubes may differ, its cubes do not.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from components.constants import HEAD_TAINT, ROLE_LABEL, SYSTEM_ROLE
+from components.model.capacity import dynamic_slicing as ds
 from components.model.capacity import quota, rollout, tpu_zones
 from components.model.capacity.reservations import Recorded, ReservationState, availability, block_availability, parse_path
 from components.model.common import PRIORITY_CLASSES
@@ -212,6 +213,11 @@ def notices(stack: ResolvedStack) -> list[str]:
                    "groups are its members); its owner turns it on with gcloud container clusters update CLUSTER "
                    "--security-group=gke-security-groups@<domain>")
     out += serving_prerequisites(stack)
+    for g in stack.slices:
+        if g.dynamic and stack.kueue:
+            out.append(f"pool set {g.name}: install the Kueue slice controller (GKE \"Use dynamic slicing\", docs/dynamic-slicing.md) "
+                       f"before its workloads: the stack does not, and until it runs the AdmissionCheck {ds.topology_name(g.name)} "
+                       "stays inactive, which leaves the whole ClusterQueue inactive: nothing in it is admitted, fixed slices included")
     out += as_it_is(stack)
     if stack.existing_cluster and stack.csi_drivers:
         out.append(f"mounts on a cluster made elsewhere: the cluster must have GKE's {', '.join(stack.csi_drivers)} CSI "
@@ -321,6 +327,8 @@ def oversubscribed(stack: ResolvedStack) -> list[str]:
     order) and holds the rest, which a reader of the stack file might not expect."""
     out = []
     for g in stack.slices:
+        if g.dynamic:
+            continue  # a pool set forms slices of any size: its table says which wait (pool_sets_summary.py)
         running = [w for w in stack.active_workloads if w.group is g and w.state == "running"]
         wanted = sum(w.slices for w in running)
         if wanted <= g.count:
