@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from components.constants import HEAD_TAINT, ROLE_LABEL, SYSTEM_ROLE
-from components.model.capacity import dynamic_slicing as ds
 from components.model.capacity import quota, rollout, tpu_zones
 from components.model.capacity.reservations import Recorded, ReservationState, availability, block_availability, parse_path
 from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
-from components.model.cost.pool_sets_summary import pool_sets_summary, pool_sets_text
+from components.model.cost.pool_sets_summary import pool_set_notices, pool_sets_summary, pool_sets_text
 from components.model.cost.pricing import tpu_chip_price
 from components.model.cost.teams_summary import teams_summary, teams_text
 from components.model.resolved import ResolvedStack
@@ -213,11 +212,7 @@ def notices(stack: ResolvedStack) -> list[str]:
                    "groups are its members); its owner turns it on with gcloud container clusters update CLUSTER "
                    "--security-group=gke-security-groups@<domain>")
     out += serving_prerequisites(stack)
-    for g in stack.slices:
-        if g.dynamic and stack.kueue:
-            out.append(f"pool set {g.name}: install the Kueue slice controller (GKE \"Use dynamic slicing\", docs/dynamic-slicing.md) "
-                       f"before its workloads: the stack does not, and until it runs the AdmissionCheck {ds.topology_name(g.name)} "
-                       "stays inactive, which leaves the whole ClusterQueue inactive: nothing in it is admitted, fixed slices included")
+    out += pool_set_notices(stack)
     out += as_it_is(stack)
     if stack.existing_cluster and stack.csi_drivers:
         out.append(f"mounts on a cluster made elsewhere: the cluster must have GKE's {', '.join(stack.csi_drivers)} CSI "
