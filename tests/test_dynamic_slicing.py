@@ -267,3 +267,16 @@ def test_the_plan_tells_what_the_stack_does_not_install_and_counts_no_fixed_slic
     assert any(n.startswith("pool set ironwood: install the Kueue slice controller") and "AdmissionCheck slices-ironwood stays inactive" in n
                for n in notices), notices
     assert not any("running workloads want" in n for n in notices)  # slices of any size: the pool sets table says what waits
+
+
+def test_the_review_says_what_kueue_will_not_change_in_place():
+    from infra.offline.diff import diff
+
+    changes = diff(plan_of(config()), plan_of(config(slices=with_group(subSlicing=False), workloads=WORKLOADS[:1])))
+    topology = next(c for c in changes if c.type.endswith(":Topology"))
+    assert any(n.startswith("the real `pulumi up` fails on this change (spec.levels") and "needs a new slice-group name" in n
+               for n in topology.notes), topology.notes
+    fixed = diff(plan_of(config()), plan_of(config(slices=[{**{k: v for k, v in POOL_SET.items() if k != "subBlocks"}, "count": 4}],
+                                                   workloads=[{"name": "a", "mode": "interactive"}])))
+    flavor = next(c for c in fixed if c.type.endswith(":ResourceFlavor"))
+    assert any("spec.topologyName" in n and "Kueue v0.19.2 makes" in n for n in flavor.notes), flavor.notes

@@ -30,6 +30,8 @@ ORDER = {"replace": 0, "delete": 1, "update": 2, "create": 3}
 # transition rules do not run when the new object lacks the field, so only a field the new JobSet sets counts.
 JOBSET_CEL_IMMUTABLE = ("spec.failurePolicy", "spec.network", "spec.startupPolicy", "spec.successPolicy")
 K8S_PROVIDER = "pulumi:providers:kubernetes"
+KUEUE_TOPOLOGY = "kubernetes:kueue.x-k8s.io/v1beta2:Topology"
+KUEUE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 
 
@@ -212,6 +214,15 @@ def _value_at(inputs: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+def _kueue_immutable(a: Registration, b: Registration) -> tuple[str, ...]:
+    """The inputs Kueue refuses to change in place on this object (CEL self == oldSelf)."""
+    if b.type == KUEUE_TOPOLOGY:
+        return ("spec.levels",)
+    if b.type == KUEUE_FLAVOR and (_value_at(a.inputs, "spec.topologyName") or _value_at(b.inputs, "spec.topologyName")):
+        return ("spec.nodeLabels", "spec.tolerations", "spec.topologyName")
+    return ()
+
+
 def diff(before: Plan, after: Plan) -> list[Change]:
     old = {_key(r): r for r in before.resources}
     new = {_key(r): r for r in after.resources}
@@ -251,6 +262,13 @@ def diff(before: Plan, after: Plan) -> list[Change]:
                 "pulumi-kubernetes previews the new JobSet as a server-side dry run against the live one, which the JobSet "
                 "CRD's CEL rule refuses. Make it two changes: remove the workload (a batch run: state finished), then add "
                 "it back with the new value")
+        kueue_immutable = [p for p in paths if any(p == r or p.startswith(r + ".") for r in _kueue_immutable(a, b))]
+        if kueue_immutable:
+            c.notes.append(
+                f"the real `pulumi up` fails on this change ({', '.join(kueue_immutable)}): Kueue v0.19.2 makes a Topology's "
+                "levels immutable, and a ResourceFlavor's nodeLabels, tolerations and topologyName once it names a Topology "
+                "(apis/kueue/v1beta2 topology_types.go, resourceflavor_types.go). A pool set's subSlicing, or turning a pool "
+                "set into fixed slices, needs a new slice-group name (docs/dynamic-slicing.md)")
         if forced and b.type == K8S_PROVIDER:
             replaced_providers.add(key)
         changes.append(c)
