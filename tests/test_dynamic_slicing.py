@@ -280,3 +280,8 @@ def test_the_review_says_what_kueue_will_not_change_in_place():
                                                    workloads=[{"name": "a", "mode": "interactive"}])))
     flavor = next(c for c in fixed if c.type.endswith(":ResourceFlavor"))
     assert any("spec.topologyName" in n and "Kueue v0.19.2 makes" in n for n in flavor.notes), flavor.notes
+
+
+def test_a_topology_is_a_short_string_said_in_one_line():
+    problems = refused(workloads=[{"name": "a", "mode": "interactive", "topology": "4x" * 20 + "4"}])
+    assert problems == ["pathways:workloads[0].topology: '" + "4x" * 20 + "4' is not valid: string should have at most 20 characters"]

@@ -188,7 +188,7 @@ class Workload(_Model):
     slices: Optional[int] = Field(default=None, ge=1, le=MAX_TPU_POOLS, description=(
         "Slices used; default: all slices of the group (then a change of the group's count replaces the workload: "
         "pin it to keep the run going)."))
-    topology: Optional[str] = Field(default=None, description=(
+    topology: Optional[str] = Field(default=None, max_length=20, description=(
         "On a pool set (slices[].subBlocks): the topology of each slice GKE forms for it, a sub-slice (2x2x1, 2x2x2, "
         "2x2x4, 2x4x4) or a super-slice of whole cubes (4x4x4, 4x4x8, 4x8x8, ...); `slices` of them (default 1). "
         "Changing it reshapes the slice and replaces no node pool. docs/dynamic-slicing.md."))
