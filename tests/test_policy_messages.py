@@ -112,3 +112,11 @@ def test_an_object_without_a_namespace_is_judged_by_the_default_namespaces_level
     # where `default` enforces nothing stricter than privileged, the same pods pass
     privileged = mutate(broken, "kubernetes:core/v1:Namespace", "default-ns", "metadata.labels", {"pod-security.kubernetes.io/enforce": "privileged"})
     assert not [m for m in _messages(privileged, "pathways-pod-security") if " default/train " in m]
+
+
+def test_a_bare_pod_is_named_without_a_template_path():
+    # a chart may render a bare Pod (a helm test hook): the rule names it by namespace and name alone
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": "jobset-system"},
+           "spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "example.com/c:1"}]}}
+    messages = [m for m in _messages(add(BATCH, "kubernetes:core/v1:Pod", "probe", pod), "pathways-pod-security") if "/probe" in m]
+    assert len(messages) == 1 and messages[0].startswith("Pod jobset-system/probe: its pods would be refused, "), messages
