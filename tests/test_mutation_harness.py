@@ -229,7 +229,14 @@ def test_a_rerun_updates_the_earlier_results_and_scores_per_target():
     assert mutation._score({"b": per_file["components/model/b.py"]}) == (0, 1)  # uncovered counts against, equivalent not
     gone = mutation.merge(earlier, [{**r("policies/rules/a.py", 2, "x"), "status": "gone"}], set())
     assert mutation._score(mutation.tally(gone)) == (1, 3)  # a survivor whose code is gone is not scored
-    assert mutation.rerun_keys(earlier, {"components/model/b.py"}) == {"components/model/b.py:3:0:int:1->2", "components/model/b.py:4:0:int:1->2"}
+    assert mutation.rerun_keys(earlier, {"components/model/b.py"}) == {"components/model/b.py:f:4:int:1->2  x = 3",
+                                                                       "components/model/b.py:f:4:int:1->2  x = 4"}
+    # the tree moved on: a survivor is matched by its code wherever it is now, never by the line it had
+    moved = mutation.merge(earlier, [{**r("policies/rules/a.py", 2, "killed"), "line": 40}, r("policies/rules/a.py", 1, "survived")
+                                     | {"code": "y = 1"}], set())
+    assert [(m["status"], m["line"]) for m in moved][:2] == [("killed", 1), ("killed", 40)]
+    legacy = [{k: v for k, v in m.items() if k not in ("code", "offset", "scope")} for m in earlier]
+    assert mutation.rerun_keys(legacy, {"components/model/b.py"}) == {"components/model/b.py:3:0:int:1->2", "components/model/b.py:4:0:int:1->2"}
     assert mutation.module_of("policies/rules/a.py") == "policies/rules"
     assert mutation.module_of("infra/offline/critical_path.py") == "infra/offline/critical_path.py"
 

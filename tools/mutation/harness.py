@@ -79,7 +79,7 @@ class Mutant:
 
     @property
     def key(self) -> str:
-        """Where it is in this tree: results and --rerun match on it."""
+        """Where it is in this tree (a result file written before results carried their code is matched on it)."""
         return f"{self.path}:{self.line}:{self.col}:{self.operator}"
 
     @property
@@ -332,20 +332,22 @@ class WarmRunner:
             raise RuntimeError("the mutation runner stopped")
         return json.loads(line)
 
-    def run(self, tests: list[str], timeout: float) -> tuple[Optional[bool], str]:
-        """(True green / False red / None over time, the test file that failed first)."""
+    def run(self, tests: list[str], timeout: float) -> tuple[Optional[bool], str, str]:
+        """(True green / False red / None over time, the test that failed first, its first `E` line: what a reader
+        checks a kill against, e.g. that it is the mutant's doing and not the environment's)."""
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps({"tests": tests, "timeout": timeout}) + "\n")
         self.process.stdin.flush()
         answer = self._answer()
         if answer["code"] is None:
-            return None, ""
+            return None, "", ""
         # Nothing collected, or a test id pytest does not know: the harness is wrong, not the mutant. (A
         # conftest the mutant breaks is a usage error too, exit 4: that is a kill.)
         if answer["code"] == 5 or (answer["code"] == 4 and "not found:" in answer["output"]):
             raise RuntimeError(f"pytest could not run {tests[:3]}...:\n{answer['output']}")
         failed = _FAILED.search(answer["output"])
-        return answer["code"] == 0, failed.group(1) if failed else ""
+        why = next((line[1:].strip()[:200] for line in answer["output"].splitlines() if line.startswith("E ")), "")
+        return answer["code"] == 0, failed.group(1) if failed else "", why
 
     def close(self) -> None:
         if self.process.stdin:
@@ -502,15 +504,15 @@ def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional
     return sorted(chosen, key=order)
 
 
-def _run_one(runner: WarmRunner, workdir: Path, source: Path, rel: str, mutant: Mutant, tests: list[str], timeout: float) -> tuple[str, str]:
-    """('killed' / 'survived' / 'timeout', the test file that failed first)."""
+def _run_one(runner: WarmRunner, workdir: Path, source: Path, rel: str, mutant: Mutant, tests: list[str], timeout: float) -> tuple[str, str, str]:
+    """('killed' / 'survived' / 'timeout', the test that failed first, its first `E` line)."""
     original = (workdir / rel).read_text()
     (workdir / rel).write_text(mutated_source(source, mutant))
     try:
-        result, failed = runner.run(tests, timeout)
+        result, failed, why = runner.run(tests, timeout)
     finally:
         (workdir / rel).write_text(original)
-    return {True: "survived", False: "killed", None: "timeout"}[result], failed
+    return {True: "survived", False: "killed", None: "timeout"}[result], failed, why
 
 
 STATUSES = ("killed", "timeout", "survived", "uncovered", "equivalent", "gone")
@@ -540,11 +542,17 @@ def _anchor(r: dict) -> str:
     return anchor(r["path"], r["scope"], r["offset"], r["operator"], r["code"])
 
 
+def _match(r: dict) -> str:
+    """What a rerun matches an earlier result on: its anchor (the code, not the line: the tree may have moved since,
+    and the mutant now at that line is another one), or its line key for a result without code."""
+    return _anchor(r) or _key(r)
+
+
 def merge(earlier: list[dict], again: list[dict], equivalent: set[str]) -> list[dict]:
     """The earlier results with the re-run mutants' new status, and any mutant listed as equivalent
     (`equivalent`: anchors) since marked so."""
-    newer = {_key(r): r for r in again}
-    return [{**r, "status": "equivalent"} if _anchor(r) in equivalent else newer.get(_key(r), r) for r in earlier]
+    newer = {_match(r): r for r in again}
+    return [{**r, "status": "equivalent"} if _anchor(r) in equivalent else newer.get(_match(r), r) for r in earlier]
 
 
 class ResultFileError(ValueError):
@@ -582,7 +590,7 @@ def _is_result(r: object) -> bool:
 def rerun_keys(earlier: list[dict], paths: set[str]) -> set[str]:
     """The survivors of an earlier run that a rerun of `paths` runs again (another file's survivors are
     not this run's: they keep their status, and are not reported gone)."""
-    return {_key(r) for r in earlier if r["status"] in ("survived", "uncovered") and r["path"] in paths}
+    return {_match(r) for r in earlier if r["status"] in ("survived", "uncovered") and r["path"] in paths}
 
 
 def _score(per_file: dict[str, dict[str, int]]) -> tuple[int, int]:
@@ -675,7 +683,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             all_mutants = mutants(f, pristine)
             every += [m.anchor for m in all_mutants]
             if rerun is not None:
-                chosen = [m for m in all_mutants if m.key in rerun]
+                chosen = [m for m in all_mutants if m.anchor in rerun or m.key in rerun]
             elif args.sample == 0 or args.sample >= len(all_mutants):
                 chosen = all_mutants
             else:
@@ -684,8 +692,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         equivalent = equivalent_anchors(entries, every)
         if rerun is not None:
             # a survivor whose code was since deleted or moved: no longer a mutant of this tree (listed)
-            gone = rerun - {m.key for _, m in todo}
-            results += [{**r, "status": "gone", "seconds": 0.0} for r in earlier if _key(r) in gone]
+            gone = rerun - {m.anchor for _, m in todo} - {m.key for _, m in todo}
+            results += [{**r, "status": "gone", "seconds": 0.0} for r in earlier if _match(r) in gone]
         start = time.perf_counter()
         scratch = Path(tmp) / "coverage"
         scratch.mkdir()
@@ -726,18 +734,19 @@ def main(argv: Optional[list[str]] = None) -> int:
             work, runner = free.get()
             began = time.perf_counter()
             try:
-                status, failed = _run_one(runner, work, f, rel, m, tests, budget)
+                status, failed, why = _run_one(runner, work, f, rel, m, tests, budget)
             finally:
                 free.put((work, runner))
             if failed:
                 history.credit(rel, failed)
             return record({**asdict(m), "status": status, "seconds": round(time.perf_counter() - began, 1), "tests": len(tests),
-                           "killedBy": failed})
+                           "killedBy": failed, "why": why})
 
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             for done, r in enumerate(pool.map(run, todo), 1):
                 results.append(r)
-                print(f"[{done}/{len(todo)}] {r['status']:10s} {r['path']}:{r['line']}:{r['col']}:{r['operator']}  ({r['tests']} tests/files, {r['seconds']} s{', ' + r['killedBy'] if r['killedBy'] else ''})", flush=True)
+                print(f"[{done}/{len(todo)}] {r['status']:10s} {r['path']}:{r['line']}:{r['col']}:{r['operator']}  ({r['tests']} tests/files, {r['seconds']} s{', ' + r['killedBy'] if r['killedBy'] else ''})"
+                      + (f"\n    {r['why']}" if r.get("why") else ""), flush=True)
         for runner in runners:
             runner.close()
         elapsed = time.perf_counter() - start
