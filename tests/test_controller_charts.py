@@ -241,9 +241,9 @@ def test_a_local_chart_directory_is_expanded_as_it_is(tmp_path):
 def test_expansions_are_kept_under_the_digest_of_their_inputs():
     chart = LWS
     render_chart(charts.CHARTS / "lws", chart.release, chart.namespace, chart.values("0.9.0", "system"))
-    key = charts._digest(charts.CHARTS / "lws", chart.release, chart.namespace, chart.values("0.9.0", "system"))
+    key = charts._digest(charts.CHARTS / "lws", chart.release, chart.namespace, chart.values("0.9.0", "system"), None)
     assert (charts.EXPANDED / f"{key}.json").is_file()
-    assert key != charts._digest(charts.CHARTS / "lws", chart.release, chart.namespace, chart.values("0.9.1", "system"))
+    assert key != charts._digest(charts.CHARTS / "lws", chart.release, chart.namespace, chart.values("0.9.1", "system"), None)
 
 
 def test_make_plan_fetches_the_charts_first():

@@ -14,13 +14,15 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.manifests import chart_post_render
 from components.manifests.guardrails import psa_labels
 
 
 def install_chart(parent: pulumi.Resource, name: str, *, namespace: str, pod_security: str, chart: str, version: str,
                   values: dict[str, Any]) -> k8s.helm.v4.Chart:
     """`<name>-namespace` (Pod Security `pod_security` enforced) and the chart `name` in it, both children of
-    `parent`. A local chart directory is the version it holds; a registry is asked for the pinned one."""
+    `parent`. A local chart directory is the version it holds; a registry is asked for the pinned one. The
+    controller's own webhook certificate Secret is applied without data (components/manifests/chart_post_render.py)."""
     ns = k8s.core.v1.Namespace(
         f"{name}-namespace",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=psa_labels(pod_security)),
@@ -33,6 +35,7 @@ def install_chart(parent: pulumi.Resource, name: str, *, namespace: str, pod_sec
         namespace=namespace,
         skip_crds=False,  # the CRDs are among the chart's objects: applied and upgraded with it
         values=values,
+        post_renderer=k8s.helm.v4.PostRendererArgs(command=chart_post_render.COMMAND, args=chart_post_render.args()),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[ns]),
     )
 

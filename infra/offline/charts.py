@@ -22,11 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
@@ -125,17 +127,32 @@ def chart_dir(chart: Registration) -> Path:
     return path
 
 
-def _digest(path: Path, release: str, namespace: str, values: dict[str, Any]) -> str:
-    h = hashlib.sha256(json.dumps([metadata.version("helm-python-sdk"), release, namespace, values], sort_keys=True).encode())
+def _digest(path: Path, release: str, namespace: str, values: dict[str, Any], post_renderer: Optional[dict[str, Any]]) -> str:
+    h = hashlib.sha256(json.dumps([metadata.version("helm-python-sdk"), release, namespace, values, post_renderer], sort_keys=True).encode())
     for f in sorted(p for p in path.rglob("*") if p.is_file()):
         h.update(f.relative_to(path).as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()
 
 
-def _expand(path: Path, release: str, namespace: str, values: dict[str, Any]) -> list[dict[str, Any]]:
+def _post_render(release: str, post_renderer: dict[str, Any], manifest: str) -> str:
+    """What the Chart's post-renderer makes of the manifest, run as Helm runs it (helm v3.18.6 pkg/postrender/exec.go:
+    the command found on PATH, the manifest on stdin, its stdout the new manifest; a failure is the install's)."""
+    command = shutil.which(str(post_renderer.get("command") or ""))
+    if command is None:
+        raise ChartError(f"chart {release}: its post-renderer {post_renderer.get('command')!r} is not on PATH")
+    proc = subprocess.run([command, *[str(a) for a in post_renderer.get("args") or []]], input=manifest, capture_output=True,
+                          text=True, timeout=120)
+    if proc.returncode != 0:
+        raise ChartError(f"chart {release}: its post-renderer failed: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return proc.stdout
+
+
+def _expand(path: Path, release: str, namespace: str, values: dict[str, Any],
+            post_renderer: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
     """The chart's documents as Helm writes them into the release manifest: crds/ first, then the templates (in
-    file order; NOTES.txt is not an object), empty documents dropped (releaseutil.SplitManifests)."""
-    cached = EXPANDED / f"{_digest(path, release, namespace, values)}.json"
+    file order; NOTES.txt is not an object), through the Chart's post-renderer if it has one, empty documents
+    dropped (releaseutil.SplitManifests)."""
+    cached = EXPANDED / f"{_digest(path, release, namespace, values, post_renderer)}.json"
     try:
         return json.loads(cached.read_bytes())
     except (OSError, ValueError):
@@ -144,11 +161,14 @@ def _expand(path: Path, release: str, namespace: str, values: dict[str, Any]) ->
 
     try:
         with helm_python.Chart.load(path) as chart:
-            crds = [c["data"] for c in chart.crds]
+            crds = [(c.get("filename") or c.get("name") or "crd", c["data"]) for c in chart.crds]
             templates = chart.render(values=values, name=release, namespace=namespace, is_install=True)
     except helm_python.HelmError as e:
         raise ChartError(f"chart {release} ({path}): {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    texts = crds + [text for name, text in sorted(templates.items()) if not name.endswith("NOTES.txt")]
+    sources = crds + [(name, text) for name, text in sorted(templates.items()) if not name.endswith("NOTES.txt")]
+    texts = [text for _, text in sources]
+    if post_renderer:  # Helm hands it one buffer, each file after `---` and its `# Source:` line (pkg/action/action.go)
+        texts = [_post_render(release, post_renderer, "".join(f"---\n# Source: {name}\n{text}\n" for name, text in sources))]
     docs = [doc for text in texts for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc]
     try:  # written whole or not at all: a concurrent reader never sees half a file
         EXPANDED.mkdir(parents=True, exist_ok=True)
@@ -160,10 +180,11 @@ def _expand(path: Path, release: str, namespace: str, values: dict[str, Any]) ->
     return docs
 
 
-def render_chart(path: Path, release: str, namespace: str, values: dict[str, Any]) -> list[dict[str, Any]]:
+def render_chart(path: Path, release: str, namespace: str, values: dict[str, Any],
+                 post_renderer: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
     """Every object the chart at `path` creates, in the order Helm writes them (crds/ first), namespaced as Pulumi
     namespaces them."""
-    objects = _expand(path, release, namespace, values)
+    objects = _expand(path, release, namespace, values, post_renderer)
     objects = [o for o in objects if HOOK_ANNOTATION not in ((o.get("metadata") or {}).get("annotations") or {})]
     crd_scopes = {(o["spec"]["group"], o["spec"]["names"]["kind"]): o["spec"].get("scope", "")
                   for o in objects if o.get("kind") == "CustomResourceDefinition"}
@@ -182,7 +203,8 @@ def chart_objects(plan: Plan) -> list[ChartObject]:
     for chart in plan.by_type(HELM_CHART):
         values = chart.input("values") or {}
         release = str(chart.input("name") or chart.name)
-        objects = render_chart(chart_dir(chart), release, str(chart.input("namespace") or "default"), values)
+        objects = render_chart(chart_dir(chart), release, str(chart.input("namespace") or "default"), values,
+                               chart.input("postRenderer") or None)
         out += [ChartObject(chart, o) for o in objects]
     return out
 
