@@ -232,11 +232,46 @@ class _Apply(ast.NodeTransformer):
 
 
 def mutated_source(path: Path, mutant: Mutant) -> str:
-    tree = ast.parse(path.read_text())
+    """The file with the mutant applied, changed only where the mutant is: the mutated node's text spliced over its
+    span, so the rest keeps its lines and comments (a test that reads the source, such as the ~500-line rule, sees
+    the file as written). Checked against the mutated tree; where the splice would differ, the whole tree unparsed."""
+    source = path.read_text()
+    tree = ast.parse(source)
     node, op = list(_sites(tree))[mutant.index]
     assert op == mutant.operator
-    tree = _Apply(node, op).visit(tree)
-    return ast.unparse(ast.fix_missing_locations(tree))
+    if op.endswith(":drop"):  # the collection loses the element: its own text is replaced
+        span = next(n for n in ast.walk(tree) if any(e is node for e in _collections(n)[1]))
+        new = _Apply(node, op).visit(span)
+    else:
+        span, new = node, _Apply(node, op).visit(node)
+    text = ast.unparse(ast.fix_missing_locations(new))
+    if not isinstance(new, (ast.stmt, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        text = f"({text})"  # an operator's result: as an operand it keeps its own precedence
+    spliced = _splice(source, span, text)
+    whole_tree = ast.parse(source)
+    whole = _Apply(*list(_sites(whole_tree))[mutant.index]).visit(whole_tree)
+    try:
+        # compared as source reads back (an emptied set display is written {*()} either way)
+        if spliced is not None and ast.dump(ast.parse(spliced)) == ast.dump(ast.parse(ast.unparse(ast.fix_missing_locations(whole)))):
+            return spliced
+    except SyntaxError:
+        pass
+    return ast.unparse(ast.fix_missing_locations(whole))
+
+
+def _splice(source: str, node: ast.AST, text: str) -> Optional[str]:
+    """`source` with `node`'s span (ast offsets count UTF-8 bytes) replaced by `text`."""
+    start_line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+    start_col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+    if None in (start_line, end_line, start_col, end_col):
+        return None
+    lines = source.encode().splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    raw = source.encode()
+    start, end = offsets[start_line - 1] + start_col, offsets[end_line - 1] + end_col  # type: ignore[operator]
+    return (raw[:start] + text.encode() + raw[end:]).decode()
 
 
 EQUIVALENT_FORMAT = """\
@@ -701,7 +736,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if cmap is None:
             print("error: the suite fails without any mutant; fix it first (make test)", file=sys.stderr)
             return 2
-        print(f"baseline: suite green under coverage in {time.perf_counter() - start:.0f} s; {len(todo)} mutants, {args.jobs} at a time", flush=True)
+        baseline = time.perf_counter() - start
+        print(f"baseline: suite green under coverage in {baseline:.0f} s; {len(todo)} mutants, {args.jobs} at a time", flush=True)
         free: queue.Queue[tuple[Path, WarmRunner]] = queue.Queue()
         runners = [WarmRunner(work) for work in copies]
         for work, runner in zip(copies, runners, strict=True):
@@ -731,6 +767,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 return record({**asdict(m), "status": "uncovered", "seconds": 0.0, "tests": 0, "killedBy": ""})
             seconds = sum(cmap.file_seconds(t) if "::" not in t else cmap.durations.get(t, 10.0) for t in tests)
             budget = min(args.timeout, max(60.0, 5 * seconds))
+            if rerun is not None:  # the whole suite: a survivor runs all of it, which must not be cut short into a "kill"
+                budget = max(args.timeout, 1.5 * baseline)
             work, runner = free.get()
             began = time.perf_counter()
             try:
