@@ -180,6 +180,8 @@ def test_select_tests_runs_only_what_covers_the_line_and_killers_first():
     imported_only = mutation.CoverageMap({"k.py": {1: {""}}}, cmap.durations, cmap.all_tests)
     assert mutation.select_tests(imported_only, "k.py", {1}) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
     assert mutation.select_tests(cmap, "m.py", set(), everything=True) == ["tests/test_c.py", "tests/test_a.py", "tests/test_b.py"]
+    # the whole suite (a rerun) starts with the files whose tests run the lines, then the rest, cheapest first
+    assert mutation.select_tests(cmap, "m.py", {7}, everything=True) == ["tests/test_a.py", "tests/test_c.py", "tests/test_b.py"]
     # a test that killed before runs before the rest of its file's tests
     cmap.lines["m.py"][6] = {"tests/test_a.py::t1", "tests/test_a.py::t0"}
     cmap.durations["tests/test_a.py::t0"] = 0.01

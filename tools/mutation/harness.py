@@ -524,6 +524,7 @@ def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional
         contexts |= cmap.lines.get(rel, {}).get(n, set())
     if at_import or "" in contexts:  # import time (a module constant): the tests that run any of the module's code
         contexts = set().union(*cmap.lines.get(rel, {}).values()) - {""}
+    covering = {c.split("::", 1)[0] for c in contexts}  # a whole-suite run still starts with the tests that run the lines
     if everything or not contexts and any(cmap.lines.get(rel, {}).get(n) for n in lines):
         contexts = set(cmap.all_tests)
     files = {c for c in contexts if c in cmap.all_tests}
@@ -534,7 +535,7 @@ def select_tests(cmap: CoverageMap, rel: str, lines: set[int], history: Optional
         own = history.count(rel, arg) if history and arg not in files else 0
         kills = history.count(rel, test_file) if history else 0
         seconds = cmap.file_seconds(arg) if arg in files else cmap.durations.get(arg, 1e9)
-        return (-own, -kills, test_file not in first, seconds, arg)
+        return (-own, -kills, test_file not in first, test_file not in covering, seconds, arg)
 
     return sorted(chosen, key=order)
 
@@ -760,7 +761,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             if m.anchor in equivalent:
                 return record({**asdict(m), "status": "equivalent", "seconds": 0.0, "tests": 0, "killedBy": ""})
             if rerun is not None or constants_only(f):  # the whole suite, not the selection
-                tests = select_tests(cmap, rel, set(), history, tuple(args.first), everything=True)
+                tests = select_tests(cmap, rel, mutant_lines(f, m), history, tuple(args.first), everything=True,
+                                     at_import=runs_at_import(f, m))
             else:
                 tests = select_tests(cmap, rel, mutant_lines(f, m), history, tuple(args.first), at_import=runs_at_import(f, m))
             if not tests:
