@@ -500,3 +500,14 @@ def test_a_managers_future_reservation_key_is_refused_by_its_own_name():
     with pytest.raises(Exception) as e:
         plan_of({**config, "pathways:slices": [group, *config["pathways:slices"][1:]]}, "fleet-manager")
     assert "pathways:slices[0].futureReservation: a fleet manager holds no slices: futureReservation, reservation shape node pools" in str(e.value)
+
+
+@pytest.mark.parametrize("key,value", [("autoUpgrade", True), ("spot", True), ("flexStart", True), ("scaleToZero", True),
+                                       ("spares", 1), ("count", 2)])
+def test_each_pool_key_on_a_managers_group_is_refused_by_its_own_name(key, value):
+    # sampled mutation (issue #57): only futureReservation was named in a test; each key a manager may not set is named as written
+    config = yaml.safe_load(example_path("fleet-manager").read_text())["config"]
+    group = {**config["pathways:slices"][0], key: value}
+    with pytest.raises(Exception) as e:
+        plan_of({**config, "pathways:slices": [group, *config["pathways:slices"][1:]]}, "fleet-manager")
+    assert f"pathways:slices[0].{key}: a fleet manager holds no slices: {key} shape node pools" in str(e.value), str(e.value)
