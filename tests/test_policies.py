@@ -511,6 +511,13 @@ def test_the_pack_describes_each_policy_for_the_reviewer():
     (json.dumps({"pathways-single-zone": 3}),
      "pathways-single-zone: 3; valid: an enforcement level (advisory, mandatory, disabled), or an object with enforcementLevel and "
      "the policy's settings"),
+    # a setting of the wrong type, as the Pulumi engine refuses it against the rule's schema (tests_e2e/test_pulumi.py)
+    (json.dumps({"pathways-cluster-hardening": {"protectedStacks": "prod"}}),
+     "pathways-cluster-hardening.protectedStacks: 'prod'; valid: a list of strings"),
+    (json.dumps({"pathways-guards-in-force": {"protectedStacks": ["prod", 3]}}),
+     "pathways-guards-in-force.protectedStacks: ['prod', 3]; valid: a list of strings"),
+    (json.dumps({"pathways-one-cache-location": {"enforcementLevel": "advisory", "maxLocationsPerBucket": "fifty"}}),
+     "pathways-one-cache-location.maxLocationsPerBucket: 'fifty'; valid: an integer"),
     ('{"pathways-single-zone": ', "{path}: not valid JSON (Expecting value at line 1, column 26); a policy config is a JSON object "
                                   'keyed by policy name, e.g. {{"pathways-single-zone": "advisory"}}'),
     ("[]", '{path}: a JSON list; a policy config is a JSON object keyed by policy name, e.g. {{"pathways-single-zone": "advisory"}}'),

@@ -218,7 +218,8 @@ def test_destroy_leaves_nothing_behind(cluster, stacks, pulumi_stack):
 
 
 def test_the_policy_pack_config_is_checked_against_its_schema(cluster, pulumi_stack, tmp_path):
-    # only the real engine validates pack config against the rules' schemas (policies/rules/common.py)
+    # the real engine validates pack config against the rules' schemas (policies/rules/common.py); the offline plan
+    # refuses the same two (tests/test_policies.py)
     bad = tmp_path / "policy-config.json"
     bad.write_text(json.dumps({"pathways-cluster-hardening": {"protectedStacks": "prod"}}))
     result = pulumi_stack.cli("preview", "--policy-pack", str(POLICIES), "--policy-pack-config", str(bad))

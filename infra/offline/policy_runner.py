@@ -122,7 +122,33 @@ def _level_and_config(policy: Policy, config: dict[str, Any]) -> tuple[Enforceme
                 raise PolicyConfigError(f"{policy.name}.enforcementLevel: {_shown(v)}; valid: {_LEVELS}") from None
         else:
             props[k] = v
+    if policy.config_schema:
+        _check_settings(policy, {k: v for k, v in entry.items() if k != "enforcementLevel"})
     return level, props
+
+
+_TYPE_WORDS = {"array": "a list", "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "object": "an object"}
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    if schema.get("type") == "array" and (schema.get("items") or {}).get("type"):
+        return f"a list of {schema['items']['type']}s"
+    return _TYPE_WORDS.get(str(schema.get("type")), f"a {schema.get('type')}")
+
+
+def _check_settings(policy: Policy, settings: dict[str, Any]) -> None:
+    """The settings against the policy's config schema, as the Pulumi engine checks a --policy-pack-config before it
+    runs the pack (tests_e2e/test_pulumi.py): the first setting of the wrong type, in one line."""
+    import jsonschema
+
+    assert policy.config_schema is not None
+    properties = dict(policy.config_schema.properties)
+    schema = {"type": "object", "properties": properties}
+    for error in sorted(jsonschema.Draft7Validator(schema).iter_errors(settings), key=lambda e: list(e.absolute_path)):
+        key = str(error.absolute_path[0]) if error.absolute_path else ""
+        expected = _expected(properties.get(key) or {})
+        raise PolicyConfigError(f"{policy.name}.{key}: {_shown(settings.get(key))}; valid: {expected}")
 
 
 def _validators(validate: Any) -> list[Any]:
