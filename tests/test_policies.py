@@ -562,3 +562,23 @@ def test_security_58_2_a_stack_the_pack_config_lists_as_protected_keeps_its_guar
     found = [v.message for v in violations(broken, {"pathways-guards-in-force": {"protectedStacks": [dev.stack]}})
              if v.policy == "pathways-guards-in-force"]
     assert found and "has no admission guard pathways-nodes-reserved" in found[0]
+
+
+def test_a_leader_worker_set_may_depend_on_a_helm_release_of_the_lws_chart():
+    # a stack that installs LWS with a helm.v3 Release (a custom resource the analyzer lists, unlike a v4 Chart): the
+    # Release of the `lws` chart counts as the controller, a Release of another chart does not (sampled mutation, #57)
+    from components.constants import HELM_RELEASE
+
+    lws = {"metadata": {"name": "llm", "namespace": "pathways"}, "spec": {}}
+
+    def depending_on(release_name: str) -> Plan:
+        plan = add(add(add(BATCH, HELM_RELEASE, "lws-release", {"chart": "oci://registry.k8s.io/lws/charts/lws", "namespace": "lws-system"}),
+                       HELM_RELEASE, "other-release", {"chart": "oci://example.com/charts/other", "namespace": "other"}),
+                   "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "llm", lws)
+        release = plan.one(HELM_RELEASE, release_name).urn
+        return Plan(plan.stack, [dataclasses.replace(r, dependencies=(release,)) if r.name == "llm" else r for r in plan.resources],
+                    plan.outputs)
+
+    assert _only(depending_on("lws-release"), "pathways-jobset-lifecycle") == []
+    assert _only(depending_on("other-release"), "pathways-jobset-lifecycle") == [
+        "LeaderWorkerSet llm does not depend on the LeaderWorkerSet controller; add depends_on the LeaderWorkerSet chart"]
