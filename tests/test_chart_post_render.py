@@ -99,3 +99,13 @@ def test_a_post_renderer_that_fails_or_is_missing_is_one_line(tmp_path):
     with pytest.raises(ChartError, match=r"^chart rel: its post-renderer 'no-such-renderer' is not on PATH$"):
         render_chart(path, "rel", "team", {}, {"command": "no-such-renderer"})
     assert charts._digest(path, "rel", "team", {}, None) != charts._digest(path, "rel", "team", {}, {"command": "python3"})
+
+
+def test_a_post_renderer_that_hangs_is_one_line(tmp_path, monkeypatch):
+    path = tmp_path / "chart"
+    (path / "templates").mkdir(parents=True)
+    (path / "Chart.yaml").write_text("apiVersion: v2\nname: demo\nversion: 1.0.0\n")
+    (path / "templates" / "sa.yaml").write_text("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa}\n")
+    monkeypatch.setattr(charts, "POST_RENDER_TIMEOUT_SECONDS", 0.5)
+    with pytest.raises(ChartError, match=r"^chart rel: its post-renderer did not finish in 0.5 s$"):
+        render_chart(path, "rel", "team", {}, {"command": "python3", "args": ["-c", "import time; time.sleep(10)"]})

@@ -134,14 +134,20 @@ def _digest(path: Path, release: str, namespace: str, values: dict[str, Any], po
     return h.hexdigest()
 
 
+POST_RENDER_TIMEOUT_SECONDS = 120.0  # ours filters a few MB of YAML in well under a second
+
+
 def _post_render(release: str, post_renderer: dict[str, Any], manifest: str) -> str:
     """What the Chart's post-renderer makes of the manifest, run as Helm runs it (helm v3.18.6 pkg/postrender/exec.go:
     the command found on PATH, the manifest on stdin, its stdout the new manifest; a failure is the install's)."""
     command = shutil.which(str(post_renderer.get("command") or ""))
     if command is None:
         raise ChartError(f"chart {release}: its post-renderer {post_renderer.get('command')!r} is not on PATH")
-    proc = subprocess.run([command, *[str(a) for a in post_renderer.get("args") or []]], input=manifest, capture_output=True,
-                          text=True, timeout=120)
+    try:
+        proc = subprocess.run([command, *[str(a) for a in post_renderer.get("args") or []]], input=manifest, capture_output=True,
+                              text=True, timeout=POST_RENDER_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise ChartError(f"chart {release}: its post-renderer did not finish in {POST_RENDER_TIMEOUT_SECONDS:g} s") from None
     if proc.returncode != 0:
         raise ChartError(f"chart {release}: its post-renderer failed: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
     return proc.stdout

@@ -122,8 +122,9 @@ def _level_and_config(policy: Policy, config: dict[str, Any]) -> tuple[Enforceme
                 raise PolicyConfigError(f"{policy.name}.enforcementLevel: {_shown(v)}; valid: {_LEVELS}") from None
         else:
             props[k] = v
-    if policy.config_schema:
-        _check_settings(policy, {k: v for k, v in entry.items() if k != "enforcementLevel"})
+    settings = {k: v for k, v in entry.items() if k != "enforcementLevel"}
+    if policy.config_schema and settings:  # nothing to check (and jsonschema not imported) for a plain plan
+        _check_settings(policy, settings)
     return level, props
 
 
@@ -145,7 +146,8 @@ def _check_settings(policy: Policy, settings: dict[str, Any]) -> None:
     assert policy.config_schema is not None
     properties = dict(policy.config_schema.properties)
     schema = {"type": "object", "properties": properties}
-    for error in sorted(jsonschema.Draft7Validator(schema).iter_errors(settings), key=lambda e: list(e.absolute_path)):
+    error = min(jsonschema.Draft7Validator(schema).iter_errors(settings), key=lambda e: [str(p) for p in e.absolute_path], default=None)
+    if error is not None:
         key = str(error.absolute_path[0]) if error.absolute_path else ""
         expected = _expected(properties.get(key) or {})
         raise PolicyConfigError(f"{policy.name}.{key}: {_shown(settings.get(key))}; valid: {expected}")
