@@ -10,6 +10,7 @@ import pytest
 
 from components.model.config import load, resolve
 from infra.run.gather import stack_view
+from infra.run.kueue_verdict import BYPASSED, Verdict, quota_verdict
 from infra.run.refusals import file_verdict, refusal
 from infra.run.why import diagnose
 from infra.run.why_facts import Evidence
@@ -321,3 +322,50 @@ def test_a_slice_a_pool_set_cannot_form_now_names_its_holders():
                            "(priority 1000000)")
     assert got.evidence == (f"Kueue (Pending): {message}",)
     assert "ask for a smaller topology" in got.fix
+
+
+# Kueue v0.19.2's scheduling-equivalence shortcut (infra/run/kueue_verdict.py): the Workload's condition says only
+# that it was bypassed; the scheduler's words are in its Warning event on the Workload, or on an equivalent workload
+POOL_SET_FULL = 'couldn\'t assign flavors to pod set worker: topology "slices-ironwood" allows to fit only 1 out of 2 slice(s)'
+
+
+def kueue_event(workload: str, message: str, reason: str = "WaitingForQuota", at: str = T0) -> dict[str, Any]:
+    return {"type": "Warning", "reason": reason, "message": message, "eventTime": at,
+            "involvedObject": {"kind": "Workload", "name": workload, "namespace": "pathways"}}
+
+
+def bypassed(name: str = "jobset-exp-1", owner: str = "exp", **kw) -> dict[str, Any]:
+    return wl(name, owner, [cond("QuotaReserved", "False", "WaitingForQuota", BYPASSED)], **kw)
+
+
+def test_a_bypassed_workload_is_judged_by_the_schedulers_own_event():
+    events = [kueue_event("jobset-exp-1", "insufficient unused quota for google.com/tpu in flavor tpu-main, 4 more needed", at="2026-12-06T07:00:00Z"),
+              kueue_event("jobset-exp-1", POOL_SET_FULL, at="2026-12-06T08:00:00Z"),
+              kueue_event("jobset-other-1", "something else, later", at="2026-12-06T09:00:00Z"),
+              {**kueue_event("jobset-exp-1", "a JobSet's event", at="2026-12-06T09:00:00Z"), "involvedObject": {"kind": "JobSet", "name": "jobset-exp-1"}}]
+    verdict = quota_verdict(bypassed(), events)
+    assert verdict == Verdict("WaitingForQuota", POOL_SET_FULL, "event") and verdict.evaluated
+    got = diagnose(ev(jobset=jobset(), workload=bypassed(), events=events), VIEW)
+    assert got.reason == "topology", got
+    assert got.evidence[0].startswith(f"Kueue (WaitingForQuota): {POOL_SET_FULL} (its scheduler's event"), got
+
+
+def test_a_bypassed_workload_with_no_event_is_judged_by_an_equivalent_one():
+    judged = wl("jobset-twin-1", "twin", [cond("QuotaReserved", "False", "WaitingForQuota", POOL_SET_FULL)])
+    other_priority = wl("jobset-hi-1", "hi", [cond("QuotaReserved", "False", "WaitingForQuota", "not this")], priority=1_000_000)
+    assert quota_verdict(bypassed(), [], [other_priority, judged]) == Verdict("WaitingForQuota", POOL_SET_FULL, "workload jobset-twin-1")
+    got = diagnose(ev(jobset=jobset(), workload=bypassed(), workloads=[other_priority, judged]), VIEW)
+    assert got.reason == "topology" and "said of jobset-twin-1, of the same shape and priority" in got.evidence[0], got
+    # nothing better: Kueue's own words, and what they mean
+    alone = quota_verdict(bypassed(), [], [other_priority])
+    assert alone == Verdict("WaitingForQuota", BYPASSED, "bypassed") and alone.evaluated
+    said = diagnose(ev(jobset=jobset(), workload=bypassed(), workloads=[other_priority]), VIEW)
+    assert said.reason == "waiting-for-quota" and "set it aside unevaluated" in said.evidence[0], said
+
+
+def test_kueues_own_message_stands_when_it_is_not_the_shortcut():
+    full = wl(conditions=[cond("QuotaReserved", "False", "WaitingForQuota", POOL_SET_FULL)])
+    assert quota_verdict(full, [kueue_event("jobset-exp-1", "older words")]) == Verdict("WaitingForQuota", POOL_SET_FULL, "condition")
+    pending = quota_verdict(wl(conditions=[cond("QuotaReserved", "False", "PendingEvaluation", "Workload is pending evaluation")]), [])
+    assert pending is not None and not pending.evaluated
+    assert quota_verdict(wl(conditions=ADMITTED), []) is None and quota_verdict(None, []) is None

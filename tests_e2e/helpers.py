@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
+from infra.run.kueue_verdict import Verdict, quota_verdict
 from tools.cluster.local import ClusterError, LocalCluster
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
@@ -59,6 +60,21 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
 def is_true(obj: dict[str, Any] | None, kind: str) -> bool:
     c = condition(obj, kind)
     return bool(c and c["status"] == "True")
+
+
+def kueue_judged(cluster: LocalCluster, namespace: str, find: Callable[[], dict[str, Any] | None], what: str,
+                 timeout: float = 60) -> tuple[dict[str, Any], Verdict]:
+    """The unadmitted Workload `find` returns, once Kueue's scheduler has judged it, and the scheduler's words: read
+    through Kueue's scheduling-equivalence shortcut, which may leave the condition saying only "Bypassed ..." (its
+    event, or an equivalent workload's condition, has them: infra/run/kueue_verdict.py)."""
+    def judged() -> tuple[dict[str, Any], Verdict] | None:
+        wl = find()
+        if wl is None or is_true(wl, "Admitted"):
+            return None
+        events = cluster.get("events", "-n", namespace, "--field-selector", f"involvedObject.name={wl['metadata']['name']}")["items"]
+        verdict = quota_verdict(wl, events, cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"])
+        return (wl, verdict) if verdict is not None and verdict.evaluated and verdict.source != "bypassed" else None
+    return cluster.wait_for(f"Kueue judges {what}", judged, timeout=timeout)
 
 
 def placement(cluster: LocalCluster, jobset_pods: list[dict[str, Any]]) -> dict[tuple[str, int], list[str]]:

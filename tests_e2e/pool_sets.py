@@ -14,7 +14,7 @@ from typing import Any
 from components.model.capacity import dynamic_slicing as ds
 from components.model.cost.summary import stack_summary
 from components.model.resolved import ResolvedStack
-from tests_e2e.helpers import JOB_INDEX, REPLICATED_JOB, condition, is_true, nodes, wait_running, workload
+from tests_e2e.helpers import JOB_INDEX, REPLICATED_JOB, is_true, kueue_judged, nodes, wait_running, workload
 from tools.cluster.local import LocalCluster
 
 TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
@@ -58,10 +58,8 @@ def release_in_order(cluster: LocalCluster, m: ResolvedStack) -> tuple[int, int]
             assert w.local_queue is not None
             _release(cluster, w.namespace, w.local_queue)
             if p["waits"]:
-                wl = cluster.wait_for(f"Kueue judges {w.name}", lambda w=w: (lambda x: x if (condition(x, "QuotaReserved") or {}).get("message") else None)(
-                    workload(cluster, w.namespace, w.name)), timeout=60)
-                message = condition(wl, "QuotaReserved")["message"]
-                assert not is_true(wl, "Admitted") and p["waits"] in message, (w.name, message)
+                _, verdict = kueue_judged(cluster, w.namespace, lambda w=w: workload(cluster, w.namespace, w.name), w.name)
+                assert p["waits"] in verdict.message, (w.name, verdict)
                 compared += 1
                 equal += 1
                 continue

@@ -20,7 +20,7 @@ from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.model.workloads import metrics_adapter as ma
 from components.model.workloads.workload import serve_service_name
 from tests.conftest import config_with
-from tests_e2e.helpers import condition, is_true, nodes, running
+from tests_e2e.helpers import is_true, kueue_judged, nodes, running
 from tests_e2e.test_stacks import example_model, example_stack_config
 from tools.cluster.engine_prober import ENGINE_ANSWERS, PROBED_AT
 from tools.cluster.local import ClusterError
@@ -324,10 +324,9 @@ def test_disaggregated_replica_spans_two_slices(cluster, stacks):
         wls = [w for w in cluster.get("workloads.kueue.x-k8s.io", "-n", "pathways")["items"]
                if any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == "disagg" for o in w["metadata"].get("ownerReferences", []))]
         waiting = [w for w in wls if not is_true(w, "Admitted")]
-        reserved = condition(waiting[0], "QuotaReserved") if len(waiting) == 1 else None
-        return waiting[0] if len(wls) == 2 and reserved and reserved["status"] == "False" else None
-    waiting = cluster.wait_for("Kueue holds the second disaggregated replica", held, timeout=120)
-    assert "insufficient" in condition(waiting, "QuotaReserved")["message"], waiting["status"]
+        return waiting[0] if len(wls) == 2 and len(waiting) == 1 else None
+    waiting, verdict = kueue_judged(cluster, "pathways", held, "the second disaggregated replica", timeout=120)
+    assert "insufficient" in verdict.message, (waiting["status"], verdict)
     second = [p for p in lws_pods(cluster, "pathways", "disagg") if p["metadata"]["labels"][GROUP_INDEX] == "1"]
     assert second and not [p["metadata"]["name"] for p in second if p["spec"].get("nodeName")], second
     assert len([p for p in lws_pods(cluster, "pathways", "disagg") if running(p)]) == 2 * 4 + 1

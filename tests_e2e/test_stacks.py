@@ -26,7 +26,7 @@ from components.model.config import load, resolve
 from components.model.workloads.inference_gateway import picker_name
 from infra.offline.stackfile import load_config, raw_values, stack_path
 from tests.conftest import EXISTING_CLUSTER_STACKS, STACKS, every_stack, example_config, example_path
-from tests_e2e.helpers import condition, controller_pods, is_true, nodes, pods, wait_running, workload
+from tests_e2e.helpers import controller_pods, is_true, kueue_judged, nodes, pods, wait_running, workload
 from tests_e2e.pool_sets import held, pool_set_workloads, release_in_order
 from tools.cluster.local import ClusterError, log
 
@@ -140,10 +140,8 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
 
     for w in waiting:
         # more slices wanted than the group has: Kueue holds the lower priority, its JobSet stays suspended
-        wl = cluster.wait_for(f"Kueue holds {w.name}", lambda w=w: (lambda x: x if condition(x, "QuotaReserved") else None)(
-            workload(cluster, w.namespace, w.name)), timeout=60)
-        assert not is_true(wl, "Admitted"), w.name
-        assert "insufficient" in (condition(wl, "QuotaReserved") or {}).get("message", ""), wl
+        wl, verdict = kueue_judged(cluster, w.namespace, lambda w=w: workload(cluster, w.namespace, w.name), w.name)
+        assert "insufficient" in verdict.message, (wl["status"], verdict)
         assert cluster.get("jobset", "-n", w.namespace, w.name)["spec"]["suspend"] is True
         assert pods(cluster, w.namespace, w.name) == []
 

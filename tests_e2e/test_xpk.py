@@ -34,7 +34,7 @@ from components.manifests.controller_charts import JOBSET, KUEUE
 from components.model.cluster.kubernetes import KubernetesConfig
 from infra.offline.charts import render_chart
 from tests.conftest import example_path
-from tests_e2e.helpers import condition, is_true, running, workload
+from tests_e2e.helpers import condition, is_true, kueue_judged, running, workload
 from tools.cluster.deploy import controllers_available, create_nodes, pulumi_up, wait_guards_active
 from tools.cluster.gke_nodes import pool_nodes
 from tools.cluster.local import ClusterError, LocalCluster, chart_dir
@@ -280,11 +280,8 @@ def test_in_the_one_queue_the_stacks_workload_outranks_xpks_and_takes_its_slice(
             by_job.setdefault(name.rsplit("-", 2)[0], set()).add(pool)
     assert sorted(len(p) for p in by_job.values()) == [1, 1], by_job
     # xpk's run waits in the same queue for a slice
-    def waiting() -> dict[str, Any] | None:
-        x = workload(c, "default", XPK_WORKLOAD)
-        r = condition(x, "QuotaReserved")
-        return r if r and r["status"] == "False" and "insufficient unused quota for google.com/tpu in flavor 2xv6e-16" in (r.get("message") or "") else None
-    c.wait_for("xpk's run waiting for quota", waiting, timeout=120)
+    _, verdict = kueue_judged(c, "default", lambda: workload(c, "default", XPK_WORKLOAD), "xpk's run", timeout=120)
+    assert "insufficient unused quota for google.com/tpu in flavor 2xv6e-16" in verdict.message, verdict
     assert not [p for p in pods_of(c, "default", XPK_WORKLOAD) if running(p)]
 
 

@@ -16,6 +16,8 @@ What it reads, and whose words it reads them in:
 - The Job controller (Failed condition messages of podFailurePolicy matches), the scheduler (FailedScheduling), the
   kubelet (containers waiting in ErrImagePull or ImagePullBackOff, terminated with OOMKilled, StartError or an exit
   code; FailedMount, where the GCS FUSE CSI driver reports a refused bucket as PermissionDenied / Error 403).
+- Kueue's scheduler events on the Workload, where its scheduling-equivalence shortcut has written over the
+  condition's message (infra/run/kueue_verdict.py).
 - The stack's own model: each slice group's reservation, topology and size, a declared workload's state and
   fail-fast exit codes, the runs' buckets and account.
 """
@@ -32,6 +34,7 @@ from components.manifests.kueue_api import QUEUE_LABEL
 from components.model.cluster.fleet import MULTIKUEUE_CHECK
 from components.model.workloads.storage import GCSFUSE_DRIVER
 from components.model.workloads.teams import BUDGET_HOLD_ANNOTATION
+from infra.run.kueue_verdict import quota_verdict
 from infra.run.refusals import refusal
 from infra.run.status import condition, is_true
 from infra.run.why_facts import (
@@ -257,11 +260,19 @@ def _relevant(message: str) -> str:
 
 
 def _waiting(ev: Evidence, view: StackView, reserved: dict[str, Any]) -> Diagnosis:
-    reason = reserved.get("reason") or ""
-    message = _relevant(one_line(reserved.get("message"), 1000))
+    # Kueue's scheduling-equivalence shortcut may have written over the scheduler's words (infra/run/kueue_verdict.py)
+    verdict = quota_verdict(ev.workload, ev.events, ev.workloads)
+    reason = verdict.reason if verdict else reserved.get("reason") or ""
+    message = _relevant(one_line(verdict.message if verdict else reserved.get("message"), 1000))
     wl = ev.workload or {}
     flavors = set(re.findall(r"in flavor ([a-z0-9.-]+)", message))
     said = f"Kueue ({reason}): {message}" if message else f"Kueue: {reason or 'no condition yet'}"
+    if verdict is not None and verdict.source != "condition":
+        said += {"event": " (its scheduler's event: the Workload's condition says only that it was set aside as equivalent to one that failed)",
+                 "bypassed": " (Kueue set it aside unevaluated, as one of the same shape and priority did not fit; "
+                             "it looks again when quota frees or the queue changes)"}.get(
+            verdict.source, f" (said of {verdict.source.removeprefix('workload ')}, of the same shape and priority: "
+                            "Kueue set this one aside unevaluated)")
     # Kueue's tiered reason when its gates are on; else (reason Pending) its message: more than a flavor can ever
     # hold ("> maximum capacity") in every flavor it tried, and no flavor that would fit once freed ("unused")
     exceeds = reason == "ExceedsMaxQuota" or (reason in ("", "Pending") and "maximum capacity" in message and "unused quota" not in message)
