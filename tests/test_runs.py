@@ -255,6 +255,13 @@ def test_list_rows_join_each_jobset_to_its_kueue_workload_and_say_whose_it_is():
     text = table(found)
     assert text.splitlines()[0].split() == ["NAME", "OWNER", "STATE", "QUEUE", "POSITION", "PRIORITY", "AGE", "REASON", "WHY"]
     assert "  waiting-for-quota  " in text.splitlines()[2]
+    # Kueue's shortcut left only "Bypassed ..." on the condition: the list says what its scheduler said (its event)
+    from infra.run.kueue_verdict import BYPASSED
+    shortcut = _workload([_cond("QuotaReserved", "False", "WaitingForQuota", BYPASSED)])
+    event = {"type": "Warning", "reason": "WaitingForQuota", "message": WAITING, "eventTime": "2026-12-04T10:00:01Z",
+             "involvedObject": {"kind": "Workload", "name": "jobset-exp-1"}}
+    assert [r.why for r in rows([JOBSET], [shortcut], {}, True, now=1_796_378_400.0)] == [BYPASSED]
+    assert [r.why for r in rows([JOBSET], [shortcut], {}, True, now=1_796_378_400.0, events=[event])] == [WAITING]
     # without Kueue, a JobSet is what its own spec says
     assert state(JOBSET, None, False, None) == ("running", "-", "")
     assert state(JOBSET, None, True, None) == ("created", "-", "Kueue has not made its Workload yet")

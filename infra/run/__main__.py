@@ -256,7 +256,7 @@ def _list(args: argparse.Namespace, cfg: Any) -> int:
     view = stack_view(resolve(cfg), getattr(args, "team", None))
     reasons = {j["metadata"]["name"]: diagnose(evidence(snap, j["metadata"]["name"]), view).reason for j in snap.jobsets}
     pending = [p for items in snap.pending.values() for p in items]
-    found = rows(snap.jobsets, snap.workloads, positions(pending), kueue, time.time(), reasons)
+    found = rows(snap.jobsets, snap.workloads, positions(pending), kueue, time.time(), reasons, snap.events)
     if args.json:
         for r in found:
             print(json.dumps(r.to_json(), sort_keys=True))

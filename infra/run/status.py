@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER
+from infra.run.kueue_verdict import quota_verdict
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,11 @@ def age(created: str, now: float) -> str:
 
 
 def rows(jobsets: list[dict[str, Any]], workloads: list[dict[str, Any]], positions: dict[str, Position],
-         kueue: bool, now: float, reasons: Optional[dict[str, str]] = None) -> list[RunRow]:
+         kueue: bool, now: float, reasons: Optional[dict[str, str]] = None,
+         events: Optional[list[dict[str, Any]]] = None) -> list[RunRow]:
     """One row per JobSet: runs and the stack's own, oldest first. `positions`: Workload name -> place in line;
-    `reasons`: JobSet name -> `why`'s reason."""
+    `reasons`: JobSet name -> `why`'s reason; `events`: the namespace's, for Kueue's words where its condition says
+    only that it bypassed the workload (infra/run/kueue_verdict.py)."""
     out = []
     for js in sorted(jobsets, key=lambda j: ((j.get("metadata") or {}).get("creationTimestamp", ""), j["metadata"]["name"])):
         meta = js.get("metadata") or {}
@@ -128,6 +131,9 @@ def rows(jobsets: list[dict[str, Any]], workloads: list[dict[str, Any]], positio
         wl = workload_of(js, workloads)
         wl_name = ((wl or {}).get("metadata") or {}).get("name", "")
         st, place, why = state(js, wl, kueue, positions.get(wl_name))
+        verdict = quota_verdict(wl, events or [], workloads) if st == "waiting" else None
+        if verdict is not None and verdict.source != "condition":
+            why = _message({"message": verdict.message})
         out.append(RunRow(
             name=meta.get("name", ""), owner=owner(js), state=st,
             queue=labels.get("kueue.x-k8s.io/queue-name", "-"), position=place,
