@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import datetime
 import functools
+import gc
 import json
 from pathlib import Path
 
@@ -180,6 +181,16 @@ def pytest_addoption(parser):
 
 def _bootstrap_projects() -> set[str]:
     return {p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "bootstrap").glob("Pulumi.*.yaml")} - {"Pulumi"}
+
+
+def pytest_collection_finish(session):
+    # The suite builds some 800 plans, each a few hundred thousand short-lived objects, and keeps them (the caches
+    # above); with the default thresholds the collector walks the imported providers' modules and every kept plan
+    # again and again. Freezing what collection imported and collecting less often saves about a quarter of the
+    # suite's time; cycles are still collected, less often.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 20)
 
 
 def pytest_collection_modifyitems(config, items):
