@@ -356,6 +356,10 @@ def test_a_bypassed_workload_with_no_event_is_judged_by_an_equivalent_one():
     assert quota_verdict(bypassed(), [], [other_priority, judged]) == Verdict("WaitingForQuota", POOL_SET_FULL, "workload jobset-twin-1")
     got = diagnose(ev(jobset=jobset(), workload=bypassed(), workloads=[other_priority, judged]), VIEW)
     assert got.reason == "topology" and "said of jobset-twin-1, of the same shape and priority" in got.evidence[0], got
+    # the equivalent one's condition was written over too: its event
+    twin_bypassed = bypassed("jobset-twin-1", "twin")
+    assert quota_verdict(bypassed(), [kueue_event("jobset-twin-1", POOL_SET_FULL)], [twin_bypassed]) == Verdict(
+        "WaitingForQuota", POOL_SET_FULL, "workload jobset-twin-1")
     # nothing better: Kueue's own words, and what they mean
     alone = quota_verdict(bypassed(), [], [other_priority])
     assert alone == Verdict("WaitingForQuota", BYPASSED, "bypassed") and alone.evaluated

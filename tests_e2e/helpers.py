@@ -71,7 +71,7 @@ def kueue_judged(cluster: LocalCluster, namespace: str, find: Callable[[], dict[
         wl = find()
         if wl is None or is_true(wl, "Admitted"):
             return None
-        events = cluster.get("events", "-n", namespace, "--field-selector", f"involvedObject.name={wl['metadata']['name']}")["items"]
+        events = cluster.get("events", "-n", namespace, "--field-selector", "involvedObject.kind=Workload")["items"]
         verdict = quota_verdict(wl, events, cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"])
         return (wl, verdict) if verdict is not None and verdict.evaluated and verdict.source != "bypassed" else None
     return cluster.wait_for(f"Kueue judges {what}", judged, timeout=timeout)

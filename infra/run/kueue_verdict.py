@@ -48,18 +48,27 @@ def quota_verdict(wl: Optional[dict[str, Any]], events: list[dict[str, Any]],
     if message != BYPASSED:
         return Verdict(reason, message, "condition")
     name = (wl or {}).get("metadata", {}).get("name")
-    said = [e for e in events if _about(e, name) and e.get("type") == "Warning" and e.get("reason") in (reason, "Pending")
-            and e.get("message")]
+    said = _said(events, name, reason)
     if said:
-        return Verdict(reason, str(max(said, key=_when)["message"]), "event")
+        return Verdict(reason, said, "event")
     shape = _shape(wl)
     for other in workloads or []:
         other_name = other.get("metadata", {}).get("name")
         c = _condition(other, "QuotaReserved")
-        if (other_name != name and _shape(other) == shape and c is not None and c.get("status") == "False"
-                and c.get("message") and c.get("message") != BYPASSED and c.get("reason") != PENDING_EVALUATION):
+        if other_name == name or _shape(other) != shape or c is None or c.get("status") != "False":
+            continue
+        if c.get("message") and c.get("message") != BYPASSED and c.get("reason") != PENDING_EVALUATION:
             return Verdict(str(c.get("reason") or reason), str(c["message"]), f"workload {other_name}")
+        if c.get("message") == BYPASSED and (said := _said(events, other_name, str(c.get("reason") or ""))):
+            return Verdict(reason, said, f"workload {other_name}")
     return Verdict(reason, message, "bypassed")
+
+
+def _said(events: list[dict[str, Any]], name: Optional[str], reason: str) -> str:
+    """The scheduler's latest words on Workload `name` (its Warning events carry the condition's reason, or Pending)."""
+    said = [e for e in events if _about(e, name) and e.get("type") == "Warning" and e.get("reason") in (reason, "Pending")
+            and e.get("message")]
+    return str(max(said, key=_when)["message"]) if said else ""
 
 
 def _condition(obj: Optional[dict[str, Any]], kind: str) -> Optional[dict[str, Any]]:
