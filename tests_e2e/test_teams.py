@@ -91,12 +91,20 @@ def teams(cluster, stacks, tmp_path_factory):
     t.clear()  # Kueue keeps a ClusterQueue while it has admitted workloads: runs go before pulumi destroy
 
 
+def evicting(cluster: LocalCluster) -> list[str]:
+    """Workloads Kueue is preempting or evicting whose quota is not free yet (Evicted, still QuotaReserved): their
+    pods are stopping, and who is admitted next is not decided until they are gone."""
+    return [w["metadata"]["name"] for w in cluster.get("workloads.kueue.x-k8s.io", "-A")["items"]
+            if is_true(w, "Evicted") and is_true(w, "QuotaReserved")]
+
+
 def settled(cluster: LocalCluster, read, seconds: float = 15, timeout: float = 300) -> Any:
-    """`read()` once it has not changed for `seconds`."""
+    """`read()` once it has not changed for `seconds` with no eviction under way (on a busy machine a preempted
+    workload's pods may take longer than `seconds` to stop)."""
     last, since, t0 = None, time.monotonic(), time.monotonic()
     while time.monotonic() - t0 < timeout:
         now = read()
-        if now != last:
+        if now != last or evicting(cluster):
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= seconds:
             return now
