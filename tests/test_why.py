@@ -367,6 +367,52 @@ def test_a_bypassed_workload_with_no_event_is_judged_by_an_equivalent_one():
     assert said.reason == "waiting-for-quota" and "set it aside unevaluated" in said.evidence[0], said
 
 
+def _pod_set(group: str, count: int = 4) -> dict[str, Any]:
+    return {"name": "worker", "count": count, "template": {"spec": {
+        "nodeSelector": {"pathways/slice-group": group}, "containers": [{"name": "w", "resources": {"requests": {"google.com/tpu": "4"}}}]}}}
+
+
+def test_an_equivalent_is_one_kueue_would_set_aside_with_it_and_its_words_are_found_through_gather():
+    from infra.run.gather import evidence, snapshot
+
+    me = bypassed()
+    me["spec"]["podSets"] = [_pod_set("main")]
+    # the same shape on another slice group (its node selector), another count, or another reason is no twin
+    other_group = wl("jobset-a-1", "a", [cond("QuotaReserved", "False", "WaitingForQuota", "group-b's words")])
+    other_group["spec"]["podSets"] = [_pod_set("other")]
+    other_count = wl("jobset-b-1", "b", [cond("QuotaReserved", "False", "WaitingForQuota", "a bigger one's words")])
+    other_count["spec"]["podSets"] = [_pod_set("main", count=8)]
+    deactivated = wl("jobset-c-1", "c", [cond("QuotaReserved", "False", "Deactivated", "The workload is deactivated")])
+    deactivated["spec"]["podSets"] = [_pod_set("main")]
+    assert quota_verdict(me, [], [other_group, other_count, deactivated]) == Verdict("WaitingForQuota", BYPASSED, "bypassed")
+    # a twin set aside too: its event, read from the namespace's events `gather` keeps for Workloads
+    twin = bypassed("jobset-twin-1", "twin")
+    twin["spec"]["podSets"] = [_pod_set("main")]
+    kube = _Kube({"jobsets.jobset.x-k8s.io": [jobset("exp"), jobset("twin")], "jobs.batch": [], "pods": [], "nodes": [],
+                  "events": [kueue_event("jobset-twin-1", POOL_SET_FULL)], "workloads.kueue.x-k8s.io": [me, twin, other_group],
+                  "localqueues.kueue.x-k8s.io": [LQ], "clusterqueues.kueue.x-k8s.io": [{"metadata": {"name": "pathways"}}]}, {})
+    got = diagnose(evidence(snapshot(kube, "pathways", kueue=True, only="exp"), "exp"), VIEW)  # type: ignore[arg-type]
+    assert got.reason == "topology" and "said of jobset-twin-1" in got.evidence[0], got
+
+
+def test_words_from_before_the_condition_last_changed_are_not_its_verdict():
+    # evicted at 09:00 (its condition went back to False then): its event from its wait before admission is stale
+    evicted = wl(conditions=[cond("QuotaReserved", "False", "WaitingForQuota", BYPASSED, at="2026-12-06T09:00:00Z")])
+    old = kueue_event("jobset-exp-1", "old words", at="2026-12-06T08:30:00.000000Z")
+    assert quota_verdict(evicted, [old]).source == "bypassed"  # type: ignore[union-attr]
+    # in the same second as the transition (an event's time has microseconds, a condition's none), and a repeat's
+    # series time counts
+    now = kueue_event("jobset-exp-1", "new words", at="2026-12-06T09:00:00.250000Z")
+    repeated = {**kueue_event("jobset-exp-1", "repeated words", at="2026-12-06T08:00:00.000000Z"),
+                "series": {"count": 3, "lastObservedTime": "2026-12-06T09:30:00.000000Z"}}
+    assert quota_verdict(evicted, [old, now]) == Verdict("WaitingForQuota", "new words", "event")
+    assert quota_verdict(evicted, [old, now, repeated]) == Verdict("WaitingForQuota", "repeated words", "event")
+    # an event about an earlier Workload of the same name (another uid) is not about this one
+    evicted["metadata"]["uid"] = "w-now"
+    elsewhere = {**now, "involvedObject": {**now["involvedObject"], "uid": "w-before"}}
+    assert quota_verdict(evicted, [elsewhere]).source == "bypassed"  # type: ignore[union-attr]
+
+
 def test_kueues_own_message_stands_when_it_is_not_the_shortcut():
     full = wl(conditions=[cond("QuotaReserved", "False", "WaitingForQuota", POOL_SET_FULL)])
     assert quota_verdict(full, [kueue_event("jobset-exp-1", "older words")]) == Verdict("WaitingForQuota", POOL_SET_FULL, "condition")

@@ -92,6 +92,8 @@ def evidence(snap: Snapshot, name: str) -> Evidence:
     lq = next((q for q in snap.local_queues if meta(q).get("name") == queue), None)
     cq_name = (((wl or {}).get("status") or {}).get("admission") or {}).get("clusterQueue") or ((lq or {}).get("spec") or {}).get("clusterQueue")
     cq = next((c for c in snap.cluster_queues if meta(c).get("name") == cq_name), None)
-    return Evidence(name=name, jobset=js, workload=wl, jobs=jobs, pods=pods, events=events, local_queues=snap.local_queues,
+    workload_events = [e for e in snap.events if (e.get("involvedObject") or {}).get("kind") == "Workload"]
+    return Evidence(name=name, jobset=js, workload=wl, jobs=jobs, pods=pods, events=events, workload_events=workload_events,
+                    local_queues=snap.local_queues,
                     cluster_queue=cq, workloads=snap.workloads, pending=snap.pending.get(queue or "", []),
                     provisioning_requests=snap.provisioning_requests, nodes=snap.nodes, now=snap.now, unread=tuple(snap.unread))

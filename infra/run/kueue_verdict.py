@@ -1,20 +1,29 @@
 """Kueue's last word on why a workload waits, seen through its scheduling-equivalence shortcut (pure).
 
 Kueue v0.19.2 (pkg/features/kube_features.go: SchedulingEquivalenceHashing, Beta and on by default since 0.18) keeps,
-per ClusterQueue, the scheduling hashes of workloads that did not fit (pkg/cache/queue/cluster_queue.go
-requeueIfNotPresent; the hash is the priority and each pod set's spec shape, count, requests and topology request:
-pkg/workload/workload.go computeSchedulingHash). A workload whose hash is there is set aside without being evaluated,
-and the Workload controller writes QuotaReserved=False with the message BYPASSED in place of the scheduler's
-("couldn't assign flavors ...": pkg/controller/core/workload_controller.go resolveGranularUnadmittedQuotaReservedCondition).
-That also happens to the workload the scheduler did evaluate: the controller may read the workload before the
-scheduler's status patch lands and write over it, and the scheduler does not look again until a cluster event
-clears the hashes. Either way the scheduler's own words survive in its event on the Workload (pkg/scheduler/
-scheduler.go requeueAndUpdate: a Warning with the condition's reason and the same message), or on the
-equivalent workload it did evaluate; `why` and the real-engine tier read them there."""
+per BestEffortFIFO ClusterQueue, the scheduling hash of each workload that did not fit, with its reason (pkg/cache/
+queue/cluster_queue.go requeueIfNotPresent, handleInadmissibleHash; the hash is the priority and each pod set's
+count, minCount, topology request and pod-spec shape: pkg/workload/workload.go computeSchedulingHash, pkg/util/pod
+SpecShape). A workload with a recorded hash is set aside unevaluated, and with UnadmittedWorkloadsObservability on
+(the stack turns it on) the Workload controller writes QuotaReserved=False with the hash's reason and the message
+BYPASSED, though only over a placeholder reason: none, PendingEvaluation, Pending, Deactivated or Suspended; the
+scheduler's own reasons it keeps (pkg/controller/core/workload_controller.go shouldCheckEquivalenceHash).
+
+So a workload the scheduler did evaluate ends so too once its reason went back to a placeholder while its hash was
+recorded: evicted or preempted (PendingEvaluation), deactivated and reactivated, or its queue stopped and started
+(Suspended; seen once in the real-engine tier on a pool-set workload released from a held LocalQueue). It stays so
+until a cluster event clears the hashes (pkg/cache/queue/inadmissible_workloads.go queueInadmissibleWorkloads).
+
+The scheduler's words survive in its Warning event on the Workload (pkg/scheduler/scheduler.go requeueAndUpdate:
+the condition's reason and message, the message cut to 1 KiB by pkg/util/api TruncateEventMessage; the API server
+keeps events for its TTL, an hour by default), or on an equivalent workload's condition or event. Only words from
+since the condition last changed count: older ones are from before an admission."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Optional
 
 BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
@@ -39,45 +48,55 @@ class Verdict:
 def quota_verdict(wl: Optional[dict[str, Any]], events: list[dict[str, Any]],
                   workloads: Optional[list[dict[str, Any]]] = None) -> Optional[Verdict]:
     """Kueue's verdict on an unadmitted Workload, None while it has no QuotaReserved=False condition.
-    `events` may hold any events of the namespace; those about this Workload are read. `workloads` are the others
-    of the namespace, for the equivalent one the scheduler did evaluate."""
+    `events` may hold any events of the namespace; those about this Workload (and its equivalents) are read.
+    `workloads` are the others of the namespace, for an equivalent one the scheduler did evaluate."""
     cond = _condition(wl, "QuotaReserved")
     if cond is None or cond.get("status") != "False":
         return None
     reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
     if message != BYPASSED:
         return Verdict(reason, message, "condition")
-    name = (wl or {}).get("metadata", {}).get("name")
-    said = _said(events, name, reason)
+    said = _said(events, wl or {}, reason)
     if said:
-        return Verdict(reason, said, "event")
-    shape = _shape(wl)
-    for other in workloads or []:
-        other_name = other.get("metadata", {}).get("name")
-        c = _condition(other, "QuotaReserved")
-        if other_name == name or _shape(other) != shape or c is None or c.get("status") != "False":
-            continue
-        if c.get("message") and c.get("message") != BYPASSED and c.get("reason") != PENDING_EVALUATION:
-            return Verdict(str(c.get("reason") or reason), str(c["message"]), f"workload {other_name}")
-        if c.get("message") == BYPASSED and (said := _said(events, other_name, str(c.get("reason") or ""))):
-            return Verdict(reason, said, f"workload {other_name}")
+        return Verdict(reason, said[1], "event")
+    # the equivalents Kueue set aside with it: the reason on a bypassed condition is the one recorded for the hash
+    name, shape = _name(wl), _shape(wl)
+    twins = [w for w in workloads or [] if _name(w) != name and _shape(w) == shape
+             and (_condition(w, "QuotaReserved") or {}).get("status") == "False"
+             and (_condition(w, "QuotaReserved") or {}).get("reason") == reason]
+    heard = [(*found, _name(w)) for w in twins if (found := _said(events, w, reason))]
+    if heard:
+        _, words, who = max(heard)
+        return Verdict(reason, words, f"workload {who}")
+    for w in twins:
+        if (_condition(w, "QuotaReserved") or {}).get("message") not in (None, "", BYPASSED):
+            return Verdict(reason, str(_condition(w, "QuotaReserved")["message"]), f"workload {_name(w)}")  # type: ignore[index]
     return Verdict(reason, message, "bypassed")
 
 
-def _said(events: list[dict[str, Any]], name: Optional[str], reason: str) -> str:
-    """The scheduler's latest words on Workload `name` (its Warning events carry the condition's reason, or Pending)."""
-    said = [e for e in events if _about(e, name) and e.get("type") == "Warning" and e.get("reason") in (reason, "Pending")
-            and e.get("message")]
-    return str(max(said, key=_when)["message"]) if said else ""
+def _name(wl: Optional[dict[str, Any]]) -> Optional[str]:
+    return ((wl or {}).get("metadata") or {}).get("name")
 
 
 def _condition(obj: Optional[dict[str, Any]], kind: str) -> Optional[dict[str, Any]]:
     return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
 
 
-def _about(event: dict[str, Any], name: Optional[str]) -> bool:
-    regarding = event.get("involvedObject") or event.get("regarding") or {}
-    return regarding.get("kind") == "Workload" and regarding.get("name") == name
+def _said(events: list[dict[str, Any]], wl: dict[str, Any], reason: str) -> Optional[tuple[float, str]]:
+    """(when, words) of the scheduler's latest Warning event on Workload `wl` since its QuotaReserved condition
+    last changed (its reason, or Pending without the observability gate), or None."""
+    meta = wl.get("metadata") or {}
+    since = _time((_condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
+    found = []
+    for e in events:
+        about = e.get("involvedObject") or e.get("regarding") or {}
+        if (about.get("kind") != "Workload" or about.get("name") != meta.get("name")
+                or (about.get("uid") and meta.get("uid") and about["uid"] != meta["uid"])):
+            continue
+        when = _time(_when(e))
+        if e.get("type") == "Warning" and e.get("reason") in (reason, "Pending") and e.get("message") and when >= since:
+            found.append((when, str(e["message"])))
+    return max(found) if found else None
 
 
 def _when(event: dict[str, Any]) -> str:
@@ -85,13 +104,28 @@ def _when(event: dict[str, Any]) -> str:
     return str(((event.get("series") or {}).get("lastObservedTime")) or event.get("lastTimestamp") or event.get("eventTime") or "")
 
 
-def _shape(wl: Optional[dict[str, Any]]) -> tuple[Any, ...]:
-    """What Kueue's scheduling hash covers that the Workload shows: its priority and each pod set's name, count,
-    topology request and requests (the pod template's containers)."""
+def _time(text: Any) -> float:
+    """Seconds since the epoch; a condition's time is to the second, an event's to the microsecond. 0 if absent."""
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() if text else 0.0
+    except ValueError:
+        return 0.0
+
+
+_SPEC_SHAPE = ("nodeSelector", "affinity", "tolerations", "runtimeClassName", "priority", "topologySpreadConstraints",
+               "overhead", "resourceClaims")
+
+
+def _shape(wl: Optional[dict[str, Any]]) -> str:
+    """What Kueue's scheduling hash covers, as the Workload shows it (pkg/workload/workload.go computeSchedulingHash,
+    pkg/util/pod/pod.go SpecShape), and its queue: two workloads alike in it are set aside together."""
     spec = (wl or {}).get("spec") or {}
     sets = []
     for ps in spec.get("podSets") or []:
-        containers = ((ps.get("template") or {}).get("spec") or {}).get("containers") or []
-        sets.append((ps.get("name"), ps.get("count"), repr(ps.get("topologyRequest")),
-                     repr([((c.get("resources") or {}).get("requests") or {}) for c in containers])))
-    return spec.get("priority"), spec.get("queueName"), tuple(sets)
+        pod = (ps.get("template") or {}).get("spec") or {}
+        containers = {kind: [{"requests": (c.get("resources") or {}).get("requests"), "ports": c.get("ports")}
+                             for c in pod.get(kind) or []] for kind in ("containers", "initContainers")}
+        sets.append({"name": ps.get("name"), "count": ps.get("count"), "minCount": ps.get("minCount"),
+                     "topologyRequest": ps.get("topologyRequest"), **containers,
+                     **{k: pod.get(k) for k in _SPEC_SHAPE}, "resources": (pod.get("resources") or {}).get("requests")})
+    return json.dumps([spec.get("priority"), spec.get("queueName"), sets], sort_keys=True, default=str)

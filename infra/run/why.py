@@ -261,7 +261,7 @@ def _relevant(message: str) -> str:
 
 def _waiting(ev: Evidence, view: StackView, reserved: dict[str, Any]) -> Diagnosis:
     # Kueue's scheduling-equivalence shortcut may have written over the scheduler's words (infra/run/kueue_verdict.py)
-    verdict = quota_verdict(ev.workload, ev.events, ev.workloads)
+    verdict = quota_verdict(ev.workload, [*ev.events, *ev.workload_events], ev.workloads)
     reason = verdict.reason if verdict else reserved.get("reason") or ""
     message = _relevant(one_line(verdict.message if verdict else reserved.get("message"), 1000))
     wl = ev.workload or {}

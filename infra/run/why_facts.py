@@ -57,6 +57,8 @@ class Evidence:
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     """Events in the namespace about the JobSet, its Jobs, pods and Workload."""
+    workload_events: list[dict[str, Any]] = field(default_factory=list)
+    """Every event in the namespace about a Workload: Kueue's words on an equivalent one (infra/run/kueue_verdict.py)."""
     local_queues: list[dict[str, Any]] = field(default_factory=list)
     cluster_queue: Optional[dict[str, Any]] = None
     workloads: list[dict[str, Any]] = field(default_factory=list)
