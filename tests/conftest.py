@@ -193,6 +193,12 @@ def pytest_collection_finish(session):
     gc.set_threshold(100_000, 50, 20)
 
 
+def pytest_sessionfinish(session):
+    # collected while pytest still captures: a plan the program refused leaves futures holding its error, and
+    # collected at exit asyncio would print each ("Future exception was never retrieved") after the summary
+    gc.collect()
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if {"committed_stack", "made_stack"} & set(getattr(item, "fixturenames", ())):
