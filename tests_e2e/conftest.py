@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -20,6 +21,13 @@ import pytest
 from tools.cluster.deploy import Deployed, deploy_stack, pulumi_up, take_down, transition
 from tools.cluster.local import ROOT, ClusterError, LocalCluster, leftover_processes, log
 from tools.pulumi_real.run import Result
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A CI timeout or a `kill` sends SIGTERM, which would end pytest before the session's teardown stops the
+    # control plane, the controllers and the kubelets it started (they would outlive the run): take it as Ctrl-C,
+    # whose teardown runs.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
