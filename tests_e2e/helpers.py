@@ -62,19 +62,25 @@ def is_true(obj: dict[str, Any] | None, kind: str) -> bool:
     return bool(c and c["status"] == "True")
 
 
-def kueue_judged(cluster: LocalCluster, namespace: str, find: Callable[[], dict[str, Any] | None], what: str,
+def kueue_judged(cluster: LocalCluster, namespace: str, find: Callable[[], dict[str, Any] | None], what: str, says: str,
                  timeout: float = 60) -> tuple[dict[str, Any], Verdict]:
-    """The unadmitted Workload `find` returns, once Kueue's scheduler has judged it, and the scheduler's words: read
-    through Kueue's scheduling-equivalence shortcut, which may leave the condition saying only "Bypassed ..." (its
-    event, or an equivalent workload's condition, has them: infra/run/kueue_verdict.py)."""
+    """The unadmitted Workload `find` returns, once Kueue's scheduler has judged it with words that contain `says`:
+    read through Kueue's scheduling-equivalence shortcut, which may leave the condition saying only "Bypassed ..."
+    (its event, or an equivalent workload's, has them: infra/run/kueue_verdict.py). A timeout names the last verdict."""
+    seen: list[Verdict | None] = [None]
+
     def judged() -> tuple[dict[str, Any], Verdict] | None:
         wl = find()
         if wl is None or is_true(wl, "Admitted"):
             return None
         events = cluster.get("events", "-n", namespace, "--field-selector", "involvedObject.kind=Workload")["items"]
-        verdict = quota_verdict(wl, events, cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"])
-        return (wl, verdict) if verdict is not None and verdict.evaluated and verdict.source != "bypassed" else None
-    return cluster.wait_for(f"Kueue judges {what}", judged, timeout=timeout)
+        seen[0] = verdict = quota_verdict(wl, events, cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"])
+        ok = verdict is not None and verdict.evaluated and verdict.source != "bypassed" and says in verdict.message
+        return (wl, verdict) if ok else None
+    try:
+        return cluster.wait_for(f"Kueue judges {what}", judged, timeout=timeout)
+    except ClusterError as e:
+        raise ClusterError(f"{e}; Kueue's last verdict: {seen[0]}") from None
 
 
 def placement(cluster: LocalCluster, jobset_pods: list[dict[str, Any]]) -> dict[tuple[str, int], list[str]]:

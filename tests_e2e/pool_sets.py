@@ -58,7 +58,7 @@ def release_in_order(cluster: LocalCluster, m: ResolvedStack) -> tuple[int, int]
             assert w.local_queue is not None
             _release(cluster, w.namespace, w.local_queue)
             if p["waits"]:
-                _, verdict = kueue_judged(cluster, w.namespace, lambda w=w: workload(cluster, w.namespace, w.name), w.name)
+                _, verdict = kueue_judged(cluster, w.namespace, lambda w=w: workload(cluster, w.namespace, w.name), w.name, p["waits"])
                 assert p["waits"] in verdict.message, (w.name, verdict)
                 compared += 1
                 equal += 1

@@ -325,7 +325,7 @@ def test_disaggregated_replica_spans_two_slices(cluster, stacks):
                if any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == "disagg" for o in w["metadata"].get("ownerReferences", []))]
         waiting = [w for w in wls if not is_true(w, "Admitted")]
         return waiting[0] if len(wls) == 2 and len(waiting) == 1 else None
-    waiting, verdict = kueue_judged(cluster, "pathways", held, "the second disaggregated replica", timeout=120)
+    waiting, verdict = kueue_judged(cluster, "pathways", held, "the second disaggregated replica", "insufficient", timeout=120)
     assert "insufficient" in verdict.message, (waiting["status"], verdict)
     second = [p for p in lws_pods(cluster, "pathways", "disagg") if p["metadata"]["labels"][GROUP_INDEX] == "1"]
     assert second and not [p["metadata"]["name"] for p in second if p["spec"].get("nodeName")], second

@@ -140,7 +140,7 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
 
     for w in waiting:
         # more slices wanted than the group has: Kueue holds the lower priority, its JobSet stays suspended
-        wl, verdict = kueue_judged(cluster, w.namespace, lambda w=w: workload(cluster, w.namespace, w.name), w.name)
+        wl, verdict = kueue_judged(cluster, w.namespace, lambda w=w: workload(cluster, w.namespace, w.name), w.name, "insufficient")
         assert "insufficient" in verdict.message, (wl["status"], verdict)
         assert cluster.get("jobset", "-n", w.namespace, w.name)["spec"]["suspend"] is True
         assert pods(cluster, w.namespace, w.name) == []

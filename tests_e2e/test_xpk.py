@@ -280,7 +280,8 @@ def test_in_the_one_queue_the_stacks_workload_outranks_xpks_and_takes_its_slice(
             by_job.setdefault(name.rsplit("-", 2)[0], set()).add(pool)
     assert sorted(len(p) for p in by_job.values()) == [1, 1], by_job
     # xpk's run waits in the same queue for a slice
-    _, verdict = kueue_judged(c, "default", lambda: workload(c, "default", XPK_WORKLOAD), "xpk's run", timeout=120)
+    _, verdict = kueue_judged(c, "default", lambda: workload(c, "default", XPK_WORKLOAD), "xpk's run",
+                              "insufficient unused quota for google.com/tpu in flavor 2xv6e-16", timeout=120)
     assert "insufficient unused quota for google.com/tpu in flavor 2xv6e-16" in verdict.message, verdict
     assert not [p for p in pods_of(c, "default", XPK_WORKLOAD) if running(p)]
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Optional
+
+from infra.run.why_facts import conditions, meta, parse_time
 
 BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
 PENDING_EVALUATION = "PendingEvaluation"
@@ -60,40 +61,35 @@ def quota_verdict(wl: Optional[dict[str, Any]], events: list[dict[str, Any]],
     if said:
         return Verdict(reason, said[1], "event")
     # the equivalents Kueue set aside with it: the reason on a bypassed condition is the one recorded for the hash
-    name, shape = _name(wl), _shape(wl)
-    twins = [w for w in workloads or [] if _name(w) != name and _shape(w) == shape
-             and (_condition(w, "QuotaReserved") or {}).get("status") == "False"
-             and (_condition(w, "QuotaReserved") or {}).get("reason") == reason]
-    heard = [(*found, _name(w)) for w in twins if (found := _said(events, w, reason))]
+    name, shape = meta(wl).get("name"), _shape(wl)
+    twins = [(w, c) for w in workloads or [] if meta(w).get("name") != name and _shape(w) == shape
+             and (c := _condition(w, "QuotaReserved")) is not None and c.get("status") == "False" and c.get("reason") == reason]
+    heard = [(*found, meta(w).get("name")) for w, _ in twins if (found := _said(events, w, reason))]
     if heard:
         _, words, who = max(heard)
         return Verdict(reason, words, f"workload {who}")
-    for w in twins:
-        if (_condition(w, "QuotaReserved") or {}).get("message") not in (None, "", BYPASSED):
-            return Verdict(reason, str(_condition(w, "QuotaReserved")["message"]), f"workload {_name(w)}")  # type: ignore[index]
+    written = next(((w, c["message"]) for w, c in twins if c.get("message") not in (None, "", BYPASSED)), None)
+    if written is not None:
+        return Verdict(reason, str(written[1]), f"workload {meta(written[0]).get('name')}")
     return Verdict(reason, message, "bypassed")
 
 
-def _name(wl: Optional[dict[str, Any]]) -> Optional[str]:
-    return ((wl or {}).get("metadata") or {}).get("name")
-
-
 def _condition(obj: Optional[dict[str, Any]], kind: str) -> Optional[dict[str, Any]]:
-    return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
+    return next((c for c in conditions(obj) if c.get("type") == kind), None)
 
 
 def _said(events: list[dict[str, Any]], wl: dict[str, Any], reason: str) -> Optional[tuple[float, str]]:
     """(when, words) of the scheduler's latest Warning event on Workload `wl` since its QuotaReserved condition
     last changed (its reason, or Pending without the observability gate), or None."""
-    meta = wl.get("metadata") or {}
-    since = _time((_condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
+    own = meta(wl)
+    since = parse_time((_condition(wl, "QuotaReserved") or {}).get("lastTransitionTime")) or 0.0
     found = []
     for e in events:
         about = e.get("involvedObject") or e.get("regarding") or {}
-        if (about.get("kind") != "Workload" or about.get("name") != meta.get("name")
-                or (about.get("uid") and meta.get("uid") and about["uid"] != meta["uid"])):
+        if (about.get("kind") != "Workload" or about.get("name") != own.get("name")
+                or (about.get("uid") and own.get("uid") and about["uid"] != own["uid"])):
             continue
-        when = _time(_when(e))
+        when = parse_time(_when(e)) or 0.0
         if e.get("type") == "Warning" and e.get("reason") in (reason, "Pending") and e.get("message") and when >= since:
             found.append((when, str(e["message"])))
     return max(found) if found else None
@@ -102,14 +98,6 @@ def _said(events: list[dict[str, Any]], wl: dict[str, Any], reason: str) -> Opti
 def _when(event: dict[str, Any]) -> str:
     # an events.k8s.io event seen through core/v1: eventTime, and series.lastObservedTime once it repeats
     return str(((event.get("series") or {}).get("lastObservedTime")) or event.get("lastTimestamp") or event.get("eventTime") or "")
-
-
-def _time(text: Any) -> float:
-    """Seconds since the epoch; a condition's time is to the second, an event's to the microsecond. 0 if absent."""
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() if text else 0.0
-    except ValueError:
-        return 0.0
 
 
 _SPEC_SHAPE = ("nodeSelector", "affinity", "tolerations", "runtimeClassName", "priority", "topologySpreadConstraints",

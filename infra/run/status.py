@@ -133,7 +133,7 @@ def rows(jobsets: list[dict[str, Any]], workloads: list[dict[str, Any]], positio
         st, place, why = state(js, wl, kueue, positions.get(wl_name))
         verdict = quota_verdict(wl, events or [], workloads) if st == "waiting" else None
         if verdict is not None and verdict.source != "condition":
-            why = _message({"message": verdict.message})
+            why = " ".join(verdict.message.split())
         out.append(RunRow(
             name=meta.get("name", ""), owner=owner(js), state=st,
             queue=labels.get("kueue.x-k8s.io/queue-name", "-"), position=place,
