@@ -278,7 +278,9 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
         opts=after("storage.googleapis.com", protect=True),
     )
     backend = pulumi.Output.concat("gs://", state.name)
-    gcp.storage.BucketObject("state-meta", bucket=state.name, name=STATE_META_OBJECT, content=STATE_META, content_type="application/x-yaml")
+    # a new content replaces the object, and create-before-delete would upload it and then delete it (one name)
+    gcp.storage.BucketObject("state-meta", bucket=state.name, name=STATE_META_OBJECT, content=STATE_META, content_type="application/x-yaml",
+                             opts=pulumi.ResourceOptions(delete_before_replace=True))
 
     pool = gcp.iam.WorkloadIdentityPool(
         "github", project=project, workload_identity_pool_id=POOL, display_name="GitHub Actions",

@@ -12,12 +12,27 @@ import subprocess
 import pytest
 import yaml
 
-from infra.offline.change_rules import FORCE_NEW, forcing_paths
-from infra.offline.diff import diff, guard
-from tests.conftest import ROOT, example_path, plan_of
+import re
+
+from infra.offline.change_rules import (
+    FORCE_NEW,
+    IDENTITY_KEYED,
+    NAME_SCOPE,
+    NAMED_FROM_INPUTS,
+    REPLACE_REFUSED,
+    SERVER_NAMED,
+    forcing_paths,
+)
+from infra.offline.diff import UNCHANGEABLE_TYPES, diff, guard
+from tests.conftest import ROOT, STACKS, config_with, every_stack, example_path, in_zone_of, plan_of, stack_plan
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 POOL = "gcp:container/nodePool:NodePool"
+POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+
+
+def tpu_pools(plan):
+    return [r for r in plan.by_type(POOL) if (r.input("nodeConfig.labels") or {}).get("pathways/slice-group")]
 
 
 def stack_config(stack: str) -> dict:
@@ -466,3 +481,138 @@ def test_security_58_2_a_guard_binding_that_stops_denying_is_refused_in_a_protec
     verdict = guard(diff(before, after), before, after, True, [])
     assert any(r.startswith("guardrails-template-guard (ValidatingAdmissionPolicyBinding): this change changes what it does on a refusal")
                for r in verdict.refusals), verdict.refusals
+
+
+# --- no resource is replaced under its own name (issue #72.1) -----------------------------------------------------
+
+def _gcp_registrations(plan):
+    return [r for r in plan.resources if r.custom and r.type.startswith(("gcp:", "random:"))]
+
+
+def _collision_risks(plan) -> list[str]:
+    """Named GCP resources that an input outside their name scope could replace create-before-delete, with no way
+    round it: not delete-before-replace, not named from those inputs, and not refused by `diff`."""
+    risks = []
+    for r in _gcp_registrations(plan):
+        scope = NAME_SCOPE.get(r.type)
+        if scope is None:
+            assert r.type in IDENTITY_KEYED + SERVER_NAMED + UNCHANGEABLE_TYPES or r.type.startswith("random:"), (
+                f"{r.type} ({r.name}) is in no class of infra/offline/change_rules.py: say how its replacement avoids "
+                "its own name (NAME_SCOPE, IDENTITY_KEYED, SERVER_NAMED)")
+            continue
+        replacing = [p for p in forcing_paths(r.type, _leaf_paths(r.inputs)) if p.split(".")[0] not in scope]
+        named_from = NAMED_FROM_INPUTS.get(r.type, ())
+        replacing = [p for p in replacing if not any(p == n or p.startswith(n + ".") for n in named_from)]
+        if replacing and not r.options.get("deleteBeforeReplace") and r.type not in REPLACE_REFUSED:
+            risks.append(f"{r.name} ({r.type}): {', '.join(replacing)}")
+    return risks
+
+
+def _leaf_paths(value, prefix=""):
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaf_paths(v, f"{prefix}.{k}" if prefix else k)]
+    return [prefix]
+
+
+@every_stack()
+def test_no_named_resource_can_be_replaced_under_its_own_name(stack):
+    # every GCP type the stack registers is classified, and each named one that an input can replace either goes
+    # first (deleteBeforeReplace), takes a new name with that input, or is refused by diff before pulumi up
+    assert _collision_risks(stack_plan(stack)) == []
+
+
+def test_no_bootstrap_resource_can_be_replaced_under_its_own_name():
+    from tests.test_bootstrap import example_bootstrap_plan
+
+    for project in ("pathways-dev-123", "pathways-prod-123"):
+        assert _collision_risks(example_bootstrap_plan(project)) == []
+
+
+def test_a_fixed_name_without_a_way_round_is_found():
+    # the property test's own check: a head pool without deleteBeforeReplace is a risk (its service account, scopes
+    # and shielded config replace it, and it keeps the name pathways-head)
+    plan = copy.deepcopy(plan_of(stack_config("dev"), "dev"))
+    head = next(r for r in plan.resources if r.type == POOL and r.input("name") == "pathways-head")
+    head.options["deleteBeforeReplace"] = False
+    assert any(risk.startswith(f"{head.name} (") for risk in _collision_risks(plan))
+
+
+TPU7X_GROUP = {"name": "train", "tpu": "tpu7x-128", "count": 2}
+
+
+def _tpu7x_config(**group) -> dict:
+    return config_with(slices=[{**TPU7X_GROUP, **group}], **in_zone_of("tpu7x"))
+
+
+@pytest.mark.parametrize("change", [{"tpu": "tpu7x-256", "count": 1}, {"tpu": "tpu7x-64", "count": 4}])
+def test_resizing_a_tpu7x_group_makes_a_new_workload_policy_beside_the_old(change):
+    before, after = plan_of(_tpu7x_config()), plan_of(_tpu7x_config(**change))
+    old, new = before.one(POLICY), after.one(POLICY)
+    assert old.input("name") != new.input("name")
+    changes = {c.name: c for c in diff(before, after)}
+    policy = changes[new.name]
+    assert policy.action == "replace" and "name" in policy.forced_by and not policy.collides
+    assert guard(list(changes.values()), before, after, False, []).ok
+    # the pools take the new policy, old ones deleted first (quota and reservations never hold two copies)
+    for pool in tpu_pools(after):
+        assert pool.input("placementPolicy.policyName") == new.input("name")
+        assert pool.options["deleteBeforeReplace"] is True
+
+
+def test_the_workload_policy_name_carries_its_shape_and_stays_a_compute_name():
+    from components.gcp.tpu_slices import workload_policy_name
+
+    names = {workload_policy_name("pathways-dev", "train", t, m) for t in ("4x4x4", "4x4x8", "8x8x8") for m in (False, True)}
+    assert len(names) == 6
+    assert workload_policy_name("pathways-dev", "train", "4x4x8", True) == "pathways-dev-train-4x4x8-po-wp"
+    long = [workload_policy_name("c" * 40, g, "16x16x36", True) for g in ("a" * 20, "a" * 19 + "b")]
+    assert long[0] != long[1] and all(len(n) <= 63 and re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", n) for n in long)
+
+
+def test_a_replacement_under_its_own_name_is_refused_in_any_stack():
+    # moving the cluster onto an existing VPC forces a new cluster (network is ForceNew) under the same name and
+    # location: GKE refuses the second cluster, so diff says so before pulumi up tries, protected or not
+    before = plan_of(config_with())
+    after = plan_of(config_with(network={"existingNetwork": "shared-vpc", "existingSubnetwork": "shared-subnet"}))
+    changes = diff(before, after)
+    cluster = next(c for c in changes if c.type == "gcp:container/cluster:Cluster")
+    assert cluster.action == "replace" and cluster.collides and "network" in cluster.forced_by
+    verdict = guard(changes, before, after, False, [])
+    assert not verdict.ok
+    [refusal] = [r for r in verdict.refusals if r.startswith(f"{cluster.name} (")]
+    assert "replaced under its own name 'pathways-test'" in refusal and "already exists" in refusal
+    assert "pathways:cluster.name" in refusal  # the way round it
+    # the pools go with it, but each is deleted first (deleteBeforeReplace): no refusal of theirs
+    assert not any("(NodePool)" in r for r in verdict.refusals)
+
+
+_FORCES_NEW = re.compile(r"forces? (a )?(new|recreation|replacement)|will force", re.IGNORECASE)
+
+
+def _sdk_says_force_new(type_: str) -> list[str]:
+    """The inputs of a pulumi-gcp resource whose docstring, in the pinned SDK, says changing it forces a new one."""
+    import importlib
+
+    module_path, cls = type_.split(":")[1].rsplit("/", 1)[0], type_.rsplit(":", 1)[1]
+    args = getattr(importlib.import_module(f"pulumi_gcp.{module_path}"), f"{cls}Args")
+    out = []
+    for attr in dir(args):
+        prop = getattr(args, attr, None)
+        if isinstance(prop, property) and _FORCES_NEW.search(prop.__doc__ or ""):
+            head, *rest = attr.split("_")
+            out.append(head + "".join(w.title() for w in rest))
+    return sorted(out)
+
+
+def test_every_input_the_pinned_sdk_says_forces_a_new_resource_is_in_the_table():
+    # The pinned pulumi-gcp SDK's docstrings say it of few inputs (the provider's schema, where ForceNew lives, is
+    # not in the SDK): each one they name must be in FORCE_NEW; the rest of the table is the provider's source.
+    from tests.test_bootstrap import example_bootstrap_plan
+
+    plans = [stack_plan(s) for s in STACKS] + [example_bootstrap_plan("pathways-prod-123")]
+    types = sorted({r.type for p in plans for r in _gcp_registrations(p) if r.type.startswith("gcp:")})
+    said = {t: _sdk_says_force_new(t) for t in types}
+    missing = {t: [p for p in paths if p not in forcing_paths(t, [p])] for t, paths in said.items()}
+    assert {t: m for t, m in missing.items() if m} == {}
+    assert said["gcp:compute/subnetwork:Subnetwork"] == ["externalIpv6Prefix", "ipCollection", "ipv6AccessType"]
+    assert said["gcp:serviceaccount/account:Account"] == ["accountId"]

@@ -295,7 +295,7 @@ def test_slice_pool_shape_per_family(tpu):
             assert p.input("placementPolicy") is None  # single-host: never tpu_topology
         elif placement == "workload-policy":
             policy = plan.one(POLICY)
-            assert policy.input("name") == "pathways-test-g-wp"  # project+region scoped: carries the cluster name
+            assert policy.input("name") == "pathways-test-g-4x4x4-wp"  # project+region scoped: the cluster, group and shape
             assert policy.input("region") == where["gcp_region"]
             assert policy.input("workloadPolicy") == {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "4x4x4"}
             # What GKE stores for a named policy: no type (see components.gcp.tpu_slices.placement_policy
@@ -334,7 +334,7 @@ def test_spot_pools():
 @pytest.mark.parametrize("tpu,hosts,placement", [
     ("v5p-128", 16, {"type": "COMPACT", "tpuTopology": "4x4x4"}),
     ("v6e-16", 4, {"type": "COMPACT", "tpuTopology": "4x4"}),
-    ("tpu7x-16", 2, {"type": "", "policyName": "pathways-test-g-wp", "tpuTopology": "2x2x2"}),
+    ("tpu7x-16", 2, {"type": "", "policyName": "pathways-test-g-2x2x2-wp", "tpuTopology": "2x2x2"}),
     ("v6e-4", 1, None),
 ])
 def test_flex_start_pools_autoscale_from_zero_without_diffs(tpu, hosts, placement):

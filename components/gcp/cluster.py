@@ -217,8 +217,9 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=node_config(args.system_machine_type, args.node_service_account, SYSTEM_POOL_LABELS),
-            # The autoscaler owns the node count; never diff it.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["nodeCount", "initialNodeCount"]),
+            # The autoscaler owns the node count; never diff it. A fixed name: a replacement created first would
+            # collide with it (infra/offline/change_rules.py NAME_SCOPE), so the old pool goes first.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["nodeCount", "initialNodeCount"], delete_before_replace=True),
         )
         self.cluster = cluster
         self.name = cluster.name

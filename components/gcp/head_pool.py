@@ -65,6 +65,8 @@ class HeadPool(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self, custom_timeouts=pulumi.CustomTimeouts(create="30m", update="30m", delete="30m"),
+                # a fixed name: a replacement created first would collide with it (infra/offline/change_rules.py NAME_SCOPE)
+                delete_before_replace=True,
                 depends_on=args.lanes.after(),
                 # The autoscaler owns the node count of a pool that scales to zero.
                 ignore_changes=["nodeCount", "initialNodeCount"] if args.scale_to_zero else [],

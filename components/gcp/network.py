@@ -96,10 +96,13 @@ class PathwaysNetwork(pulumi.ComponentResource):
                     opts=child,
                 )
         self.nat: Optional[gcp.compute.RouterNat] = None
+        # fixed names: a replacement (a new network) created first would collide (change_rules.NAME_SCOPE); the nodes'
+        # egress pauses between the delete and the create
+        replaced_first = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         if args.cloud_nat:
             router = gcp.compute.Router(
                 f"{name}-router", project=args.project, name=f"{args.name}-router", region=args.region,
-                network=self.network, opts=child,
+                network=self.network, opts=replaced_first,
             )
             self.nat = gcp.compute.RouterNat(
                 f"{name}-nat",
@@ -114,6 +117,6 @@ class PathwaysNetwork(pulumi.ComponentResource):
                     name=self.subnetwork, source_ip_ranges_to_nats=["ALL_IP_RANGES"],
                 )],
                 log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
-                opts=child,
+                opts=replaced_first,
             )
         self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})

@@ -63,7 +63,8 @@ class ProxyPool(pulumi.ComponentResource):
             node_count=args.nodes,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=node_config(args.machine_type, args.service_account, {ROLE_LABEL: PROXY_ROLE}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after()),
+            # a fixed name: a replacement created first would collide with it (change_rules.NAME_SCOPE)
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after(), delete_before_replace=True),
         )
         args.lanes.add(pool)
         self.register_outputs({})

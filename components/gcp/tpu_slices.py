@@ -6,6 +6,8 @@ so adding slices never lengthens a deploy's critical path.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -29,12 +31,17 @@ def placement_policy(tpu: TpuSlice, policy_name: Optional[pulumi.Input[str]]) ->
 
     - single host: none (GKE refuses tpu_topology on single-host TPU pools);
     - compact (v4, v5e, v5p, v6e multi-host): {type: COMPACT, tpu_topology};
-    - workload policy (tpu7x multi-host): {policy_name, tpu_topology} and an empty type. GKE stores a
-      named policy with no type (vllm-project/ci-infra #547, probed on a live cluster: "the API stored
-      policyName and tpuTopology with no type"; gcloud sends the same, cluster-toolkit #5691,
-      terraform-provider-google #25388). The provider's read copies type, policy_name and
-      tpu_topology from the API verbatim (resource_container_node_pool.go, flattenNodePool) and
-      still marks type Required, so the empty string is what matches the read-back state.
+    - workload policy (tpu7x multi-host): {policy_name, tpu_topology} and type "". The API's PlacementPolicy.type
+      enum is TYPE_UNSPECIFIED or COMPACT (container-api.json v1, revision 20261027), and "" is how the provider
+      sends TYPE_UNSPECIFIED: proto3 JSON leaves the default out. GKE stores a named policy with no type
+      (vllm-project/ci-infra #547, probed on a live cluster: "the API stored policyName and tpuTopology with no
+      type"; terraform-provider-google #25388, open: the API "returns only policyName when a named policy is
+      used", so a type in the config diffs on every plan). The provider's read copies type, policy_name and
+      tpu_topology from the API verbatim, so "" is what matches the read-back state. Cluster Toolkit sends
+      type COMPACT beside the name (modules/compute/resource-policy/outputs.tf placement_policy, read at
+      c765092f): that is the perpetual diff #25388 reports, which under Pulumi would replace the slice at every
+      `pulumi up`; xpk sends no type either (src/xpk/core/nodepool.py: "--placement-type=COMPACT enables group
+      placement policy which is mutually exclusive with workload policy").
     """
     if tpu.placement is Placement.COMPACT:
         return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=tpu.topology)
@@ -56,6 +63,27 @@ def flex_start_autoscaling(tpu: TpuSlice) -> dict[str, Any]:
 
 
 PROVISION_ONLY = "PROVISION_ONLY"
+_POLICY_NAME = re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?")  # compute-api.json ResourcePolicy.name pattern (RFC 1035, 1-63)
+
+
+def workload_policy_name(cluster: str, group: str, topology: str, provision_only: bool) -> str:
+    """The tpu7x workload policy's name, from the stack and the policy's shape.
+
+    Compute Engine has no update for a resource policy (every input forces a new one), and Pulumi replaces
+    create-before-delete: a new shape under the old name would be refused ("already exists"), and the pools,
+    deleted first, may be gone by then. So the name carries everything the policy holds that the stack varies,
+    as xpk names its policies from their shape (src/xpk/core/scheduling.py get_placement_policy_name:
+    <device>-<topology>[-ss]-placement-policy): the topology and the mode (-po: PROVISION_ONLY, a pool set's).
+    Policies are per project and region, so the cluster and group names keep stacks and groups apart; when
+    the whole is over 63 characters, the cluster-group part is cut and a digest of it keeps it unique."""
+    shape = f"-{topology}{'-po' if provision_only else ''}-wp"
+    owner = f"{cluster}-{group}"
+    if len(owner) + len(shape) > 63:
+        digest = hashlib.sha256(owner.encode()).hexdigest()[:6]
+        owner = owner[: 63 - len(shape) - len(digest) - 1].rstrip("-") + "-" + digest
+    name = owner + shape
+    assert _POLICY_NAME.fullmatch(name), name  # cluster and group are DNS labels, topology is digits and x
+    return name
 
 
 def pool_name(group: str, index: int) -> str:
@@ -120,8 +148,9 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 f"{name}-workload-policy",
                 project=args.project,
                 region=args.region,
-                # Resource policies are per project and region: the cluster name keeps stacks apart.
-                name=f"{args.cluster_name}-{args.group}"[:60].rstrip("-") + "-wp",  # names: at most 63
+                # named from its shape: a policy cannot change (every input forces a new one), and a new shape
+                # under the old name would collide with it (Pulumi creates the replacement first)
+                name=workload_policy_name(args.cluster_name, args.group, tpu.topology, provision_only=bool(args.sub_blocks)),
                 # A pool set's pools are provisioned as cubes and joined into slices later (PROVISION_ONLY: xpk
                 # nodepool.py ensure_resource_policy_exists for super-slicing; Cluster Toolkit resource-policy
                 # workload_policy.accelerator_topology_mode); a fixed slice's are linked at creation.

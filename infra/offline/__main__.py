@@ -68,8 +68,9 @@ EXIT_INVALID = 2
 _EXIT_CODES = {
     "plan": "exit status: 0 planned and every mandatory policy passed; 1 a mandatory policy failed;\n"
             "             2 invalid config, stack file or policy config (one 'error:' line per problem on stderr)",
-    "diff": "exit status: 0 the change is allowed; 1 the protected-stack guard refuses it (replacements or\n"
-            "             deletions not listed in pathways:allowDisruption); 2 invalid config, stack file or git ref",
+    "diff": "exit status: 0 the change is allowed; 1 the guard refuses it (a change the real pulumi up fails on,\n"
+            "             such as a replacement under the resource's own name; in a protected stack, replacements\n"
+            "             or deletions not listed in pathways:allowDisruption); 2 invalid config, stack file or git ref",
     "render": "exit status: 0 written; 2 invalid config or stack file, a manifest the admission checks reject,\n"
               "             or an --out directory that cannot be written",
     "plan-bootstrap": "exit status: 0 planned and every mandatory policy passed; 1 a mandatory policy failed;\n"

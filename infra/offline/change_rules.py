@@ -34,13 +34,21 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
     "gcp:compute/router:Router": ("project", "name", "network", "region"),
     "gcp:compute/routerNat:RouterNat": ("project", "name", "router", "region", "type", "endpointTypes"),
     "gcp:compute/network:Network": ("project", "name", "autoCreateSubnetworks", "description"),
-    "gcp:compute/subnetwork:Subnetwork": ("project", "name", "network", "region", "description"),
+    # + the three the pinned SDK's own docs say "forces a new resource" of (tests/test_change_safety.py)
+    "gcp:compute/subnetwork:Subnetwork": ("project", "name", "network", "region", "description", "ipv6AccessType",
+                                          "externalIpv6Prefix", "ipCollection"),
     # A resource policy has no update at all: every field is ForceNew.
     "gcp:compute/resourcePolicy:ResourcePolicy": ("project", "name", "region", "workloadPolicy"),
     "gcp:serviceaccount/account:Account": ("project", "accountId"),
     "gcp:projects/iAMCustomRole:IAMCustomRole": ("project", "roleId"),
     "gcp:projects/iAMMember:IAMMember": ("project", "role", "member", "condition"),
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", "role", "member", "condition"),
+    # storage/resource_storage_bucket_object.go (read at 0540ffed): everything but the holds
+    "gcp:storage/bucketObject:BucketObject": (
+        "bucket", "name", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage", "contentType",
+        "content", "source", "detectMd5hash", "storageClass", "kmsKeyName", "customerEncryption", "metadata"),
+    # kms/resource_kms_crypto_key.go: the key's identity and what Cloud KMS fixes at creation
+    "gcp:kms/cryptoKey:CryptoKey": ("name", "keyRing", "purpose", "importOnly", "skipInitialVersionCreation"),
     # pulumi-random: every input of RandomPassword forces a new value.
     "random:index/randomPassword:RandomPassword": ("",),
     # pulumi-kubernetes v4.25.0 (provider/pkg/provider/diff.go, forceNewProperties): every object is replaced
@@ -54,6 +62,85 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
     # The Kubernetes provider's cluster identity: a new one replaces every object it manages.
     "pulumi:providers:kubernetes": ("clusterIdentifier",),
 }
+
+# What makes a resource's name unique where it lives (Compute, GKE and Cloud Storage name resources per project
+# and region or zone, or globally): a replacement whose new copy has the same values here collides with the
+# old one, because Pulumi creates the replacement before deleting the original unless the resource is
+# delete-before-replace (the Pulumi engine's default; pulumi-gcp sets deleteBeforeReplace on none of these types,
+# provider/resources.go at ed6078aa). Sources: the APIs' resource paths (container-api.json
+# projects.locations.clusters[.nodePools], compute-api.json regional and global collections, storage-api.json
+# buckets: "Bucket names must be globally unique"). IAM members and service accounts are keyed by every input that
+# replaces them, so their replacements never collide.
+NAME_SCOPE: dict[str, tuple[str, ...]] = {
+    "gcp:container/nodePool:NodePool": ("project", "location", "cluster", "name"),
+    "gcp:container/cluster:Cluster": ("project", "location", "name"),
+    "gcp:compute/resourcePolicy:ResourcePolicy": ("project", "region", "name"),
+    "gcp:compute/firewall:Firewall": ("project", "name"),
+    "gcp:compute/network:Network": ("project", "name"),
+    "gcp:compute/subnetwork:Subnetwork": ("project", "region", "name"),
+    "gcp:compute/router:Router": ("project", "region", "name"),
+    "gcp:compute/routerNat:RouterNat": ("project", "region", "router", "name"),
+    "gcp:storage/bucket:Bucket": ("name",),
+    # an object replaced create-before-delete is worse than refused: the upload overwrites the object, then the
+    # delete of "the old one" removes it
+    "gcp:storage/bucketObject:BucketObject": ("bucket", "name"),
+    "gcp:kms/cryptoKey:CryptoKey": ("keyRing", "name"),
+}
+
+# How each named type avoids that collision, when an input outside its name scope forces a replacement:
+# - delete-before-replace (the resource option) on the registration;
+# - NAMED_FROM_INPUTS: the name is derived from those inputs, so a new value is a new name;
+# - REPLACE_REFUSED: neither is safe, so `diff` refuses the change before `pulumi up` tries it, with the way round.
+NAMED_FROM_INPUTS: dict[str, tuple[str, ...]] = {
+    # the tpu7x workload policy (components/gcp/tpu_slices.py workload_policy_name): topology and mode
+    "gcp:compute/resourcePolicy:ResourcePolicy": ("workloadPolicy",),
+}
+REPLACE_REFUSED: dict[str, str] = {
+    # GKE deletion protection (on by default) refuses the delete, and a delete-before-replace would delete the
+    # node pools first; a replaced cluster ends every workload anyway
+    "gcp:container/cluster:Cluster": (
+        "GKE refuses a second cluster of the same name in the location; build the new cluster as a new stack, or "
+        "give it another name (pathways:cluster.name) to replace it in one `pulumi up`"),
+    # a bucket's objects do not move, and bucket names are global
+    "gcp:storage/bucket:Bucket": (
+        "bucket names are global and a bucket's objects do not move; name a new bucket (pathways:bucket.name) and "
+        "copy what you keep"),
+    # every subnet, router and cluster of the stack hangs off the network and its subnets
+    "gcp:compute/network:Network": (
+        "a VPC cannot be deleted while its subnets and the cluster use it; give the new network another name"),
+    # a delete-before-replace would open the Pathways ports (the deny rule) between the delete and the create; only
+    # a new direction replaces a rule, and the stack never changes one
+    "gcp:compute/firewall:Firewall": (
+        "a rule deleted before its replacement exists would leave the Pathways ports open meanwhile; give the rule "
+        "another name"),
+    "gcp:compute/subnetwork:Subnetwork": (
+        "a subnet cannot be deleted while the cluster's nodes or a load balancer use it; change its ranges in place "
+        "(only expansion is in place) or build a new stack"),
+}
+
+
+# The other GCP types the stacks and the bootstrap register, and why no replacement of theirs can collide:
+# - keyed by every input that replaces them (an IAM member's resource, role, member and condition; a service
+#   account's or custom role's project and ID; an API's project and service; a key ring's project, location and
+#   name; a Workload Identity pool's and provider's IDs): a replacement is another resource;
+# - named by the server (alert policies, dashboards: an ID Cloud Monitoring picks).
+IDENTITY_KEYED = (
+    "gcp:projects/iAMMember:IAMMember", "gcp:storage/bucketIAMMember:BucketIAMMember",
+    "gcp:serviceaccount/iAMMember:IAMMember", "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember",
+    "gcp:serviceaccount/account:Account", "gcp:projects/iAMCustomRole:IAMCustomRole", "gcp:projects/service:Service",
+    "gcp:kms/keyRing:KeyRing", "gcp:iam/workloadIdentityPool:WorkloadIdentityPool",
+    "gcp:iam/workloadIdentityPoolProvider:WorkloadIdentityPoolProvider",
+)
+SERVER_NAMED = ("gcp:monitoring/alertPolicy:AlertPolicy", "gcp:monitoring/dashboard:Dashboard")
+
+
+def name_collision(type_: str, forced: Sequence[str], before: dict, after: dict, delete_before_replace: bool) -> bool:
+    """Whether replacing this resource would create its new copy under the name the old one still holds."""
+    scope = NAME_SCOPE.get(type_)
+    if not forced or scope is None or delete_before_replace:
+        return False
+    return all(before.get(k) == after.get(k) for k in scope) and after.get("name") is not None
+
 
 # In-place updates that GKE carries out by recreating the pool's nodes, which ends whatever runs on
 # them (a TPU slice restarts as a whole): GKE docs, "Modify node pools" / node pool upgrade behaviour

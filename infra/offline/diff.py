@@ -17,7 +17,7 @@ from typing import Any, Optional
 from components.constants import BUCKET, CLUSTER, JOBSET, LEADER_WORKER_SET, NODE_POOL, ROLE_LABEL, SLICE_GROUP_LABEL
 from components.manifests.guardrails import NODE_GUARD, TEMPLATE_GUARD
 from components.model.cost.cost import HOURS_PER_MONTH
-from infra.offline.change_rules import STATEFUL_TYPES, disruptive_paths, forcing_paths
+from infra.offline.change_rules import REPLACE_REFUSED, STATEFUL_TYPES, disruptive_paths, forcing_paths, name_collision
 from infra.offline.engine import Plan, Registration
 from infra.offline.stackfile import SECRET
 
@@ -47,6 +47,9 @@ class Change:
     notes: list[str] = field(default_factory=list)
     values: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """Changed input path -> (old, new)."""
+    collides: bool = False
+    """A replacement created under the name the original still holds (create-before-delete): the real `pulumi up`
+    fails on it (change_rules.name_collision)."""
 
     @property
     def kind(self) -> str:
@@ -58,7 +61,7 @@ class Change:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type, "action": self.action, "changed": self.changed,
-                "forcedBy": self.forced_by, "disruptive": self.disruptive, "interrupts": self.interrupts, "notes": self.notes,
+                "forcedBy": self.forced_by, "collides": self.collides, "disruptive": self.disruptive, "interrupts": self.interrupts, "notes": self.notes,
                 "values": {p: {"old": old, "new": new} for p, (old, new) in self.values.items()}}
 
 
@@ -254,6 +257,7 @@ def diff(before: Plan, after: Plan) -> list[Change]:
                                "values until they restart")
         if c.destructive:
             c.interrupts = _interrupts(b, before, after, "restart" if forced else "update")
+        c.collides = name_collision(b.type, forced, a.inputs, b.inputs, bool(b.options.get("deleteBeforeReplace")))
         cel_immutable = sorted({r for p in forced for r in JOBSET_CEL_IMMUTABLE
                                 if b.type == JOBSET and (p == r or p.startswith(r + ".")) and _value_at(b.inputs, r) is not None})
         if cel_immutable:
@@ -314,6 +318,12 @@ def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, all
             verdict.refusals.append(
                 f"{c.name} ({c.kind}): this change {what}, but a submitted calendar-mode future reservation cannot be "
                 "changed, cancelled or deleted; put its settings back (a new request is a new group and reservation)")
+        if c.collides:
+            name = _physical_name(after, c)
+            verdict.refusals.append(
+                f"{c.name} ({c.kind}): replaced under its own name {name!r} (forced by {', '.join(c.forced_by)}); Pulumi "
+                "creates the replacement before deleting the original, so the real `pulumi up` fails with 'already "
+                f"exists'. {REPLACE_REFUSED.get(c.type, 'Put the value back, or give the resource another name')}")
     if not protected:
         return verdict
     old_zone, new_zone = stack_zone(before), stack_zone(after)
@@ -349,6 +359,10 @@ def guard(changes: list[Change], before: Plan, after: Plan, protected: bool, all
     verdict.suggestions = _wildcards([c.name for c in changes if c.type in STATEFUL_TYPES and c.destructive
                                       and not any(fnmatch.fnmatchcase(c.name, a) for a in allowed)])
     return verdict
+
+
+def _physical_name(plan: Plan, c: Change) -> Any:
+    return next((r.input("name") for r in plan.resources if r.name == c.name and r.type == c.type), c.name)
 
 
 def _wildcards(names: list[str]) -> list[str]:
@@ -446,9 +460,10 @@ def render_text(changes: list[Change], verdict: Verdict, title: str, capacity: O
         lines.append(f"Interrupts running work: {', '.join(interrupted)}")
     if capacity:
         lines.append(capacity)
-    if verdict.protected:
+    if verdict.protected or verdict.refusals:
         lines.append("")
-        lines.append("Guard (protected stack): " + ("passed" if verdict.ok else f"REFUSED ({len(verdict.refusals)})"))
+        lines.append(f"Guard ({'protected' if verdict.protected else 'unprotected'} stack): "
+                     + ("passed" if verdict.ok else f"REFUSED ({len(verdict.refusals)})"))
         lines += [f"  {r}" for r in verdict.refusals]
         if verdict.suggestions:
             lines.append(f"  to allow each group's pools at once: pathways:allowDisruption: {json.dumps(verdict.suggestions)}")
