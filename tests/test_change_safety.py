@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 
 import pytest
 import yaml
-
-import re
 
 from infra.offline.change_rules import (
     FORCE_NEW,
