@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from components.manifests import monitoring
+from infra.errors import InvalidStackConfig
 from infra.offline.stackfile import flatten, raw_values
 from policies.rules import ALL_POLICIES
 from tests.conftest import FLEET_MANAGERS, config_with, example_path, example_plan, plan_of, stack_config
@@ -52,10 +53,8 @@ def test_protected_stacks_must_hold_node_upgrades():
     found = violations(plan_of(cfg, "prod"), "pathways-disruption-policy")
     assert {v.message.split()[2] for v in found} == {f"tpu-train-{i}" for i in range(4)} | {"tpu-explore-0"}
     assert "NO_MINOR_OR_NODE_UPGRADES" in found[0].message
-    # or: auto-upgrade off on the groups
-    for g in cfg["pathways:slices"]:
-        g["autoUpgrade"] = False
-    assert violations(plan_of(cfg, "prod"), "pathways-disruption-policy") == []
+    # the way out is the exclusion alone: auto-upgrade cannot be off in a release channel (GKE API ReleaseChannel)
+    assert "autoUpgrade" not in found[0].message
     # unprotected stacks may leave upgrades to GKE
     assert violations(example_plan("staging"), "pathways-disruption-policy") == []
 
@@ -402,3 +401,22 @@ def test_alerts_keep_their_resource_names_when_another_comes_or_goes():
     assert names(running) == {"observability-alert-0": "TPU slice interrupted", "observability-alert-1": "restart storm",
                               "observability-alert-2": "TPU duty cycle low", "observability-alert-3": "head pod not ready"}
     assert names(finished) == {k: v for k, v in names(running).items() if k != "observability-alert-2"}
+
+
+@pytest.mark.parametrize("channel", ["RAPID", "REGULAR", "STABLE", "EXTENDED"])
+def test_auto_upgrade_off_is_refused_in_every_release_channel(channel):
+    # GKE API reference, ReleaseChannel: "Node auto-upgrade defaults to true and cannot be disabled"; the stack makes
+    # every cluster in a channel, so the 400 GKE would answer at `pulumi up` is said before anything is created
+    config = config_with(slices=[{"name": "main", "tpu": "v6e-16"}, {"name": "b", "tpu": "v6e-16", "autoUpgrade": False}],
+                         cluster={"releaseChannel": channel})
+    with pytest.raises(InvalidStackConfig) as err:
+        plan_of(config)
+    [line] = [ln for ln in str(err.value).splitlines() if "autoUpgrade" in ln]
+    assert line.startswith("pathways:slices[1].autoUpgrade: false cannot be: the cluster is in the "
+                           f"{channel} release channel")
+    assert "NO_MINOR_OR_NODE_UPGRADES" in line and "cannot be disabled" in line
+
+
+def test_every_made_pool_keeps_auto_upgrade_on(made_stack):
+    _, plan = made_stack
+    assert {p.input("management.autoUpgrade") for p in plan.by_type("gcp:container/nodePool:NodePool")} == {True}

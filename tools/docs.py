@@ -305,8 +305,9 @@ def _slices_notes() -> str:
         "(none: on-demand); a reservation is its name or, for a shared one, `projects/<project>/reservations/<name>`. "
         "Spot workers tolerate the spot taint; flex-start pools, and with `scaleToZero` any but reserved ones, start at 0 "
         "nodes and autoscale to the whole slice when a workload asks ([design.md](design.md#tpu-pools)). Workloads on "
-        "a group with spares need `maxRestarts` ≥ 1 ([queues.md](queues.md#hot-swap-spares)). In a protected stack "
-        "`autoUpgrade: true` needs a maintenance exclusion that holds node upgrades (the `pathways-disruption-policy` rule).",
+        "a group with spares need `maxRestarts` ≥ 1 ([queues.md](queues.md#hot-swap-spares)). GKE keeps node auto-upgrade on "
+        "in a release channel, where every cluster the stack makes is: `autoUpgrade: false` is refused; a protected stack "
+        "holds node upgrades with a maintenance exclusion (the `pathways-disruption-policy` rule).",
         "",
         "**TPU families** (`components/model/capacity/tpu.py`). `tpu` is a name `<family>-<TensorCores>` (e.g. `v6e-16`, "
         "`v5p-128`) or `{family, topology[, machineType]}`:",

@@ -13,8 +13,9 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.constants import HEAD_ROLE, HEAD_TAINT, ROLE_LABEL
-from components.gcp.node_defaults import node_config, pool_locations
+from components.gcp.node_defaults import KEEP_MAX_PODS, node_config, pool_locations
 from components.gcp.node_pool_lanes import NodePoolLanes
+from components.model.cluster.address_space import HEAD_MAX_PODS
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class HeadPool(pulumi.ComponentResource):
             autoscaling=gcp.container.NodePoolAutoscalingArgs(min_node_count=0, max_node_count=args.node_count)
             if args.scale_to_zero else None,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            max_pods_per_node=HEAD_MAX_PODS,  # a /26 a node (components/model/cluster/address_space.py)
             node_config=node_config(
                 args.machine_type, args.service_account, {ROLE_LABEL: HEAD_ROLE}, taints=(HEAD_TAINT,)
             ),
@@ -69,7 +71,7 @@ class HeadPool(pulumi.ComponentResource):
                 delete_before_replace=True,
                 depends_on=args.lanes.after(),
                 # The autoscaler owns the node count of a pool that scales to zero.
-                ignore_changes=["nodeCount", "initialNodeCount"] if args.scale_to_zero else [],
+                ignore_changes=[*(["nodeCount", "initialNodeCount"] if args.scale_to_zero else []), *KEEP_MAX_PODS],
             ),
         )
         args.lanes.add(pool)

@@ -8,6 +8,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+# A pool's maximum pods per node is fixed at its creation (the input forces a new pool): a pool an earlier version of
+# the stack made without it keeps GKE's default of 110 (a /24 a node, which it had room for) rather than be
+# replaced, and every pool made from now on takes the stack's value (components/model/cluster/address_space.py).
+KEEP_MAX_PODS = ["maxPodsPerNode"]
 
 
 def node_config(

@@ -22,8 +22,9 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.constants import PROXY_ROLE, ROLE_LABEL
-from components.gcp.node_defaults import node_config, pool_locations
+from components.gcp.node_defaults import KEEP_MAX_PODS, node_config, pool_locations
 from components.gcp.node_pool_lanes import NodePoolLanes
+from components.model.cluster.address_space import HEAD_MAX_PODS
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,11 @@ class ProxyPool(pulumi.ComponentResource):
             node_locations=pool_locations(args.regional, args.zone),
             node_count=args.nodes,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            max_pods_per_node=HEAD_MAX_PODS,  # one proxy Job a node: a /26 (components/model/cluster/address_space.py)
             node_config=node_config(args.machine_type, args.service_account, {ROLE_LABEL: PROXY_ROLE}),
             # a fixed name: a replacement created first would collide with it (change_rules.NAME_SCOPE)
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after(), delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.lanes.after(), delete_before_replace=True,
+                                        ignore_changes=KEEP_MAX_PODS),
         )
         args.lanes.add(pool)
         self.register_outputs({})

@@ -15,9 +15,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.constants import SLICE_GROUP_LABEL, SLICE_LABEL, TPU_TAINT
-from components.gcp.node_defaults import node_config, pool_locations
+from components.gcp.node_defaults import KEEP_MAX_PODS, node_config, pool_locations
 from components.gcp.node_pool_lanes import NodePoolLanes
 from components.model.capacity.tpu import Placement, TpuSlice
+from components.model.cluster.address_space import TPU_MAX_PODS
 from components.model.config import Capacity
 
 # A TPU pool can take far longer than the provider's default to come up (capacity search, atomic
@@ -206,6 +207,8 @@ class TpuSliceGroup(pulumi.ComponentResource):
             # as Cluster Toolkit's gke-node-pool does for TPU pools (max_surge 0, max_unavailable 1).
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),
             placement_policy=placement,
+            # a /27 of the pod range a node instead of GKE's /24 default (components/model/cluster/address_space.py)
+            max_pods_per_node=TPU_MAX_PODS,
             queued_provisioning=queued,
             node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,),
                                     workload_metadata=args.workload_metadata, **extra),
@@ -214,7 +217,7 @@ class TpuSliceGroup(pulumi.ComponentResource):
                 # Quota and reservations never fit two copies of a slice: delete, then create.
                 delete_before_replace=True,
                 custom_timeouts=TPU_POOL_TIMEOUTS,
-                ignore_changes=["nodeCount", "initialNodeCount"] if autoscaled else [],
+                ignore_changes=[*(["nodeCount", "initialNodeCount"] if autoscaled else []), *KEEP_MAX_PODS],
                 depends_on=args.lanes.after(),
             ),
         )

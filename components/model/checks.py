@@ -90,6 +90,8 @@ STACK_RULES: tuple[StackRule, ...] = (
     cluster_checks.existing_cluster,        # keys that mean nothing on a cluster the stack does not create
     cluster_checks.maintenance,             # exclusions GKE refuses (ended, or outlasting the minor's support)
     cluster_checks.zone_in_region,
+    cluster_checks.auto_upgrade_in_channel,  # node auto-upgrade stays on in a release channel
+    cluster_checks.address_space_fits,      # the subnet's ranges hold every node and its pod block
     pools_checks.unique_group_names,
     each_workload,                          # EVERY_WORKLOAD_RULES, then PLACED_WORKLOAD_RULES, per workload
     pools_checks.sharing,                   # spares need restarts; without Kueue, shared groups must fit

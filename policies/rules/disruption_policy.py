@@ -43,12 +43,12 @@ def _validate(args: StackValidationArgs, report) -> None:
             if get(pool.props, "management.autoUpgrade") is not False:
                 report(f"TPU pool {get(pool.props, 'name')} in a protected stack can be upgraded (its slice recreated) at any "
                        "time: add a maintenance exclusion with scope NO_MINOR_OR_NODE_UPGRADES "
-                       "(pathways:cluster.maintenance.exclusions) or set autoUpgrade: false on its slice group", pool.urn)
+                       "(pathways:cluster.maintenance.exclusions); in a release channel GKE keeps node auto-upgrade on", pool.urn)
 
 
 disruption_policy = StackValidationPolicy(
     name="pathways-disruption-policy",
-    description="Protected stacks hold GKE node upgrades on TPU pools (maintenance exclusion) or turn auto-upgrade off.",
+    description="Protected stacks hold GKE node upgrades on TPU pools with a maintenance exclusion (or pools with auto-upgrade off, on a cluster outside a release channel).",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
 )

@@ -104,8 +104,9 @@ class SliceGroup(_Model):
         "failed slice's repair. Provisioned, but never queue quota."
     ))
     auto_upgrade: bool = Field(default=True, description=(
-        "GKE upgrades the pools' nodes (recreating a slice). Off: you upgrade them, e.g. between runs; protected "
-        "stacks must hold node upgrades with a maintenance exclusion or turn this off."
+        "GKE upgrades the pools' nodes (recreating a slice). It cannot be off: every cluster the stack makes is in a "
+        "release channel, where GKE keeps node auto-upgrade on (GKE API, ReleaseChannel); hold node upgrades with a "
+        "maintenance exclusion (cluster.maintenance.exclusions, scope NO_MINOR_OR_NODE_UPGRADES) instead."
     ))
     spot: bool = Field(default=False, description="Spot capacity.")
     flex_start: bool = Field(default=False, description="Flex-start (DWS) capacity: pools start at 0 nodes.")

@@ -9,7 +9,7 @@ import ipaddress
 import re
 from typing import Any
 
-from components.model.cluster import cluster
+from components.model.cluster import address_space, cluster
 from components.model.cluster.cluster import meets_gke_floor
 from components.model.errors import Problem, config_key
 from components.model.stack import StackConfig
@@ -186,3 +186,59 @@ def google_groups(cfg: StackConfig) -> list[Problem]:
         f"{name!r} is a Google group, and GKE tells RBAC about group membership only with Google Groups for RBAC on: "
         "set pathways:cluster.securityGroup: gke-security-groups@<your domain> (the group this one is a member of), "
         "or list the researchers with kind: User")) for path, name in cfg.group_subjects]
+
+
+def auto_upgrade_in_channel(cfg: StackConfig) -> list[Problem]:
+    """Every cluster the stack makes is in a release channel, where node auto-upgrade cannot be turned off: "When a
+    cluster is subscribed to a release channel ... Node auto-upgrade defaults to true and cannot be disabled"
+    (container-api.json v1, revision 20261027, ReleaseChannel); GKE answers 400 "Auto_upgrade cannot be false when
+    release_channel REGULAR is set". A maintenance exclusion holds node upgrades instead, as Cluster Toolkit's TPU
+    blueprints do (examples/gke-tpu-7x: auto_upgrade true, exclusion NO_MINOR_OR_NODE_UPGRADES)."""
+    if cfg.cluster.existing is not None:
+        return []  # cluster_checks.existing_cluster refuses the key there
+    channel = cfg.cluster.release_channel.value
+    return [Problem(config_key(("slices", i, "autoUpgrade")), (
+        f"false cannot be: the cluster is in the {channel} release channel (cluster.releaseChannel), where GKE keeps node "
+        "auto-upgrade on (\"cannot be disabled\", GKE API ReleaseChannel); remove it, and hold node upgrades with a "
+        "maintenance exclusion: cluster.maintenance.exclusions: [{name, startTime, endTime, scope: NO_MINOR_OR_NODE_UPGRADES}]"
+    )) for i, g in enumerate(cfg.slices) if not g.auto_upgrade]
+
+
+def stack_pool_addresses(cfg: StackConfig) -> list[address_space.PoolAddresses]:
+    """Every node pool the stack makes at its largest, upgrades included: the system, head and proxy pools surge one
+    node at a time (GKE's default surge upgrade, maxSurge 1); TPU pools never surge (components/gcp/tpu_slices.py)."""
+    pools = [address_space.PoolAddresses("system", cfg.cluster.system_pool.max_nodes + 1, address_space.DEFAULT_MAX_PODS)]
+    if cfg.head_nodes:
+        pools.append(address_space.PoolAddresses("pathways-head", cfg.head_nodes + 1, address_space.HEAD_MAX_PODS))
+    if cfg.proxy_nodes:
+        pools.append(address_space.PoolAddresses("pathways-proxy", cfg.proxy_nodes + 1, address_space.HEAD_MAX_PODS))
+    if cfg.fleet is None or cfg.fleet.role != "manager":  # a manager's groups are its workers' pools
+        pools += [address_space.PoolAddresses(f"tpu-{g.name}-*", g.pools * g.tpu.hosts, address_space.TPU_MAX_PODS)
+                  for g in cfg.slices]
+    return pools
+
+
+def address_space_fits(cfg: StackConfig) -> list[Problem]:
+    """The subnet the stack creates holds every node and its pod block at the stack's largest (address_space.py). An
+    existing subnet's ranges are not known offline: the live preflight reads them."""
+    if cfg.cluster.existing is not None or not cfg.network.create:
+        return []
+    need = address_space.need(stack_pool_addresses(cfg))
+    problems = []
+    nodes_room = address_space.primary_capacity(cfg.network.nodes_cidr)
+    if need.nodes > nodes_room:
+        prefix = address_space.smallest_prefix(need.nodes + address_space.RESERVED_PRIMARY_ADDRESSES)
+        problems.append(Problem(config_key(("network", "nodesCidr")), (
+            f"{cfg.network.nodes_cidr} holds {nodes_room} nodes, and the stack's pools reach {need.nodes} (upgrade surges "
+            f"included); use a /{prefix} or larger"
+        )))
+    pods_room = address_space.range_capacity(cfg.network.pods_cidr)
+    if need.pod_addresses > pods_room:
+        prefix = address_space.smallest_prefix(need.pod_addresses)
+        biggest = max(need.pools, key=lambda p: p.pod_addresses)
+        problems.append(Problem(config_key(("network", "podsCidr")), (
+            f"{cfg.network.pods_cidr} holds {pods_room:,} pod addresses, and the stack's {need.nodes} nodes take "
+            f"{need.pod_addresses:,} (a /{32 - address_space.pod_block(biggest.max_pods).bit_length() + 1} per node of "
+            f"{biggest.name}, {biggest.max_pods} pods each); use a /{prefix} or larger"
+        )))
+    return problems

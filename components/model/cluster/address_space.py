@@ -1,0 +1,75 @@
+"""The addresses a stack's nodes and pods take from its subnet, against the ranges it has (Pulumi-free).
+
+GKE gives every node one address of the subnet's primary range and a block of the pod range sized from its pool's
+maximum pods per node: twice the maximum, rounded up to a power of two ("Configure maximum Pods per node": 8 pods
+a /28, 9-16 a /27, 17-32 a /26, 33-64 a /25, 65-110 a /24; container-api.json v1 IPAllocationPolicy
+podCidrOverprovisionConfig: "the value of max_pods_per_node is doubled and then rounded off to next power of 2").
+A pool's maximum cannot change after it is created (same page: "You cannot change this setting after the cluster or
+node pool is created"; the API's UpdateNodePoolRequest has no such field), so the stack sets it when it creates one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+# GKE Standard's default without a setting (the same page).
+DEFAULT_MAX_PODS = 110
+# A TPU node runs one Pathways worker or serving pod (hostNetwork, or one pod-network pod for serve) beside GKE's
+# DaemonSets: xpk creates every multi-host TPU pool with --max-pods-per-node 15 (src/xpk/core/nodepool.py, since its
+# first release), a /27 each. Single-host pools run the same one pod a node.
+TPU_MAX_PODS = 15
+# A head node runs one head pod (hostNetwork) and the DaemonSets; the client proxies' pool one proxy Job a node.
+# 32 (a /26) leaves room for GKE's add-ons' DaemonSets (CSI drivers, checkpointing) beside it.
+HEAD_MAX_PODS = 32
+# Compute Engine keeps four addresses of every subnet's primary range (VPC docs, "Subnets": reserved addresses).
+RESERVED_PRIMARY_ADDRESSES = 4
+
+
+def pod_block(max_pods: int) -> int:
+    """Addresses of the pod range one node takes: twice its maximum pods, rounded up to a power of two."""
+    size = 1
+    while size < 2 * max_pods:
+        size *= 2
+    return size
+
+
+@dataclass(frozen=True)
+class PoolAddresses:
+    """One node pool at its largest: its nodes, each with its pod block."""
+
+    name: str
+    nodes: int
+    max_pods: int
+
+    @property
+    def pod_addresses(self) -> int:
+        return self.nodes * pod_block(self.max_pods)
+
+
+@dataclass(frozen=True)
+class AddressNeed:
+    nodes: int
+    pod_addresses: int
+    pools: tuple[PoolAddresses, ...]
+
+
+def need(pools: list[PoolAddresses]) -> AddressNeed:
+    return AddressNeed(sum(p.nodes for p in pools), sum(p.pod_addresses for p in pools), tuple(pools))
+
+
+def primary_capacity(cidr: str) -> int:
+    """Nodes a subnet's primary range holds."""
+    return ipaddress.ip_network(cidr, strict=False).num_addresses - RESERVED_PRIMARY_ADDRESSES
+
+
+def range_capacity(cidr: str) -> int:
+    return ipaddress.ip_network(cidr, strict=False).num_addresses
+
+
+def smallest_prefix(addresses: int) -> int:
+    """The longest prefix (smallest range) that holds this many addresses."""
+    prefix = 32
+    while prefix > 0 and 2 ** (32 - prefix) < addresses:
+        prefix -= 1
+    return prefix
