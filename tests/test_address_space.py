@@ -12,7 +12,7 @@ from components.model.cluster.cluster_checks import stack_pool_addresses
 from components.model.config import load
 from infra.errors import InvalidStackConfig
 from infra.offline import stackfile
-from tests.conftest import MADE_STACKS, config_with, in_zone_of, plan_of, stack_config, stack_plan
+from tests.conftest import MADE_STACKS, config_with, every_stack, in_zone_of, plan_of, stack_config, stack_plan
 
 POOL = "gcp:container/nodePool:NodePool"
 
@@ -38,7 +38,7 @@ def test_tpu_and_head_pools_take_a_small_pod_block_and_keep_one_made_before():
 SUBNET_STACKS = [s for s in MADE_STACKS if not (stack_config(s).get("pathways:network") or {}).get("existingSubnetwork")]
 
 
-@pytest.mark.parametrize("stack", SUBNET_STACKS)
+@every_stack(stacks=SUBNET_STACKS)
 def test_every_made_stack_fits_its_subnet(stack):
     # derived from the stack's own file: its pools' largest sizes against its ranges
     flat, secrets = stackfile.load_config(stackfile.stack_path(stack))
