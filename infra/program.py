@@ -394,7 +394,8 @@ def main() -> None:
         # a recorded or live-read reservation that cannot hold its group fails here, before any resource
         read_records(cfg, live=LiveReader(cfg) if LIVE_READS.get() else None)
         # and, with readQuota, the regional TPU quota the slice groups need (components/model/capacity/quota.py)
-        judge_quota(cfg, live_reader(cfg) if LIVE_READS.get() else None)
+        for notice in judge_quota(cfg, live_reader(cfg) if LIVE_READS.get() else None):
+            pulumi.log.warn(notice)
     except ConfigError as e:
         raise InvalidStackConfig(e) from None
     for name, value in build(cfg).items():

@@ -131,7 +131,8 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         # the regional TPU quota the pools draw on (components/model/capacity/quota.py; IDs unverified, the listing is not)
         "quota": [] if stack.existing_cluster or stack.fleet_manager else [
             {"region": stack.region, "family": n.family, "kind": n.kind, "chips": n.chips, "groups": list(n.groups), "quotaId": n.quota_id,
-             "dimension": "=".join(n.dimension) if n.dimension else None, "describe": n.describe_command(stack.project),
+             "dimension": "=".join(n.dimension) if n.dimension else None, "evidence": n.evidence,
+             "describe": n.describe_command(stack.project),
              "list": n.list_command(stack.project)}
             for n in quota.needs(stack.slices, stack.group_pools)],
         "notices": notices(stack),
@@ -381,9 +382,9 @@ def summary_text(s: dict[str, Any]) -> list[str]:
     if s["quota"]:
         lines.append(f"  regional TPU quota needed in {s['quota'][0]['region']} (a reserved group uses its reservation's): "
                      + "; ".join(f"{q['chips']} {q['family']} {q['kind']} chips ({q['quotaId']}"
-                                 + (f", {q['dimension']}" if q["dimension"] else "") + ")"
+                                 + (f", {q['dimension']}" if q["dimension"] else "") + f"; ID {q['evidence']})"
                                  for q in s["quota"]))
-        lines.append(f"    current limits: {s['quota'][0]['list']} (the quota IDs above are unverified: docs/capacity.md)")
+        lines.append(f"    current limits: {s['quota'][0]['list']} (the IDs' evidence: docs/capacity.md)")
     lines += [f"  {g['name']}: node pools {', '.join(g['nodePools'])}, made elsewhere (selected by cloud.google.com/gke-nodepool)"
               for g in s["sliceGroups"] if g["nodePools"]]
     if s["sharedClusterQueue"]:
