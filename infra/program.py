@@ -48,8 +48,8 @@ from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.manifests import runs as runs_manifest
 from components.manifests import storage as storage_manifest
 from components.manifests import teams as teams_manifest
-from components.manifests.controller_charts import FLEET_FRAMEWORKS
-from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
+from components.manifests.controller_charts import FLEET_FRAMEWORKS, SERVE_FRAMEWORKS, STACK_FRAMEWORKS
+from components.manifests.guardrails import workload_namespace_labels
 from components.model.cluster.identities import ci_account_email
 from components.model.config import StackConfig, resolve
 from components.model.errors import ConfigError
@@ -242,7 +242,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             version=kube.lws_version, chart=kube.lws_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
     namespace = k8s.core.v1.Namespace(
         "workloads",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=kube.namespace, labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL)),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=kube.namespace, labels=workload_namespace_labels()),
         opts=k8s_opts,
     )
     service = cfg.service_workload
@@ -258,7 +258,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     if service is not None:
         SharedServiceAccess(f"service-{service.name}", SharedServiceAccessArgs(
             role=service_access.role(service), role_binding=service_access.role_binding(service),
-            namespace_labels=psa_labels(WORKLOAD_NAMESPACE_LEVEL),
+            namespace_labels=workload_namespace_labels(),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))
     # runs.submitters' access, and on a fleet worker the policy that keeps its manager's token to runs (before the
     # token exists: the fleet block below waits for it)
@@ -278,7 +278,8 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         kueue = Kueue("kueue", KueueArgs(
             version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
             system_role=SYSTEM_ROLE, objects=membership.kueue_objects(kueue_objects) if membership else kueue_objects,
-            frameworks=FLEET_FRAMEWORKS if membership else None, fair_sharing=bool(stack.teams),
+            frameworks=FLEET_FRAMEWORKS if membership else SERVE_FRAMEWORKS if stack.serve_workloads else STACK_FRAMEWORKS,
+            fair_sharing=bool(stack.teams),
         ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace, *(teams.namespaces if teams else [])]))
         queues = tuple(kueue.ready)
         if membership is not None:

@@ -8,7 +8,6 @@ import ipaddress
 import pytest
 
 from components.model.cluster import address_space
-from components.model.cluster.cluster_checks import stack_pool_addresses
 from components.model.config import load
 from infra.errors import InvalidStackConfig
 from infra.offline import stackfile
@@ -43,7 +42,7 @@ def test_every_made_stack_fits_its_subnet(stack):
     # derived from the stack's own file: its pools' largest sizes against its ranges
     flat, secrets = stackfile.load_config(stackfile.stack_path(stack))
     model = load(stackfile.raw_values(flat), stack, frozenset(secrets))
-    need = address_space.need(stack_pool_addresses(model))
+    need = address_space.need(address_space.stack_pools(model))
     assert need.nodes <= address_space.primary_capacity(model.network.nodes_cidr)
     assert need.pod_addresses <= address_space.range_capacity(model.network.pods_cidr)
     plan = stack_plan(stack)

@@ -246,8 +246,10 @@ def test_coordinator_label_of_exactly_63_characters_is_accepted():
 def test_cluster_node_limit_is_inclusive():
     # GKE Standard: at most 15,000 nodes a cluster. 58 x v5p-2048 (8x8x16, 256 hosts) = 14,848 TPU
     # nodes, plus 1 head node and the system pool's maximum.
+    # The ranges that hold them (tests/test_address_space.py): a /18 of nodes, a /13 of pods at a /27 a TPU node.
     def stack(system_max):
-        return {"slices": [{"name": "big", "tpu": "v5p-2048", "count": 58}], "cluster": {"systemPool": {"maxNodes": system_max}}}
+        return {"slices": [{"name": "big", "tpu": "v5p-2048", "count": 58}], "cluster": {"systemPool": {"maxNodes": system_max}},
+                "network": {"nodesCidr": "10.0.0.0/18", "podsCidr": "10.64.0.0/13", "servicesCidr": "10.128.0.0/20"}}
 
     model(**stack(151))
     assert ("pathways:slices: 15001 nodes in all (TPU hosts, head and system pools), over GKE's 15000 per Standard cluster"

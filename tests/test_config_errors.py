@@ -305,7 +305,7 @@ KUBECONFIG_TOKEN = "eyJhbGciOiJSUzI1NiJ9.PLAINTEXT-kube-token"
 
 @pytest.mark.parametrize("changes,key", [
     (dict(headPool={"scaleToZero": True}), "pathways:headPool.scaleToZero"),
-    (dict(slices=[{"name": "main", "tpu": "v6e-16", "autoUpgrade": False}]), "pathways:slices[0].autoUpgrade"),
+    (dict(slices=[{"name": "main", "tpu": "v6e-16", "autoUpgrade": True}]), "pathways:slices[0].autoUpgrade"),
     (dict(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "r-1"}]), "pathways:slices[0].reservation"),
     (dict(slices=[{"name": "main", "tpu": "v6e-16"}, {"name": "b", "tpu": "v6e-16", "scaleToZero": True}]), "pathways:slices[1].scaleToZero"),
     (dict(bucket={"name": "b-cache", "softDeleteDays": 30}), "pathways:bucket.softDeleteDays"),

@@ -15,7 +15,14 @@ import yaml
 import infra.offline.__main__ as offline_cli
 from components.constants import HELM_CHART, SYSTEM_ROLE
 from components.manifests import guardrails
-from components.manifests.controller_charts import CHART_FRAMEWORKS, CHARTS, FLEET_FRAMEWORKS, LWS, kueue_manager_config
+from components.manifests.controller_charts import (
+    CHARTS,
+    FLEET_FRAMEWORKS,
+    LWS,
+    SERVE_FRAMEWORKS,
+    STACK_FRAMEWORKS,
+    kueue_manager_config,
+)
 from components.model.config import load, resolve
 from infra.offline import charts
 from infra.offline.charts import ChartError, chart_objects, render_chart, with_chart_objects
@@ -48,12 +55,12 @@ def test_the_program_installs_each_chart_with_the_values_of_controller_charts(na
     for r in (r for r in installed if r.name in CHARTS):
         chart = CHARTS[r.name]
         assert r.input("namespace") == chart.namespace and r.input("skipCrds") is False
-        # a fleet's Kueue: the chart's manager config with JobSet alone (tests/test_fleet.py)
-        # with teams, the chart's config and integrations, fair sharing on (tests/test_teams.py)
+        # Kueue: the chart's manager config with the stack's integrations only (a fleet's: JobSet alone,
+        # tests/test_fleet.py; serve workloads add LWS and its pods), its managed namespaces, fair sharing with teams
         config = stack_config(name)
-        replaced = r.name == "kueue" and (config.get("pathways:fleet") or config.get("pathways:teams"))
-        manager = kueue_manager_config(FLEET_FRAMEWORKS if config.get("pathways:fleet") else CHART_FRAMEWORKS,
-                                       fair_sharing=bool(config.get("pathways:teams"))) if replaced else {}
+        serve = any(w.get("mode") == "serve" for w in config.get("pathways:workloads") or [])
+        frameworks = FLEET_FRAMEWORKS if config.get("pathways:fleet") else SERVE_FRAMEWORKS if serve else STACK_FRAMEWORKS
+        manager = kueue_manager_config(frameworks, fair_sharing=bool(config.get("pathways:teams"))) if r.name == "kueue" else {}
         assert r.input("values") == {**chart.values(r.input("version"), SYSTEM_ROLE, mtc=_mtc(name)), **manager}
         ns = next(o for o in plan.by_type("kubernetes:core/v1:Namespace") if o.input("metadata.name") == chart.namespace)
         assert ns.input("metadata.labels") == guardrails.psa_labels(chart.pod_security)

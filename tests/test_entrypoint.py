@@ -99,7 +99,7 @@ def test_the_verbose_plan_shows_every_key_input_and_no_unset_one(capsys):
     # names as GCP shows them, beside the Pulumi resource names, and the zone every node lives in
     assert ("  + gcp:compute/subnetwork:Subnetwork  network-subnet\n      name: pathways-prod\n      region: us-east5\n"
             "      ipCidrRange: 10.0.0.0/20\n      privateIpGoogleAccess: true\n") in out
-    assert ("  + gcp:container/nodePool:NodePool  slices-train-0  [delete-before-replace; timeouts:create=180m,update=120m,delete=90m]\n"
+    assert ("  + gcp:container/nodePool:NodePool  slices-train-0  [delete-before-replace; ignore:maxPodsPerNode; timeouts:create=180m,update=120m,delete=90m]\n"
             "      name: tpu-train-0\n      nodeLocations: [\"us-east5-a\"]\n      nodeCount: 16\n") in out
     assert "      name: pathways-prod\n      location: us-east5\n      nodeLocations: [\"us-east5-a\"]\n" in out  # the regional cluster
     # the buckets: their names and the artifacts bucket's lifecycle rules (the TTL)

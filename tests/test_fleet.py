@@ -292,7 +292,13 @@ def test_fleet_quotas_sum_each_flavor_and_resource():
 def test_a_fleets_kueue_runs_the_charts_config_with_jobset_alone():
     # the pinned chart's own manager config (build/charts, from the Go module) but the integrations: on a manager,
     # Kueue keeps a worker inactive until it watches every enabled integration's kind there
-    from components.manifests.controller_charts import CHART_FRAMEWORKS, FLEET_FRAMEWORKS, KUEUE_CHART_CONFIG, kueue_manager_config
+    from components.manifests.controller_charts import (
+        CHART_FRAMEWORKS,
+        FLEET_FRAMEWORKS,
+        KUEUE_CHART_CONFIG,
+        STACK_FRAMEWORKS,
+        kueue_manager_config,
+    )
     from tools.cluster.local import ROOT
 
     chart = yaml.safe_load((ROOT / "build" / "charts" / "kueue" / "values.yaml").read_text())
@@ -300,7 +306,8 @@ def test_a_fleets_kueue_runs_the_charts_config_with_jobset_alone():
     assert {k: v for k, v in default.items() if k != "integrations"} == KUEUE_CHART_CONFIG
     assert "jobset.x-k8s.io/jobset" in default["integrations"]["frameworks"]
     mine = yaml.safe_load(kueue_manager_config(FLEET_FRAMEWORKS)["managerConfig"]["controllerManagerConfigYaml"])
-    assert mine == {**default, "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]}}
+    assert mine == {**default, "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]},
+                    "managedJobsNamespaceSelector": {"matchLabels": {"pathways/kueue-managed": "true"}}}
     # and the stacks of a fleet install Kueue with it; the others with the chart's
     def values(name: str) -> dict:
         (chart_resource,) = [r for r in example_plan(name).resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.urn.endswith("::kueue")]
@@ -308,9 +315,9 @@ def test_a_fleets_kueue_runs_the_charts_config_with_jobset_alone():
     # the example fleet has teams: Kueue's fair sharing on too (docs/teams.md)
     fleet = kueue_manager_config(FLEET_FRAMEWORKS, fair_sharing=True)["managerConfig"]
     assert values("fleet-manager")["managerConfig"] == values("fleet-east")["managerConfig"] == fleet
-    assert "managerConfig" not in values("dev")
-    # a stack with teams and no fleet: the chart's own integrations, written out, as the chart lists them
-    assert tuple(default["integrations"]["frameworks"]) == CHART_FRAMEWORKS
+    # any other stack: its own integrations (JobSet; LWS and its pods with serve workloads), never the chart's list
+    assert values("dev")["managerConfig"] == kueue_manager_config(STACK_FRAMEWORKS)["managerConfig"]
+    assert tuple(default["integrations"]["frameworks"]) == CHART_FRAMEWORKS  # the chart's, which the stack does not keep
 
 
 def test_a_run_on_the_manager_is_judged_as_a_run_its_slices_left_to_the_workers_quota():

@@ -82,7 +82,7 @@ def test_head_pool(made_stack):
     if head_config.get("scaleToZero"):  # the autoscaler owns the count, up to one node per head workload and runs.headNodes
         assert head.input("nodeCount") is None and head.input("initialNodeCount") == 0
         assert head.input("autoscaling")["minNodeCount"] == 0 and head.input("autoscaling")["maxNodeCount"] >= 1
-        assert sorted(head.options["ignoreChanges"]) == ["initialNodeCount", "nodeCount"]
+        assert sorted(head.options["ignoreChanges"]) == ["initialNodeCount", "maxPodsPerNode", "nodeCount"]
         return
     assert head.input("autoscaling") is None
     if "nodeCount" in head_config:
@@ -328,7 +328,7 @@ def test_explicit_gke_version_is_passed_through_when_it_meets_the_floor(version)
 def test_spot_pools():
     p = tpu_pools(plan_of(config_with(slices=[{"name": "g", "tpu": "v6e-16", "spot": True}])))[0]
     assert p.input("nodeConfig.spot") is True and p.input("nodeCount") == 4
-    assert p.options["ignoreChanges"] == []
+    assert p.options["ignoreChanges"] == ["maxPodsPerNode"]  # a pool made before keeps GKE's default (address_space.py)
 
 
 @pytest.mark.parametrize("tpu,hosts,placement", [
@@ -347,7 +347,7 @@ def test_flex_start_pools_autoscale_from_zero_without_diffs(tpu, hosts, placemen
     assert p.input("management.autoRepair") is False
     assert p.input("nodeConfig.flexStart") is True
     assert p.input("nodeConfig.reservationAffinity") == {"consumeReservationType": "NO_RESERVATION"}
-    assert p.options["ignoreChanges"] == ["initialNodeCount", "nodeCount"]
+    assert p.options["ignoreChanges"] == ["initialNodeCount", "maxPodsPerNode", "nodeCount"]
     assert p.input("placementPolicy") == placement
 
 

@@ -98,7 +98,8 @@ def test_default_gets_the_workload_namespaces_pod_security_labels():
     assert patch.input("metadata.name") == "default"
     assert patch.input("metadata.labels") == {
         "pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/enforce-version": "latest",
-        "pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/audit": "restricted"}
+        "pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/audit": "restricted",
+        "pathways/kueue-managed": "true"}  # the service's JobSet runs there: Kueue manages it
 
 
 @pytest.mark.parametrize("tpu", ["v4-16", {"family": "v6e", "topology": "2x4"}, "v6e-1"])

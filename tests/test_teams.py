@@ -93,8 +93,8 @@ def test_teams_turn_on_kueues_fair_sharing():
     from components.kubernetes.kueue import KueueArgs, manager_config
     config = yaml.safe_load(manager_config(KueueArgs("0.19.2", None, "system", fair_sharing=True))["managerConfig"]["controllerManagerConfigYaml"])
     assert config["fairSharing"] == FAIR_SHARING
-    assert "leaderworkerset.x-k8s.io/leaderworkerset" in config["integrations"]["frameworks"]  # the chart's, kept
-    assert manager_config(KueueArgs("0.19.2", None, "system")) == {}
+    assert config["integrations"]["frameworks"] == ["jobset.x-k8s.io/jobset"]  # what the stack's workloads are
+    assert "fairSharing" not in yaml.safe_load(manager_config(KueueArgs("0.19.2", None, "system"))["managerConfig"]["controllerManagerConfigYaml"])
 
 
 def test_a_team_submitter_reaches_its_own_namespace_only():

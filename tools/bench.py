@@ -123,6 +123,8 @@ def stack_config(slices: int) -> dict:
         "gcp:region": "us-east5",
         "gcp:zone": "us-east5-b",
         "pathways:slices": groups,
+        # ranges for the largest of these (the plan checks every pool's nodes and pod blocks against them)
+        "pathways:network": {"nodesCidr": "10.0.0.0/16", "podsCidr": "10.64.0.0/11", "servicesCidr": "10.128.0.0/20"},
         "pathways:pathwaysVersion": "jax-0.7.2",
         "pathways:workloads": [
             {"name": "train", "mode": "batch", "sliceGroup": "v6e", "image": "example.com/trainer:1", "command": ["python3", "train.py"]},

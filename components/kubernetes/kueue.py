@@ -11,7 +11,7 @@ import pulumi
 from components.dependencies import Dependency, all_of
 from components.kubernetes.controller_chart import install_chart
 from components.kubernetes.kubernetes_object import KubernetesObject
-from components.manifests.controller_charts import CHART_FRAMEWORKS, KUEUE, kueue_manager_config
+from components.manifests.controller_charts import KUEUE, STACK_FRAMEWORKS, kueue_manager_config
 from components.manifests.kueue import references
 
 
@@ -23,8 +23,8 @@ class KueueArgs:
     """oci://registry.k8s.io/kueue/charts/kueue, a local chart directory, or None: the cluster runs Kueue already."""
     system_role: str
     """Value of the pathways/role label on the system pool, where the controller runs."""
-    frameworks: Optional[tuple[str, ...]] = None
-    """The integrations Kueue enables, or None for the chart's (a fleet's clusters: FLEET_FRAMEWORKS)."""
+    frameworks: tuple[str, ...] = STACK_FRAMEWORKS
+    """The integrations Kueue enables (controller_charts: STACK_FRAMEWORKS, SERVE_FRAMEWORKS, FLEET_FRAMEWORKS)."""
     fair_sharing: bool = False
     """Kueue's fair sharing among the cohort's queues (pathways:teams)."""
     objects: list[dict[str, Any]] = field(default_factory=list)
@@ -55,7 +55,5 @@ class Kueue(pulumi.ComponentResource):
 
 
 def manager_config(args: KueueArgs) -> dict[str, Any]:
-    """The chart's manager config, replaced where the stack needs other integrations or fair sharing."""
-    if not args.frameworks and not args.fair_sharing:
-        return {}
-    return kueue_manager_config(args.frameworks or CHART_FRAMEWORKS, fair_sharing=args.fair_sharing)
+    """The chart's manager config with the stack's integrations, managed namespaces and fair sharing."""
+    return kueue_manager_config(args.frameworks, fair_sharing=args.fair_sharing)

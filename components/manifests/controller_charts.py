@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from components.constants import ROLE_LABEL
 from components.manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL
+from components.manifests.kueue_api import MANAGED_NAMESPACES
 from components.model.workloads.resilience import MTC_JOBSET_CONTROLLER_REQUESTS
 
 
@@ -64,8 +65,25 @@ def _kueue_values(chart: ControllerChart, version: str, system_role: str, mtc: b
     # The unadmitted-workload reasons `python -m infra.run why` reads (QuotaReserved=False with WaitingForQuota,
     # ExceedsMaxQuota, Misconfigured, ...): Beta and off by default at v0.19 (pkg/features/kube_features.go), and the
     # second needs the first (pkg/config/validation.go).
-    return {"controllerManager": {"nodeSelector": {ROLE_LABEL: system_role}, "manager": {"image": chart.image(version)},
-                                  "featureGates": [{"name": gate, "enabled": True} for gate in KUEUE_FEATURE_GATES]}}
+    # Highly available: two replicas on the system pool, spread over its nodes where it has several, and a budget
+    # that keeps one through a drain or an upgrade (chart values controllerManager.replicas, podDisruptionBudget,
+    # topologySpreadConstraints). Every replica serves the webhooks and the visibility API (controller-runtime's
+    # webhook server does not need the leader, webhook/server.go NeedLeaderElection; main.go starts the visibility
+    # server on each), one leads the controllers (leaderElection in the Configuration): an outage of one leaves
+    # admission, and namespace deletion, which discovers the visibility API, working.
+    return {"controllerManager": {
+        "nodeSelector": {ROLE_LABEL: system_role}, "manager": {"image": chart.image(version)},
+        "featureGates": [{"name": gate, "enabled": True} for gate in KUEUE_FEATURE_GATES],
+        "replicas": KUEUE_REPLICAS,
+        "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+                                       "labelSelector": {"matchLabels": KUEUE_POD_LABELS}}],
+    }}
+
+
+KUEUE_REPLICAS = 2
+# the chart's selector labels for release "kueue" (templates/_helpers.tpl kueue.selectorLabels)
+KUEUE_POD_LABELS = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue", "control-plane": "controller-manager"}
 
 
 KUEUE_FEATURE_GATES = ("UnadmittedWorkloadsObservability", "UnadmittedWorkloadsExplicitStatus")
@@ -104,6 +122,14 @@ KUEUE_CHART_CONFIG: dict[str, Any] = {
     "clientConnection": {"qps": 300, "burst": 500},
 }
 FLEET_FRAMEWORKS = ("jobset.x-k8s.io/jobset",)
+# What a stack's workloads are: JobSets (batch, interactive, service, runs), and LeaderWorkerSets for serve workloads.
+# Kueue's LWS integration implicitly turns on its pod integration (leaderworkerset_controller.go
+# ImplicitlyEnabledFrameworkNames: ["pod"]); "pod" is listed too so that the chart keeps its pod webhooks failing
+# closed (it sets Ignore for pod, deployment and statefulset unless listed: a serve pod created while Kueue is down
+# would otherwise start unadmitted). Every other integration's webhooks admit everything (a no-op webhook,
+# jobframework/setup.go), and only in the namespaces Kueue manages.
+STACK_FRAMEWORKS = ("jobset.x-k8s.io/jobset",)
+SERVE_FRAMEWORKS = ("jobset.x-k8s.io/jobset", "leaderworkerset.x-k8s.io/leaderworkerset", "pod")
 # the chart's own integrations (values.yaml managerConfig, v0.19.2), for a config that changes something else
 CHART_FRAMEWORKS = (
     "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/rayservice", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
@@ -117,11 +143,12 @@ FAIR_SHARING = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessTha
 
 
 def kueue_manager_config(frameworks: tuple[str, ...], fair_sharing: bool = False) -> dict[str, Any]:
-    """Kueue chart values replacing its manager config: the chart's own, with only these integrations (and fair
-    sharing, for teams)."""
+    """Kueue chart values replacing its manager config: the chart's own, with only these integrations, only the
+    namespaces the stack labels (kueue_api.MANAGED_NAMESPACES), and fair sharing for teams."""
     import yaml
 
     config = {**KUEUE_CHART_CONFIG, "integrations": {"frameworks": list(frameworks)},
+              "managedJobsNamespaceSelector": MANAGED_NAMESPACES,
               **({"fairSharing": FAIR_SHARING} if fair_sharing else {})}
     return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 

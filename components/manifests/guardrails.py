@@ -51,6 +51,7 @@ from components.constants import (
     TPU_TAINT,
     TPU_TOPOLOGY_LABEL,
 )
+from components.manifests.kueue_api import MANAGED_NAMESPACE_LABEL
 from components.model.cluster.kubernetes import PLATFORM_NAMESPACES
 from components.model.common import PRIORITY_CLASSES
 
@@ -63,6 +64,12 @@ def psa_labels(level: str) -> dict[str, str]:
 
 
 WORKLOAD_NAMESPACE_LEVEL = "privileged"  # hostNetwork; the node guard keeps the rest of the cluster out
+
+
+def workload_namespace_labels() -> dict[str, str]:
+    """A namespace the stack's workloads, runs or a team's run in: Pod Security at WORKLOAD_NAMESPACE_LEVEL, and
+    Kueue manages its jobs (kueue_api.MANAGED_NAMESPACES)."""
+    return {**psa_labels(WORKLOAD_NAMESPACE_LEVEL), MANAGED_NAMESPACE_LABEL: "true"}
 # The JobSet, Kueue and LWS charts' pods run non-root, without capabilities, with the RuntimeDefault seccomp profile
 # (LWS's by the stack's value: controller_charts.py); tests/test_pod_security.py checks each against this level.
 CONTROLLER_NAMESPACE_LEVEL = "restricted"

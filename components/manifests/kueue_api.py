@@ -14,6 +14,14 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 TPU_RESOURCE = "google.com/tpu"
 RESOURCES = ("cpu", "memory", TPU_RESOURCE)
+# The namespaces the stack's Kueue manages, and the only ones its webhooks see: Kueue copies the Configuration's
+# managedJobsNamespaceSelector into the namespaceSelector of every job webhook (chart v0.19.2
+# templates/webhook/manifests.yaml) and reconciles jobs only in matching namespaces (reconciler.go; the gate
+# ManagedJobsNamespaceSelectorAlwaysRespected is GA and locked on at v0.19). The stack labels the namespaces it makes
+# for workloads, runs and teams; the controllers' own namespaces and everyone else's stay outside, so a Kueue outage
+# (its webhooks fail closed) cannot stop a Deployment or Pod anywhere else.
+MANAGED_NAMESPACE_LABEL = "pathways/kueue-managed"
+MANAGED_NAMESPACES = {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}}
 
 
 def queue_labels(w: ResolvedWorkload) -> dict[str, str]:

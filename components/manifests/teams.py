@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.manifests.guardrails import WORKLOAD_NAMESPACE_LEVEL, psa_labels
+from components.manifests.guardrails import workload_namespace_labels
 from components.manifests.runs import NODE_RULES, RBAC, ROLE, ROLE_RULES, _subjects, runs_only_policy
 from components.model.resolved import ResolvedStack
 from components.model.workloads.teams import TEAM_LABEL
@@ -28,7 +28,7 @@ from components.model.workloads.teams import TEAM_LABEL
 
 def namespaces(stack: ResolvedStack) -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": t.team_namespace, "labels": {**psa_labels(WORKLOAD_NAMESPACE_LEVEL), TEAM_LABEL: t.name}}} for t in stack.teams]
+        "name": t.team_namespace, "labels": {**workload_namespace_labels(), TEAM_LABEL: t.name}}} for t in stack.teams]
 
 
 def access(stack: ResolvedStack) -> list[dict[str, Any]]:

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type only: the model imports this module's rules
+    from components.model.stack import StackConfig
 
 # GKE Standard's default without a setting (the same page).
 DEFAULT_MAX_PODS = 110
@@ -54,6 +58,11 @@ class AddressNeed:
     pools: tuple[PoolAddresses, ...]
 
 
+def surge_nodes(need: "AddressNeed") -> int:
+    """The upgrade surge counted in a need: one node per pool that surges (every pool but the TPU ones)."""
+    return sum(1 for p in need.pools if p.max_pods != TPU_MAX_PODS)
+
+
 def need(pools: list[PoolAddresses]) -> AddressNeed:
     return AddressNeed(sum(p.nodes for p in pools), sum(p.pod_addresses for p in pools), tuple(pools))
 
@@ -73,3 +82,17 @@ def smallest_prefix(addresses: int) -> int:
     while prefix > 0 and 2 ** (32 - prefix) < addresses:
         prefix -= 1
     return prefix
+
+
+def stack_pools(cfg: "StackConfig") -> list[PoolAddresses]:
+    """Every node pool the stack makes at its largest, upgrades included: the system, head and proxy pools surge one
+    node at a time (GKE's default surge upgrade, maxSurge 1); TPU pools never surge (components/gcp/tpu_slices.py)."""
+    pools = [PoolAddresses("system", cfg.cluster.system_pool.max_nodes + 1, DEFAULT_MAX_PODS)]
+    if cfg.head_nodes:
+        pools.append(PoolAddresses("pathways-head", cfg.head_nodes + 1, HEAD_MAX_PODS))
+    if cfg.proxy_nodes:
+        pools.append(PoolAddresses("pathways-proxy", cfg.proxy_nodes + 1, HEAD_MAX_PODS))
+    if cfg.fleet is None or cfg.fleet.role != "manager":  # a manager's groups are its workers' pools
+        pools += [PoolAddresses(f"tpu-{g.name}-*", g.pools * g.tpu.hosts, TPU_MAX_PODS)
+                  for g in cfg.slices]
+    return pools

@@ -11,6 +11,7 @@ from typing import Any
 
 from components.model.cluster import address_space, cluster
 from components.model.cluster.cluster import meets_gke_floor
+from components.model.common import MAX_NODES_PER_CLUSTER, MAX_TPU_POOLS
 from components.model.errors import Problem, config_key
 from components.model.stack import StackConfig
 
@@ -204,26 +205,14 @@ def auto_upgrade_in_channel(cfg: StackConfig) -> list[Problem]:
     )) for i, g in enumerate(cfg.slices) if not g.auto_upgrade]
 
 
-def stack_pool_addresses(cfg: StackConfig) -> list[address_space.PoolAddresses]:
-    """Every node pool the stack makes at its largest, upgrades included: the system, head and proxy pools surge one
-    node at a time (GKE's default surge upgrade, maxSurge 1); TPU pools never surge (components/gcp/tpu_slices.py)."""
-    pools = [address_space.PoolAddresses("system", cfg.cluster.system_pool.max_nodes + 1, address_space.DEFAULT_MAX_PODS)]
-    if cfg.head_nodes:
-        pools.append(address_space.PoolAddresses("pathways-head", cfg.head_nodes + 1, address_space.HEAD_MAX_PODS))
-    if cfg.proxy_nodes:
-        pools.append(address_space.PoolAddresses("pathways-proxy", cfg.proxy_nodes + 1, address_space.HEAD_MAX_PODS))
-    if cfg.fleet is None or cfg.fleet.role != "manager":  # a manager's groups are its workers' pools
-        pools += [address_space.PoolAddresses(f"tpu-{g.name}-*", g.pools * g.tpu.hosts, address_space.TPU_MAX_PODS)
-                  for g in cfg.slices]
-    return pools
-
-
 def address_space_fits(cfg: StackConfig) -> list[Problem]:
     """The subnet the stack creates holds every node and its pod block at the stack's largest (address_space.py). An
     existing subnet's ranges are not known offline: the live preflight reads them."""
     if cfg.cluster.existing is not None or not cfg.network.create:
         return []
-    need = address_space.need(stack_pool_addresses(cfg))
+    need = address_space.need(address_space.stack_pools(cfg))
+    if need.nodes > MAX_NODES_PER_CLUSTER + address_space.surge_nodes(need) or sum(g.pools for g in cfg.slices) > MAX_TPU_POOLS:
+        return []  # over GKE's own limits: pools_checks.capacity says so, in one line
     problems = []
     nodes_room = address_space.primary_capacity(cfg.network.nodes_cidr)
     if need.nodes > nodes_room:
