@@ -399,7 +399,7 @@ def test_the_service_role_binding_with_a_wrong_subject_group_fails_render(monkey
         return obj
 
     monkeypatch.setattr(service_access, "role_binding", wrong)
-    path = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.7.2", cluster={"securityGroup": "gke-security-groups@example.com"}, workloads=[
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.9.0", cluster={"securityGroup": "gke-security-groups@example.com"}, workloads=[
         {"name": "sps", "mode": "service", "service": {"clients": [{"kind": "Group", "name": "g@example.com"},
                                                                    {"kind": "User", "name": "ada@example.com"}]}}]))
     assert offline_main(["render", "--config", str(path), "--out", str(tmp_path / "out")]) == 2

@@ -310,12 +310,12 @@ FEATURES = {
     "base": config_with(),
     "tpu7x workload policy": config_with(slices=[{"name": "g", "tpu": "tpu7x-128"}], **in_zone_of("tpu7x")),
     "existing network": config_with(network={"existingNetwork": "shared-vpc", "existingSubnetwork": "shared-subnet"}),
-    "shared service": config_with(pathwaysVersion="jax-0.7.2", workloads=[
+    "shared service": config_with(pathwaysVersion="jax-0.9.0", workloads=[
         {"name": "sps", "mode": "service", "service": {"maxClients": 3, "clients": CLIENTS}}]),
-    "shared service, no clients yet": config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "sps", "mode": "service"}]),
-    "profiling": config_with(pathwaysVersion="jax-0.7.2", workloads=[
+    "shared service, no clients yet": config_with(pathwaysVersion="jax-0.9.0", workloads=[{"name": "sps", "mode": "service"}]),
+    "profiling": config_with(pathwaysVersion="jax-0.9.0", workloads=[
         {"name": "job", "mode": "batch", "image": "example.com/t:1", "profiling": {"port": 9100}}]),
-    "no kueue, no controllers": config_with(pathwaysVersion="jax-0.7.2", kubernetes={"kueue": {"enabled": False}, "installControllers": False},
+    "no kueue, no controllers": config_with(pathwaysVersion="jax-0.9.0", kubernetes={"kueue": {"enabled": False}, "installControllers": False},
                                             workloads=[{"name": "nb", "mode": "interactive"}]),
     "existing cluster": config_with(cluster={"existing": {"kubeconfig": "build/kubeconfig"}}, bucket={"name": "b-cache"}),
     "existing cluster as it is, guards off": config_with(
@@ -323,8 +323,8 @@ FEATURES = {
         kubernetes={"installControllers": False, "kueue": {"clusterQueue": "cluster-queue"}, "guards": {"enabled": False}}),
     "serving": config_with(pathwaysVersion="jax-0.11.2", workloads=[
         {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct"}}]),
-    "multi-tier checkpointing": config_with(pathwaysVersion="jax-0.7.2", resilience={"mtc": {"inMemoryVolumeSize": "64Gi"}}, workloads=[
-        {"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}}]),
+    "multi-tier checkpointing": config_with(pathwaysVersion="jax-0.9.0", resilience={"mtc": {"inMemoryVolumeSize": "64Gi"}}, workloads=[
+        {"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0"}}]),
     "autoscaled serving": config_with(pathwaysVersion="jax-0.11.2", workloads=[
         {"name": "chat", "mode": "serve", "serve": {"model": "meta-llama/Llama-3.1-8B-Instruct", "autoscale": {"maxReplicas": 1, "target": 4}}}]),
 }
@@ -353,7 +353,7 @@ def test_the_bootstrap_predicts_the_types_of_every_feature(feature):
 
 def test_a_secret_env_value_in_the_stack_file_is_a_kubernetes_secret(tmp_path, monkeypatch):
     monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path)
-    cfg = config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "train", "image": "example.com/t:1",
+    cfg = config_with(pathwaysVersion="jax-0.9.0", workloads=[{"name": "train", "image": "example.com/t:1",
                                                                 "env": {"TOKEN": {"secure": "v1:abc"}, "RUN": "r1"}}])
     (tmp_path / "Pulumi.s.yaml").write_text(yaml.safe_dump({"config": cfg}))
     types = main_stack.load_main_stack("s").types

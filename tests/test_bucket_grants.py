@@ -23,7 +23,7 @@ WORKLOADS = [{"name": "train", "image": "example.com/t:1",
 
 
 def _stack_config(**changes) -> dict:
-    return {**config_with(pathwaysVersion="jax-0.7.2", workloads=WORKLOADS, **changes), "gcp:project": PROJECT}
+    return {**config_with(pathwaysVersion="jax-0.9.0", workloads=WORKLOADS, **changes), "gcp:project": PROJECT}
 
 
 def _bootstrap_config(stacks: list[str], external=None) -> dict:

@@ -87,7 +87,7 @@ def _count(delta):
 
 # (edit id, stack, config key, edit, {resource: action}, replaced-by input (for one of them), interrupted workloads)
 # prod's colocated-Python sidecar (multi-tier checkpointing writes from it), built for the stack's JAX
-SIDECAR = "us-docker.pkg.dev/pathways-prod-123/train/sidecar:20261120-python_3.12-jax_0.7.2"
+SIDECAR = "us-docker.pkg.dev/pathways-prod-123/train/sidecar:20261120-python_3.12-jax_0.9.0"
 
 EDITS = [
     ("reservation rename", "prod", "pathways:slices", _set_group("reservation", "pathways-prod-v5p-b"),
@@ -113,7 +113,7 @@ EDITS = [
 # Edits that need a second key to stay valid (the model refuses them otherwise).
 COMPANIONS = {
     # prod's sidecar is built for the stack's JAX (multi-tier checkpointing needs it)
-    "pathwaysVersion bump": ("pathways:workloads", _set_workload("colocatedPython", {"image": SIDECAR.replace("jax_0.7.2", "jax_0.7.3")}, "pretrain")),
+    "pathwaysVersion bump": ("pathways:workloads", _set_workload("colocatedPython", {"image": SIDECAR.replace("jax_0.9.0", "jax_0.7.3")}, "pretrain")),
     "slice count -1": ("pathways:workloads", _set_workload("slices", 1, "train-smoke")),
     "add a workload": ("pathways:headPool", lambda h: {**h, "nodeCount": 3}),
 }
@@ -332,7 +332,7 @@ def test_a_cel_field_the_new_jobset_drops_is_not_said_to_fail():
     interactive = {"name": "w", "slices": 1, "maxRestarts": 5, "mode": "interactive"}
 
     def jobset_change(a, b):
-        (change,) = [c for c in diff(*(plan_of({**config_with(workloads=[w]), "pathways:pathwaysVersion": "jax-0.7.2"}) for w in (a, b)))
+        (change,) = [c for c in diff(*(plan_of({**config_with(workloads=[w]), "pathways:pathwaysVersion": "jax-0.9.0"}) for w in (a, b)))
                      if c.type.endswith(":JobSet")]
         return change
 
@@ -403,7 +403,7 @@ def test_a_changed_value_is_shown_up_to_60_characters_and_a_long_one_where_it_ch
 def _secret_env_config(run: str) -> dict:
     from tests.conftest import config_with
 
-    return config_with(pathwaysVersion="jax-0.7.2", workloads=[
+    return config_with(pathwaysVersion="jax-0.9.0", workloads=[
         {"name": "train", "image": "example.com/t:1", "env": {"TOKEN": {"secure": "v1:abc"}, "RUN": run}}])
 
 

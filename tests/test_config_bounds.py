@@ -25,7 +25,7 @@ def _workload(*path: str, **extra):
     def changes(v):
         w = {"name": "w", "image": "example.com/t:1", **extra}
         w.update(_nested(path, v))
-        return {"workloads": [w], "pathwaysVersion": "jax-0.7.2"}
+        return {"workloads": [w], "pathwaysVersion": "jax-0.9.0"}
     return changes
 
 

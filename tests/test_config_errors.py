@@ -34,12 +34,12 @@ INVALID = [
     ("GKE namespace", dict(kubernetes={"namespace": "gke-managed-x"}),
      "pathways:kubernetes.namespace", "'gke-managed-x' is a system or controller namespace"),
     ("shared subdomain", dict(workloads=[{**WORKLOAD, "name": "a", "subdomain": "pw"}, {**WORKLOAD, "name": "b", "subdomain": "pw"}],
-                              pathwaysVersion="jax-0.7.2", headPool={"nodeCount": 2}),
+                              pathwaysVersion="jax-0.9.0", headPool={"nodeCount": 2}),
      "pathways:workloads[1].subdomain", "'pw' is workloads[0]'s subdomain too"),
     ("subdomain equal to another's name", dict(workloads=[{**WORKLOAD, "name": "a"}, {**WORKLOAD, "name": "b", "subdomain": "a"}],
-                                               pathwaysVersion="jax-0.7.2", headPool={"nodeCount": 2}),
+                                               pathwaysVersion="jax-0.9.0", headPool={"nodeCount": 2}),
      "pathways:workloads[1].subdomain", "'a' is workloads[0]'s subdomain too"),
-    ("env on an interactive workload", dict(workloads=[{"name": "nb", "mode": "interactive", "env": {"A": "1"}}], pathwaysVersion="jax-0.7.2"),
+    ("env on an interactive workload", dict(workloads=[{"name": "nb", "mode": "interactive", "env": {"A": "1"}}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].env", "interactive workloads run no user container, so env would reach nothing"),
     ("public endpoint for everyone", dict(cluster={"publicEndpoint": True}),
      "pathways:cluster.publicEndpoint", "true with no masterAuthorizedNetworks opens the control plane's IP endpoint to the whole internet"),
@@ -53,15 +53,15 @@ INVALID = [
      "pathways:slices[0].tpu", "topology 4x5 is not a v6e topology; valid: 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"),
     ("zero slices", dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 0}]),
      "pathways:slices[0].count", "0 is not valid: input should be greater than or equal to 1"),
-    ("negative workload slices", dict(workloads=[{**WORKLOAD, "slices": -1}], pathwaysVersion="jax-0.7.2"),
+    ("negative workload slices", dict(workloads=[{**WORKLOAD, "slices": -1}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].slices", "-1 is not valid"),
-    ("missing slice group", dict(workloads=[{**WORKLOAD, "sliceGroup": "big"}], pathwaysVersion="jax-0.7.2"),
+    ("missing slice group", dict(workloads=[{**WORKLOAD, "sliceGroup": "big"}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].sliceGroup", "'big' is not a slice group; valid: main"),
-    ("more slices than the group", dict(workloads=[{**WORKLOAD, "slices": 3}], pathwaysVersion="jax-0.7.2"),
+    ("more slices than the group", dict(workloads=[{**WORKLOAD, "slices": 3}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].slices", "3 exceeds the 2 slice(s) of group 'main'"),
     ("zone outside region", dict(gcp_zone="us-central1-a"),
      "gcp:zone", "us-central1-a is not in region us-east5"),
-    ("duplicate workload", dict(workloads=[WORKLOAD, WORKLOAD], pathwaysVersion="jax-0.7.2"),
+    ("duplicate workload", dict(workloads=[WORKLOAD, WORKLOAD], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[1].name", "'train' is already used by workloads[0]"),
     ("spot with reservation", dict(slices=[{"name": "main", "tpu": "v6e-16", "spot": True, "reservation": "r1"}]),
      "pathways:slices[0]", "conflicting capacity options spot and reservation"),
@@ -79,7 +79,7 @@ INVALID = [
     ("GKE version not a version", dict(cluster={"minMasterVersion": "latest"}),
      "pathways:cluster.minMasterVersion", "'latest' is not a GKE version; use e.g. 1.32 or 1.32.2-gke.1182000"),
     ("head pool smaller than the workloads", dict(
-        headPool={"nodeCount": 1}, pathwaysVersion="jax-0.7.2",
+        headPool={"nodeCount": 1}, pathwaysVersion="jax-0.9.0",
         workloads=[WORKLOAD, {"name": "notebook", "mode": "interactive", "sliceGroup": "main"}]),
      "pathways:headPool.nodeCount", "1 node(s) cannot hold the head pods of 2 workloads (one head pod per node); use at least 2"),
     ("invalid bucket name", dict(bucket={"name": "My_Bucket"}),
@@ -96,7 +96,7 @@ INVALID = [
      "pathways:pathwaysVersion", "'latest' is not a Pathways release tag; use jax-<version>"),
     ("workloads without version", dict(workloads=[WORKLOAD]),
      "pathways:pathwaysVersion", "required when workloads are set"),
-    ("batch without image", dict(workloads=[{"name": "x"}], pathwaysVersion="jax-0.7.2"),
+    ("batch without image", dict(workloads=[{"name": "x"}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].image", "required for a batch workload"),
     ("protected but deletion protection off", dict(protected=True, cluster={"deletionProtection": False}),
      "pathways:cluster.deletionProtection", "false conflicts with protected: true"),
@@ -104,19 +104,19 @@ INVALID = [
      "pathways:bucket.name", "derived 'google-proj-1-test-pathways' is not a valid bucket name"),
     ("derived service account too short", dict(cluster={"name": "a"}),
      "pathways:cluster.name", "the node service account ID 'a-sys' derived from it"),
-    ("reserved env", dict(workloads=[{**WORKLOAD, "env": {"JAX_PLATFORMS": "cpu"}}], pathwaysVersion="jax-0.7.2"),
+    ("reserved env", dict(workloads=[{**WORKLOAD, "env": {"JAX_PLATFORMS": "cpu"}}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].env", "JAX_PLATFORMS is set by the stack"),
     # the stack sets these from dataLoaderWorkers and persistence: a user's copy would duplicate or bypass them
-    ("reserved env: data loader workers", dict(workloads=[{**WORKLOAD, "env": {"DATA_LOADER_WORKERS": "64"}}], pathwaysVersion="jax-0.7.2"),
+    ("reserved env: data loader workers", dict(workloads=[{**WORKLOAD, "env": {"DATA_LOADER_WORKERS": "64"}}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].env", "DATA_LOADER_WORKERS is set by the stack"),
-    ("reserved env: persistence", dict(workloads=[{**WORKLOAD, "env": {"ENABLE_PATHWAYS_PERSISTENCE": "1"}}], pathwaysVersion="jax-0.7.2"),
+    ("reserved env: persistence", dict(workloads=[{**WORKLOAD, "env": {"ENABLE_PATHWAYS_PERSISTENCE": "1"}}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].env", "ENABLE_PATHWAYS_PERSISTENCE is set by the stack"),
     # a suspended workload before it does not end the check: the running one after it is still judged
     ("no restarts beside a spare, after a suspended workload",
-     dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "spares": 1}], pathwaysVersion="jax-0.7.2",
+     dict(slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "spares": 1}], pathwaysVersion="jax-0.9.0",
           workloads=[{**WORKLOAD, "name": "a", "state": "suspended"}, {**WORKLOAD, "name": "b", "maxRestarts": 0}]),
      "pathways:workloads[1].maxRestarts", "a failure ends the run instead of restarting it onto a spare"),
-    ("bad quantity", dict(workloads=[{**WORKLOAD, "memory": "lots"}], pathwaysVersion="jax-0.7.2"),
+    ("bad quantity", dict(workloads=[{**WORKLOAD, "memory": "lots"}], pathwaysVersion="jax-0.9.0"),
      "pathways:workloads[0].memory", "'lots' is not a Kubernetes quantity"),
 ]
 
@@ -214,7 +214,7 @@ WORKLOAD_INVALID = [
     ("data loader over the CPU limit", {"dataLoaderWorkers": 32, "cpu": "16"},
      "pathways:workloads[0].dataLoaderWorkers", "32 exceeds the user container's CPU limit of 16; use at most 16"),
     ("sidecar JAX differs", {"colocatedPython": {"image": "example.com/sidecar:20261101-python_3.12-jax_0.6.0"}},
-     "pathways:workloads[0].colocatedPython.image", "built for JAX 0.6.0 but pathwaysVersion is jax-0.7.2; use a sidecar tag ending in -jax_0.7.2"),
+     "pathways:workloads[0].colocatedPython.image", "built for JAX 0.6.0 but pathwaysVersion is jax-0.9.0; use a sidecar tag ending in -jax_0.9.0"),
     ("latest image", {"image": "example.com/trainer:latest"},
      "pathways:workloads[0].image", "is not pinned"),
     ("untagged image", {"image": "example.com/trainer"},
@@ -228,7 +228,7 @@ WORKLOAD_INVALID = [
 def test_workload_rules(case, changes, key, text):
     w = {**WORKLOAD, **changes}
     with pytest.raises(ConfigError) as err:
-        load(_raw(config_with(workloads=[w], pathwaysVersion="jax-0.7.2")), stack="test")
+        load(_raw(config_with(workloads=[w], pathwaysVersion="jax-0.9.0")), stack="test")
     lines = str(err.value).splitlines()
     assert any(line.startswith(f"{key}: ") and text in line for line in lines), lines
 
@@ -264,7 +264,7 @@ def test_an_existing_cluster_takes_only_the_kubernetes_layer():
     from tests.conftest import plan_of
 
     existing = {"existing": {"kubeconfig": "build/kubeconfig"}}
-    plan = plan_of(config_with(cluster=existing, bucket={"name": "team-pathways-cache"}, pathwaysVersion="jax-0.7.2",
+    plan = plan_of(config_with(cluster=existing, bucket={"name": "team-pathways-cache"}, pathwaysVersion="jax-0.9.0",
                                workloads=[{"name": "nb", "mode": "interactive"}]), "ext")
     assert not [r for r in plan.resources if r.type.startswith("gcp:")]  # no GCP resource at all
     types = {r.type for r in plan.resources}
@@ -310,7 +310,7 @@ KUBECONFIG_TOKEN = "eyJhbGciOiJSUzI1NiJ9.PLAINTEXT-kube-token"
     (dict(slices=[{"name": "main", "tpu": "v6e-16"}, {"name": "b", "tpu": "v6e-16", "scaleToZero": True}]), "pathways:slices[1].scaleToZero"),
     (dict(bucket={"name": "b-cache", "softDeleteDays": 30}), "pathways:bucket.softDeleteDays"),
     (dict(bucket={"name": "b-cache", "artifactsTtlDays": 7}), "pathways:bucket.artifactsTtlDays"),
-    (dict(pathwaysVersion="jax-0.7.2", workloads=[{"name": "sps", "mode": "service", "service": {"proxyMachineType": "n2-standard-32"}}]),
+    (dict(pathwaysVersion="jax-0.9.0", workloads=[{"name": "sps", "mode": "service", "service": {"proxyMachineType": "n2-standard-32"}}]),
      "pathways:workloads[0].service.proxyMachineType"),
 ])
 def test_finding_5_existing_cluster_mode_refuses_gcp_only_keys(changes, key):

@@ -291,14 +291,14 @@ def test_the_plan_json_fields_are_documented(tmp_path, capsys):
     # what the committed stacks lack: a shared service (proxyPool), flex-start (whenUsed), a policy violation
     service = tmp_path / "Pulumi.svc.yaml"
     service.write_text(yaml.safe_dump({"config": {
-        "gcp:project": "test-proj-123", "gcp:region": "us-east5", "gcp:zone": "us-east5-b", "pathways:pathwaysVersion": "jax-0.7.2",
+        "gcp:project": "test-proj-123", "gcp:region": "us-east5", "gcp:zone": "us-east5-b", "pathways:pathwaysVersion": "jax-0.9.0",
         "pathways:slices": [{"name": "main", "tpu": "v6e-16", "flexStart": True}],
         "pathways:workloads": [{"name": "sps", "mode": "service"}],
     }}))
     docs_.append(_json_of(["plan", "--config", str(service), "--json"], capsys))
     pool_set = tmp_path / "Pulumi.ps.yaml"  # and a pool set (dynamic slicing), which no example stack has yet
     pool_set.write_text(yaml.safe_dump({"config": {
-        "gcp:project": "test-proj-123", "gcp:region": "us-central1", "gcp:zone": "us-central1-c", "pathways:pathwaysVersion": "jax-0.7.2",
+        "gcp:project": "test-proj-123", "gcp:region": "us-central1", "gcp:zone": "us-central1-c", "pathways:pathwaysVersion": "jax-0.9.0",
         "pathways:cluster": {"releaseChannel": "RAPID"},
         "pathways:slices": [{"name": "cubes", "tpu": "tpu7x-128", "reservation": "r/reservationBlocks/b", "subBlocks": ["s0"]}],
         "pathways:workloads": [{"name": "nb", "mode": "interactive", "topology": "2x2x2"}],
@@ -320,7 +320,7 @@ def test_the_diff_json_fields_are_documented(tmp_path, capsys):
     prod = example_path("prod")
     after = tmp_path / "Pulumi.prod.yaml"
     # replaces both JobSets: refused, protected (the sidecar is built for the same JAX)
-    after.write_text(prod.read_text().replace("jax-0.7.2", "jax-0.7.3").replace("jax_0.7.2", "jax_0.7.3"))
+    after.write_text(prod.read_text().replace("jax-0.9.0", "jax-0.7.3").replace("jax_0.9.0", "jax_0.7.3"))
     doc = _json_of(["diff", "--config", str(after), "--before", str(prod), "--json"], capsys, expect=EXIT_POLICY)
     assert doc["changes"] and doc["guard"]["refusals"]
     assert _documented_objects("json-fields:diff", DOCS / "changing.md") == _objects(doc)

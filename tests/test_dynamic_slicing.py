@@ -31,7 +31,7 @@ WORKLOADS = [
 def config(slices=None, workloads=None, **changes) -> dict:
     changes = {"cluster": {"releaseChannel": "RAPID"}, **changes}
     return config_with(slices=slices or [POOL_SET], workloads=WORKLOADS if workloads is None else workloads,
-                       pathwaysVersion="jax-0.7.2", **in_zone_of("tpu7x-128"), **changes)
+                       pathwaysVersion="jax-0.9.0", **in_zone_of("tpu7x-128"), **changes)
 
 
 def model(**kw):

@@ -48,10 +48,10 @@ CONFIG_ERRORS = [
     (dict(slices=[{"name": "main", "tpu": "v6e-16", "reservation": "My_Reservation"}]),
      "pathways:slices[0].reservation: 'My_Reservation' is not a reservation: give its name (lowercase letters, digits, '-') or, "
      "for a shared one, projects/<project>/reservations/<name>"),
-    (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": "lots"}}]),
+    (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0", "cpu": "lots"}}]),
      "pathways:workloads[0].colocatedPython.cpu: 'lots' is not a Kubernetes quantity"),
-    (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/SC:20261101-python_3.12-jax_0.7.2"}}]),
-     "pathways:workloads[0].colocatedPython.image: 'example.com/SC:20261101-python_3.12-jax_0.7.2' is not an image reference"),
+    (dict(workloads=[{**WORKLOAD, "colocatedPython": {"image": "example.com/SC:20261101-python_3.12-jax_0.9.0"}}]),
+     "pathways:workloads[0].colocatedPython.image: 'example.com/SC:20261101-python_3.12-jax_0.9.0' is not an image reference"),
     (dict(workloads=[{**WORKLOAD, "serverImage": "example.com/pw/server:latest"}]),
      "pathways:workloads[0].serverImage: 'example.com/pw/server:latest' is not pinned; give an explicit tag (not latest) or a @sha256 digest"),
     (dict(workloads=[{**WORKLOAD, "proxyImage": "example.com/pw/proxy_server"}]),
@@ -174,7 +174,7 @@ def test_a_sidecar_may_take_exactly_half_of_the_vm():
     # and 696.74234375 GiB; half: 89.24 vCPU and 348.371171875 GiB for sidecar memory + shm.
     def sidecar(cpu, shm):
         return {"workloads": [{"name": "j", "image": "example.com/t:1", "colocatedPython": {
-            "image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": cpu, "memory": "340Gi", "shmSize": shm}}]}
+            "image": "example.com/sc:20261101-python_3.12-jax_0.9.0", "cpu": cpu, "memory": "340Gi", "shmSize": shm}}]}
 
     model(**sidecar("89.24", "8.371171875Gi"))
     assert "leave the Pathways worker less than half" in error(**sidecar("89.241", "8.371171875Gi"))

@@ -33,7 +33,7 @@ XPK = config_with(
     headPool={"nodePool": "cpu-np"},
     slices=[{"name": "main", "tpu": "v6e-16", "count": 2, "nodePools": ["team-np-0", "team-np-1"]}],
     kubernetes={"installControllers": False, "kueue": {"clusterQueue": "cluster-queue"}, "guards": {"exemptNamespaces": ["default"], "acknowledgeExemptions": True}},
-    pathwaysVersion="jax-0.7.2",
+    pathwaysVersion="jax-0.9.0",
     workloads=[{"name": "train", "mode": "batch", "image": "example.com/trainer:1"}],
     runs={},
 )
@@ -206,7 +206,7 @@ def test_render_checks_placement_against_the_pools_the_cluster_must_have():
     from components.manifests.admission import check_jobset
     from infra.offline.render import check_plan, manifests, pool_facts
 
-    plain = config_with(cluster={"existing": {"kubeconfig": "kubeconfig"}}, bucket={"name": "b-cache"}, pathwaysVersion="jax-0.7.2",
+    plain = config_with(cluster={"existing": {"kubeconfig": "kubeconfig"}}, bucket={"name": "b-cache"}, pathwaysVersion="jax-0.9.0",
                         workloads=[{"name": "train", "mode": "batch", "image": "example.com/trainer:1"}])
     for config in (plain, XPK):
         assert [v for r in check_plan(plan_of(config)).values() for v in r.violations] == []

@@ -22,7 +22,7 @@ from tests.conftest import config_with, example_path, example_plan, plan_of
 from tests.test_serving import WEIGHTS
 from tests.test_workload_contract import problem
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 SLICES = [{"name": "main", "tpu": "v6e-16", "count": 3}]
 
 

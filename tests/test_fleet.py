@@ -216,7 +216,7 @@ def test_the_kubeconfig_is_one_kueue_accepts_and_gclouds_is_not():
 
 @pytest.mark.parametrize(("changes", "key", "text"), [
     ({"runs": None}, "pathways:fleet.role", "manager without runs"),
-    ({"workloads": [{"name": "nb", "mode": "interactive"}], "pathwaysVersion": "jax-0.7.2"}, "pathways:workloads",
+    ({"workloads": [{"name": "nb", "mode": "interactive"}], "pathwaysVersion": "jax-0.9.0"}, "pathways:workloads",
      "nb: a fleet manager takes ad-hoc runs only"),
     ({"slices": [{"name": "train", "tpu": "v6e-16", "spot": True}]}, "pathways:slices[0].spot", "a fleet manager holds no slices"),
     ({"kubernetes": {"kueue": {"enabled": False}}}, "pathways:kubernetes.kueue.enabled", "a fleet manager is Kueue's MultiKueue"),

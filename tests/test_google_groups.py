@@ -16,7 +16,7 @@ from tests.test_bootstrap import BOOTSTRAP_STACKS, bootstrap_plan, main_stacks
 
 CLUSTER = "gcp:container/cluster:Cluster"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 GROUP_RUNS = {"submitters": [{"name": "researchers@example.com"}, {"kind": "User", "name": "rita@example.com"}]}
 
 

@@ -16,7 +16,7 @@ from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import MAX_STACK_FILE_BYTES
 from tests.conftest import config_with, example_path, write_stack_file
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 WORKLOAD = {"name": "train", "image": "example.com/trainer:1"}
 
 
@@ -202,7 +202,7 @@ def test_profiling_port_taken_on_the_head_node(port):
     (dict(workloads=[{**WORKLOAD, "name": "train\n"}], pathwaysVersion=VERSION), "pathways:workloads[0].name"),
     (dict(slices=[{"name": "main\n", "tpu": "v6e-16"}]), "pathways:slices[0].name"),
     (dict(kubernetes={"namespace": "pathways\n"}), "pathways:kubernetes.namespace"),
-    (dict(pathwaysVersion="jax-0.7.2\n"), "pathways:pathwaysVersion"),
+    (dict(pathwaysVersion="jax-0.9.0\n"), "pathways:pathwaysVersion"),
     (dict(gcp_zone="us-east5-b\n"), "gcp:zone"),
     (dict(bucket={"name": "my-bucket\n"}), "pathways:bucket.name"),
 ])

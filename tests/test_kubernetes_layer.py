@@ -11,7 +11,7 @@ from tests.conftest import FLEET_MANAGERS, config_with, example_plan, in_zone_of
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 CHART = "kubernetes:helm.sh/v4:Chart"
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 IMAGE = "example.com/trainer:1"
 
 
@@ -200,7 +200,7 @@ def test_every_workload_option():
     plan = workload_plan(
         "v6e-16", "batch",
         persistence=True, profiling={"port": 9100}, xlaFlags=["--xla_tpu_enable_latency_hiding_scheduler=true"],
-        hloDump=True, colocatedPython={"image": "example.com/sidecar:20261101-python_3.12-jax_0.7.2"},
+        hloDump=True, colocatedPython={"image": "example.com/sidecar:20261101-python_3.12-jax_0.9.0"},
         elastic={"maxMissingSlices": 1}, workerRestartsPerHost=6, maxRestarts=3, terminationGracePeriodSeconds=120, ttlSecondsAfterFinished=600,
         dataLoaderWorkers=16, shmSize="32Gi", env={"RUN": "x", "STEPS": 100, "DEBUG": True},
     )

@@ -15,7 +15,7 @@ from infra.offline.render import check_builtins, manifests
 from infra.offline.stackfile import flatten, raw_values, stack_path
 from tests.conftest import FLEET_MANAGERS, config_with, example_plan, plan_of, stack_plan
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 CQ = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 
 

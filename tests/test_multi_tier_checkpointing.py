@@ -19,8 +19,8 @@ from tests.conftest import config_with, example_config, example_path, example_pl
 from tests.test_bootstrap import example_bootstrap_plan
 from tests.test_workload_contract import problem
 
-VERSION = "jax-0.7.2"
-SIDECAR = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}
+VERSION = "jax-0.9.0"
+SIDECAR = {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0"}
 SLICES = [{"name": "main", "tpu": "v6e-16", "count": 2}, {"name": "small", "tpu": "v5p-8", "count": 1}]
 MTC = {"mtc": {"inMemoryVolumeSize": "64Gi"}}
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -244,7 +244,7 @@ def test_a_group_on_pools_made_elsewhere_gets_one_configuration_per_pool_by_gkes
     # xpk's pools carry no label of this project: the driver must select them by GKE's pool label
     cfg = example_config("xpk-cluster")
     cfg["pathways:resilience"] = {"mtc": {"inMemoryVolumeSize": "64Gi", "bucket": "team-project-123-mtc"}}
-    cfg["pathways:workloads"][0]["colocatedPython"] = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}
+    cfg["pathways:workloads"][0]["colocatedPython"] = {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0"}
     objs = [o for o in manifests(plan_of(cfg, stack="xpk-cluster")) if o["kind"] == "CheckpointConfiguration"]
     assert [(o["metadata"]["name"], o["spec"]["nodeSelector"]) for o in objs] == [
         ("pathways-mtc-main-team-v6e-np-0", {"cloud.google.com/gke-nodepool": "team-v6e-np-0"}),

@@ -25,7 +25,7 @@ from infra import config as infra_config
 from infra.offline.stackfile import StackFileError, flatten
 from tests.conftest import config_with
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 TOKEN = "hf_access_token=PLAINTEXT-hf_9a8b7c6d5e"
 WEIGHTS = "gs://team-weights/llama3.1-8b"
 SECURE = {"secure": "v1:AAAAciphertextAAAA"}

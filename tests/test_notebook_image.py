@@ -74,7 +74,7 @@ def test_a_stack_on_another_jax_is_told_instead_of_given_a_mismatched_kernel(tmp
     doc["config"]["pathways:pathwaysVersion"] = "jax-0.8.1"
     other.write_text(yaml.safe_dump(doc))
     assert run_main(["submit", "--config", str(other), "--name", "nb", "--notebook", "--dry-run"]) == 2
-    assert ("error: the notebook recipe (infra/images/notebook) pins jax 0.7.2, and stack other runs jax-0.8.1: give --image "
+    assert ("error: the notebook recipe (infra/images/notebook) pins jax 0.9.0, and stack other runs jax-0.8.1: give --image "
             "with JupyterLab and jax 0.8.1, or re-lock the recipe for it (make notebook-lock)") in capsys.readouterr().err
     # an image of its own is taken as given
     assert run_main(["submit", "--config", str(other), "--name", "nb", "--notebook", "--dry-run", "--image", "example.com/nb:1"]) == 0

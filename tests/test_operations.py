@@ -15,7 +15,7 @@ from infra.offline.stackfile import flatten, raw_values
 from policies.rules import ALL_POLICIES
 from tests.conftest import FLEET_MANAGERS, config_with, example_path, example_plan, plan_of, stack_config
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
 

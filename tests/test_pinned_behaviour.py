@@ -20,7 +20,7 @@ from components.model.errors import ConfigError
 
 BASE: dict[str, Any] = {
     "project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b",
-    "slices": [{"name": "main", "tpu": "v6e-16", "count": 2}], "pathwaysVersion": "jax-0.7.2",
+    "slices": [{"name": "main", "tpu": "v6e-16", "count": 2}], "pathwaysVersion": "jax-0.9.0",
 }
 
 
@@ -270,7 +270,7 @@ def test_builtin_schema_errors_name_their_path():
 def test_an_oversized_sidecar_is_told_half_of_the_vm():
     # ct6e-standard-4t: 180 vCPU, 720 GiB (GKE TPU tables). GKE reserves 0.52 vCPU and ~21.3 GiB of
     # that, DaemonSets ~1 vCPU / 2 GiB: 178.48 vCPU and ~696.7 GiB allocatable; half is 89 and 348.
-    sidecar = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "cpu": "100", "memory": "16Gi"}
+    sidecar = {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0", "cpu": "100", "memory": "16Gi"}
     msg = error(workloads=[{"name": "j", "image": "example.com/t:1", "colocatedPython": sidecar}])
     assert "use at most 89 CPU and 348Gi for memory + shmSize together" in msg
 

@@ -9,7 +9,7 @@ from components.model.cost.summary import notices
 from components.model.workloads.secrets import secret_looking
 from tests.conftest import config_with, example_path, plan_of
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 
 
 def _train(**changes) -> dict:

@@ -15,10 +15,11 @@ import pytest
 from components.model.config import load, resolve
 from components.model.cost.summary import stack_summary, summary_text
 from components.model.errors import ConfigError
+from infra.offline import stackfile
 from infra.offline.__main__ import main as offline_main
 from infra.offline.stackfile import load_config, raw_values
 from infra.reservation_records import read_records
-from tests.conftest import example_path
+from tests.conftest import config_with, every_stack, example_path, stack_model
 
 N2_STANDARD_64 = 64 * 0.031611 + 256 * 0.004237  # per vCPU-hour and GiB-hour, us-central1
 E2_STANDARD_4 = 4 * 0.021811 + 16 * 0.002923
@@ -312,3 +313,29 @@ def test_a_jetstream_endpoint_is_told_that_its_engine_is_archived():
         "proxy": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:jax-0.5.3",
         "jetstream": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
         "http": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3"}
+
+
+def test_a_pathways_tag_no_public_source_shows_is_a_notice():
+    # issue #72.5: jax-0.7.2 and jax-0.11.2 appear in no public manifest; the examples use jax-0.9.0, pathways-utils'
+    # published default, and the plan says when a stack's tag is none of the sourced ones
+    from components.model.workloads.images import PATHWAYS_TAG_SOURCES
+
+    def notices(version: str) -> list[str]:
+        return stack_summary(resolve(load(raw_values(stackfile.flatten({**config_with(pathwaysVersion=version,
+            workloads=[{"name": "nb", "mode": "interactive"}])})[0]), "test")))["notices"]
+
+    assert not [n for n in notices("jax-0.9.0") if "Pathways images" in n]
+    [notice] = [n for n in notices("jax-0.7.2") if "Pathways images" in n]
+    assert notice.startswith("Pathways images :jax-0.7.2: no public source shows this release")
+    assert "gcloud artifacts docker tags list us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server --filter='tags:jax-0.7.2'" in notice
+    assert all(tag.startswith("jax-") and source for tag, source in PATHWAYS_TAG_SOURCES.items())
+
+
+@every_stack()
+def test_every_stack_uses_sourced_pathways_tags_or_says_so(stack):
+    from components.model.workloads.images import unsourced_pathways_tags
+
+    model = stack_model(stack)
+    unsourced = unsourced_pathways_tags([w.server_image for w in model.workloads])
+    said = [n for n in stack_summary(model)["notices"] if n.startswith("Pathways images :")]
+    assert [n.split()[2].strip(":") for n in said] == unsourced

@@ -15,7 +15,7 @@ from infra.offline.policy_runner import PolicyConfigError, run_policies
 from policies.rules import ALL_POLICIES
 from tests.conftest import config_with, example_path, example_plan, in_zone_of, plan_of
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 
 
 def violations(plan, config=None):
@@ -58,7 +58,7 @@ def add(plan: Plan, type_: str, name: str, inputs: dict, **fields) -> Plan:
 
 BATCH = plan_of(config_with(
     pathwaysVersion=VERSION,
-    workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
+    workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0"}},
                {"name": "nb", "mode": "interactive"}],
 ))
 TPU7X = plan_of(config_with(slices=[{"name": "main", "tpu": "tpu7x-128", "count": 2}], **in_zone_of("tpu7x")))
@@ -93,7 +93,7 @@ CASES = [
     ("pathways-tpu-pool-matches-catalog", lambda p: mutate(TPU7X, POOL, "slices-main-0", "placementPolicy.type", "COMPACT"), "GKE stores none, so every update would replace the slice"),
     ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-train", f"{HEAD_C}.containers.0.image", "example.com/t:latest"), "uses 'example.com/t:latest'"),
     ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.image", "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.6.0"), "use one jax-<version> everywhere"),
-    ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-train", "spec.replicatedJobs.1.template.spec.template.spec.initContainers.0.image", "example.com/sc:20261101-python_3.12-jax_0.6.0"), "does not match Pathways jax-0.7.2"),
+    ("pathways-images-pinned", lambda p: mutate(p, JOBSET, "workload-train", "spec.replicatedJobs.1.template.spec.template.spec.initContainers.0.image", "example.com/sc:20261101-python_3.12-jax_0.6.0"), "does not match Pathways jax-0.9.0"),
     ("pathways-one-cache-location", lambda p: mutate(p, JOBSET, "workload-nb", f"{HEAD_C}.containers.0.args.4", "--gcs_scratch_location=gs://other/cache"), "use the stack's one cacheLocation"),
     ("pathways-bucket-hardening", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch-artifacts", "lifecycleRules.0.condition.age", 0), "a Delete rule with age 0 empties the bucket"),
     ("pathways-bucket-hardening", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch", "forceDestroy", True), "force_destroy"),
@@ -212,7 +212,7 @@ def test_unsafe_plan_exits_nonzero_naming_rule_and_resource(monkeypatch, capsys,
 
     path.write_text(yaml.safe_dump({"config": config_with(
         pathwaysVersion=VERSION,
-        workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
+        workloads=[{"name": "train", "image": "example.com/t:1", "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0"}},
                    {"name": "nb", "mode": "interactive"}])}))
     assert offline_cli.main(["plan", "--config", str(path)]) == 1
     out = capsys.readouterr().out

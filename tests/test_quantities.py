@@ -36,7 +36,7 @@ VARIANTS = {
     "serve-jetstream": config_with(slices=[{"name": "serve", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.5.3", workloads=[
         {"name": "llama", "mode": "serve", "serve": {"engine": "jetstream", "replicas": 2, "model": "llama3.1-8b",
                                                     "weights": "gs://test-models/llama3.1-8b"}}]),
-    "kueue-off": config_with(pathwaysVersion="jax-0.7.2", kubernetes={"kueue": {"enabled": False}},
+    "kueue-off": config_with(pathwaysVersion="jax-0.9.0", kubernetes={"kueue": {"enabled": False}},
                              workloads=[{"name": "train", "image": "example.com/t:1", "slices": 1}]),
 }
 

@@ -239,7 +239,7 @@ def calendar_plan(now: str = "2026-12-01T00:00:00+00:00", **group):
     from components.model.cluster import cluster as cluster_rules
     from infra.offline import engine, stackfile
 
-    config = config_with(gcp_zone="us-east5-a", pathwaysVersion="jax-0.7.2", slices=[{**CALENDAR, **group}],
+    config = config_with(gcp_zone="us-east5-a", pathwaysVersion="jax-0.9.0", slices=[{**CALENDAR, **group}],
                          workloads=[{"name": "t", "image": "example.com/t:1"}])
     flat, secrets = stackfile.flatten(config)
     before = cluster_rules.now

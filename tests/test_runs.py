@@ -21,7 +21,7 @@ from tests.conftest import GROUPS_RBAC, config_with, example_plan, plan_of, writ
 from tests.test_security import _evaluate
 from tools.cluster.local import ROOT
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 RUNS = {"submitters": [{"name": "researchers@example.com"}, {"kind": "User", "name": "rita@example.com"}]}
 
 

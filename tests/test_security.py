@@ -14,7 +14,7 @@ from tests.conftest import config_with, example_plan, plan_of
 
 FIREWALL = "gcp:compute/firewall:Firewall"
 CLUSTER = "gcp:container/cluster:Cluster"
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 
 
 # --- network -------------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ def test_namespaces_carry_pod_security_labels(committed_stack):
 
 
 WORKLOADS = [
-    {"name": "train", "image": "example.com/t:1", "profiling": {}, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}},
+    {"name": "train", "image": "example.com/t:1", "profiling": {}, "colocatedPython": {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0"}},
     {"name": "nb", "mode": "interactive", "priority": "experiment"},
 ]
 
@@ -449,7 +449,7 @@ def test_no_error_prints_a_secret_value(workloads):
     from components.model.config import load
     from components.model.errors import ConfigError
 
-    raw = {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b", "pathwaysVersion": "jax-0.7.2",
+    raw = {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b", "pathwaysVersion": "jax-0.9.0",
            "slices": [{"name": "main", "tpu": "v6e-16"}], "workloads": workloads}
     with pytest.raises(ConfigError) as err:
         load(raw, "test", frozenset({"pathways:workloads"}))

@@ -227,9 +227,9 @@ def _with_workload(**w):
     (serve_config(tokenizer="../etc/passwd"), "pathways:workloads[0].serve.tokenizer", "not a tokenizer path"),
     (serve_config(extraArgs=["tokenizer_path=assets/tokenizer.llama2"]), "pathways:workloads[0].serve.extraArgs[0]", "set by the stack"),
     # Google runs jetstream-pathways:v0.2.0 on Pathways jax-0.5.3 only (the engine's JAX talks to the proxy)
-    (config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}}]),
-     "pathways:pathwaysVersion", "jax-0.7.2 for serve workload 'chat', but its engine image v0.2.0 runs on Pathways jax-0.5.3"),
-    (_with_workload(serverImage="us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.7.2"), "pathways:workloads[0].serverImage",
+    (config_with(pathwaysVersion="jax-0.9.0", workloads=[{"name": "chat", "mode": "serve", "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}}]),
+     "pathways:pathwaysVersion", "jax-0.9.0 for serve workload 'chat', but its engine image v0.2.0 runs on Pathways jax-0.5.3"),
+    (_with_workload(serverImage="us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.9.0"), "pathways:workloads[0].serverImage",
      "use jax-0.5.3"),
     (serve_config(loadBalancerSourceRanges=["10.30.0.0/16"]), "pathways:workloads[0].serve.loadBalancerSourceRanges",
      "only with serve.internalLoadBalancer: true"),
@@ -388,16 +388,16 @@ def test_meshes_maxtext_can_fill_pass(parallelism):
 
 
 def test_a_serve_workload_beside_batch_work_of_another_jax_runs_on_its_engines_pathways():
-    # the batch program's JAX is 0.7.2; the endpoint's Pathways images follow its engine's (serverImage, proxy derived)
-    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.7.2", workloads=[
+    # the batch program's JAX is 0.9.0; the endpoint's Pathways images follow its engine's (serverImage, proxy derived)
+    cfg = config_with(slices=[{"name": "main", "tpu": "v6e-16", "count": 2}], pathwaysVersion="jax-0.9.0", workloads=[
         {"name": "train", "image": "example.com/t:1", "slices": 1},
         {"name": "chat", "mode": "serve", "serverImage": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
          "serve": {"engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS}}])
     leader = containers(the_lws(plan_of(cfg))["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
     assert leader["pathways-proxy"]["image"].endswith("/proxy_server:jax-0.5.3") and leader["pathways-rm"]["image"].endswith("/server:jax-0.5.3")
     # a JetStream image of another repository is the user's to pair
-    load_ok = plan_of(config_with(pathwaysVersion="jax-0.7.2", workloads=[{"name": "chat", "mode": "serve", "serve": {
-        "engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS, "jetstreamImage": "example.com/my-jetstream:jax-0.7.2"}}]))
+    load_ok = plan_of(config_with(pathwaysVersion="jax-0.9.0", workloads=[{"name": "chat", "mode": "serve", "serve": {
+        "engine": "jetstream", "model": "llama3.1-8b", "weights": WEIGHTS, "jetstreamImage": "example.com/my-jetstream:jax-0.9.0"}}]))
     assert the_lws(load_ok)
 
 

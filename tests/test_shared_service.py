@@ -11,7 +11,7 @@ from infra.offline.render import check_builtins, check_plan, manifests
 from infra.offline.stackfile import flatten, raw_values
 from tests.conftest import GROUPS_RBAC, config_with, plan_of
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 CLIENTS = [{"kind": "Group", "name": "pathways-users@example.com"}, {"kind": "User", "name": "ada@example.com"}]
 
 

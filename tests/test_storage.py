@@ -24,8 +24,8 @@ from tests.test_security import _evaluate
 from tests.test_workload_contract import raw
 from tools.cluster.local import ROOT
 
-VERSION = "jax-0.7.2"
-SIDECAR = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2"}
+VERSION = "jax-0.9.0"
+SIDECAR = {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0"}
 SHARED = {"name": "shared", "filestore": "fs-1", "share": "vol1", "ip": "10.20.0.2", "capacity": "1Ti"}
 LUSTRE = {"name": "lfs", "lustre": "lustre-1", "filesystem": "lfs", "ip": "10.20.0.3", "capacity": "18000Gi"}
 STORAGE = {"fileSystems": [SHARED, LUSTRE]}

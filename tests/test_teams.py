@@ -16,7 +16,7 @@ from components.model.workloads.teams import expected_shares
 from tests.conftest import GROUPS_RBAC, config_with, example_config
 from tests.test_runs import _policy_admits
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 SLICES = [{"name": "shared", "tpu": "v6e-4", "count": 12}, {"name": "reserved", "tpu": "v6e-4", "count": 4}]
 TEAMS = [
     {"name": "a", "submitters": [{"name": "team-a@example.com"}], "slices": {"reserved": {"slices": 4, "lend": 2}}, "weight": 3},

@@ -102,7 +102,7 @@ def test_the_report_orders_by_severity_and_counts():
 
 
 def test_the_command_reads_a_refresh_preview_and_exits_3_on_findings(tmp_path, capsys):
-    stack_file = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.7.2", cluster=GROUPS_RBAC,
+    stack_file = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.9.0", cluster=GROUPS_RBAC,
                                                         runs={"submitters": [{"name": "r@example.com"}]},
                                                         workloads=[{"name": "train", "image": "example.com/t:1", "slices": 1}]),
                                   name="Pulumi.drift.yaml")
@@ -149,7 +149,7 @@ def test_upstream_lists_each_pin_behind_its_newest_release_and_what_the_registry
     from components.model.config import load
     from infra.verify import upstream
 
-    cfg = load({k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion="jax-0.7.2").items() if k.startswith("pathways:")}
+    cfg = load({k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion="jax-0.9.0").items() if k.startswith("pathways:")}
                | {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "s")
     pins = {p.name: p for p in upstream.pins(cfg)}
     assert pins["Kueue"].version == cfg.kubernetes.kueue.version and pins["Kueue"].package == "sigs.k8s.io/kueue"
@@ -189,7 +189,7 @@ def _reserved_model(window=None, future=None):
     reservation = "pathways-prod-v5p" if future else "pathways-prod-v5p/reservationBlocks/prod-block-1"
     group = {"name": "train", "tpu": "v5p-128", "count": 1, "reservation": reservation, **({"futureReservation": future} if future else {})}
     cluster = {**GROUPS_RBAC, **({"maintenance": {"window": window}} if window else {})}
-    raw = config_with(pathwaysVersion="jax-0.7.2", slices=[group], cluster=cluster, gcp_zone="us-east5-a")
+    raw = config_with(pathwaysVersion="jax-0.9.0", slices=[group], cluster=cluster, gcp_zone="us-east5-a")
     return load({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("pathways:")}
                 | {"project": "pathways-prod-123", "region": "us-east5", "zone": "us-east5-a"}, "prod")
 
@@ -279,7 +279,7 @@ def test_the_release_channel_is_judged_against_what_gke_offers_today():
     from components.model.config import load
     from infra.verify import upstream
 
-    cfg = load({k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion="jax-0.7.2").items() if k.startswith("pathways:")}
+    cfg = load({k.split(":", 1)[1]: v for k, v in config_with(pathwaysVersion="jax-0.9.0").items() if k.startswith("pathways:")}
                | {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b"}, "s")
     channel = cfg.cluster.release_channel.value
     (unread,) = upstream.gke_findings(cfg, None)
@@ -314,7 +314,7 @@ def test_the_audit_judges_the_gcp_half_from_its_live_outputs():
 
 def test_what_verify_cannot_read_is_one_line_not_a_traceback(tmp_path, capsys):
     (tmp_path / "train.block.json").write_text("{not json")
-    stack_file = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.7.2"), name="Pulumi.drift.yaml")
+    stack_file = write_stack_file(tmp_path, config_with(pathwaysVersion="jax-0.9.0"), name="Pulumi.drift.yaml")
     # no group of this stack is on a reservation: the broken file is never read
     assert offline_main(["verify", "--stack", "drift", "--config", str(stack_file), "--reservations", str(tmp_path)]) == 0
     assert offline_main(["verify", "--stack", "../etc", "--upstream"]) == 2

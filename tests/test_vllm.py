@@ -99,8 +99,8 @@ def test_the_example_serving_stack_runs_vllm():
     (vllm_config(engine="vllm", parallelism={"tensor": 16}), "pathways:workloads[0].serve.parallelism",
      "a JetStream (MaxText) key, not for engine: vllm"),
     # the engine's JAX on both sides of the proxy: tpu-inference 0.32.0 requires jax 0.11.2
-    (vllm_config(version="jax-0.7.2"), "pathways:pathwaysVersion",
-     "jax-0.7.2 for serve workload 'chat', but its engine image v0.32.0 runs on Pathways jax-0.11.2 (its tpu-inference requires jax 0.11.2)"),
+    (vllm_config(version="jax-0.9.0"), "pathways:pathwaysVersion",
+     "jax-0.9.0 for serve workload 'chat', but its engine image v0.32.0 runs on Pathways jax-0.11.2 (its tpu-inference requires jax 0.11.2)"),
     (vllm_config(extraArgs=["--tensor-parallel-size=8"]), "pathways:workloads[0].serve.extraArgs[0]",
      "--tensor-parallel-size is set by the stack from the stack (the chips of one slice)"),
     (vllm_config(extraArgs=["--max-num-seqs=64", "--port=9000"]), "pathways:workloads[0].serve.extraArgs[1]", "--port is set by the stack"),

@@ -18,7 +18,7 @@ from tests.conftest import GROUPS_RBAC, config_with
 
 SLICES = [{"name": "main", "tpu": "v6e-4", "count": 2}, {"name": "res", "tpu": "v6e-4", "count": 1, "reservation": "r1"},
           {"name": "flex", "tpu": "v6e-4", "count": 1, "flexStart": True, "queuedProvisioning": True}]
-CONFIG = config_with(pathwaysVersion="jax-0.7.2", slices=SLICES, cluster=GROUPS_RBAC,
+CONFIG = config_with(pathwaysVersion="jax-0.9.0", slices=SLICES, cluster=GROUPS_RBAC,
                      runs={"submitters": [{"name": "r@example.com"}], "buckets": [{"name": "data"}]},
                      workloads=[{"name": "train", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "onFailure": {}},
                                 {"name": "paused", "image": "example.com/t:1", "sliceGroup": "main", "slices": 1, "state": "suspended"}])

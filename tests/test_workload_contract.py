@@ -17,7 +17,7 @@ from infra.offline.render import check_plan, manifests
 from infra.offline.stackfile import flatten
 from tests.conftest import config_with, plan_of
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 SECRET = "kubernetes:core/v1:Secret"
 PLAINTEXT = "s3cr3t-token-value"
@@ -143,18 +143,18 @@ def test_a_secret_top_level_key_other_than_workloads_is_refused_the_same_way_und
 
 
 def test_a_tagged_server_override_brings_its_own_proxy():
-    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[batch(serverImage="example.com/pw/server:jax-0.7.2-patch1")]))
+    plan = plan_of(config_with(pathwaysVersion=VERSION, workloads=[batch(serverImage="example.com/pw/server:jax-0.9.0-patch1")]))
     head = pods(jobset(plan))[0]
     images = {c["name"]: c["image"] for c in head["initContainers"]}
-    assert images == {"pathways-rm": "example.com/pw/server:jax-0.7.2-patch1", "pathways-proxy": "example.com/pw/proxy_server:jax-0.7.2-patch1"}
+    assert images == {"pathways-rm": "example.com/pw/server:jax-0.9.0-patch1", "pathways-proxy": "example.com/pw/proxy_server:jax-0.9.0-patch1"}
 
 
 @pytest.mark.parametrize("override,text", [
     ({"serverImage": "example.com/pw/server@sha256:" + "a" * 64}, "required when serverImage is"),
     ({"serverImage": "example.com/custom-build:v1"}, "required when serverImage is"),
-    ({"serverImage": "example.com/pw/server:jax-0.7.2", "proxyImage": "example.com/pw/proxy_server:jax-0.6.0"}, "its tag jax-0.6.0 differs from the server's jax-0.7.2"),
-    ({"proxyImage": "example.com/pw/proxy_server:jax-0.6.0"}, "its tag jax-0.6.0 differs from the server's jax-0.7.2"),
-    ({"serverImage": "example.com/pw/server:jax-0.7.2", "proxyImage": "example.com/pw/proxy_server@sha256:" + "b" * 64}, "cannot be compared"),
+    ({"serverImage": "example.com/pw/server:jax-0.9.0", "proxyImage": "example.com/pw/proxy_server:jax-0.6.0"}, "its tag jax-0.6.0 differs from the server's jax-0.9.0"),
+    ({"proxyImage": "example.com/pw/proxy_server:jax-0.6.0"}, "its tag jax-0.6.0 differs from the server's jax-0.9.0"),
+    ({"serverImage": "example.com/pw/server:jax-0.9.0", "proxyImage": "example.com/pw/proxy_server@sha256:" + "b" * 64}, "cannot be compared"),
 ])
 def test_mismatched_image_overrides_are_refused(override, text):
     message = problem(config_with(pathwaysVersion=VERSION, workloads=[batch(**override)]))
@@ -195,6 +195,6 @@ def test_rm_and_workers_know_their_jobset():
 
 
 def test_a_sidecar_that_leaves_the_worker_too_little_is_refused():
-    sidecar = {"image": "example.com/sc:20261101-python_3.12-jax_0.7.2", "memory": "300Gi", "shmSize": "100Gi"}
+    sidecar = {"image": "example.com/sc:20261101-python_3.12-jax_0.9.0", "memory": "300Gi", "shmSize": "100Gi"}
     text = problem(config_with(pathwaysVersion=VERSION, workloads=[batch(colocatedPython=sidecar)]))
     assert text.startswith("pathways:workloads[0].colocatedPython: cpu 4, memory 300Gi + shmSize 100Gi leave the Pathways worker less than half of a ct6e-standard-4t")

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import config_with
 from tests_e2e.helpers import is_true, nodes, pods, wait_running, workload
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 IMAGE = "example.com/trainer:1"
 NS = "pathways"
 SLICES = [

@@ -20,7 +20,7 @@ from tests.conftest import config_with
 from tests_e2e.helpers import REPLICATED_JOB, condition, is_true, nodes, placement, pods, running, wait_running
 from tools.cluster.local import LocalCluster, log
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 NS = "pathways"
 HEAD, WORKER = "pathways-head", "worker"
 RULES = {"failOnExitCodes": [2, 126, 127]}

@@ -22,7 +22,7 @@ TOKEN = "PLAINTEXT-hf_0c9d8e7f6a5b"
 BASE = {
     "gcp:project": "test-proj-123", "gcp:region": "us-east5", "gcp:zone": "us-east5-b",
     "pathways:slices": [{"name": "main", "tpu": "v6e-16", "count": 2}],
-    "pathways:pathwaysVersion": "jax-0.7.2",
+    "pathways:pathwaysVersion": "jax-0.9.0",
     "pathways:headPool": {"nodeCount": 2},
 }
 TRAIN = {"name": "train", "image": "example.com/trainer:1", "slices": 1}

@@ -9,7 +9,7 @@ import time
 from tests.conftest import config_with
 from tests_e2e.helpers import condition, is_true, pods, wait_running, workload
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 
 
 def batch(name: str, **extra) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.conftest import config_with
 from tests_e2e.helpers import is_true, pods, running, wait_running
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 
 
 def fail_a_worker(cluster) -> None:

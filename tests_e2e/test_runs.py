@@ -20,7 +20,7 @@ from tests_e2e.conftest import expect_no_changes
 from tests_e2e.helpers import is_true, nodes, pods, user_stack_file, wait_running, workload
 from tools.cluster.local import ROOT, LocalCluster
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 RESEARCHERS = "researchers@example.com"
 IMAGE = "example.com/trainer:1"
 # one declared training run on one of the two v6e-16 slices (4 hosts each); room for two runs' heads

@@ -35,7 +35,7 @@ def apiserver_rss_mib(cluster: LocalCluster) -> float:
 
 
 def test_256_slices_run_where_they_belong(cluster, stacks):
-    config = config_with(slices=[{"name": "big", "tpu": "v6e-16", "count": SLICES}], pathwaysVersion="jax-0.7.2",
+    config = config_with(slices=[{"name": "big", "tpu": "v6e-16", "count": SLICES}], pathwaysVersion="jax-0.9.0",
                          workloads=[{"name": "pretrain", "image": "example.com/trainer:1", "command": ["python3", "train.py"]}])
     rss_before = apiserver_rss_mib(cluster)
     t0 = time.monotonic()

@@ -32,7 +32,7 @@ def client_kubeconfig(cluster, gke_context: str) -> Path:
 
 
 def test_the_pathwaysutils_client_finds_checks_and_uses_the_service(cluster, stacks):
-    config = config_with(pathwaysVersion="jax-0.7.2", workloads=[
+    config = config_with(pathwaysVersion="jax-0.9.0", workloads=[
         {"name": "sps", "mode": "service", "service": {"maxClients": 2, "clients": [{"kind": "User", "name": USER}]}}])
     stacks.use("service", config)
     plan = plan_of(config, "service")
@@ -48,7 +48,7 @@ def test_the_pathwaysutils_client_finds_checks_and_uses_the_service(cluster, sta
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ready"] is True
-    assert out["serverImage"] == "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.7.2"
+    assert out["serverImage"] == "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.9.0"
     assert out["proxyImage"] == access["proxyImage"]
     # the client's proxy Job runs on a proxy node, as alice may and the guards allow
     pod = cluster.wait_for("the client's proxy pod running", lambda: next(

@@ -16,7 +16,7 @@ from tests.conftest import GROUPS_RBAC, config_with
 from tests_e2e.helpers import is_true, pods, user_stack_file, wait_running, workload
 from tests_e2e.test_runs import RESEARCHERS, run, session
 
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 IMAGE = "example.com/trainer:1"
 SHARED = {"name": "shared", "filestore": "fs-1", "share": "vol1", "ip": "10.20.0.2", "capacity": "1Ti"}
 LUSTRE = {"name": "lfs", "lustre": "lustre-1", "filesystem": "lfs", "ip": "10.20.0.3", "capacity": "18000Gi"}

@@ -29,7 +29,7 @@ from tools.cluster.local import ROOT, ClusterError, LocalCluster
 LABELS: list[dict[str, str]] = yaml.safe_load((Path(__file__).parent / "why_labels.yaml").read_text())
 ACCURACY = 0.9
 NS = "pathways"
-VERSION = "jax-0.7.2"
+VERSION = "jax-0.9.0"
 IMAGE = "example.com/trainer:1"
 UNPULLABLE = "registry.invalid/e2e/unpullable:1"  # tools/cluster/stages.yaml: the kubelet cannot pull it
 REFUSED_BUCKET = "e2e-refused-bucket"  # tools/cluster/stages.yaml: Cloud Storage refuses its mount

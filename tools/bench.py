@@ -125,7 +125,7 @@ def stack_config(slices: int) -> dict:
         "pathways:slices": groups,
         # ranges for the largest of these (the plan checks every pool's nodes and pod blocks against them)
         "pathways:network": {"nodesCidr": "10.0.0.0/16", "podsCidr": "10.64.0.0/11", "servicesCidr": "10.128.0.0/20"},
-        "pathways:pathwaysVersion": "jax-0.7.2",
+        "pathways:pathwaysVersion": "jax-0.9.0",
         "pathways:workloads": [
             {"name": "train", "mode": "batch", "sliceGroup": "v6e", "image": "example.com/trainer:1", "command": ["python3", "train.py"]},
             {"name": "notebook", "mode": "interactive", "sliceGroup": groups[-1]["name"], "slices": 1},

@@ -42,7 +42,7 @@ def config(kubeconfig: Path, slices: int, workloads: int) -> dict[str, Any]:
     return {
         "gcp:project": "bench-proj-123", "gcp:region": "us-east5", "gcp:zone": "us-east5-b",
         "pathways:slices": [{"name": "main", "tpu": "v6e-16", "count": slices}],
-        "pathways:pathwaysVersion": "jax-0.7.2",
+        "pathways:pathwaysVersion": "jax-0.9.0",
         "pathways:cluster": {"existing": {"kubeconfig": str(kubeconfig)}},
         "pathways:bucket": {"name": "bench-proj-123-pathways"},
         "pathways:kubernetes": {"installControllers": False},

@@ -90,7 +90,7 @@ ProjectId = Annotated[str, _matching(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", "a GCP p
 Region = Annotated[str, _matching(r"^[a-z]+-[a-z]+[0-9]+$", "a GCP region (e.g. us-east5)")]
 Zone = Annotated[str, _matching(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", "a GCP zone (e.g. us-east5-b)")]
 PathwaysVersion = Annotated[str, _matching(
-    _PATHWAYS_VERSION.pattern, "a Pathways release tag; use jax-<version> matching your program's JAX, e.g. jax-0.7.2"
+    _PATHWAYS_VERSION.pattern, "a Pathways release tag; use jax-<version> matching your program's JAX, e.g. jax-0.9.0"
 )]
 
 

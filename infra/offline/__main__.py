@@ -157,7 +157,7 @@ def _new_stack_parser(sub) -> None:
     capacity.add_argument("--spot", action="store_true", help="Spot VMs")
     capacity.add_argument("--flex-start", action="store_true", help="flex-start (DWS) capacity")
     p.add_argument("--slice-name", help="the slice group's name (default: the TPU family)")
-    p.add_argument("--pathways-version", help="Pathways release, jax-<your program's JAX> (default jax-0.7.2)")
+    p.add_argument("--pathways-version", help="Pathways release, jax-<your program's JAX> (default jax-0.9.0)")
     ids = p.add_argument_group("the bootstrap file, when the project has none yet (bootstrap/README.md)")
     ids.add_argument("--repository", help="OWNER/NAME on GitHub (default: the origin remote)")
     ids.add_argument("--repository-id", help="gh api repos/OWNER/NAME --jq .id")

@@ -21,7 +21,7 @@ from components.model.errors import ConfigError, Problem
 from infra.offline.stackfile import PROJECT_ROOT
 
 # The Pathways release the examples run; a team moves it with its program's JAX (docs/runs.md).
-DEFAULT_PATHWAYS_VERSION = "jax-0.7.2"
+DEFAULT_PATHWAYS_VERSION = "jax-0.9.0"
 _PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
 _ZONE = re.compile(r"([a-z]+-[a-z]+[0-9]+)-([a-z]|ai[0-9][a-z])")
 

@@ -48,3 +48,30 @@ def derived_proxy_image(server_image: str) -> Optional[str]:
     if not tag or "/" in tag or not name.endswith("/server"):
         return None
     return f"{name[: -len('server')]}proxy_server:{tag}"
+
+
+# Pathways releases (server and proxy_server images, tagged jax-<version>) that public sources show in use. Google
+# publishes no list: "Each Pathways release clearly specifies the compatible JAX versions through a tag of the form
+# jax-<version>" (Google, "Port JAX workloads to Pathways", JAX versioning, 2026-04-06), and its own tools default to
+# :latest (xpk src/xpk/commands/workload.py, Cluster Toolkit gke_job_orchestrator.go, pathwaysutils jobset.py). A tag
+# found nowhere (jax-0.7.2 and jax-0.11.2, once in this project's examples, among them) may not exist: the plan says so.
+PATHWAYS_TAG_SOURCES = {
+    "jax-0.5.1": "apple/axlearn axlearn/cloud/gcp/pathways_utils.py @a6fb221b (2025-04-29)",
+    "jax-0.5.3": "Google's GKE tutorial 'Serve an LLM using multi-host TPUs with JetStream and Pathways' (2026-04-10)",
+    "jax-0.8.0": "AI-Hypercomputer/pathways-utils shared_pathways_service/yamls/pw-proxy.yaml @073335fb (2025-12-11)",
+    "jax-0.9.0": "AI-Hypercomputer/pathways-utils deploy_pathways_service.py, its default since c2a9fe0e (2026-04-13)",
+    "jax-0.9.2": "samos123/pathways-cli src/pwy/templates.py @2e107507 (2026-05-31; a personal repository)",
+    "jax-0.10.0": "samos123/pathways-cli src/pwy/templates.py @a00af3d5 (2026-05-31; a personal repository)",
+}
+
+
+def unsourced_pathways_tags(images: list[str]) -> list[str]:
+    """The jax-<version> tags of Google's Pathways images among `images` that no public source shows."""
+    tags = {image_tag(i) for i in images if i.startswith(PATHWAYS_REGISTRY + "/") and "@" not in i}
+    return sorted(t for t in tags if t and t.startswith("jax-") and t not in PATHWAYS_TAG_SOURCES)
+
+
+def pathways_tag_notices(images: list[str]) -> list[str]:
+    return [f"Pathways images :{tag}: no public source shows this release (components/model/workloads/images.py lists "
+            f"those found, e.g. jax-0.9.0); confirm it exists before `pulumi up`: gcloud artifacts docker tags list "
+            f"{PATHWAYS_REGISTRY}/server --filter='tags:{tag}'" for tag in unsourced_pathways_tags(images)]

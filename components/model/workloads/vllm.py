@@ -13,9 +13,8 @@ tests/test_vllm_sources.py checks every name below against them):
   2026-12-06), whose wheel requires ``tpu-inference==0.32.0`` (METADATA);
 - tpu-inference 0.32.0 requires ``jax==0.11.2``, ``pathwaysutils`` and ``runai-model-streamer[gcs,s3]==0.15.9``
   (METADATA): the Pathways server and proxy must be ``jax-0.11.2`` (one JAX on both sides of the proxy), and the image
-  can stream safetensors from ``gs://``. Neither image can be pulled here: that the registries hold both tags is
-  vLLM's and Google's release practice (a vllm/vllm-tpu:v<release> and a pathways/server:jax-<JAX> per release), not
-  verified by this repository.
+  can stream safetensors from ``gs://``. Neither image can be pulled here, and no public source shows Pathways images
+  at jax-0.11.2 (nor at any JAX of tpu-inference 0.23.0 or later): the plan says so (images.PATHWAYS_TAG_SOURCES).
 RELEASES keeps the tags pinned before with what their wheels required (0.21.0: jax 0.9.2), so a stack that stays on
 one is paired with its Pathways release; only the pinned one's names are read from its wheels.
 """
