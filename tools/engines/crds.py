@@ -11,7 +11,8 @@ charts/<name> directory, the chart `pulumi up` installs (a local copy of what re
 oci://registry.k8s.io/<name>/charts/<name>). Beside them, build/crds/gke: the CRDs GKE installs itself that the
 stack's objects use (Managed Prometheus' PodMonitoring, the Inference Extension's InferencePool, the Gateway API's
 standard channel, the Cluster Autoscaler's ProvisioningRequest, and stand-ins for GKE's own Gateway policies), and build/charts/inferencepool. A second run with the same pins copies nothing. Only
-`go mod download` of three modules is needed (no build): a fresh machine with Go gets them in seconds."""
+`go mod download` of the pinned modules is needed (no build): a fresh machine with Go gets them in seconds (Google's
+API discovery documents, build/crds/gcp-api, come in a 53 MB module zip)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,14 @@ GKE_STAND_INS = sorted((HERE / GKE_WRAPPER).glob("*.gke.io_*.yaml"))
 # inferencepool serves at that tag.
 INFERENCE_CHART = (GKE_WRAPPER, "sigs.k8s.io/gateway-api-inference-extension", "config/charts/inferencepool",
                    "config/charts/epplib", "inference-extension")
+# Google's API discovery documents (tools/engines/gcp-apis pins google.golang.org/api): the GCP half's inputs are
+# judged against them offline (infra/offline/gcp_api.py), byte for byte as the module carries them.
+GCP_API_WRAPPER = "gcp-apis"
+GCP_API_MODULE = "google.golang.org/api"
+GCP_API_DOCS = ("container/v1/container-api.json", "compute/v1/compute-api.json", "storage/v1/storage-api.json",
+                "iam/v1/iam-api.json", "monitoring/v3/monitoring-api.json", "cloudkms/v1/cloudkms-api.json",
+                "serviceusage/v1/serviceusage-api.json")
+GCP_API_OUT = OUT / "gcp-api"
 
 
 def module_dir(wrapper: str, module: str) -> Path:
@@ -69,10 +78,10 @@ def module_dir(wrapper: str, module: str) -> Path:
 def stamp() -> str:
     h = hashlib.sha256()
     h.update(repr(sorted(SOURCES.items())).encode())
-    h.update(repr(sorted(GKE_SOURCES.items())).encode() + repr(INFERENCE_CHART).encode())
+    h.update(repr(sorted(GKE_SOURCES.items())).encode() + repr(INFERENCE_CHART).encode() + repr(GCP_API_DOCS).encode())
     for stand_in in GKE_STAND_INS:
         h.update(stand_in.read_bytes())
-    for wrapper in sorted({w for w, *_ in (*SOURCES.values(), *GKE_SOURCES.values())}):
+    for wrapper in sorted({w for w, *_ in (*SOURCES.values(), *GKE_SOURCES.values())} | {GCP_API_WRAPPER}):
         h.update((HERE / wrapper / "go.sum").read_bytes())
     return h.hexdigest()[:16]
 
@@ -104,6 +113,11 @@ def main() -> int:
     for stand_in in GKE_STAND_INS:
         shutil.copyfile(stand_in, GKE_OUT / stand_in.name)
     copy_inference_chart()
+    shutil.rmtree(GCP_API_OUT, ignore_errors=True)
+    GCP_API_OUT.mkdir(parents=True)
+    api_root = module_dir(GCP_API_WRAPPER, GCP_API_MODULE)
+    for doc in GCP_API_DOCS:
+        shutil.copyfile(api_root / doc, GCP_API_OUT / Path(doc).name)
     marker.write_text(key)
     return 0
 
