@@ -390,6 +390,13 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                 reads_elsewhere.setdefault(s.name, []).append(
                     f"{owner}: {', '.join(permissions)} for {identities.ci_account_email(s.name, 'preview', project)} "
                     f"and {identities.ci_account_email(s.name, 'deploy', project)}")
+        # The live preflight's reads (infra/offline/preflight.py), the preview identity's alone: read-only, listed.
+        preflight_role = gcp.projects.IAMCustomRole(
+            f"{s.name}-preflight-role", project=project, role_id=s.config.preflight_role_id,
+            title=f"Pathways preflight ({s.name})",
+            description="Read what would stop the stack's first pulumi up: APIs, quota, reservations, machine types, GKE "
+                        "versions, org policies, the subnet (python -m infra.offline preflight --live).",
+            permissions=list(identities.PREFLIGHT_PERMISSIONS), stage="GA", opts=after("iam.googleapis.com"))
         for identity in ("preview", "deploy"):
             envs = environments(s.name, identity, takes_pull_request_previews(s))
             account = gcp.serviceaccount.Account(
@@ -441,6 +448,10 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                     gcp.kms.CryptoKeyIAMMember(name, crypto_key_id=keys[worker_key].id, role=g.role, member=account.member)
             grants = [*grants, *(g for _, g in readers)]
             roles[s.name][identity] = sorted({g.role for g in grants})
+            if identity == "preview":
+                gcp.projects.IAMMember(f"{s.name}-preview-preflight", project=project, role=preflight_role.name,
+                                       member=account.member, opts=after("cloudresourcemanager.googleapis.com"))
+                roles[s.name][identity] = sorted([*roles[s.name][identity], s.config.preflight_role_name])
             if read_role is not None:
                 gcp.projects.IAMMember(f"{s.name}-{identity}-reservation-read", project=project, role=read_role.name,
                                        member=account.member, opts=after("cloudresourcemanager.googleapis.com"))

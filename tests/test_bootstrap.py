@@ -220,13 +220,16 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
         workers = bootstrap.fleet_worker_stacks(stack_file)
         readers = {g.role for _, g in identities.fleet_reader_grants([(w, uses_kms(w)) for w in workers], state_bucket, "pathways")}
         quota = stack_file.config.read_quota  # pathways:readQuota: both read the quota limits
+        # the preview identity also runs the live preflight, with its custom role of exactly those reads
+        preflight = stack_file.config.preflight_role_name
         wanted: list[tuple[identities.Identity, list[str]]] = [
             ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms, read_quota=quota), *readers})),
-            ("preview", sorted({*identities.preview_roles(types, kms_key=kms, read_quota=quota), *readers}))]
+            ("preview", sorted({*identities.preview_roles(types, kms_key=kms, read_quota=quota), *readers, preflight}))]
         for identity, expected in wanted:
             got = roles_of(plan, email(plan, main, identity))
             assert sorted(set().union(*got.values())) == expected
-            assert sorted(got[PROJECT_MEMBER]) == sorted({*identities.project_roles(identity, types), *([identities.QUOTA_ROLE] if quota else [])})  # project-wide: the table's
+            assert sorted(got[PROJECT_MEMBER]) == sorted({*identities.project_roles(identity, types), *([identities.QUOTA_ROLE] if quota else []),
+                                                          *([preflight] if identity == "preview" else [])})  # project-wide: the table's
             assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]} | (readers & {identities.STATE_ROLES["preview"]})  # the state bucket only
             assert got[KEY_MEMBER] == ({identities.KMS_ROLES[identity]} if kms else set())  # on the stack's key only
             assert plan.outputs["roles"][main][identity] == expected

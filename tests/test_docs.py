@@ -202,7 +202,7 @@ def test_every_python_module_the_docs_run_exists():
             missing.append(target)
     assert missing == []
     # the subcommands of the offline tools are the ones it has
-    assert {sub for t, sub in commands if t == "infra.offline"} <= {"", "plan", "diff", "render", "new-stack", "plan-bootstrap", "verify"}
+    assert {sub for t, sub in commands if t == "infra.offline"} <= {"", "plan", "diff", "render", "new-stack", "plan-bootstrap", "verify", "preflight"}
 
 
 @pytest.mark.parametrize("target", sorted({t for (t, _), flags in _python_commands().items() if flags}))

@@ -265,6 +265,15 @@ class StackConfig(_Model):
         return self.custom_role_name(self.reservation_read_role_id)
 
     @property
+    def preflight_role_id(self) -> str:
+        """The custom role of the live preflight's reads (identities.PREFLIGHT_PERMISSIONS), the preview identity's."""
+        return self.custom_role_id("pathwaysPreflight")
+
+    @property
+    def preflight_role_name(self) -> str:
+        return self.custom_role_name(self.preflight_role_id)
+
+    @property
     def deletion_protection(self) -> bool:
         return True if self.cluster.deletion_protection is None else self.cluster.deletion_protection
 

@@ -133,9 +133,11 @@ def _parser() -> argparse.ArgumentParser:
     src = boot.add_mutually_exclusive_group(required=True)
     src.add_argument("--project", help="reads bootstrap/Pulumi.<PROJECT>.yaml")
     src.add_argument("--config", type=Path, help="a bootstrap file")
+    from infra.offline.preflight import add_parser as add_preflight
     from infra.verify.command import add_parser as add_verify
 
     add_verify(sub)
+    add_preflight(sub)
     return parser
 
 
@@ -343,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
             return new_stack_command(args, _policies, _verdict)
         if args.command == "diff":
             return _diff_command(args)
+        if args.command == "preflight":
+            from infra.offline.preflight import command as preflight_command
+
+            return preflight_command(args, _plan)
         if args.command == "verify":
             from infra.verify.command import verify_command
 

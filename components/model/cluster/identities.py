@@ -352,6 +352,18 @@ def project_roles(identity: Identity, types: Iterable[str]) -> list[str]:
     return sorted(roles - implied)
 
 
+# The live preflight (infra/offline/preflight.py), run by the preview identity before a stack's first `pulumi up`:
+# exactly the reads it makes, as a custom role the bootstrap makes per stack. The permissions are the REST
+# references' "IAM permissions" of each call: Service Usage services.list, Cloud Quotas quotaInfos.get, Compute
+# machineTypes.list, reservations.get and subnetworks.get, GKE projects.locations.getServerConfig
+# (container.clusters.list), Organization Policy v2 policies.getEffectivePolicy (orgpolicy.policy.get).
+PREFLIGHT_PERMISSIONS = (
+    "cloudquotas.quotas.get", "compute.machineTypes.list", "compute.reservationBlocks.get", "compute.reservationSubBlocks.get",
+    "compute.reservations.get", "compute.subnetworks.get",
+    "container.clusters.list", "orgpolicy.policy.get", "serviceusage.services.list",
+)
+
+
 # pathways:readQuota: both identities read the project's quota limits under preview and up. The Cloud Quotas API's
 # quotaInfos.get needs cloudquotas.quotas.get (its REST reference, "IAM Permissions"); the role name holding it is
 # not verified here (no cloud): docs/capacity.md says so (components/model/capacity/quota.py).
