@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -240,11 +240,40 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     if kube.install_controllers and any(w.mode == "serve" for w in cfg.workloads):
         serving_controllers = (LeaderWorkerSetController("lws", LeaderWorkerSetControllerArgs(
             version=kube.lws_version, chart=kube.lws_chart, system_role=SYSTEM_ROLE), opts=k8s_opts).ready,)
-    namespace = k8s.core.v1.Namespace(
-        "workloads",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=kube.namespace, labels=workload_namespace_labels()),
-        opts=k8s_opts,
-    )
+    # The namespaces runs and workloads live in: after the ClusterQueues that admit their workloads, so that Pulumi
+    # deletes them first. Removing a team, or destroying the stack, with runs still in a namespace then deletes the
+    # namespace (and the runs with it) before the ClusterQueue, whose deletion Kueue holds while it has workloads
+    # (finalizer kueue.x-k8s.io/resource-in-use): in the other order the queue's delete waited out its timeout.
+    teams: Optional[Teams] = None
+
+    def make_namespaces(after: Sequence[pulumi.Resource]) -> list[pulumi.Resource]:
+        nonlocal teams
+        made = k8s.core.v1.Namespace(
+            "workloads", metadata=k8s.meta.v1.ObjectMetaArgs(name=kube.namespace, labels=workload_namespace_labels()),
+            opts=pulumi.ResourceOptions(provider=provider, depends_on=list(after)))
+        # pathways:teams: each team's namespace and its submitters' access there (its queues are Kueue's)
+        teams = Teams("teams", TeamsArgs(namespaces=tuple(teams_manifest.namespaces(stack)), access=tuple(teams_manifest.access(stack)),
+                                         after=tuple(after)), opts=k8s_opts) if stack.teams else None
+        return [made, *(teams.namespaces if teams else ())]
+
+    # Kueue: the stack's queues, flavors and priorities (the namespaces between its cluster-wide objects and its
+    # LocalQueues); a fleet's part in it (pathways:fleet, infra/fleet.py) joins here, a manager's MultiKueue objects
+    # among the Kueue objects and a worker's identity for its manager below, after the runs' access
+    queues: tuple[Dependency, ...] = ()
+    membership: Optional[fleet.Fleet] = None
+    if kube.kueue.enabled:
+        membership = fleet.Fleet(stack.fleet, provider, fleet_endpoint) if stack.fleet is not None else None
+        kueue = Kueue("kueue", KueueArgs(
+            version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
+            system_role=SYSTEM_ROLE, objects=membership.kueue_objects(kueue_objects) if membership else kueue_objects,
+            frameworks=FLEET_FRAMEWORKS if membership else SERVE_FRAMEWORKS if stack.serve_workloads else STACK_FRAMEWORKS,
+            fair_sharing=bool(stack.teams), workload_namespaces=tuple(stack.workload_namespaces), namespaces=make_namespaces,
+        ), opts=pulumi.ResourceOptions(provider=provider))
+        queues = tuple(kueue.ready)
+        namespaces = tuple(kueue.namespaces)
+    else:
+        namespaces = tuple(make_namespaces(()))
+    namespace = namespaces[0]
     service = cfg.service_workload
     guardrails = ClusterGuardrails("guardrails", ClusterGuardrailsArgs(
         workload_namespace=kube.namespace, extra_namespaces=tuple(stack.workload_namespaces[1:]),
@@ -265,25 +294,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     run_objects = [*runs_manifest.submitter_access(stack), *runs_manifest.fleet_dispatch_policy(stack)]
     run_access = [RunAccess("runs", RunAccessArgs(objects=tuple(run_objects)),
                             opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace]))] if run_objects else []
-    # pathways:teams: each team's namespace and its submitters' access there (its queues join Kueue's below)
-    teams = Teams("teams", TeamsArgs(namespaces=tuple(teams_manifest.namespaces(stack)), access=tuple(teams_manifest.access(stack))),
-                  opts=k8s_opts) if stack.teams else None
-    namespaces = (namespace, *(teams.namespaces if teams else ()))
-    # Kueue: the stack's queues, flavors and priorities; a fleet's part in it (pathways:fleet, infra/fleet.py) joins
-    # here, a manager's MultiKueue objects among the Kueue objects and a worker's identity for its manager after them
-    queues: tuple[Dependency, ...] = ()
     fleet_output: Optional[dict[str, Any]] = None
-    if kube.kueue.enabled:
-        membership = fleet.Fleet(stack.fleet, provider, fleet_endpoint) if stack.fleet is not None else None
-        kueue = Kueue("kueue", KueueArgs(
-            version=kube.kueue.version, chart=kube.kueue.chart if kube.install_controllers else None,
-            system_role=SYSTEM_ROLE, objects=membership.kueue_objects(kueue_objects) if membership else kueue_objects,
-            frameworks=FLEET_FRAMEWORKS if membership else SERVE_FRAMEWORKS if stack.serve_workloads else STACK_FRAMEWORKS,
-            fair_sharing=bool(stack.teams),
-        ), opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace, *(teams.namespaces if teams else [])]))
-        queues = tuple(kueue.ready)
-        if membership is not None:
-            fleet_output = membership.output([*queues, *run_access], kueue_quotas, kube.namespace)
+    if membership is not None:
+        fleet_output = membership.output([*queues, *run_access], kueue_quotas, kube.namespace)
     # --- what workloads need before they start: metrics adapter, checkpointing, storage ------------
     metrics: tuple[Dependency, ...] = ()
     if kube.install_metrics_adapter and stack.autoscaled_workloads:
@@ -331,14 +344,22 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         if w.spec.serve and w.spec.serve.gateway.enabled:
             access |= gateway_manifest.gateway_access(w)
         serving[w.name] = access
+    # A pool set's JobSets one after another, in the stack file's order: Kueue admits equal priorities in the order
+    # their Workloads were made (BestEffortFIFO by creation time), which its JobSet integration makes in the order the
+    # JobSets arrive (one reconciler: the Configuration gives JobSet no groupKindConcurrency of its own), so each
+    # workload gets the cubes the plan placed it on (components/model/capacity/slice_placement.py), not a race's.
+    previous_on_pool_set: dict[str, PathwaysWorkload] = {}
     for w in stack.jobset_workloads:
-        PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
+        before = previous_on_pool_set.get(w.group.name)
+        workload = PathwaysWorkload(f"workload-{w.name}", PathwaysWorkloadArgs(
             manifest=jobset_manifest.jobset(stack, w), profiling_secret=w.profiling_secret,
             env_secret=w.env_secret, env=dict(w.spec.env),
             depends_on=(*controllers, *namespaces, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues, *(checkpointing if w.mtc_mount_path else ()),
-                        *(storage if w.spec.mounts else ())),
+                        *(storage if w.spec.mounts else ()), *((before.jobset,) if before is not None else ())),
         ), opts=k8s_opts)
+        if w.group.dynamic:
+            previous_on_pool_set[w.group.name] = workload
         if w.mode == "interactive":
             interactive[w.name] = connection.interactive_access(w, cfg.stack)
         if w.mode == "service":

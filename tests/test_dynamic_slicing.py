@@ -285,3 +285,28 @@ def test_the_review_says_what_kueue_will_not_change_in_place():
 def test_a_topology_is_a_short_string_said_in_one_line():
     problems = refused(workloads=[{"name": "a", "mode": "interactive", "topology": "4x" * 20 + "4"}])
     assert problems == ["pathways:workloads[0].topology: '" + "4x" * 20 + "4' is not valid: string should have at most 20 characters"]
+
+
+def test_a_pool_set_has_a_cluster_queue_of_its_own_so_its_check_holds_nothing_else():
+    # Kueue makes a ClusterQueue with an inactive admission check inactive as a whole (v0.19.2
+    # pkg/cache/scheduler/clusterqueue.go): the pool set's check (its slice controller) is on its own queue only
+    config = config_with(slices=[{"name": "fixed", "tpu": "tpu7x-128", "count": 1},
+                                 {"name": "cubes", "tpu": "tpu7x-128", "reservation": "r/reservationBlocks/b", "subBlocks": ["s0", "s1"]}],
+                         cluster={"releaseChannel": "RAPID"}, pathwaysVersion="jax-0.9.0", **in_zone_of("tpu7x"),
+                         workloads=[{"name": "a", "mode": "interactive", "sliceGroup": "cubes", "topology": "2x2x2"},
+                                    {"name": "b", "mode": "interactive", "sliceGroup": "cubes", "topology": "2x2x4"},
+                                    {"name": "c", "mode": "interactive", "sliceGroup": "fixed"}])
+    plan = plan_of(config)
+    queues = {r.input("metadata.name"): r.input("spec") for r in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")}
+    assert set(queues) == {"pathways", "slices-cubes"}
+    assert "admissionChecksStrategy" not in queues["pathways"]
+    assert queues["slices-cubes"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "slices-cubes", "onFlavors": ["tpu-cubes"]}]}
+    assert queues["pathways"]["cohortName"] == queues["slices-cubes"]["cohortName"]  # the head pool's quota, borrowed
+    head = {f["name"]: f for f in queues["slices-cubes"]["resourceGroups"][0]["flavors"]}["pathways-head"]
+    assert {r["name"]: r["nominalQuota"] for r in head["resources"]}["cpu"] == "0"
+    local = {r.input("metadata.name"): r.input("spec.clusterQueue") for r in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")}
+    assert local["c"] == "pathways" and local["a"] == local["b"] == "slices-cubes"
+    # the pool set's JobSets one after another, in the stack file's order (Kueue admits equal priorities oldest first)
+    jobsets = {r.input("metadata.name"): r for r in plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")}
+    assert jobsets["a"].urn in jobsets["b"].dependencies and jobsets["b"].urn not in jobsets["a"].dependencies
+    assert not any(j.urn in jobsets["c"].dependencies for j in jobsets.values())

@@ -13,6 +13,8 @@ from components.manifests.controller_charts import FAIR_SHARING
 from components.model.config import ConfigError, as_run, load, load_run, resolve
 from components.model.cost.summary import stack_summary, summary_text
 from components.model.workloads.teams import expected_shares
+from infra.offline import stackfile
+from infra.offline.stackfile import raw_values
 from tests.conftest import GROUPS_RBAC, config_with, example_config
 from tests.test_runs import _policy_admits
 
@@ -336,3 +338,31 @@ def test_a_fleet_managers_teams_may_not_own_more_than_its_workers_have_nor_name_
     teams[0] = {**teams[0], "slices": {}, "workers": ["west"]}
     with pytest.raises(Exception, match=r"teams\[0\]\.workers\[0\]: 'west' is not a worker of this fleet \(east, central\)"):
         engine.run({**flat, "pathways:teams": json.dumps(teams)}, "fleet-manager", secrets, stack_outputs=outputs_of("fleet-east", "fleet-central"))
+
+
+def test_no_queue_under_fair_sharing_sets_what_kueue_ignores_there():
+    # the v0.19.2 ClusterQueue CRD: borrowWithinCohort "May only be configured with Classical Preemption, and __not__
+    # with Fair Sharing"; Kueue accepts it and takes the fair-sharing path instead (preemption.go): never written there
+    stack = resolve(load(raw_values(stackfile.flatten(example_config("teams"))[0]), "teams"))
+    queues = [o for o in kueue_manifest.objects(stack) if o["kind"] == "ClusterQueue"]
+    assert len(queues) > 1 and all("borrowWithinCohort" not in q["spec"]["preemption"] for q in queues)
+    assert all(q["spec"]["preemption"]["reclaimWithinCohort"] == "Any" for q in queues)
+
+
+def test_namespaces_go_before_the_queues_that_admit_their_runs():
+    # Kueue holds a ClusterQueue's deletion while it has workloads (finalizer kueue.x-k8s.io/resource-in-use): the
+    # namespaces depend on the queues, so Pulumi deletes a team's namespace (and the runs in it) before its queue,
+    # and each LocalQueue after its namespace exists
+    from tests.conftest import example_plan
+
+    plan = example_plan("teams")
+    queues = {r.input("metadata.name"): r.urn for r in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")}
+    namespaces = {r.input("metadata.name"): r for r in plan.resources if r.type == "kubernetes:core/v1:Namespace"}
+    for team in example_config("teams")["pathways:teams"]:
+        ns = namespaces[f"team-{team['name']}"] if f"team-{team['name']}" in namespaces else next(
+            n for n in namespaces.values() if (n.input("metadata.labels") or {}).get("pathways/team") == team["name"])
+        assert queues[f"team-{team['name']}"] in ns.dependencies
+    assert set(queues.values()) <= set(namespaces["pathways"].dependencies)
+    for lq in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"):
+        own = namespaces[lq.input("metadata.namespace")]
+        assert own.urn in lq.dependencies, lq.name

@@ -4,7 +4,7 @@ derived from the stack (components.manifests.kueue, pure). JobSets wait for both
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import pulumi
 
@@ -29,6 +29,11 @@ class KueueArgs:
     """Kueue's fair sharing among the cohort's queues (pathways:teams)."""
     objects: list[dict[str, Any]] = field(default_factory=list)
     """ResourceFlavors, the ClusterQueue, the LocalQueue, WorkloadPriorityClasses (built from the stack)."""
+    workload_namespaces: tuple[str, ...] = ()
+    """The namespaces the stack's workloads and runs live in: their objects (LocalQueues) are made after `namespaces`."""
+    namespaces: Optional[Callable[[Sequence[pulumi.Resource]], list[pulumi.Resource]]] = None
+    """Makes those namespaces once the cluster-wide objects exist, after them (so that Pulumi deletes the namespaces,
+    and the runs in them, before the ClusterQueues: Kueue holds a queue's deletion while it has workloads)."""
 
 
 class Kueue(pulumi.ComponentResource):
@@ -44,12 +49,22 @@ class Kueue(pulumi.ComponentResource):
                                            version=args.version, values={**KUEUE.values(args.version, args.system_role),
                                                                          **manager_config(args)}).resources)
         made: dict[tuple[str, str], KubernetesObject] = {}
-        for obj in args.objects:  # each after the objects it names (kueue.objects' order)
+
+        def make(obj: dict[str, Any], after: Sequence[Any]) -> None:  # each after the objects it names (kueue.objects' order)
             named = [made[r] for r in references(obj) if r in made]
             made[(obj["kind"], obj["metadata"]["name"])] = KubernetesObject(
                 "-".join(p for p in (name, obj["kind"].lower(), obj["metadata"].get("namespace"), obj["metadata"]["name"]) if p), obj,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of([*installed, *named])),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of([*installed, *named, *after])),
             )
+
+        in_workload_namespaces = [o for o in args.objects if o["metadata"].get("namespace") in args.workload_namespaces]
+        for obj in args.objects:
+            if obj not in in_workload_namespaces:
+                make(obj, ())
+        queues = [o for k, o in made.items() if k[0] == "ClusterQueue"]
+        self.namespaces: list[pulumi.Resource] = args.namespaces(queues) if args.namespaces is not None else []
+        for obj in in_workload_namespaces:
+            make(obj, self.namespaces)
         self.ready = [*installed, *made.values()]
         self.register_outputs({})
 

@@ -17,6 +17,8 @@ class TeamsArgs:
     namespaces: tuple[dict[str, Any], ...]
     access: tuple[dict[str, Any], ...]
     """Per team: its runs policy and binding, Role, RoleBinding, ClusterRole and binding, in order."""
+    after: tuple[pulumi.Resource, ...] = ()
+    """What the namespaces wait for (the ClusterQueues admitting their workloads: deleted after them)."""
 
 
 class Teams(pulumi.ComponentResource):
@@ -25,7 +27,8 @@ class Teams(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TeamsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TEAMS, name, None, opts)
-        self.namespaces = [KubernetesObject(f"{name}-namespace-{obj['metadata']['name']}", obj, opts=pulumi.ResourceOptions(parent=self))
+        self.namespaces = [KubernetesObject(f"{name}-namespace-{obj['metadata']['name']}", obj,
+                                            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
                            for obj in args.namespaces]
         made: list[pulumi.Resource] = []
         for obj in args.access:

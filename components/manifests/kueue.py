@@ -208,9 +208,13 @@ def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
             spec["admissionChecksStrategy"] = {"admissionChecks": checks}
         if sharded:
             # The queues share the head pool (and the teams the slices no team owns) through the cohort: the
-            # first lends, the others borrow.
+            # first lends, the others borrow. borrowWithinCohort lets a workload that borrows preempt lower-priority
+            # ones of the other queues; Kueue applies it only under classical preemption, "not with Fair Sharing"
+            # (the v0.19.2 ClusterQueue CRD), so it is set only where teams (fair sharing) are not.
             spec["cohortName"] = COHORT
-            preemption.update({"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}})
+            preemption["reclaimWithinCohort"] = "Any"
+            if not stack.teams:
+                preemption["borrowWithinCohort"] = {"policy": "LowerPriority"}
         out.append({"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
     return out
 
@@ -239,8 +243,8 @@ def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
         "namespaceSelector": {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [team.team_namespace]}]},
         "queueingStrategy": "BestEffortFIFO",
-        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
-                       "borrowWithinCohort": {"policy": "LowerPriority"}},
+        # no borrowWithinCohort: teams turn fair sharing on, under which Kueue does not use it (CRD: "not with Fair Sharing")
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
         "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
         "fairSharing": {"weight": _weight(team.weight)},
         "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],

@@ -332,13 +332,22 @@ def ladder_order(groups: tuple[SliceGroup, ...]) -> Optional[tuple[SliceGroup, .
 
 
 def queue_shards(groups: tuple[SliceGroup, ...]) -> list[tuple[str, tuple[SliceGroup, ...]]]:
-    """(ClusterQueue name, its slice groups): one queue named `pathways` while the groups fit one resource
-    group, else pathways-0, pathways-1, ... of at most 63 groups each."""
+    """(ClusterQueue name, its slice groups): one queue named `pathways` while the fixed groups fit one resource
+    group, else pathways-0, pathways-1, ... of at most 63 groups each; and each pool set (slices[].subBlocks) in a
+    queue of its own, slices-<group>, after them. A pool set's flavor requires the slice controller's admission check,
+    and Kueue makes a ClusterQueue whose check is not Active inactive as a whole (Kueue v0.19.2
+    pkg/cache/scheduler/clusterqueue.go updateQueueStatus, reason AdmissionCheckInactive): alone in its queue, a pool set whose controller is missing or down holds its own
+    workloads only, never the fixed slices'."""
     groups = ladder_order(groups) or groups  # (config checks refuse ladders with no order)
-    chunks = [groups[i:i + GROUPS_PER_QUEUE] for i in range(0, len(groups), GROUPS_PER_QUEUE)]
-    if len(chunks) == 1:
-        return [(QUEUE, chunks[0])]
-    return [(f"{QUEUE}-{i}", chunk) for i, chunk in enumerate(chunks)]
+    fixed = tuple(g for g in groups if not g.dynamic)
+    chunks = [fixed[i:i + GROUPS_PER_QUEUE] for i in range(0, len(fixed), GROUPS_PER_QUEUE)] or [()]
+    shards = [(QUEUE, chunks[0])] if len(chunks) == 1 else [(f"{QUEUE}-{i}", chunk) for i, chunk in enumerate(chunks)]
+    return shards + [(pool_set_queue(g), (g,)) for g in groups if g.dynamic]
+
+
+def pool_set_queue(group: SliceGroup) -> str:
+    """A pool set's own ClusterQueue (beside its Topology and AdmissionCheck of the same name: other kinds)."""
+    return f"slices-{group.name}"
 
 
 def cluster_queue_name(groups: tuple[SliceGroup, ...], group: SliceGroup) -> str:

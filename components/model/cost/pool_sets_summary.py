@@ -71,7 +71,8 @@ def pool_set_notices(stack: ResolvedStack) -> list[str]:
     """What the stack leaves to the user: the in-cluster slice controller (docs/dynamic-slicing.md)."""
     return [f"pool set {g.name}: install the Kueue slice controller (GKE \"Use dynamic slicing\", docs/dynamic-slicing.md) "
             f"before its workloads: the stack does not, and until it runs the AdmissionCheck {ds.topology_name(g.name)} "
-            "stays inactive, which leaves the whole ClusterQueue inactive: nothing in it is admitted, fixed slices included"
+            f"stays inactive, which leaves the pool set's own ClusterQueue {ds.topology_name(g.name)} inactive: its "
+            "workloads wait, the other slice groups' are admitted as usual"
             for g in stack.slices if g.dynamic and stack.kueue]
 
 
