@@ -29,14 +29,14 @@ from tools.cluster.local import LocalCluster, log
 REPLACING = ("replace", "create-replacement")
 
 
-def offline(cluster: LocalCluster, cfg: dict[str, Any]):
+def offline(cluster: LocalCluster, cfg: dict[str, Any], stack: str):
     flat, secrets = flatten(existing_mode(cfg, cluster))
-    return offline_plan(flat, "teams", secrets)
+    return offline_plan(flat, stack, secrets)
 
 
-def predicted(cluster: LocalCluster, before: dict[str, Any], after: dict[str, Any]) -> tuple[set[str], set[str]]:
+def predicted(cluster: LocalCluster, before: dict[str, Any], after: dict[str, Any], stack: str = "teams") -> tuple[set[str], set[str]]:
     """(replaced, deleted) Kubernetes resources by Pulumi name, as `diff` says, its guard passing."""
-    a, b = offline(cluster, before), offline(cluster, after)
+    a, b = offline(cluster, before, stack), offline(cluster, after, stack)
     changes = diff(a, b)
     assert guard(changes, a, b, False, []).ok
     k8s = [c for c in changes if c.type.startswith("kubernetes:")]

@@ -9,6 +9,7 @@ Kueue whole; and only the LWS controller may make TPU StatefulSets."""
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import defaultdict
 from typing import Any
@@ -296,6 +297,31 @@ def test_only_the_lws_controller_makes_tpu_statefulsets(cluster, stacks):
         "labels": {LWS_NAME: leader, WORKER_INDEX: "0"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
     proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(pod), check=False)
     assert proc.returncode != 0 and "pathways-nodes-reserved" in proc.stderr and LWS_NAME in proc.stderr, proc.stderr
+
+
+def test_rotating_the_adapters_certificate_replaces_what_diff_predicts(cluster, stacks):
+    # a day-two change (issue #72.9): a raised kubernetes.metricsAdapterCertificateGeneration names new seed and
+    # serving Secrets; the real engine's preview replaces exactly what the offline diff says, and the up succeeds
+    from tests_e2e.test_day_two import engine_plan, predicted
+    from tools.cluster.deploy import existing_mode, pulumi_up
+
+    serving_stack(stacks)
+    before = example_stack_config("serving")
+    after = copy.deepcopy(before)
+    after["pathways:kubernetes"] = {**(after.get("pathways:kubernetes") or {}), "metricsAdapterCertificateGeneration": 2}
+    replaced, deleted = predicted(cluster, before, after, "serving")
+    run = stacks.current.run
+    run.set_config(existing_mode(after, cluster))
+    stacks.changed()
+    engine_replaced, engine_deleted = engine_plan(run)
+    assert engine_replaced == replaced and deleted <= engine_deleted, (sorted(engine_replaced), sorted(replaced))
+    up = pulumi_up(cluster, run)
+    assert up.returncode == 0, up.output[-4000:]
+    secrets = {s["metadata"]["name"] for s in cluster.get("secrets", "-n", "custom-metrics")["items"]}
+    from components.model.workloads import metrics_adapter as ma
+
+    assert {ma.seed_secret_name(2), ma.serving_secret_name(2)} <= secrets, secrets
+    assert not {ma.seed_secret_name(1), ma.serving_secret_name(1)} & secrets, secrets
 
 
 # last: it leaves another stack running than the serving one
