@@ -397,6 +397,13 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
             description="Read what would stop the stack's first pulumi up: APIs, quota, reservations, machine types, GKE "
                         "versions, org policies, the subnet (python -m infra.offline preflight --live).",
             permissions=list(identities.PREFLIGHT_PERMISSIONS), stage="GA", opts=after("iam.googleapis.com"))
+        # Creating the stack's buckets (checked against the project): storage.buckets.create alone, the deploy identity's.
+        bucket_create_role = gcp.projects.IAMCustomRole(
+            f"{s.name}-bucket-create-role", project=project, role_id=s.config.bucket_create_role_id,
+            title=f"Pathways bucket create ({s.name})",
+            description="Create the stack's buckets; everything else on them is granted on those buckets only.",
+            permissions=list(identities.BUCKET_CREATE_PERMISSIONS), stage="GA",
+            opts=after("iam.googleapis.com")) if identities.BUCKET_TYPE in s.types else None
         for identity in ("preview", "deploy"):
             envs = environments(s.name, identity, takes_pull_request_previews(s))
             account = gcp.serviceaccount.Account(
@@ -448,6 +455,10 @@ def build(cfg: BootstrapConfig) -> dict[str, Any]:
                     gcp.kms.CryptoKeyIAMMember(name, crypto_key_id=keys[worker_key].id, role=g.role, member=account.member)
             grants = [*grants, *(g for _, g in readers)]
             roles[s.name][identity] = sorted({g.role for g in grants})
+            if identity == "deploy" and bucket_create_role is not None:
+                gcp.projects.IAMMember(f"{s.name}-deploy-bucket-create", project=project, role=bucket_create_role.name,
+                                       member=account.member, opts=after("cloudresourcemanager.googleapis.com"))
+                roles[s.name][identity] = sorted([*roles[s.name][identity], s.config.bucket_create_role_name])
             if identity == "preview":
                 gcp.projects.IAMMember(f"{s.name}-preview-preflight", project=project, role=preflight_role.name,
                                        member=account.member, opts=after("cloudresourcemanager.googleapis.com"))

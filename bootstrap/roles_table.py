@@ -25,6 +25,11 @@ def stacks_table(stacks: tuple[str, ...] = CI_STACKS) -> str:
             by_scope = {scope: [g.role + (f" ({CONDITION_NOTES[g.condition.title.split('-of-')[0]]})" if g.condition else "")
                                 for g in grants if g.scope == scope]
                         for scope in ("project", "node service accounts", "state bucket", "secrets key")}
+            # the bootstrap's custom roles of exactly the permissions named (bootstrap/program.py)
+            if identity == "deploy" and identities.BUCKET_TYPE in stack.types:
+                by_scope["project"].append(f"{stack.config.bucket_create_role_id} (custom: {', '.join(identities.BUCKET_CREATE_PERMISSIONS)})")
+            if identity == "preview":
+                by_scope["project"].append(f"{stack.config.preflight_role_id} (custom: the preflight's {len(identities.PREFLIGHT_PERMISSIONS)} reads)")
             lines.append(f"| {name} | {identity} | {_roles(by_scope['project'])} | {_roles(by_scope['node service accounts'])} "
                          f"| {_roles(by_scope['state bucket'])} | {_roles(by_scope['secrets key'])} |")
     return "\n".join(lines)

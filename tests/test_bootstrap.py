@@ -222,14 +222,16 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
         quota = stack_file.config.read_quota  # pathways:readQuota: both read the quota limits
         # the preview identity also runs the live preflight, with its custom role of exactly those reads
         preflight = stack_file.config.preflight_role_name
+        # and the deploy identity creates the stack's buckets with a custom role of storage.buckets.create alone
+        create = [stack_file.config.bucket_create_role_name] if identities.BUCKET_TYPE in types else []
         wanted: list[tuple[identities.Identity, list[str]]] = [
-            ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms, read_quota=quota), *readers})),
+            ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms, read_quota=quota), *readers, *create})),
             ("preview", sorted({*identities.preview_roles(types, kms_key=kms, read_quota=quota), *readers, preflight}))]
         for identity, expected in wanted:
             got = roles_of(plan, email(plan, main, identity))
             assert sorted(set().union(*got.values())) == expected
             assert sorted(got[PROJECT_MEMBER]) == sorted({*identities.project_roles(identity, types), *([identities.QUOTA_ROLE] if quota else []),
-                                                          *([preflight] if identity == "preview" else [])})  # project-wide: the table's
+                                                          *([preflight] if identity == "preview" else create)})  # project-wide: the table's
             assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]} | (readers & {identities.STATE_ROLES["preview"]})  # the state bucket only
             assert got[KEY_MEMBER] == ({identities.KMS_ROLES[identity]} if kms else set())  # on the stack's key only
             assert plan.outputs["roles"][main][identity] == expected
@@ -528,3 +530,20 @@ def test_a_sub_block_read_needs_the_sub_block_get():
     paths = [parse_path("r/reservationBlocks/b/reservationSubBlocks/s", "p"), parse_path("r2", "p")]
     assert read_permissions(paths) == ("compute.reservationSubBlocks.get", "compute.reservations.get")
     assert read_permissions([]) == ()
+
+
+@every_stack("stack", BOOTSTRAP_STACKS)
+def test_security_73_1_no_predefined_storage_role_is_granted_project_wide(stack):
+    # storage.editor (and admin, hmacKeyAdmin) hold storage.hmacKeys.*: project-wide, a non-expiring HMAC key for any
+    # service account of the project. Buckets are created with a custom role of storage.buckets.create alone; every
+    # predefined storage role is conditioned on the stack's buckets
+    plan = bootstrap_plan(stack)
+    for r in plan.by_type(PROJECT_MEMBER):
+        if r.input("role").startswith("roles/storage."):
+            assert r.input("condition.expression"), (r.name, r.input("role"))
+    creators = [r for r in plan.by_type("gcp:projects/iAMCustomRole:IAMCustomRole") if r.input("roleId").startswith("pathwaysBucketCreate")]
+    assert creators and all(r.input("permissions") == ["storage.buckets.create"] for r in creators)
+    from infra.offline.policy_runner import run_policies
+    from policies.rules import ALL_POLICIES
+
+    assert [v for v in run_policies(plan, ALL_POLICIES, {}) if v.policy == "pathways-storage-iam-least-privilege"] == []

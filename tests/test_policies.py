@@ -99,6 +99,8 @@ CASES = [
     ("pathways-bucket-hardening", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch", "forceDestroy", True), "force_destroy"),
     ("pathways-bucket-hardening", lambda p: mutate(p, "gcp:storage/bucket:Bucket", "scratch", "publicAccessPrevention", "inherited"), "public_access_prevention"),
     ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMMember:IAMMember", "wide", {"role": "roles/storage.objectAdmin", "member": "serviceAccount:x@y.iam.gserviceaccount.com", "project": "p"}), "granted project-wide"),
+    # security #73.1: storage.editor project-wide holds storage.hmacKeys.* (a key for any service account)
+    ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMMember:IAMMember", "editor", {"role": "roles/storage.editor", "member": "serviceAccount:x@y.iam.gserviceaccount.com", "project": "p"}), "It holds storage.hmacKeys.*"),
     ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMMember:IAMMember", "owner", {"role": "roles/owner", "member": "user:a@example.com", "project": "p"}), "primitive role roles/owner"),
     ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:storage/bucketIAMMember:BucketIAMMember", "public", {"role": "roles/storage.objectViewer", "member": "allUsers", "bucket": "b"}), "allUsers is granted"),
     ("pathways-storage-iam-least-privilege", lambda p: add(p, "gcp:projects/iAMCustomRole:IAMCustomRole", "scratch-role", {"roleId": "r", "permissions": ["storage.buckets.get", "storage.objects.delete"]}), "extra: ['storage.objects.delete']"),

@@ -265,6 +265,15 @@ class StackConfig(_Model):
         return self.custom_role_name(self.reservation_read_role_id)
 
     @property
+    def bucket_create_role_id(self) -> str:
+        """The custom role of storage.buckets.create alone (identities.BUCKET_CREATE_PERMISSIONS), the deploy identity's."""
+        return self.custom_role_id("pathwaysBucketCreate")
+
+    @property
+    def bucket_create_role_name(self) -> str:
+        return self.custom_role_name(self.bucket_create_role_id)
+
+    @property
     def preflight_role_id(self) -> str:
         """The custom role of the live preflight's reads (identities.PREFLIGHT_PERMISSIONS), the preview identity's."""
         return self.custom_role_id("pathwaysPreflight")

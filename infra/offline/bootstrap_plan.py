@@ -23,11 +23,9 @@ _GRANT_TYPES = {
     "gcp:serviceaccount/iAMMember:IAMMember": "service account",
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": "KMS key",
 }
-# The one project-wide storage grant the bootstrap makes on purpose: a deploy identity creating its stack's buckets
-# (storage.buckets.create is checked against the project, which no bucket-name condition matches:
-# components/model/cluster/identities.py). The pack's storage rule, written for the stacks, flags it; here it is shown as such.
-BY_DESIGN = {("pathways-storage-iam-least-privilege", "roles/storage.editor"):
-             "creating a bucket is checked against the project; this role holds no object or IAM-policy permission"}
+# Project-wide grants the pack's rules, written for the stacks, flag but the bootstrap makes on purpose: none since
+# the deploy identities create buckets with a custom role of storage.buckets.create alone (security #73.1).
+BY_DESIGN: dict[tuple[str, str], str] = {}
 
 
 def grants_lines(plan: Plan) -> list[str]:

@@ -12,6 +12,11 @@ from policies.rules.common import BUCKET_IAM_TYPES, CUSTOM_ROLE, PROJECT_IAM_TYP
 PRIMITIVE_ROLES = {"roles/owner", "roles/editor", "roles/viewer"}
 PUBLIC_MEMBERS = {"allUsers", "allAuthenticatedUsers"}
 SCRATCH_PERMISSIONS = frozenset(config.SCRATCH_PERMISSIONS)
+# The bootstrap's bucket-create role (components/model/cluster/identities.py BUCKET_CREATE_PERMISSIONS).
+BUCKET_CREATE_PERMISSIONS = frozenset({"storage.buckets.create"})
+# Predefined roles holding storage.hmacKeys.* (Cloud Storage IAM roles reference): project-wide, a key for any
+# service account of the project (projects.hmacKeys.create), which Cloud Storage accepts in place of the account.
+HMAC_ROLES = {"roles/storage.admin", "roles/storage.editor", "roles/storage.hmacKeyAdmin"}
 
 
 def _members(props) -> list[str]:
@@ -38,15 +43,17 @@ def _validate(args: ResourceValidationArgs, report) -> None:
             report(f"primitive role {role}; grant a predefined or custom role instead")
         storage = role.startswith("roles/storage.") or "/roles/pathwaysScratch" in role
         if t in PROJECT_IAM_TYPES and storage and not confined_to_buckets(get(p, "condition")):
-            report(f"storage role {role} granted project-wide; grant it on the bucket (gcp.storage.BucketIAMMember)")
+            hmac = (" It holds storage.hmacKeys.*: a non-expiring HMAC key for any service account of the project"
+                    if role in HMAC_ROLES else "")
+            report(f"storage role {role} granted project-wide; grant it on the bucket (gcp.storage.BucketIAMMember).{hmac}")
         for m in _members(p):
             if m in PUBLIC_MEMBERS:
                 report(f"{m} is granted {role}; never make Pathways data public")
     if t == CUSTOM_ROLE:
         perms = set(get(p, "permissions") or [])
-        if any(x.startswith("storage.") for x in perms) and perms != SCRATCH_PERMISSIONS:
+        if any(x.startswith("storage.") for x in perms) and perms not in (SCRATCH_PERMISSIONS, BUCKET_CREATE_PERMISSIONS):
             extra, missing = sorted(perms - SCRATCH_PERMISSIONS), sorted(SCRATCH_PERMISSIONS - perms)
-            report(f"custom storage role {get(p, 'roleId')} must hold exactly the five Pathways permissions; "
+            report(f"custom storage role {get(p, 'roleId')} must hold exactly the five Pathways permissions (or storage.buckets.create alone); "
                    f"extra: {extra or 'none'}, missing: {missing or 'none'}")
 
 

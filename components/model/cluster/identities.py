@@ -228,11 +228,14 @@ TABLE: dict[str, Access] = {
     # No IAMCustomRole: the bootstrap makes the scratch role (security #58.14), so no deploy identity holds
     # iam.roleAdmin over the project's custom roles.
     # storage.admin holds storage.buckets.update and setIamPolicy, which the buckets need (no narrower predefined
-    # role has both), but only on the stack's buckets (BUCKET_CONDITIONED_ROLES). Creating a bucket is checked against
-    # the project ("does not have storage.buckets.create access to the Google Cloud project"), which no bucket-name
-    # condition matches: storage.editor, which holds no object permission and no IAM policy permission, creates them.
+    # role has both), but only on the stack's buckets (BUCKET_CONDITIONED_ROLES: an HMAC key or a folder is no bucket
+    # the condition names, so none of storage.admin's storage.hmacKeys.* reaches them). Creating a bucket is checked
+    # against the project ("does not have storage.buckets.create access to the Google Cloud project"), which no
+    # bucket-name condition matches: the bootstrap's custom role of that one permission (BUCKET_CREATE_PERMISSIONS),
+    # not storage.editor, which holds storage.hmacKeys.* (a key for any service account of the project), the
+    # deletion of any empty bucket and storage.folders.* (security #73.1).
     "gcp:storage/bucket:Bucket": Access(
-        ("roles/storage.admin", "roles/storage.editor"), ("roles/storage.bucketViewer",), (STORAGE,),
+        ("roles/storage.admin",), ("roles/storage.bucketViewer",), (STORAGE,),
         _src("storage", "storage.buckets.create", "storage.buckets.update", "storage.buckets.get")),
     # Reading a bucket's IAM policy: no storage viewer role has storage.buckets.getIamPolicy; securityReviewer
     # (read-only, every getIamPolicy) does.
@@ -350,6 +353,12 @@ def project_roles(identity: Identity, types: Iterable[str]) -> list[str]:
     roles = {r for a in _entries(types) for r in (a.deploy if identity == "deploy" else a.preview)}
     implied = {i for r in roles for i in IMPLIES.get(r, ())}
     return sorted(roles - implied)
+
+
+# Creating the stack's buckets: the one storage permission checked against the project (above), in a custom role the
+# bootstrap makes per stack that has buckets (pathwaysBucketCreate_<stack>), the deploy identity's.
+BUCKET_CREATE_PERMISSIONS = ("storage.buckets.create",)
+BUCKET_TYPE = "gcp:storage/bucket:Bucket"
 
 
 # The live preflight (infra/offline/preflight.py), run by the preview identity before a stack's first `pulumi up`:
