@@ -15,7 +15,7 @@ from components.model.cost.summary import stack_summary, summary_text
 from components.model.workloads.teams import expected_shares
 from infra.offline import stackfile
 from infra.offline.stackfile import raw_values
-from tests.conftest import GROUPS_RBAC, config_with, example_config
+from tests.conftest import GROUPS_RBAC, config_with, every_stack, example_config
 from tests.test_runs import _policy_admits
 
 VERSION = "jax-0.9.0"
@@ -366,3 +366,12 @@ def test_namespaces_go_before_the_queues_that_admit_their_runs():
     for lq in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"):
         own = namespaces[lq.input("metadata.namespace")]
         assert own.urn in lq.dependencies, lq.name
+
+
+@every_stack()
+def test_security_73_2_every_stack_with_teams_says_they_share_one_node_identity(stack):
+    # teams are a quota boundary: every team's runs are hostNetwork pods acting as the pools' one node service account
+    from tests.conftest import stack_config, stack_model
+
+    said = [n for n in stack_summary(stack_model(stack))["notices"] if n.startswith("teams are a quota boundary, not a security boundary")]
+    assert len(said) == (1 if stack_config(stack).get("pathways:teams") else 0)

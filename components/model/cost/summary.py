@@ -14,7 +14,7 @@ from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
 from components.model.cost.pool_sets_summary import pool_set_notices, pool_sets_summary, pool_sets_text
 from components.model.cost.pricing import tpu_chip_price
-from components.model.cost.teams_summary import teams_summary, teams_text
+from components.model.cost.teams_summary import teams_notices, teams_summary, teams_text
 from components.model.resolved import ResolvedStack
 from components.model.workloads import images, inference_gateway, metrics_adapter, secrets, vllm
 from components.model.workloads.failures import failure_handling
@@ -233,7 +233,7 @@ def notices(stack: ResolvedStack) -> list[str]:
             "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
             for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]
     out += oversubscribed(stack)
-    out += images.pathways_tag_notices([w.server_image for w in stack.workloads])
+    out += images.pathways_tag_notices([w.server_image for w in stack.workloads]) + teams_notices(stack)
     out += [f"{key}: {what} looks like a secret given in plain text: it is in the Pulumi state and in every preview's diff (a "
             "pull request's comment too); set it with `pulumi config set --secret --path` (a protected stack refuses it)"
             for key, what in secrets.secret_looking([w.spec for w in stack.workloads], any(w.env_secret for w in stack.workloads))]

@@ -59,3 +59,13 @@ def teams_text(s: Optional[dict[str, Any]], table: Any, money: Any) -> list[str]
     if over:
         lines.append(f"  owned slices used all month exceed the budget of: {', '.join(over)}")
     return lines
+
+
+def teams_notices(stack: ResolvedStack) -> list[str]:
+    """What teams are not (security #73.2): every team's runs act as the pools' one node service account."""
+    if not stack.teams:
+        return []
+    return ["teams are a quota boundary, not a security boundary: every team's runs use the host network on the same "
+            "pools and act as their one node service account, so a member of one team can read another's scratch and "
+            "artifacts objects and reach its Pathways servers; teams that must not trust each other need separate "
+            "stacks (docs/teams.md)"]
