@@ -479,3 +479,15 @@ def test_a_gcp_provider_key_the_stack_does_not_read_passes_through(tmp_path, cap
                                        "gcp:billingProject": "pathways-billing-123"})
     code, out, err = run_cli(capsys, "plan", "--config", str(path))
     assert code == 0 and err == "", err
+
+
+def test_security_73_12_a_key_written_twice_is_refused_naming_both_lines(tmp_path, capsys):
+    # PyYAML keeps the last of two equal keys; Pulumi's parser refuses the file: the offline tools must not plan it
+    path = tmp_path / "Pulumi.twice.yaml"
+    path.write_text("config:\n  gcp:project: p-123456\n  gcp:region: us-east5\n  gcp:zone: us-east5-b\n"
+                    "  pathways:slices:\n    - name: a\n      tpu: v6e-4\n      tpu: v6e-16\n")
+    from infra.offline.__main__ import main
+
+    assert main(["plan", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: key 'tpu' is written twice in one mapping (lines 7 and 8): Pulumi refuses such a file; keep one"]

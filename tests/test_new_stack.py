@@ -183,10 +183,24 @@ def test_each_bootstrap_previews_offline_with_its_grants_and_verdict(capsys, pro
     out = capsys.readouterr().out
     assert out.startswith(f"Plan for the bootstrap of {project!r}")
     assert "\nGrants (" in out and out.rstrip().splitlines()[-1].startswith("Verdict: OK - the policy pack passes")
-    # the one project-wide storage grant the pack's stack rule flags is shown as the bootstrap's, not hidden
-    assert "By design (the pack's stack rules flag it; the bootstrap needs it):" in out
+    # no grant the pack's stack rules flag: buckets are created with a custom role of storage.buckets.create alone,
+    # where storage.editor (storage.hmacKeys.*) stood as "by design" before security #73.1
+    assert "By design" not in out and "roles/storage.editor" not in out
 
 
 def test_plan_bootstrap_of_an_unknown_project_names_the_known_ones(capsys):
     assert offline_main(["plan-bootstrap", "--project", "nope-123"]) == 2
     assert "no such bootstrap file (projects with one: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["stacks/Pulumi.t.yaml", "bootstrap/Pulumi.team-a-ml.yaml"])
+def test_security_73_13_a_link_where_a_file_goes_is_refused_and_nothing_is_written(tmp_path, capsys, where):
+    # a dangling symlink: exists() says no, and a plain write would create its target wherever it points
+    for d in ("stacks", "bootstrap"):
+        (tmp_path / d).mkdir()
+    target = tmp_path / "elsewhere" / "victim.yaml"
+    (tmp_path / where).symlink_to(target)
+    assert new_stack(tmp_path, "t", "--project", "team-a-ml", "--zone", "us-east5-b", "--tpu", "v6e-8") == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "is a symbolic link: new-stack writes regular files only" in line
+    assert not target.exists() and not (tmp_path / "stacks" / "Pulumi.t.yaml").is_file()

@@ -4,7 +4,9 @@ its file and its bootstrap entry; what the plan refuses is refused in the plan's
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Callable
 
 from components.model.errors import ConfigError, Problem
@@ -63,6 +65,9 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
         raise StackFileError(f"{spec.name[:60]!r} is not a stack name; use letters, digits, '-', '_', '.'")
     check(spec)
     path = args.stacks_dir / f"Pulumi.{spec.name}.yaml"
+    for target in (path, args.bootstrap_dir / f"Pulumi.{spec.project}.yaml"):
+        if target.is_symlink():  # a dangling one too, which exists() does not see (security #73.13)
+            raise StackFileError(f"{shown(target)} is a symbolic link: new-stack writes regular files only; remove the link")
     if path.exists():
         raise StackFileError(f"{shown(path)} exists: new-stack writes new stacks only (edit that file, or pick another name)")
     text = stack_text(spec)
@@ -92,15 +97,35 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
         out(f"--- {shown(path)}\n{text}--- {shown(bootstrap_path)}\n{boot}")
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        _write_new(path, text)
         bootstrap_path.parent.mkdir(parents=True, exist_ok=True)
-        bootstrap_path.write_text(boot)
+        _replace(bootstrap_path, boot)
         out(f"wrote {_rel(path)}\n{'wrote' if not todo else 'wrote (to finish)'} {_rel(bootstrap_path)}\n")
     out(f"{verdict}\n")
     if todo:
         out("to fill in before the bootstrap can run: " + "; ".join(todo) + "\n")
     out(f"next: make plan STACK={spec.name}; make plan-bootstrap PROJECT={spec.project}; docs/adopting.md, 'Add an environment'\n")
     return 0
+
+
+def _write_new(path: Path, text: str) -> None:
+    """A new file, never through a link and never over a file that appeared meanwhile (O_EXCL, O_NOFOLLOW)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except FileExistsError:
+        raise StackFileError(f"{shown(path)} exists: new-stack writes new stacks only") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def _replace(path: Path, text: str) -> None:
+    """The bootstrap file, new or updated: written beside it and renamed over it (a rename replaces a link, never
+    writes through one; new_stack_command refused links before)."""
+    tmp = path.with_name(f".{path.name}.new")
+    if tmp.is_symlink() or tmp.exists():
+        raise StackFileError(f"{shown(tmp)} is in the way (a link, or an earlier run's leftover): remove it")
+    _write_new(tmp, text)
+    os.replace(tmp, path)
 
 
 def _rel(path) -> str:

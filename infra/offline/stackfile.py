@@ -8,7 +8,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
@@ -152,6 +152,31 @@ def read_stack_file(path: Path) -> str:
         ) from None
 
 
+def _duplicate_key(node: yaml.Node, seen_nodes: set[int]) -> Optional[tuple[str, int, int]]:
+    """The first key written twice in one mapping, with both of its lines: PyYAML keeps the last, Pulumi's parser
+    refuses the file ("mapping key already defined"), so the offline tools would plan a file `pulumi up` rejects."""
+    if id(node) in seen_nodes:
+        return None
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                line = key.start_mark.line + 1
+                if key.value in lines:
+                    return key.value, lines[key.value], line
+                lines[key.value] = line
+            found = _duplicate_key(value, seen_nodes)
+            if found:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            found = _duplicate_key(item, seen_nodes)
+            if found:
+                return found
+    return None
+
+
 def _named_stream(text: str, path: Path) -> io.StringIO:
     stream = io.StringIO(text)
     stream.name = str(path)  # so YAML errors name the file, not "<unicode string>"
@@ -194,6 +219,11 @@ def parse_stack_file(text: str, path: Path) -> Any:
             raise StackFileError(
                 f"{shown(path)}: expands to more than {MAX_STACK_FILE_VALUES} values (YAML aliases); write the values out"
             )
+        duplicate = _duplicate_key(node, set())
+        if duplicate:
+            key, first, second = duplicate
+            raise StackFileError(f"{shown(path)}: key {key[:80]!r} is written twice in one mapping (lines {first} and {second}): "
+                                 "Pulumi refuses such a file; keep one")
         return loader.construct_document(node)
     except yaml.YAMLError as e:
         if getattr(e, "problem", "") == "exceeded maximum nesting depth":  # libyaml's own bound (1000)
