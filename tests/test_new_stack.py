@@ -204,3 +204,24 @@ def test_security_73_13_a_link_where_a_file_goes_is_refused_and_nothing_is_writt
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "is a symbolic link: new-stack writes regular files only" in line
     assert not target.exists() and not (tmp_path / "stacks" / "Pulumi.t.yaml").is_file()
+
+
+@pytest.mark.parametrize("line", [
+    # a value with a newline and YAML after it: unquoted, it wrote a run submitter of its own into the file
+    'xpk cluster create-pathways --cluster c --tpu-type "v6e-8\n  pathways:runs: {submitters: [{name: evil@example.com}]}" '
+    "--num-slices 1 --zone us-east5-b --project team-ml-123",
+    'xpk cluster create-pathways --cluster "c\n  pathways:runs: {}" --tpu-type v6e-8 --zone us-east5-b --project team-ml-123',
+])
+def test_security_73_5_a_crafted_xpk_line_is_refused_in_one_line_and_nothing_is_written(tmp_path, capsys, line):
+    code = new_stack(tmp_path, "--from-xpk", line)
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert not (tmp_path / "stacks").exists() or not list((tmp_path / "stacks").iterdir())
+    assert not (tmp_path / "bootstrap").exists() or not list((tmp_path / "bootstrap").iterdir())
+
+
+def test_security_73_5_a_slice_name_outside_its_grammar_is_refused(tmp_path, capsys):
+    assert new_stack(tmp_path, "t", "--project", "team-a-ml", "--zone", "us-east5-b", "--tpu", "v6e-8",
+                     "--slice-name", "a\n  pathways:runs: {}") == 2
+    assert "--slice-name: " in capsys.readouterr().err and not (tmp_path / "stacks").exists()

@@ -70,8 +70,43 @@ def check(spec: StackSpec) -> None:
         problems.append(Problem("--zone", f"{spec.zone[:80]!r} is not a zone (e.g. us-east5-b)"))
     if spec.slices < 1 or spec.slices > 256:
         problems.append(Problem("--slices", f"{spec.slices} is not a number of slices (1 to 256)"))
+    # every value that becomes text of the file, held to its grammar before any text is built (security #73.5: an
+    # xpk line's --tpu-type or --cluster with a newline and YAML after it wrote keys of its own)
+    if spec.slice_name and not _SLICE_NAME.fullmatch(spec.slice_name):
+        problems.append(Problem("--slice-name", f"{spec.slice_name[:80]!r} is not a slice group name (a DNS label of at most 20 "
+                                                "characters: lowercase letters, digits, '-')"))
+    tpu_values = list(spec.tpu.values()) if isinstance(spec.tpu, dict) else [spec.tpu]
+    if not all(isinstance(v, str) and _TPU_TEXT.fullmatch(v) for v in tpu_values):
+        problems.append(Problem("--tpu", f"{str(spec.tpu)[:80]!r} is not a TPU (e.g. v6e-16, or family and topology like 4x4)"))
+    if spec.reservation is not None and not _RESERVATION_TEXT.fullmatch(spec.reservation):
+        problems.append(Problem("--reservation", f"{spec.reservation[:80]!r} is not a reservation name or path"))
     if problems:
         raise ConfigError(problems)
+
+
+_SLICE_NAME = re.compile(r"[a-z]([-a-z0-9]{0,18}[a-z0-9])?")
+_TPU_TEXT = re.compile(r"[a-z0-9][a-z0-9x.-]{0,40}")
+_RESERVATION_TEXT = re.compile(r"[a-z0-9][-a-z0-9/]{0,250}")
+
+
+def _comment(text: str) -> str:
+    """Text for a comment: one line, printable (an xpk line's newlines would end the comment and start YAML)."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
+def intended_config(spec: StackSpec) -> dict[str, Any]:
+    """The mapping stack_text means to write: new-stack refuses a file that does not parse back to exactly this."""
+    group: dict[str, Any] = {"name": spec.slice_name or spec.family, "tpu": spec.tpu}
+    if spec.slices != 1:
+        group["count"] = spec.slices
+    group.update({"on-demand": {}, "spot": {"spot": True}, "flex-start": {"flexStart": True},
+                  "reservation": {"reservation": spec.reservation}}[spec.capacity])
+    return {
+        "gcp:project": spec.project, "gcp:region": spec.region, "gcp:zone": spec.zone, "pathways:protected": False,
+        **({"pathways:cluster": {k: s.value for k, s in spec.cluster.items()}} if spec.cluster else {}),
+        **({"pathways:headPool": {k: s.value for k, s in spec.head_pool.items()}} if spec.head_pool else {}),
+        "pathways:slices": [group], "pathways:pathwaysVersion": spec.pathways_version,
+    }
 
 
 def _dump(value: Any) -> str:
@@ -103,7 +138,7 @@ def stack_text(spec: StackSpec, today: Optional[datetime.date] = None) -> str:
                               "docs/capacity.md, reservationRecord")],
     }[spec.capacity]
     lines = [
-        f"# Stack {spec.name}: written by `python -m infra.offline new-stack` on {today.isoformat()}{spec.origin}.",
+        f"# Stack {spec.name}: written by `python -m infra.offline new-stack` on {today.isoformat()}{_comment(spec.origin)}.",
         f"# Preview it: make plan STACK={spec.name}. Keys and defaults: docs/configuration.md; next steps: docs/adopting.md.",
         "config:",
         f"  gcp:project: {spec.project}",
@@ -120,8 +155,8 @@ def stack_text(spec: StackSpec, today: Optional[datetime.date] = None) -> str:
         lines += _section("headPool", spec.head_pool)
     lines += [
         "  pathways:slices:",
-        f"    - name: {slice_name}  # " + (f"node pools tpu-{slice_name}-0 .. tpu-{slice_name}-{spec.slices - 1}, one per slice"
-                                          if spec.slices > 1 else f"node pool tpu-{slice_name}-0"),
+        f"    - name: {_dump(slice_name)}  # " + (f"node pools tpu-{slice_name}-0 .. tpu-{slice_name}-{spec.slices - 1}, one per slice"
+                                                 if spec.slices > 1 else f"node pool tpu-{slice_name}-0"),
         _line(6, "tpu", spec.tpu),
         *([_line(6, "count", spec.slices)] if spec.slices != 1 else []),
         *capacity,

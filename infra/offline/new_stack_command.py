@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+import yaml
+
 from components.model.errors import ConfigError, Problem
 from infra.offline.critical_path import critical_path
 from infra.offline.engine import run
-from infra.offline.new_stack import BootstrapIds, StackSpec, bootstrap_text, check, stack_text, tpu_value
+from infra.offline.new_stack import BootstrapIds, StackSpec, bootstrap_text, check, intended_config, stack_text, tpu_value
 from infra.offline.stackfile import PROJECT_ROOT, STACK_NAME, StackFileError, config_from_text, raw_values, shown
 
 EXIT_POLICY = 1
@@ -71,6 +73,10 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
     if path.exists():
         raise StackFileError(f"{shown(path)} exists: new-stack writes new stacks only (edit that file, or pick another name)")
     text = stack_text(spec)
+    written = (yaml.safe_load(text) or {}).get("config")
+    if written != intended_config(spec):  # a value that made text of its own: refuse rather than write it (#73.5)
+        raise StackFileError(f"{shown(path)}: the values given would write another file than they say (a value with YAML in "
+                             "it); nothing written")
     config, secrets = config_from_text(text, path)
     try:
         plan = run(config, spec.name, secrets, stacks_dir=args.stacks_dir)
