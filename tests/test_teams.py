@@ -15,7 +15,7 @@ from components.model.cost.summary import stack_summary, summary_text
 from components.model.workloads.teams import expected_shares
 from infra.offline import stackfile
 from infra.offline.stackfile import raw_values
-from tests.conftest import GROUPS_RBAC, config_with, every_stack, example_config
+from tests.conftest import GROUPS_RBAC, config_with, every_stack, example_config, plan_of
 from tests.test_runs import _policy_admits
 
 VERSION = "jax-0.9.0"
@@ -375,3 +375,23 @@ def test_security_73_2_every_stack_with_teams_says_they_share_one_node_identity(
 
     said = [n for n in stack_summary(stack_model(stack))["notices"] if n.startswith("teams are a quota boundary, not a security boundary")]
     assert len(said) == (1 if stack_config(stack).get("pathways:teams") else 0)
+
+
+def _made_namespaces(plan) -> set[str]:
+    return {r.input("metadata.name") for r in plan.resources if r.type in ("kubernetes:core/v1:Namespace", "kubernetes:core/v1:NamespacePatch")
+            and not (r.input("metadata.labels") or {}).get("pathways/team")}
+
+
+def test_security_73_6_no_team_takes_a_namespace_the_stack_makes():
+    # derived from the plans, not a list: every namespace any committed stack (and an autoscaled serving one) makes
+    # is refused as a team's, in one line naming what owns it
+    from components.model.workloads.teams_checks import CONTROLLER_NAMESPACES
+    from tests.conftest import STACKS, stack_plan
+    from tests.test_serving import _gateway_stack
+
+    made = set().union(*(_made_namespaces(stack_plan(s)) for s in STACKS), _made_namespaces(plan_of(_gateway_stack({}), "serving")))
+    assert "custom-metrics" in made
+    for ns in sorted(made):
+        lines = [p for p in refused([{**TEAMS[0], "namespace": ns}]) if p.startswith("pathways:teams[0].namespace")]
+        assert len(lines) == 1 and f"{ns!r} is " in lines[0] and "give the team one of its own" in lines[0], (ns, lines)
+    assert set(CONTROLLER_NAMESPACES) - {"default"} <= made
