@@ -243,6 +243,13 @@ def pull_request_environment(stack: str) -> str:
     return f"{stack}-pull-request"
 
 
+# The workflows that authenticate (.github/workflows: pulumi-stack.yml's preview and up jobs, verify.yml's) and the
+# events main runs them on; tests/test_workflows.py holds these to the workflow files.
+PREVIEW_WORKFLOW = "pulumi-stack.yml"
+MAIN_WORKFLOWS = (PREVIEW_WORKFLOW, "verify.yml")
+MAIN_EVENTS = ("push", "schedule", "workflow_dispatch")
+
+
 def pool_condition(cfg: BootstrapConfig) -> str:
     """What every token must be, checked by Google before any service account is looked at: from the repository
     and owner these IDs name (GitHub's immutable repository_id and repository_owner_id claims), and from a push to
@@ -251,8 +258,16 @@ def pool_condition(cfg: BootstrapConfig) -> str:
     only identities are the pull-request environments', which GitHub releases to a job only after the
     environment's protection rules (its required reviewers) pass (docs/ci.md)."""
     pull_requests = ", ".join(f"'{pull_request_environment(s.name)}'" for s in cfg.stacks if takes_pull_request_previews(s))
+    # and only the workflows that use the identities, on the events they run on (security #73.18): main's pushes
+    # (deploy.yml), its schedule and manual runs (verify.yml), through pulumi-stack.yml or verify.yml as committed on
+    # main (GitHub's job_workflow_ref claim: the called workflow's path and ref); a pull request's, through
+    # pulumi-stack.yml (at the pull request's ref) on pull_request events only
+    workflows = f"{cfg.repository}/.github/workflows"
+    mains = ", ".join(f"'{workflows}/{w}@{MAIN_BRANCH}'" for w in MAIN_WORKFLOWS)
     return (f"assertion.repository_id == '{cfg.repository_id}' && assertion.repository_owner_id == '{cfg.repository_owner_id}' && "
-            f"(assertion.ref == '{MAIN_BRANCH}' || assertion.environment in [{pull_requests}])")
+            f"((assertion.ref == '{MAIN_BRANCH}' && assertion.event_name in {list(MAIN_EVENTS)} && assertion.job_workflow_ref in [{mains}]) || "
+            f"(assertion.environment in [{pull_requests}] && assertion.event_name == 'pull_request' && "
+            f"assertion.job_workflow_ref.startsWith('{workflows}/{PREVIEW_WORKFLOW}@')))")
 
 
 def build(cfg: BootstrapConfig) -> dict[str, Any]:

@@ -133,10 +133,16 @@ def test_only_the_repositorys_workflows_get_tokens(stack):
     pull_requests = ", ".join(f"'{m}-pull-request'" for m in main_stacks(stack) if takes_pull_requests(m))
     # issue #36.2: the repository and its owner by their immutable IDs (GitHub's repository_id and repository_owner_id
     # claims), and a run on main unless it runs in a pull-request preview environment
+    # security #73.18: and only pulumi-stack.yml and verify.yml as committed on main, on push, schedule or a manual
+    # run; a pull request's preview through pulumi-stack.yml, on pull_request events
+    workflows = f"{cfg['pathways-bootstrap:repository']}/.github/workflows"
     assert provider.input("attributeCondition") == (
         f"assertion.repository_id == '{cfg['pathways-bootstrap:repositoryId']}' && "
         f"assertion.repository_owner_id == '{cfg['pathways-bootstrap:repositoryOwnerId']}' && "
-        f"(assertion.ref == 'refs/heads/main' || assertion.environment in [{pull_requests}])")
+        f"((assertion.ref == 'refs/heads/main' && assertion.event_name in ['push', 'schedule', 'workflow_dispatch'] && "
+        f"assertion.job_workflow_ref in ['{workflows}/pulumi-stack.yml@refs/heads/main', '{workflows}/verify.yml@refs/heads/main']) || "
+        f"(assertion.environment in [{pull_requests}] && assertion.event_name == 'pull_request' && "
+        f"assertion.job_workflow_ref.startsWith('{workflows}/pulumi-stack.yml@')))")
     assert "assertion.repository ==" not in provider.input("attributeCondition")  # never by name: names are re-registered
     assert provider.input("oidc.issuerUri") == "https://token.actions.githubusercontent.com"
     assert provider.input("attributeMapping") == {
@@ -164,17 +170,31 @@ def _token_accepted(condition: str, claims: dict) -> bool:
         return False
 
 
+WORKFLOWS = "example-org/pathways-gke/.github/workflows"  # GOOD's repository (below)
+DEPLOY = {"event_name": "push", "job_workflow_ref": f"{WORKFLOWS}/pulumi-stack.yml@refs/heads/main"}
+PR = {"event_name": "pull_request", "job_workflow_ref": f"{WORKFLOWS}/pulumi-stack.yml@refs/pull/7/merge"}
+
+
 @pytest.mark.parametrize("claims,accepted", [
-    ({"ref": "refs/heads/main", "environment": "prod"}, True),  # the deploy workflow on main
-    ({"ref": "refs/heads/main", "environment": "prod-preview"}, True),
-    ({"ref": "refs/pull/7/merge", "environment": "prod"}, False),  # a pull request's workflow switched to the deploy environment
-    ({"ref": "refs/pull/7/merge", "environment": "prod-preview"}, False),  # ... or to main's preview environment
-    ({"ref": "refs/heads/feature", "environment": "prod"}, False),  # a branch push
+    ({"ref": "refs/heads/main", "environment": "prod", **DEPLOY}, True),  # the deploy workflow on main
+    ({"ref": "refs/heads/main", "environment": "prod-preview", **DEPLOY}, True),
+    ({"ref": "refs/heads/main", "environment": "prod-preview", "event_name": "schedule",
+      "job_workflow_ref": f"{WORKFLOWS}/verify.yml@refs/heads/main"}, True),  # the daily verify
+    # security #73.18: main, but another workflow (a new one, or one committed to main by a compromised merge of it) or
+    # another event (a workflow_run or issue_comment trigger runs on main with attacker-chosen input)
+    ({"ref": "refs/heads/main", "environment": "prod", "event_name": "push",
+      "job_workflow_ref": f"{WORKFLOWS}/other.yml@refs/heads/main"}, False),
+    ({"ref": "refs/heads/main", "environment": "prod", **{**DEPLOY, "event_name": "issue_comment"}}, False),
+    ({"ref": "refs/heads/main", "environment": "prod", "event_name": "push"}, False),  # no job_workflow_ref: refused
+    ({"ref": "refs/pull/7/merge", "environment": "prod", **PR}, False),  # a pull request's workflow switched to the deploy environment
+    ({"ref": "refs/pull/7/merge", "environment": "prod-preview", **PR}, False),  # ... or to main's preview environment
+    ({"ref": "refs/heads/feature", "environment": "prod", **DEPLOY}, False),  # a branch push
     # security #58.15: prod is protected, its preview identity decrypts its secrets: no pull request reaches it
-    ({"ref": "refs/pull/7/merge", "environment": "prod-pull-request"}, False),
-    ({"ref": "refs/pull/7/merge"}, False),  # no environment at all
+    ({"ref": "refs/pull/7/merge", "environment": "prod-pull-request", **PR}, False),
+    ({"ref": "refs/pull/7/merge", **PR}, False),  # no environment at all
 ])
 def test_finding_2_deploy_identities_are_mains_in_gcps_own_condition(claims, accepted):
+    assert WORKFLOWS.startswith(GOOD["pathways-bootstrap:repository"] + "/")
     cfg = bootstrap.read_config({**GOOD})
     condition = bootstrap.pool_condition(cfg)
     ours = {"repository_id": GOOD["pathways-bootstrap:repositoryId"], "repository_owner_id": GOOD["pathways-bootstrap:repositoryOwnerId"]}
@@ -474,8 +494,13 @@ def test_security_58_15_an_unprotected_stacks_pull_request_environment_still_get
     cfg = bootstrap.read_config({**GOOD, "gcp:project": "pathways-dev-123", "pathways-bootstrap:stacks": '["dev"]'})
     condition = bootstrap.pool_condition(cfg)
     ours = {"repository_id": GOOD["pathways-bootstrap:repositoryId"], "repository_owner_id": GOOD["pathways-bootstrap:repositoryOwnerId"]}
-    assert _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-pull-request"})
-    assert not _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-preview"})
+    assert _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-pull-request", **PR})
+    assert not _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-preview", **PR})
+    # security #73.18: the pull-request environment only from pulumi-stack.yml, on a pull_request event
+    assert not _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-pull-request",
+                                           "event_name": "pull_request_target", "job_workflow_ref": PR["job_workflow_ref"]})
+    assert not _token_accepted(condition, {**ours, "ref": "refs/pull/7/merge", "environment": "dev-pull-request",
+                                           "event_name": "pull_request", "job_workflow_ref": f"{WORKFLOWS}/mine.yml@refs/pull/7/merge"})
 
 
 @every_stack("stack", BOOTSTRAP_STACKS)

@@ -259,3 +259,16 @@ def test_security_58_15_a_protected_or_manager_stack_file_is_left_out(tmp_path, 
     assert out == 'stacks=["c"]\n'
     assert "a: no pull-request preview (protected: its preview identity decrypts its secrets" in err
     assert "b: no pull-request preview (a fleet manager: its preview identity reads its workers' state and tokens" in err
+
+
+def test_security_73_18_the_pools_condition_names_the_workflows_and_events_that_authenticate():
+    # bootstrap/program.py pool_condition pins job_workflow_ref and event_name: every workflow that asks Google for a
+    # token is one it names, and main's runs of them come on the events it names
+    from bootstrap.program import MAIN_EVENTS, MAIN_WORKFLOWS, PREVIEW_WORKFLOW
+
+    authenticating = {p.name for p in WORKFLOWS if "google-github-actions/auth@" in p.read_text()}
+    assert authenticating == set(MAIN_WORKFLOWS)
+    callers = {p.name: load(p.name) for p in WORKFLOWS if f"./.github/workflows/{PREVIEW_WORKFLOW}" in p.read_text()}
+    for name, wf in {**callers, "verify.yml": load("verify.yml")}.items():
+        events = set(wf["on"] or {})
+        assert events <= {*MAIN_EVENTS, "pull_request"}, (name, events)
