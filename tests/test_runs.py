@@ -273,8 +273,11 @@ def _cli(*args, cwd=ROOT):
 
 def test_submit_dry_run_prints_the_jobset_and_a_bad_flag_is_one_error_line(tmp_path):
     path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs={}))
-    ok = _cli("submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1", "--env", "A=1", "--dry-run", "--", "python3", "-m", "t")
+    ok = _cli("submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1", "--env", "A=1", "--env", "HF_TOKEN=hf_abcdef",
+              "--dry-run", "--", "python3", "-m", "t")
     assert ok.returncode == 0, ok.stderr
+    # security #73.15: a secret-looking value in plain text is said, not passed silently
+    assert ok.stderr.startswith("note: --env HF_TOKEN looks like a secret: a run's env is written into its JobSet in plain text"), ok.stderr
     js = yaml.safe_load(ok.stdout)
     assert js["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pathways-run" and "&id" not in ok.stdout
     head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
@@ -431,3 +434,10 @@ def test_the_plan_prices_a_notebook_left_idle_a_week_with_and_without_the_idle_s
         assert n["withIdleStop"] == pytest.approx(n["hourly"] * hours, rel=1e-3)
     # a fixed pool bills anyway (the stop frees the slice); a flex-start one stops billing with the notebook
     assert (week["main"]["billedAnyway"], week["flex"]["billedAnyway"]) == (True, False)
+
+
+def test_security_73_15_only_a_plain_secret_looking_env_value_is_noted():
+    from infra.run.__main__ import _secret_notes
+
+    assert _secret_notes({"env": {"WANDB_API_KEY": "0123abcd", "MODE": "fast"}})[0].startswith("note: --env WANDB_API_KEY ")
+    assert _secret_notes({"env": {"MODE": "fast", "STEPS": "10"}}) == []

@@ -165,8 +165,22 @@ def _notebook_image(args: argparse.Namespace, cfg: Any) -> int:
     return 0
 
 
+def _secret_notes(spec: dict[str, Any]) -> list[str]:
+    """A plain value that looks like a secret (security #73.15): a run's env and args are in its JobSet, readable by
+    everyone who may read runs in the namespace, and in the API server's audit log."""
+    from components.model.workloads.secrets import secret_looking_env
+
+    names = [n for n, v in (spec.get("env") or {}).items() if secret_looking_env(str(n), v)]
+    return [f"note: --env {n} looks like a secret: a run's env is written into its JobSet in plain text, which everyone who "
+            "may read runs in the namespace reads; a run cannot read a Kubernetes Secret (pathways-runs-only), so give the "
+            "program a reference it resolves itself (e.g. a Secret Manager name it reads as the node identity), or make "
+            "it a declared workload with `pulumi config set --secret` (docs/runs.md)" for n in names]
+
+
 def _submit(args: argparse.Namespace, cfg: Any) -> int:
     spec = _spec(args, cfg.runs.notebook_idle_stop_seconds if cfg.runs is not None else 0)
+    for note in _secret_notes(spec):
+        print(note, file=sys.stderr)
     if args.notebook and not spec.get("image"):
         from infra.notebook_image import NotebookImageError, default_image
 

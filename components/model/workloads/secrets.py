@@ -42,6 +42,11 @@ def _in_args(args: list[str]) -> list[int]:
     return found
 
 
+def secret_looking_env(name: str, value: object) -> bool:
+    """An env entry whose name says secret and whose value is one in plain text (not a reference to one)."""
+    return bool(SECRET_ENV.fullmatch(name)) and bool(str(value)) and not _reference(str(value))
+
+
 def secret_looking(workloads: Sequence[Workload], secret_env: bool) -> list[tuple[str, str]]:
     """(config key, what) of every plain value that looks like a secret (`secret_env`: the workloads' env was given
     as a secret, so it goes into a Kubernetes Secret)."""
