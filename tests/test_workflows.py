@@ -138,6 +138,34 @@ def test_the_daily_verify_is_read_only_in_each_stacks_preview_environment():
     assert wf["env"]["PULUMI_VERSION"] == load("pulumi-stack.yml")["env"]["PULUMI_VERSION"]
 
 
+def test_the_daily_verify_keeps_drift_off_public_pages_and_edits_only_its_own_issue(tmp_path: Path):
+    """#73.10: a public repository's logs, step summaries and issues are public, so the report stays on the runner
+    there; and the tracking issue is found by the bot's authorship and label, never by a title anyone can type."""
+    from infra.verify.findings import Finding, text
+
+    (job,) = load("verify.yml")["jobs"].values()
+    verify = next(s for s in job["steps"] if s.get("name", "").startswith("Verify the live stack"))
+    script = verify["run"]
+    branch = re.search(r"^else$(.*?)^fi$", script, re.S | re.M)
+    assert branch, script
+    public_branch = branch[1]
+    assert 'gh repo view "$GH_REPO" --json visibility' in script
+    assert '[ "$visibility" = PRIVATE ] || [ "$visibility" = INTERNAL ]' in script
+    assert "withheld" in public_branch and "| tee report.txt" in public_branch  # the issue body gets the counts too
+    # run the public branch on a report: what reaches the log and the issue is the counts, no subject, no change
+    (tmp_path / "report.txt").write_text(text([Finding("high", "drift", "gcp:container:NodePool tpu", "old -> new by x", "f"),
+                                               Finding("low", "audit", "kubernetes:Role r", "w", "f")], "prod", ["drift"]))
+    printed = subprocess.run(["bash", "-ec", public_branch], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert printed.startswith("findings: 1 high 0 medium 1 low 0 info ") and "NodePool" not in printed
+    assert (tmp_path / "report.txt").read_text() == printed
+    assert "GITHUB_STEP_SUMMARY" not in public_branch and "cat report.txt" not in public_branch
+    issue = next(s for s in job["steps"] if "gh issue" in s.get("run", ""))["run"]
+    listing = next(line for line in issue.splitlines() if "gh issue list" in line)
+    assert "--app github-actions" in listing and "--label pathways-verify" in listing and "--search" not in listing
+    assert "gh issue create --title \"$title\" --label pathways-verify" in issue
+    assert job["permissions"]["issues"] == "write" and "contents" in job["permissions"]  # label create needs issues
+
+
 # A pull request previews in `<stack>-pull-request`, the preview before a deploy runs in `<stack>-preview`
 # (bootstrap/program.py environments(); the pool's condition accepts the latter, and the deploy environment, from
 # refs/heads/main only).
