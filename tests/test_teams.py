@@ -395,3 +395,51 @@ def test_security_73_6_no_team_takes_a_namespace_the_stack_makes():
         lines = [p for p in refused([{**TEAMS[0], "namespace": ns}]) if p.startswith("pathways:teams[0].namespace")]
         assert len(lines) == 1 and f"{ns!r} is " in lines[0] and "give the team one of its own" in lines[0], (ns, lines)
     assert set(CONTROLLER_NAMESPACES) - {"default"} <= made
+
+
+def test_security_73_8_a_teams_priority_is_its_runs_ceiling_and_no_pod_preempts_on_the_schedulers_word():
+    from components.manifests.guardrails import priority_classes
+
+    image = "us-docker.pkg.dev/p/r/t@sha256:" + "a" * 64
+    spec = {"name": "exp", "team": "b", "sliceGroup": "shared", "image": image, "command": ["python"]}
+    # team b's priority is experiment (the default): above it, refused before anything is sent, in one line
+    with pytest.raises(ConfigError) as e:
+        load_run(model(), {**spec, "priority": "training"})
+    assert [str(p) for p in e.value.problems] == [
+        "run.priority: 'training' is above team b's priority 'experiment'; its runs may take experiment "
+        "(pathways:teams[].priority, raised in the stack file by whoever owns the stack)"]
+    lifted = model(teams=[TEAMS[0], {**TEAMS[1], "priority": "interactive"}, TEAMS[2]])
+    assert load_run(lifted, {**spec, "priority": "experiment"}).workloads[-1].priority == "experiment"  # below: fine
+    assert load_run(lifted, spec).workloads[-1].priority == "interactive"  # the default is the ceiling
+    # the same ceiling server-side: a JobSet written by hand (kubectl) at training is refused by b's runs policy
+    resolved = resolve(load_run(model(), spec))
+    jobset = runs_manifest.run_jobset(resolved, as_run(resolved, resolved.workloads[-1]), "bo@example.com")
+    policy = next(o for o in teams_manifest.access(resolve(model()))  # the deployed stack's, without the run
+                  if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == "pathways-runs-only-b")
+    assert _policy_admits(policy, "bo@example.com", [], "CREATE", jobset, None)
+
+    def at(priority: str, pod_class: str) -> dict:
+        labels = {**jobset["metadata"]["labels"], "kueue.x-k8s.io/priority-class": f"pathways-{priority}"}
+        jobs = [{**rj, "template": {**rj["template"], "spec": {**rj["template"]["spec"], "template": {
+            **rj["template"]["spec"]["template"], "spec": {**rj["template"]["spec"]["template"]["spec"],
+                                                           "priorityClassName": f"pathways-{pod_class}"}}}}}
+                for rj in jobset["spec"]["replicatedJobs"]]
+        return {**jobset, "metadata": {**jobset["metadata"], "labels": labels}, "spec": {**jobset["spec"], "replicatedJobs": jobs}}
+    assert not _policy_admits(policy, "bo@example.com", [], "CREATE", at("training", "experiment"), None)  # Kueue's
+    assert not _policy_admits(policy, "bo@example.com", [], "CREATE", at("experiment", "training"), None)  # the pods'
+    assert _policy_admits(policy, "bo@example.com", [], "CREATE", at("experiment", "experiment"), None)
+    # the stack's own runs keep every run priority (runs.submitters are the stack's)
+    stack_policy = next(o for o in runs_manifest.runs_only_policy(resolve(model())) if o["kind"] == "ValidatingAdmissionPolicy")
+    assert "pathways-training" in str(stack_policy["spec"]["validations"])
+    # no PriorityClass of the stack preempts: Kueue alone preempts, by WorkloadPriorityClass, within the quotas
+    assert {pc["metadata"]["name"]: pc["preemptionPolicy"] for pc in priority_classes()} == {
+        f"pathways-{k}": "Never" for k in ("serving", "training", "interactive", "experiment")}
+    # the field is immutable in the API: a stack deployed before this replaces the classes (by name: delete first),
+    # which diff shows, rather than sending an update the API server refuses
+    from infra.offline.change_rules import forcing_paths
+    plan = plan_of(config_with(pathwaysVersion=VERSION, slices=SLICES))
+    classes = plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    assert len(classes) == 4 and all(pc.input("preemptionPolicy") == "Never" for pc in classes)
+    for pc in classes:
+        assert pc.options["deleteBeforeReplace"] is True
+        assert forcing_paths(pc.type, ["preemptionPolicy"], pc.options["replaceOnChanges"]) == ["preemptionPolicy"]

@@ -294,13 +294,15 @@ def node_guard_binding() -> dict[str, Any]:
 
 
 
-
 def priority_classes() -> list[dict[str, Any]]:
+    """The pods' PriorityClasses never preempt (security #73.8): every pod of the stack is Kueue's, which preempts by
+    WorkloadPriorityClass within its quotas; a pod allowed to preempt would let a Pending head evict another team's
+    running one on the kube-scheduler's word, outside every quota. The value still orders the scheduling queue."""
     return [
         {
             "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
             "metadata": {"name": f"pathways-{key}"},
-            "value": value, "globalDefault": False, "preemptionPolicy": "PreemptLowerPriority", "description": text,
+            "value": value, "globalDefault": False, "preemptionPolicy": "Never", "description": text,
         }
         for key, (value, text) in PRIORITY_CLASSES.items()
     ]

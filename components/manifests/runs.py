@@ -19,7 +19,7 @@ from components.manifests.storage import claim_name
 from components.model.cluster.fleet import MULTIKUEUE_USER
 from components.model.resolved import ResolvedStack, ResolvedWorkload
 from components.model.workloads.resilience import MTC_CSI_DRIVER
-from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue
+from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue, team_run_priorities
 from components.model.workloads.service import ServiceClient
 from components.model.workloads.storage import GCSFUSE_DRIVER
 from components.model.workloads.teams import Team
@@ -130,7 +130,9 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Opti
     def is_run(obj: str) -> str:
         return _label_is(obj, MANAGED_BY_LABEL, [RUN_MANAGER])
 
-    priorities = [f"pathways-{p}" for p in RUN_PRIORITIES]
+    # a team's priority is its runs' ceiling (#73.8): above it, a team's run would preempt what the stack owner
+    # ranked above that team's work
+    priorities = [f"pathways-{p}" for p in (team_run_priorities(team.priority) if team is not None else RUN_PRIORITIES)]
     # the default account, or the runs' own when runs.buckets grants it buckets (never a declared workload's)
     namespace = team.team_namespace if team is not None else stack.namespace
     accounts = ["default", *([stack.run_service_account] if stack.runs.buckets and team is None else [])]

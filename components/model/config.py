@@ -45,7 +45,7 @@ from components.model.resolved import (
 )
 from components.model.stack import StackConfig as StackConfig
 from components.model.workloads.images import is_pinned as is_pinned
-from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES
+from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, team_run_priorities
 from components.model.workloads.storage import service_account_name
 from components.model.workloads.workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
 from components.model.workloads.workload import Workload, coordinator_address, serve_leader_address
@@ -437,12 +437,22 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
 
 
 def _run_team_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
-    """runs.buckets are granted to the runs' account in the stack's namespace: a team's run mounts none."""
-    if workload.team is None or not any(m.bucket for m in workload.mounts):
+    """runs.buckets are granted to the runs' account in the stack's namespace: a team's run mounts none. A team's
+    priority is its runs' ceiling (the runs policy holds it server-side too)."""
+    if workload.team is None:
         return []
-    return [Problem("run.mounts", (
-        f"team {workload.team}'s runs mount no bucket: runs.buckets are granted to the runs' account in the stack's "
-        f"namespace ({cfg.kubernetes.namespace}), not the team's; submit without --team, or without the bucket mount"))]
+    problems = []
+    team = cfg.team(workload.team)
+    allowed = team_run_priorities(team.priority) if team is not None else RUN_PRIORITIES
+    if workload.priority is not None and workload.priority not in allowed:
+        problems.append(Problem("run.priority", (
+            f"{workload.priority!r} is above team {workload.team}'s priority {allowed[0]!r}; its runs may take "
+            f"{', '.join(allowed)} (pathways:teams[].priority, raised in the stack file by whoever owns the stack)")))
+    if any(m.bucket for m in workload.mounts):
+        problems.append(Problem("run.mounts", (
+            f"team {workload.team}'s runs mount no bucket: runs.buckets are granted to the runs' account in the stack's "
+            f"namespace ({cfg.kubernetes.namespace}), not the team's; submit without --team, or without the bucket mount")))
+    return problems
 
 
 def _run_mount_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:

@@ -246,7 +246,7 @@ def _preemption(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
                      + "; it waits to be admitted again",
                      (f"Workload {meta(wl).get('name')}: {c.get('type')} ({c.get('reason')}): {message}",),
                      f"it runs again when {who} frees the quota; to keep its place, submit it at a higher priority "
-                     "(--priority training) or on a group the other does not use")
+                     "(--priority training; a team's runs up to the team's priority) or on a group the other does not use")
 
 
 def _relevant(message: str) -> str:

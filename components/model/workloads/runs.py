@@ -32,7 +32,12 @@ RUN_KEYS = (
     "ttlSecondsAfterFinished", "subdomain", "mounts", "profiling", "team",
 )
 RUN_MODES = ("batch", "interactive")
-RUN_PRIORITIES = ("training", "interactive", "experiment")
+RUN_PRIORITIES = ("training", "interactive", "experiment")  # highest first
+
+
+def team_run_priorities(ceiling: str) -> tuple[str, ...]:
+    """The run priorities a team whose priority is `ceiling` may take: that one and those below it."""
+    return RUN_PRIORITIES[RUN_PRIORITIES.index(ceiling):]
 
 
 class Runs(_Model):

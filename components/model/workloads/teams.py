@@ -69,7 +69,8 @@ class Team(_Model):
         "Fair-sharing weight (ClusterQueue spec.fairSharing.weight): under contention, the idle slices are shared "
         "in proportion to the weights."))
     priority: Literal["training", "interactive", "experiment"] = Field(default="experiment", description=(
-        "The priority of the team's runs unless a run asks for another."))
+        "The highest priority the team's runs may take, and theirs unless a run asks for a lower one: the runs "
+        "policy refuses a run above it (security #73.8)."))
     chip_hours_per_month: Optional[int] = Field(default=None, ge=0, le=10**9, description=(
         "The team's budget in TPU chip-hours a calendar month: the plan prices its nominal share against it and "
         "`python -m infra.run teams` reports use against it."))
