@@ -149,6 +149,8 @@ def _run(**changes):
             js["metadata"]["labels"][key] = value
     if "name" in changes:
         js["metadata"]["name"] = changes["name"]
+    if "submitted_by" in changes:  # None: written without it (by hand)
+        js["metadata"]["annotations"] = {} if changes["submitted_by"] is None else {"pathways/submitted-by": changes["submitted_by"]}
     pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     changes.get("pod", lambda p: None)(pod)
     return js
@@ -171,7 +173,7 @@ def _serving_pods(pod):
     pod["priorityClassName"] = "pathways-serving"
 
 
-RUN = _run()
+RUN = _run(submitted_by="bob@example.com")
 DECLARED = {"metadata": {"name": "train", "labels": {"app.kubernetes.io/managed-by": "pulumi"}}}
 BARE = {"metadata": {"name": "bare"}, "spec": {"replicatedJobs": []}}
 TEAM = ("bob@example.com", ["researchers@example.com"])
@@ -196,6 +198,11 @@ TEAM = ("bob@example.com", ["researchers@example.com"])
     (*TEAM, "UPDATE", DECLARED, RUN, False),
     ("admin@example.com", ["platform@example.com"], "DELETE", None, DECLARED, True),  # not a submitter: RBAC decides
     ("system:serviceaccount:kube-system:generic-garbage-collector", [], "UPDATE", RUN, RUN, True),
+    # #73.21: the annotation is who creates the run, and stays so
+    (*TEAM, "CREATE", _run(submitted_by="rita@example.com"), None, False),  # bob's code under rita's name
+    (*TEAM, "CREATE", _run(submitted_by=None), None, True),  # unattributed (by hand), never misattributed
+    (*TEAM, "UPDATE", _run(submitted_by="rita@example.com"), RUN, False),
+    (*TEAM, "UPDATE", _run(submitted_by=None), RUN, False),
 ])
 def test_the_submitters_may_touch_runs_only(user, groups, operation, obj, old, admitted):
     stack = resolve(model(workloads=[{"name": "train", "image": "example.com/t:1"}]))

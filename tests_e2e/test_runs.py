@@ -125,6 +125,11 @@ def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_th
         {"name": "T", "valueFrom": {"secretKeyRef": {"name": "train-env", "key": "T"}}})
     refused = cluster.apply([leaking], server_side=False, kubeconfig=rita, check=False)
     assert refused.returncode != 0 and "a run's pods hold no Secret" in refused.stderr, refused.stderr
+    # nor under a teammate's name (#73.21): the API server's username is the only submitter a run may name
+    posing = yaml.safe_load(printed.stdout)
+    posing["metadata"]["annotations"] = {"pathways/submitted-by": "bob@example.com"}
+    refused = cluster.apply([posing], server_side=False, kubeconfig=rita, check=False)
+    assert refused.returncode != 0 and "pathways/submitted-by is who creates it" in refused.stderr, refused.stderr
 
     # describe gathers what support needs into one file
     out = stack_file.parent / "exp-b.yaml"

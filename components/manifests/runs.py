@@ -85,6 +85,9 @@ def _cel_list(values: list[str]) -> str:
     return "[" + ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values) + "]"
 
 
+SUBMITTED_BY = "pathways/submitted-by"
+
+
 def _label_is(obj: str, key: str, values: list[str]) -> str:
     return f"(has({obj}.metadata.labels) && '{key}' in {obj}.metadata.labels && {obj}.metadata.labels['{key}'] in {_cel_list(values)})"
 
@@ -203,9 +206,23 @@ def runs_only_policy(stack: ResolvedStack, team: Optional[Team] = None) -> list[
     ])
     writer = f"team {team.name}'s submitters" if team is not None else "runs.submitters"
     jobsets = [{**v, "expression": f"request.resource.resource != 'jobsets' || ({v['expression']})"}
-               for v in _run_validations(stack, writer, "request.operation == 'DELETE' || ", team)]
+               for v in [*_run_validations(stack, writer, "request.operation == 'DELETE' || ", team), _submitted_by_validation()]]
     return _admission_policy(f"{POLICY}-{team.name}" if team is not None else POLICY, [("jobset.x-k8s.io", "jobsets"), ("", "configmaps")],
                              who, [*jobsets, *_workdir_validations()], [team.team_namespace if team is not None else stack.namespace])
+
+
+def _annotation(obj: str) -> str:
+    return f"(has({obj}.metadata.annotations) && '{SUBMITTED_BY}' in {obj}.metadata.annotations ? {obj}.metadata.annotations['{SUBMITTED_BY}'] : '')"
+
+
+def _submitted_by_validation() -> dict[str, str]:
+    """A run's pathways/submitted-by is who created it, as the API server knows them, and stays so (#73.21): no
+    submitter runs code under a teammate's name. A run created without it (by hand) is unattributed, never misattributed."""
+    return {"expression": (f"request.operation == 'DELETE' || (request.operation == 'CREATE' ? "
+                           f"{_annotation('object')} in ['', request.userInfo.username] : "
+                           f"{_annotation('object')} == {_annotation('oldObject')})"),
+            "message": (f"a run's annotation {SUBMITTED_BY} is who creates it (the username `kubectl auth whoami` prints; "
+                        "python -m infra.run submit writes it) and never changes")}
 
 
 def _workdir_validations() -> list[dict[str, str]]:
@@ -248,7 +265,7 @@ def run_jobset(stack: ResolvedStack, w: ResolvedWorkload, submitted_by: str = ""
     labels = obj["metadata"]["labels"]
     labels[MANAGED_BY_LABEL] = RUN_MANAGER
     if submitted_by:
-        obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), "pathways/submitted-by": submitted_by}
+        obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), SUBMITTED_BY: submitted_by}
     return obj
 
 
