@@ -17,7 +17,7 @@ from components.model.config import ConfigError, as_run, load, load_run, resolve
 from components.model.cost.summary import stack_summary
 from infra.offline.render import manifests
 from infra.run.status import Position, rows, state, table
-from tests.conftest import GROUPS_RBAC, config_with, example_plan, plan_of, write_stack_file
+from tests.conftest import GROUPS_RBAC, config_with, every_stack, example_plan, plan_of, stack_model, stack_plan, write_stack_file
 from tests.test_security import _evaluate
 from tools.cluster.local import ROOT
 
@@ -212,7 +212,8 @@ def test_the_submitters_may_touch_runs_only(user, groups, operation, obj, old, a
 
 def test_the_policy_comes_before_the_access_it_guards():
     kinds = [o["kind"] for o in runs_manifest.submitter_access(resolve(model()))]
-    assert kinds == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
+    assert kinds == ["ResourceQuota", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Role", "RoleBinding",
+                     "ClusterRole", "ClusterRoleBinding"]
 
 
 def _workload(conditions, queue="runs-pathways", uid="u1", name="jobset-exp-1"):
@@ -448,3 +449,48 @@ def test_security_73_15_only_a_plain_secret_looking_env_value_is_noted():
 
     assert _secret_notes({"env": {"WANDB_API_KEY": "0123abcd", "MODE": "fast"}})[0].startswith("note: --env WANDB_API_KEY ")
     assert _secret_notes({"env": {"MODE": "fast", "STEPS": "10"}}) == []
+
+
+@every_stack()
+def test_security_73_17_every_namespace_submitters_write_caps_their_objects_above_what_the_stack_keeps(stack):
+    """Derived from each stack's file: wherever a Role lets submitters create runs, a ResourceQuota made before it caps
+    run JobSets at runs.maxRuns and code ConfigMaps at runs.maxWorkdirs, on top of the JobSets the stack itself keeps
+    in that namespace (so its next pulumi up always fits) and of the ConfigMaps it makes there (none)."""
+    plan, model = stack_plan(stack), stack_model(stack)
+    roles = [r for r in plan.by_type("kubernetes:rbac.authorization.k8s.io/v1:Role")
+             if r.input("metadata.name").startswith(runs_manifest.ROLE)]
+    if model.runs is None or not roles:
+        assert not plan.by_type("kubernetes:core/v1:ResourceQuota")
+        return
+    quotas = {q.input("metadata.namespace"): q for q in plan.by_type("kubernetes:core/v1:ResourceQuota")}
+    assert set(quotas) == {r.input("metadata.namespace") for r in roles}
+    for role in roles:
+        ns = role.input("metadata.namespace")
+        quota = quotas[ns]
+        kept = [j for j in plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet") if j.input("metadata.namespace") == ns]
+        made_maps = [c for c in plan.by_type("kubernetes:core/v1:ConfigMap") if c.input("metadata.namespace") == ns]
+        assert quota.input("spec.hard") == {
+            "count/jobsets.jobset.x-k8s.io": str(model.runs.max_runs + len(kept) + runs_manifest.QUOTA_HEADROOM),
+            "configmaps": str(model.runs.max_workdirs + len(made_maps) + runs_manifest.QUOTA_HEADROOM)}
+        # the cap exists before anything grants the Role: the policy after it, the Role after the policy
+        guards = ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ResourceQuota")
+        chain, at = [], role
+        while at is not None:
+            chain.append(at.type.rsplit(":", 1)[1])
+            at = next((r for r in map(plan.get, at.dependencies) if r.type.rsplit(":", 1)[1] in guards), None)
+        assert chain == ["Role", *guards], chain
+
+
+def test_security_73_17_a_submit_over_the_cap_says_what_to_do():
+    from infra.run.kube import Kubectl, KubeError
+
+    refusal = ('Error from server (Forbidden): error when creating "STDIN": jobsets.jobset.x-k8s.io "exp" is forbidden: '
+               "exceeded quota: pathways-runs, requested: count/jobsets.jobset.x-k8s.io=1, used: count/jobsets.jobset.x-k8s.io=508, "
+               "limited: count/jobsets.jobset.x-k8s.io=508\n")
+    kube = Kubectl(None, None)
+    kube.run = lambda *a, **k: subprocess.CompletedProcess(a, 1, "", refusal)  # type: ignore[method-assign]
+    with pytest.raises(KubeError) as e:
+        kube.create({"kind": "JobSet", "metadata": {"name": "exp", "namespace": "pathways"}})
+    assert str(e.value).startswith("pathways holds as many runs (or --workdir codes) as the stack allows "
+                                   "(pathways:runs.maxRuns, maxWorkdirs): delete finished ones")
+    assert "limited: count/jobsets.jobset.x-k8s.io=508" in str(e.value)

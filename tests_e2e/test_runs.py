@@ -89,6 +89,10 @@ def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_th
     assert (rows["train"]["owner"], rows["train"]["state"]) == ("stack", "admitted")
     assert (rows["exp-a"]["owner"], rows["exp-a"]["state"]) == ("run", "admitted")
     assert (rows["exp-b"]["owner"], rows["exp-b"]["state"], rows["exp-b"]["position"]) == ("run", "waiting", "1 in ClusterQueue, 1 in LocalQueue")
+    # the API server counts every JobSet of the namespace (train, exp-a, exp-b) against the runs' object quota (#73.17)
+    quota = cluster.wait_for("the run object quota's count", lambda: (lambda q: q if (q.get("status") or {}).get("used", {}).get(
+        "count/jobsets.jobset.x-k8s.io") == "3" else None)(cluster.get("resourcequota", "-n", "pathways", "pathways-runs")))
+    assert int(quota["status"]["hard"]["count/jobsets.jobset.x-k8s.io"]) == 500 + 1 + 8  # runs.maxRuns, train, headroom
     assert "insufficient unused quota for google.com/tpu in flavor tpu-main, 16 more needed" in rows["exp-b"]["why"], rows["exp-b"]
     assert not pods(cluster, "pathways", "exp-b")
     text = run(cluster, stack_file, rita, "list")

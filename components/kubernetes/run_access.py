@@ -15,7 +15,8 @@ from components.kubernetes.kubernetes_object import KubernetesObject
 @dataclass(frozen=True)
 class RunAccessArgs:
     objects: tuple[dict[str, Any], ...]
-    """Role, RoleBinding, ClusterRole, ClusterRoleBinding, the ValidatingAdmissionPolicy and its binding, in order."""
+    """The namespace's run object quota, the ValidatingAdmissionPolicy and its binding, Role, RoleBinding, ClusterRole,
+    ClusterRoleBinding, in order."""
 
 
 class RunAccess(pulumi.ComponentResource):

@@ -69,6 +69,7 @@ def submitter_access(stack: ResolvedStack) -> list[dict[str, Any]]:
     subjects = _subjects(stack.runs.submitters)
     ns = stack.namespace
     return [
+        run_object_quota(stack, ns, ROLE),  # before any grant: no moment without the cap
         *runs_only_policy(stack),
         {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": ROLE, "namespace": ns},
          "rules": [dict(r) for r in ROLE_RULES]},
@@ -79,6 +80,22 @@ def submitter_access(stack: ResolvedStack) -> list[dict[str, Any]]:
         {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": f"{ROLE}-nodes"},
          "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": f"{ROLE}-nodes"}, "subjects": subjects},
     ]
+
+
+# Beside the runs and their code in a namespace: Kubernetes' own (kube-root-ca.crt), and a declared JobSet being
+# replaced (delete, then create) while runs are at their cap.
+QUOTA_HEADROOM = 8
+
+
+def run_object_quota(stack: ResolvedStack, namespace: str, name: str) -> dict[str, Any]:
+    """Where submitters write (security #73.17): at most runs.maxRuns run JobSets and runs.maxWorkdirs code ConfigMaps,
+    counted by the API server (object-count quota), above what the stack itself keeps there, so the next pulumi up's
+    JobSets always fit. Pods need none: a run's pods exist only once Kueue admits it, within the TPU quota."""
+    assert stack.runs is not None
+    declared = sum(1 for w in stack.jobset_workloads if w.namespace == namespace)
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"hard": {"count/jobsets.jobset.x-k8s.io": str(stack.runs.max_runs + declared + QUOTA_HEADROOM),
+                              "configmaps": str(stack.runs.max_workdirs + QUOTA_HEADROOM)}}}
 
 
 def _cel_list(values: list[str]) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.manifests.guardrails import workload_namespace_labels
-from components.manifests.runs import NODE_RULES, RBAC, ROLE, ROLE_RULES, _subjects, runs_only_policy
+from components.manifests.runs import NODE_RULES, RBAC, ROLE, ROLE_RULES, _subjects, run_object_quota, runs_only_policy
 from components.model.resolved import ResolvedStack
 from components.model.workloads.teams import TEAM_LABEL
 
@@ -43,6 +43,7 @@ def access(stack: ResolvedStack) -> list[dict[str, Any]]:
         name = f"{ROLE}-{t.name}"
         subjects = _subjects(t.submitters)
         out += [
+            run_object_quota(stack, t.team_namespace, name),  # before any grant: no moment without the cap
             *runs_only_policy(stack, t),
             {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": name, "namespace": t.team_namespace},
              "rules": [dict(r) for r in ROLE_RULES]},

@@ -98,6 +98,10 @@ class Kubectl:
                 name = obj["metadata"]["name"]
                 raise KubeError(f"a JobSet named {name} already exists in {obj['metadata']['namespace']}; delete it first "
                                 f"(python -m infra.run delete) or choose another --name")
+            if "exceeded quota" in err:  # runs.maxRuns / runs.maxWorkdirs (security #73.17)
+                raise KubeError(f"{obj['metadata']['namespace']} holds as many runs (or --workdir codes) as the stack "
+                                "allows (pathways:runs.maxRuns, maxWorkdirs): delete finished ones (python -m infra.run "
+                                f"list, then delete), or ask the stack's owner to raise it ({_first_line(err)})")
             raise KubeError(f"the cluster refused {obj['kind']} {obj['metadata']['name']}: {_first_line(err)}")
         return self._json(proc.stdout, f"kubectl create {obj['kind']}")
 

@@ -53,6 +53,13 @@ class Runs(_Model):
     notebook_idle_stop_seconds: int = Field(default=2 * 3600, ge=0, le=INT32_MAX, description=(
         "A notebook run (submit --notebook) stops after this long idle, freeing its slice: JupyterLab's own idle "
         "shutdown (idle kernels culled, then the server exits); `--idle-stop` overrides it per notebook; 0 never."))
+    max_runs: int = Field(default=500, ge=1, le=10_000, description=(
+        "The most run JobSets a namespace holds at once (the stack's, and each team's), finished ones until their TTL "
+        "included: a ResourceQuota where submitters write, beside the stack's own JobSets, so that no one floods the "
+        "API server and Kueue with objects."))
+    max_workdirs: int = Field(default=100, ge=0, le=10_000, description=(
+        "The most `submit --workdir` code ConfigMaps a namespace holds at once (up to 1 MiB each, kept with their run): "
+        "the same ResourceQuota's ConfigMap count, so that no one fills etcd."))
     submitters: list[ServiceClient] = Field(default_factory=list, max_length=50, description=(
         "Who may submit, list, follow, describe and delete runs: a Role in the stack's namespace (JobSets, their "
         "pods, logs, events and Kueue workloads; port-forward for notebooks) and read access to nodes. They can run "
