@@ -15,7 +15,7 @@ from components.model.cost.summary import stack_summary, summary_text
 from components.model.workloads.teams import expected_shares
 from infra.offline import stackfile
 from infra.offline.stackfile import raw_values
-from tests.conftest import GROUPS_RBAC, config_with, every_stack, example_config, plan_of
+from tests.conftest import GROUPS_RBAC, config_with, every_stack, example_config, plan_of, stack_model, stack_plan
 from tests.test_runs import _policy_admits
 
 VERSION = "jax-0.9.0"
@@ -70,8 +70,8 @@ def test_each_team_gets_a_queue_in_the_cohort_whose_quotas_add_up_to_the_pools()
     assert [s["fairSharing"]["weight"] for n, s in specs.items() if n != "pathways"] == ["3", "2", "1"]
     assert specs["team-a"]["preemption"]["reclaimWithinCohort"] == "Any"  # what it lent comes back
     assert specs["team-c"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["evals"]
-    # the stack's queue admits the stack's own namespaces and the teams' (its selector is the guards' set)
-    assert set(specs["pathways"]["namespaceSelector"]["matchExpressions"][0]["values"]) == {"pathways", "team-a", "team-b", "evals"}
+    # the stack's queue admits from the stack's own namespace only, never a team's (#73.19)
+    assert specs["pathways"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["pathways"]
     assert _kueue(stack, "Cohort") == {"teams-research": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
                                                           "metadata": {"name": "teams-research"}, "spec": {"parentName": "pathways"}}}
     local = [(o["metadata"]["namespace"], o["metadata"]["name"], o["spec"]["clusterQueue"])
@@ -443,3 +443,20 @@ def test_security_73_8_a_teams_priority_is_its_runs_ceiling_and_no_pod_preempts_
     for pc in classes:
         assert pc.options["deleteBeforeReplace"] is True
         assert forcing_paths(pc.type, ["preemptionPolicy"], pc.options["replaceOnChanges"]) == ["preemptionPolicy"]
+
+
+@every_stack()
+def test_security_73_19_each_queue_admits_only_from_the_namespaces_of_the_local_queues_the_stack_points_at_it(stack):
+    """Derived from each stack's plan: a ClusterQueue's namespaceSelector is exactly the namespaces of the LocalQueues
+    pointing at it, so no LocalQueue made by hand in a team's namespace reaches the stack's quota."""
+    plan = stack_plan(stack)
+    pointing: dict[str, set[str]] = {}
+    for lq in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"):
+        pointing.setdefault(lq.input("spec.clusterQueue"), set()).add(lq.input("metadata.namespace"))
+    teams = {t.team_namespace: t.cluster_queue for t in stack_model(stack).teams}
+    for cq in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"):
+        name = cq.input("metadata.name")
+        (selector,) = cq.input("spec.namespaceSelector.matchExpressions")
+        assert (selector["key"], selector["operator"]) == ("kubernetes.io/metadata.name", "In")
+        assert set(selector["values"]) == (pointing.get(name) or {stack_model(stack).namespace}), name
+        assert all(teams[ns] == name for ns in selector["values"] if ns in teams), (name, selector["values"])

@@ -177,11 +177,26 @@ def quota_quantities(stack: ResolvedStack) -> dict[str, dict[str, str]]:
 COHORT = QUEUE
 
 
+def queue_namespaces(stack: ResolvedStack) -> dict[str, list[str]]:
+    """ClusterQueue -> the namespaces of the LocalQueues the stack points at it, the stack's own first: all a queue
+    admits from (security #73.19: the stack's queues never select a team's namespace, where only the team's queue
+    may admit, whoever makes a LocalQueue there)."""
+    out: dict[str, list[str]] = {}
+    made = [*local_queues(stack), *run_local_queues(stack),
+            *(o for o in team_kueue_objects(stack) if o["kind"] == "LocalQueue")]
+    for lq in sorted(made, key=lambda o: o["metadata"]["namespace"] != stack.namespace):
+        names = out.setdefault(lq["spec"]["clusterQueue"], [])
+        if lq["metadata"]["namespace"] not in names:
+            names.append(lq["metadata"]["namespace"])
+    return out
+
+
 def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
     if stack.shared_cluster_queue is not None:
         return []  # made elsewhere: the stack's LocalQueues point at it
     q = own_quotas(stack)
     shards = stack.queue_shards
+    admitted_from = queue_namespaces(stack)
     sharded = len(shards) > 1 or bool(stack.teams)  # teams borrow from the stack's queue in its cohort
     out = []
     for i, (name, groups) in enumerate(shards):
@@ -194,7 +209,7 @@ def cluster_queues(stack: ResolvedStack) -> list[dict[str, Any]]:
         preemption: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
         spec: dict[str, Any] = {
             "namespaceSelector": {"matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": stack.workload_namespaces},
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": admitted_from.get(name) or [stack.namespace]},
             ]},
             "queueingStrategy": "BestEffortFIFO",
             # A higher-priority JobSet may take slices from a lower-priority one (hot-swap, priorities).

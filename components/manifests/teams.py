@@ -3,7 +3,7 @@ the queues: components/manifests/kueue.py, which builds every Kueue object once)
 
 Per team, in the order they can be made:
 - its namespace (the stack's Pod Security level, labelled pathways/team=<name> for cost reports), which the guards
-  and the stack's ClusterQueue selector cover as they cover the stack's own;
+  cover as they cover the stack's own; only the team's ClusterQueue admits from it (never the stack's: #73.19);
 - its ClusterQueue team-<name> in the stack's cohort (or a Cohort teams-<parent> under it): every slice group's
   flavor, nominal quota its whole slices (0 where it owns none, so that it may borrow there), borrowing and lending
   limits in slices, the head flavor at 0 (it borrows the head pool from the stack's queue), fair-sharing weight,
