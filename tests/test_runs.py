@@ -4,6 +4,7 @@ The real controllers' side is tests_e2e/test_runs.py."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 import subprocess
@@ -320,9 +321,18 @@ def test_a_notebook_run_is_jupyterlab_on_the_heads_loopback_and_takes_no_command
     # stops itself after the stack's idle time (runs.notebookIdleStopSeconds, 2 h by default): Jupyter's own culling
     # (jupyter_server 2.21.1: serverapp.py ServerApp.shutdown_no_activity_timeout; services/kernels/kernelmanager.py
     # MappingKernelManager.cull_idle_timeout, cull_connected, cull_interval)
-    assert program["command"] == ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser",
-                                  "--ServerApp.shutdown_no_activity_timeout=7200", "--MappingKernelManager.cull_idle_timeout=7200",
-                                  "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_interval=300"]
+    assert program["command"][:9] == ["jupyter", "lab", "--ip=127.0.0.1", "--port=8888", "--no-browser",
+                                      "--ServerApp.shutdown_no_activity_timeout=7200", "--MappingKernelManager.cull_idle_timeout=7200",
+                                      "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_interval=300"]
+    # #73.16: a password made here, JupyterLab holding its salted hash only (no token, so none in the pod's log)
+    hashed_flag, required, no_change = program["command"][9:]
+    assert (required, no_change) == ("--PasswordIdentityProvider.password_required=True",
+                                     "--PasswordIdentityProvider.allow_password_change=False")
+    algorithm, salt, digest = hashed_flag.removeprefix("--PasswordIdentityProvider.hashed_password=").split(":", 2)
+    (password,) = re.findall(r"password \(JupyterLab holds its hash only\): (\S+)", ok.stderr)
+    # jupyter_server 2.21.1 auth/security.py passwd_check: hashlib.new(algorithm) over password + salt, hex
+    assert algorithm == "sha256" and len(password) >= 24 and hashlib.new(algorithm, (password + salt).encode()).hexdigest() == digest
+    assert "token" not in " ".join(program["command"]).lower()
     assert js["metadata"]["annotations"]["pathways/notebook-idle-stop-seconds"] == "7200"
     # the kernel reaches the run's own proxy on the head, in the cluster (ALTS between Google Cloud machines)
     assert {"name": "JAX_BACKEND_TARGET", "value": "grpc://$(PATHWAYS_HEAD):29000"} in program["env"]
@@ -341,7 +351,8 @@ def test_a_notebook_stops_when_idle_and_a_run_goes_after_its_ttl(tmp_path, flags
     assert ok.returncode == 0, ok.stderr
     js = yaml.safe_load(ok.stdout)
     program = next(c for c in js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == "jax-program")
-    assert program["command"][4:][:len(command_tail)] == command_tail and (len(command_tail) > 1 or len(program["command"]) == 5)
+    tail = [a for a in program["command"] if not a.startswith("--PasswordIdentityProvider.")]
+    assert tail[4:][:len(command_tail)] == command_tail and (len(command_tail) > 1 or len(tail) == 5)
     assert js["spec"]["ttlSecondsAfterFinished"] == ttl
 
 
@@ -494,3 +505,22 @@ def test_security_73_17_a_submit_over_the_cap_says_what_to_do():
     assert str(e.value).startswith("pathways holds as many runs (or --workdir codes) as the stack allows "
                                    "(pathways:runs.maxRuns, maxWorkdirs): delete finished ones")
     assert "limited: count/jobsets.jobset.x-k8s.io=508" in str(e.value)
+
+
+def test_security_73_16_the_notebooks_password_stays_with_its_submitter(tmp_path, monkeypatch):
+    from infra.run import notebook_auth
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    kept = notebook_auth.remember("dev", "team-a", "nb", "s3cret-pw")
+    assert kept == tmp_path / "config" / "pathways" / "notebooks" / "dev" / "team-a" / "nb"
+    assert kept.stat().st_mode & 0o777 == 0o600 and notebook_auth.recall("dev", "team-a", "nb") == "s3cret-pw"
+    assert notebook_auth.recall("dev", "pathways", "nb") is None  # another namespace's run of that name: not this one
+    # never through a link someone left there
+    kept.unlink()
+    kept.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError):
+        notebook_auth.remember("dev", "team-a", "nb", "x")
+    assert not (tmp_path / "elsewhere").exists() and notebook_auth.recall("dev", "team-a", "nb") is None
+    # the hash jupyter_server checks: sha256 over password + salt
+    assert notebook_auth.hashed("pw", "abc") == "sha256:abc:" + hashlib.sha256(b"pwabc").hexdigest()
+    assert notebook_auth.new_password() != notebook_auth.new_password()

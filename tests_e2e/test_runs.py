@@ -6,6 +6,7 @@ pods, and the one that waited is admitted."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -170,6 +171,14 @@ def test_an_idle_notebook_gives_its_slice_back_and_a_finished_run_goes_after_its
             "--MappingKernelManager.cull_connected=True"} <= set(program["command"]), program["command"]
     js = cluster.get("jobset", "-n", "pathways", "nb")
     assert js["spec"]["ttlSecondsAfterFinished"] == 20 and js["metadata"]["annotations"]["pathways/notebook-idle-stop-seconds"] == "600"
+    # its login (#73.16): a password kept for rita alone; the JobSet, which every submitter reads, holds its hash
+    kept = cluster.workdir / "config" / "pathways" / "notebooks" / "runs" / "pathways" / "nb"
+    password = kept.read_text().strip()
+    assert kept.stat().st_mode & 0o777 == 0o600 and password not in json.dumps(js)
+    (flag,) = [a for a in next(c for c in js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"]
+                               if c["name"] == "jax-program")["command"] if a.startswith("--PasswordIdentityProvider.hashed_password=")]
+    _, salt, digest = flag.split("=", 1)[1].split(":", 2)
+    assert hashlib.sha256((password + salt).encode()).hexdigest() == digest
     # the group is full (train and nb): the next run waits for the notebook's slice
     assert run(cluster, stack_file, rita, "submit", "--name", "exp-next", "--image", IMAGE, "--slices", "1", "--", "python3", "n.py").returncode == 0
     cluster.wait_for("exp-next waits", lambda: (lambda w: w and not is_true(w, "QuotaReserved") and (w.get("status") or {}).get("conditions"))(

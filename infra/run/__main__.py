@@ -32,11 +32,13 @@ import yaml
 
 from components.model.workloads.ports import NOTEBOOK_PORT
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
+from infra.run import notebook_auth
 from infra.run.cli import FLAG_KEYS, parser
 from infra.run.kube import Kubectl, KubeError
 from infra.run.status import positions, rows, table
 
-# JupyterLab on the head's loopback (the pod is hostNetwork), reached by `kubectl port-forward`; its token is in the log.
+# JupyterLab on the head's loopback (the pod is hostNetwork), reached by `kubectl port-forward`; its login is a password
+# made by `submit` on the researcher's machine (infra/run/notebook_auth.py), never a token in the pod's log.
 NOTEBOOK_COMMAND = ["jupyter", "lab", "--ip=127.0.0.1", f"--port={NOTEBOOK_PORT}", "--no-browser"]
 NOTEBOOK_ANNOTATION = "pathways/notebook-port"
 IDLE_STOP_ANNOTATION = "pathways/notebook-idle-stop-seconds"
@@ -189,9 +191,15 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         except NotebookImageError as e:
             raise StackFileError(str(e)) from None
     packed = _workdir(args, cfg)
+    password = None
+    if args.notebook:  # JupyterLab gets the hash only (security #73.16)
+        password = notebook_auth.new_password()
+        spec["command"] = [*spec["command"], *notebook_auth.jupyter_flags(notebook_auth.hashed(password))]
     if args.dry_run:
         obj = _with_workdir(_run_jobset(cfg, spec, "", args.notebook), packed)
         sys.stdout.write(yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False))
+        if password is not None:
+            print(f"the notebook's password (JupyterLab holds its hash only): {password}", file=sys.stderr)
         if packed is not None:
             print(f"--workdir {shown(args.workdir)} ships {packed.summary()}:", file=sys.stderr)
             for rel, size in packed.files[:50]:
@@ -203,6 +211,7 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     obj = _with_workdir(_run_jobset(cfg, spec, kube.whoami(), args.notebook), packed)
     name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
     created = kube.create(obj)
+    kept = notebook_auth.remember(cfg.stack, ns, name, password) if password is not None else None
     if packed is not None:
         from infra.run.workdir import config_map
 
@@ -216,7 +225,8 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     print(f"  where it stands: python -m infra.run list --stack {cfg.stack}{team}")
     print(f"  its output:      python -m infra.run logs --stack {cfg.stack}{team} {name} --follow")
     if args.notebook:
-        print(f"  the notebook:    python -m infra.run notebook --stack {cfg.stack} {name}  (then open the URL with the token that `logs` shows)")
+        print(f"  the notebook:    python -m infra.run notebook --stack {cfg.stack}{team} {name}  (it prints the address and the "
+              f"password, kept for you alone in {shown(kept) if kept else 'your config directory'})")
     elif spec.get("mode") == "interactive":
         from components.manifests.connection import interactive_access
         from components.model.config import load_run, resolve
@@ -380,8 +390,11 @@ def _notebook(args: argparse.Namespace, cfg: Any) -> int:
     pod = kube.head_pod(ns, args.run)
     if pod is None or (pod.get("status") or {}).get("phase") != "Running":
         raise KubeError(f"run {args.run}'s head is not running yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
-    print(f"forwarding 127.0.0.1:{args.port} to JupyterLab on {pod['metadata']['name']}; the URL with its token: "
-          f"python -m infra.run logs --stack {cfg.stack} {args.run}. Ctrl-C ends it.", flush=True)
+    password = notebook_auth.recall(cfg.stack, ns, args.run)
+    login = (f"password {password}" if password is not None else
+             f"the password `submit` kept where it ran ({shown(notebook_auth.store())}/{cfg.stack}/{ns}/{args.run})")
+    print(f"forwarding 127.0.0.1:{args.port} to JupyterLab on {pod['metadata']['name']}: open http://127.0.0.1:{args.port}/lab, "
+          f"{login}. Ctrl-C ends it.", flush=True)
     if not str(port).isdigit():
         raise KubeError(f"run {args.run}'s {NOTEBOOK_ANNOTATION} annotation {str(port)[:20]!r} is not a port")
     return kube.port_forward(ns, pod["metadata"]["name"], args.port, int(port))

@@ -118,6 +118,7 @@ class LocalCluster:
             "KWOK_WORKDIR": str(self.kwok_workdir),
             "KWOK_KUBECTL_BINARY": str(BIN / "kubectl"),  # kwokctl would download one otherwise
             "KUBECACHEDIR": str(workdir / "kube-cache"),
+            "XDG_CONFIG_HOME": str(workdir / "config"),  # what the CLI keeps for its user (a notebook's password)
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         }
 
