@@ -24,7 +24,7 @@ STAND_IN = textwrap.dedent('''\
     with open(os.environ["FAKE_KUBECTL_LOG"], "a") as log:
         log.write(json.dumps({{"argv": argv, "stdin": stdin}}) + "\\n")
     for rule in json.loads(os.environ["FAKE_KUBECTL_RULES"]):
-        if args[:len(rule["args"])] == rule["args"]:
+        if args[:len(rule["args"])] == rule["args"] and rule.get("stdin_has", "") in stdin:
             time.sleep(rule.get("sleep", 0))
             sys.stdout.write(rule.get("stdout", ""))
             sys.stderr.write(rule.get("stderr", ""))
@@ -358,3 +358,30 @@ def test_delete_refuses_a_jobset_the_stack_declares(kubectl, tmp_path, capsys):
     assert not [c for c in kubectl.calls() if c["argv"][0] == "delete"]
     assert main(["delete", "exp", "--config", str(path)]) == 0
     assert capsys.readouterr().out == "run exp deleted, with its Jobs and pods\n"
+
+
+def test_security_73_4_a_run_whose_code_cannot_be_shipped_is_deleted_and_says_so(kubectl, tmp_path, capsys):
+    """Someone made <run>-workdir first (they may read the JobSet's uid and race submit): submit deletes the run it
+    just made, so nothing waits for or runs that code, and says so in one line, exit 4."""
+    from infra.run.__main__ import main
+
+    path = _stack_file(tmp_path)
+    ns = _namespace(path)
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print(1)\n")
+    kubectl.answers([
+        {"args": ["auth", "whoami"], "stdout": json.dumps({"status": {"userInfo": {"username": "rita@example.com"}}})},
+        {"args": ["create"], "stdin_has": '"kind": "ConfigMap"', "rc": 1,
+         "stderr": 'Error from server (AlreadyExists): error when creating "STDIN": configmaps "exp-workdir" already exists\n'},
+        {"args": ["create"], "stdin_has": '"kind": "JobSet"', "stdout": json.dumps({"metadata": {"name": "exp", "uid": "u-1"}})},
+        {"args": ["delete", "jobsets.jobset.x-k8s.io", "exp"]}])
+    assert main(["submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1", "--workdir", str(code),
+                 "--", "python3", "train.py"]) == 4
+    assert capsys.readouterr().err == (
+        f"error: run exp's code was not shipped, so the run was deleted and nothing ran: a ConfigMap named exp-workdir already "
+        f"exists in {ns}: someone made it before submit could (a run's code is made by its own submit only)\n")
+    creates = [json.loads(c["stdin"]) for c in kubectl.calls() if c["argv"][0] == "create"]
+    assert [o["kind"] for o in creates] == ["JobSet", "ConfigMap"]
+    assert creates[1]["immutable"] is True and creates[1]["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    assert [c["argv"][:5] for c in kubectl.calls() if c["argv"][0] == "delete"] == [["delete", "jobsets.jobset.x-k8s.io", "exp", "-n", ns]]

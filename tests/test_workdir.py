@@ -12,7 +12,7 @@ import yaml
 
 from components.manifests import runs as runs_manifest
 from components.model.config import resolve
-from infra.run.workdir import ARCHIVE, MOUNT, TARGET, UNPACK, Packed, WorkdirError, config_map, pack, with_workdir
+from infra.run.workdir import ARCHIVE, MOUNT, TARGET, UNPACK, UNPACK_EXIT, Packed, WorkdirError, config_map, pack, with_workdir
 from tests.conftest import GROUPS_RBAC, config_with, write_stack_file
 from tests.test_runs import RUNS, VERSION, _cli, _policy_admits, _run, model
 
@@ -59,10 +59,17 @@ def test_the_unpack_command_starts_the_program_in_the_shipped_tree(tmp_path):
     mount.mkdir()
     (mount / ARCHIVE).write_bytes(packed.data)
     script = UNPACK.replace(f"'{MOUNT}/{ARCHIVE}'", f"'{mount}/{ARCHIVE}'").replace(f"'{TARGET}'", f"'{target}'").replace(
-        f"cd {TARGET} ", f"cd {target} ")
+        f"cd {TARGET} ", f"cd {target} ").replace("python3 -c", f"{sys.executable} -c")
     assert str(mount) in script and script.count(str(target)) == 2
-    proc = subprocess.run(["/bin/sh", "-c", script, "workdir", sys.executable, "train.py"], capture_output=True, text=True, timeout=60,
-                          env={"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin"})
+    env = {"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin"}
+    # #73.4: code other than what the run was submitted with (a teammate's ConfigMap that won the race) never runs
+    other = pack(_tree(tmp_path / "theirs", {"train.py": b"print('theirs')\n"}))
+    proc = subprocess.run(["/bin/sh", "-c", script, other.sha256, sys.executable, "train.py"], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == UNPACK_EXIT and proc.stdout == "" and not target.exists()
+    assert proc.stderr == (f"workdir: the mounted code is sha256 {packed.sha256}, not the {other.sha256} this run was submitted "
+                           "with; not running it\n")
+    proc = subprocess.run(["/bin/sh", "-c", script, packed.sha256, sys.executable, "train.py"], capture_output=True, text=True, timeout=60,
+                          env=env)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "ran 7\n", "")
 
 
@@ -79,7 +86,7 @@ def test_submit_dry_run_shows_what_is_shipped_and_the_jobset_that_unpacks_it(tmp
     assert js["metadata"]["annotations"]["pathways/workdir-sha256"] == packed.sha256
     head = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     program = next(c for c in head["containers"] if c["name"] == "jax-program")
-    assert program["command"] == ["/bin/sh", "-c", UNPACK, "workdir", "python3", "train.py"]
+    assert program["command"] == ["/bin/sh", "-c", UNPACK, packed.sha256, "python3", "train.py"]  # the digest it checks
     assert {"name": "workdir", "configMap": {"name": "exp-workdir"}} in head["volumes"]
     assert {"name": "workdir", "mountPath": MOUNT, "readOnly": True} in program["volumeMounts"]
     # the workers run the Pathways server: no code goes there
@@ -104,7 +111,7 @@ def test_a_submitter_creates_only_a_runs_own_code_and_a_run_mounts_only_its_own(
     cm = ("", "configmaps")
     assert _policy_admits(policy, "rita@example.com", [], "CREATE", packed_cm, None, cm)
     for change in (lambda o: o["metadata"].update(name="kube-root-ca.crt"), lambda o: o["metadata"].pop("ownerReferences"),
-                   lambda o: o["metadata"].update(labels={})):
+                   lambda o: o["metadata"].update(labels={}), lambda o: o.pop("immutable"), lambda o: o.update(immutable=False)):
         bad = yaml.safe_load(yaml.safe_dump(packed_cm))
         change(bad)
         assert not _policy_admits(policy, "rita@example.com", [], "CREATE", bad, None, cm), bad["metadata"]
@@ -128,4 +135,4 @@ def test_the_code_travels_in_a_configmap_the_runs_jobset_owns(tmp_path):
                   "metadata": {"name": "exp-workdir", "namespace": "pathways", "labels": {"pathways/workdir": "true"},
                                "annotations": {"pathways/workdir-sha256": packed.sha256},
                                "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "exp", "uid": "uid-7"}]},
-                  "binaryData": {ARCHIVE: base64.b64encode(packed.data).decode()}}
+                  "immutable": True, "binaryData": {ARCHIVE: base64.b64encode(packed.data).decode()}}

@@ -226,6 +226,14 @@ def test_a_run_ships_its_code_without_an_image(cluster, deployed, tmp_path):
     (head,) = [p for p in pods(cluster, "pathways", "exp-wd") if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head"]
     program = next(c for c in head["spec"]["containers"] if c["name"] == "jax-program")
     assert program["command"][:2] == ["/bin/sh", "-c"] and program["command"][-2:] == ["python3", "train.py"]
+    # #73.4: the head checks the code against the digest its submitter wrote into the pod template; the code cannot change
+    assert program["command"][3] == sha and cm["immutable"] is True
+    mutable = {**cm, "metadata": {k: v for k, v in cm["metadata"].items() if k in ("name", "namespace", "labels", "annotations", "ownerReferences")},
+               "immutable": False}
+    mutable["metadata"]["name"] = "exp-wd2-workdir"
+    mutable["metadata"]["ownerReferences"] = [{**r, "name": "exp-wd2"} for r in cm["metadata"]["ownerReferences"]]
+    refused = cluster.kubectl("create", "-f", "-", stdin=json.dumps(mutable), kubeconfig=rita, check=False)
+    assert refused.returncode != 0 and "an immutable ConfigMap <run>-workdir" in refused.stderr, refused.stderr
     # a ConfigMap of another shape is refused to the researcher (the runs policy), and the run's goes with the run
     other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "train-config", "namespace": "pathways"}, "data": {}}
     refused = cluster.kubectl("create", "-f", "-", stdin=json.dumps(other), kubeconfig=rita, check=False)

@@ -248,9 +248,10 @@ def _workdir_validations() -> list[dict[str, str]]:
     cm = "request.resource.resource != 'configmaps' || "
     owned = ("has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == 'JobSet' && "
              f"object.metadata.name == r.name + '{WORKDIR_SUFFIX}')")
-    return [{"expression": cm + f"request.operation == 'CREATE' && {_label_is('object', WORKDIR_LABEL, ['true'])} && {owned}",
-             "message": (f"runs.submitters create only a run's code: a ConfigMap <run>{WORKDIR_SUFFIX} labelled {WORKDIR_LABEL}=true "
-                         "and owned by the run's JobSet (python -m infra.run submit --workdir)")}]
+    return [{"expression": (cm + f"request.operation == 'CREATE' && {_label_is('object', WORKDIR_LABEL, ['true'])} && {owned} && "
+                            "has(object.immutable) && object.immutable"),
+             "message": (f"runs.submitters create only a run's code: an immutable ConfigMap <run>{WORKDIR_SUFFIX} labelled "
+                         f"{WORKDIR_LABEL}=true and owned by the run's JobSet (python -m infra.run submit --workdir)")}]
 
 
 def fleet_dispatch_policy(stack: ResolvedStack) -> list[dict[str, Any]]:

@@ -44,6 +44,11 @@ NOTEBOOK_ANNOTATION = "pathways/notebook-port"
 IDLE_STOP_ANNOTATION = "pathways/notebook-idle-stop-seconds"
 EXIT_CLUSTER = 1
 EXIT_INVALID = 2
+EXIT_WORKDIR = 4
+
+
+class WorkdirShipError(KubeError):
+    """The run's JobSet was made but its --workdir code could not be (exit 4): the JobSet is deleted again."""
 
 
 def notebook_command(idle_stop_seconds: int) -> list[str]:
@@ -216,8 +221,13 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         from infra.run.workdir import config_map
 
         # after the JobSet, owned by it: the garbage collector removes the code with the run (the head's pod waits
-        # for its volume until then)
-        kube.create(config_map(name, ns, packed, created["metadata"]["uid"]))
+        # for its volume until then). If it cannot be made, the run goes: no run waits on code that is not its own
+        # (the head checks the digest too, security #73.4).
+        try:
+            kube.create(config_map(name, ns, packed, created["metadata"]["uid"]))
+        except KubeError as e:
+            kube.delete_jobset(ns, name)
+            raise WorkdirShipError(f"run {name}'s code was not shipped, so the run was deleted and nothing ran: {e}") from None
         print(f"  its code: {shown(args.workdir)}, {packed.summary()}")
     queue = obj["metadata"]["labels"].get("kueue.x-k8s.io/queue-name")
     team = f" --team {spec['team']}" if spec.get("team") else ""
@@ -450,6 +460,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return commands[args.command](args, cfg)
     except (StackFileError, ConfigError) as e:
         return _fail(e, EXIT_INVALID)
+    except WorkdirShipError as e:
+        return _fail(e, EXIT_WORKDIR)
     except KubeError as e:
         return _fail(e, EXIT_CLUSTER)
     except KeyboardInterrupt:

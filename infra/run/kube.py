@@ -94,6 +94,9 @@ class Kubectl:
         proc = self.run("create", "-o", "json", "-f", "-", stdin=json.dumps(obj), check=False)
         if proc.returncode != 0:
             err = proc.stderr
+            if ("AlreadyExists" in err or "already exists" in err) and obj["kind"] == "ConfigMap":
+                raise KubeError(f"a ConfigMap named {obj['metadata']['name']} already exists in {obj['metadata']['namespace']}: "
+                                "someone made it before submit could (a run's code is made by its own submit only)")
             if "AlreadyExists" in err or "already exists" in err:
                 name = obj["metadata"]["name"]
                 raise KubeError(f"a JobSet named {name} already exists in {obj['metadata']['namespace']}; delete it first "

@@ -103,11 +103,22 @@ def config_map(run: str, namespace: str, packed: Packed, owner_uid: str) -> dict
             "metadata": {"name": config_map_name(run), "namespace": namespace, "labels": {WORKDIR_LABEL: "true"},
                          "annotations": {"pathways/workdir-sha256": packed.sha256},
                          "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": run, "uid": owner_uid}]},
+            "immutable": True,  # what a run mounts never changes under it (the runs policy requires it)
             "binaryData": {ARCHIVE: base64.b64encode(packed.data).decode()}}
 
 
-UNPACK = (f"python3 -c \"import tarfile; tarfile.open('{MOUNT}/{ARCHIVE}').extractall('{TARGET}', filter='data')\" "
-          f"&& cd {TARGET} && exec \"$@\"")
+# The digest the run was submitted with is in its pod template, which only its submitter wrote: the code mounted is
+# checked against it before anything is unpacked, and the very bytes checked are the ones unpacked (security #73.4).
+UNPACK_EXIT = 3
+UNPACK = (f"python3 -c \"import hashlib, io, sys, tarfile\n"
+          f"data = open('{MOUNT}/{ARCHIVE}', 'rb').read()\n"
+          f"got = hashlib.sha256(data).hexdigest()\n"
+          f"if got != sys.argv[1]:\n"
+          f"    print('workdir: the mounted code is sha256 ' + got + ', not the ' + sys.argv[1] + ' this run was submitted with; "
+          f"not running it', file=sys.stderr)\n"
+          f"    sys.exit({UNPACK_EXIT})\n"
+          f"tarfile.open(fileobj=io.BytesIO(data)).extractall('{TARGET}', filter='data')\n"
+          f"\" \"$0\" && cd {TARGET} && exec \"$@\"")
 
 
 def with_workdir(jobset: dict[str, Any], container: str, packed: Packed) -> dict[str, Any]:
@@ -127,7 +138,8 @@ def with_workdir(jobset: dict[str, Any], container: str, packed: Packed) -> dict
         command = [*(program.get("command") or []), *(program.pop("args", None) or [])]
         if not command:
             raise WorkdirError("--workdir needs the program's command (after --): the image's own entrypoint is not known here")
-        program["command"] = ["/bin/sh", "-c", UNPACK, "workdir", *command]
+        # sh -c SCRIPT $0 $@: $0 is the digest the script checks, $@ the program
+        program["command"] = ["/bin/sh", "-c", UNPACK, packed.sha256, *command]
     return out
 
 
