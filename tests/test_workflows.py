@@ -300,3 +300,20 @@ def test_security_73_18_the_pools_condition_names_the_workflows_and_events_that_
     for name, wf in {**callers, "verify.yml": load("verify.yml")}.items():
         events = set(wf["on"] or {})
         assert events <= {*MAIN_EVENTS, "pull_request"}, (name, events)
+
+
+def test_security_73_20_no_package_is_installed_after_a_cloud_credential_exists_and_gcloud_is_pinned():
+    """#73.20: pip runs every package's build code; before google-github-actions/auth writes the credential file, none
+    of it can read the token. And the gcloud CLI (and its GKE auth plugin) is a pinned version, never `latest`."""
+    for name in ("pulumi-stack.yml", "verify.yml"):
+        wf = load(name)
+        assert re.fullmatch(r"\d+\.\d+\.\d+", str(wf["env"]["GCLOUD_VERSION"])), name
+        for job_name, job in wf["jobs"].items():
+            steps = job.get("steps", [])
+            auth = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("google-github-actions/auth@")]
+            if not auth:
+                continue
+            installs = [i for i, s in enumerate(steps) if "pip install" in s.get("run", "")]
+            assert installs and max(installs) < auth[0], (name, job_name)
+            gcloud = next(s for s in steps if str(s.get("uses", "")).startswith("google-github-actions/setup-gcloud@"))
+            assert gcloud["with"]["version"] == "${{ env.GCLOUD_VERSION }}", (name, job_name)
