@@ -253,11 +253,25 @@ def test_alerts_cover_the_failures_and_use_documented_metrics(made_stack):
     batch = [w for w in running if w.get("mode", "batch") == "batch"]
     serve = [w for w in running if w.get("mode") == "serve"]
     heads = not workloads or [w for w in workloads if w.get("mode") != "serve"]  # no workload yet: runs may come
-    expected = (["TPU slice interrupted", "restart storm"] + (["head pod not ready"] if heads else [])
+    expected = (["TPU slice interrupted", "restart storm", "scratch bucket changed by the nodes"] + (["head pod not ready"] if heads else [])
                 + (["TPU duty cycle low"] if batch else []) + (["serving endpoint not ready"] if serve else []))
     assert names == sorted(expected)
+    # #73.3: the nodes' account (what the TPU pools run as) changing the scratch bucket (what the Pathways pods use)
+    accounts = {p.input("nodeConfig.serviceAccount") for p in plan.by_type("gcp:container/nodePool:NodePool")
+                if (p.input("nodeConfig.machineType") or "").startswith(("ct", "tpu"))}
+    scratch = {f"gs://{b}" for b in (r.input("name") for r in plan.by_type("gcp:storage/bucket:Bucket"))}
     for a in alerts:
         (cond,) = a.input("conditions")
+        if "conditionMatchedLog" in cond:
+            log_filter = cond["conditionMatchedLog"]["filter"]
+            (bucket,) = re.findall(r'resource.labels.bucket_name="([^"]+)"', log_filter)
+            (email,) = re.findall(r'principalEmail="([^"]+)"', log_filter)
+            assert f"gs://{bucket}" in scratch and plan.outputs["cacheLocation"].startswith(f"gs://{bucket}/"), log_filter
+            assert accounts == {email}, (email, accounts)
+            assert 'protoPayload.methodName=("storage.buckets.update"' in log_filter
+            # a log-match condition needs a rate limit (Monitoring API AlertStrategy.notificationRateLimit)
+            assert a.input("alertStrategy.notificationRateLimit.period") == "3600s"
+            continue
         if "conditionThreshold" in cond:
             assert set(_metric_types(cond["conditionThreshold"]["filter"])) <= set(monitoring.METRIC_TYPES)
             assert cond["conditionThreshold"]["comparison"] in ("COMPARISON_GT", "COMPARISON_LT")
@@ -399,7 +413,8 @@ def test_alerts_keep_their_resource_names_when_another_comes_or_goes():
         return {a.name: a.input("displayName").split(": ", 1)[1] for a in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")}
 
     assert names(running) == {"observability-alert-0": "TPU slice interrupted", "observability-alert-1": "restart storm",
-                              "observability-alert-2": "TPU duty cycle low", "observability-alert-3": "head pod not ready"}
+                              "observability-alert-2": "TPU duty cycle low", "observability-alert-3": "head pod not ready",
+                              "observability-alert-5": "scratch bucket changed by the nodes"}
     assert names(finished) == {k: v for k, v in names(running).items() if k != "observability-alert-2"}
 
 

@@ -24,6 +24,11 @@ class ObservabilityArgs:
 
 
 def _condition(c: dict[str, Any]) -> gcp.monitoring.AlertPolicyConditionArgs:
+    if "conditionMatchedLog" in c:
+        return gcp.monitoring.AlertPolicyConditionArgs(
+            display_name=c["displayName"],
+            condition_matched_log=gcp.monitoring.AlertPolicyConditionConditionMatchedLogArgs(filter=c["conditionMatchedLog"]["filter"]),
+        )
     if "conditionPrometheusQueryLanguage" in c:
         q = c["conditionPrometheusQueryLanguage"]
         return gcp.monitoring.AlertPolicyConditionArgs(
@@ -66,6 +71,10 @@ class Observability(pulumi.ComponentResource):
                     content=p["documentation"]["content"], mime_type=p["documentation"]["mimeType"],
                 ),
                 notification_channels=list(args.notification_channels),
+                alert_strategy=gcp.monitoring.AlertPolicyAlertStrategyArgs(
+                    notification_rate_limit=gcp.monitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs(
+                        period=p["alertStrategy"]["notificationRateLimit"]["period"]),
+                    auto_close=p["alertStrategy"]["autoClose"]) if "alertStrategy" in p else None,
                 opts=child,
             )
         self.dashboard_id = dashboard.id.apply(lambda i: str(i).rsplit("/", 1)[-1])

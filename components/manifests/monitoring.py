@@ -17,6 +17,7 @@ from typing import Any, Iterator
 from urllib.parse import quote
 
 from components.model.resolved import ResolvedStack, ResolvedWorkload
+from components.model.stack import service_account_id
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,18 @@ def _one_of(values: list[str]) -> str:
 # Each alert keeps its slot (the number in its resource name) whichever others the stack has, so that
 # adding or dropping one never renames, i.e. replaces, another.
 ALERT_SLOTS = {"TPU slice interrupted": 0, "restart storm": 1, "TPU duty cycle low": 2, "head pod not ready": 3,
-               "serving endpoint not ready": 4}
+               "serving endpoint not ready": 4, "scratch bucket changed by the nodes": 5}
+
+
+def scratch_bucket_changes(stack: ResolvedStack) -> str:
+    """Cloud Audit Logs' Admin Activity entries (always written, never sampled) of the nodes' account changing the
+    scratch bucket's configuration: what storage.buckets.update allows beyond the lifecycle rule Pathways adds (a
+    locked retention policy, soft delete at zero, a lifecycle rule that deletes everything; security #73.3)."""
+    nodes = f"{service_account_id(stack.cluster_name, 'nodes')}@{stack.project}.iam.gserviceaccount.com"
+    return (f'logName="projects/{stack.project}/logs/cloudaudit.googleapis.com%2Factivity" '
+            f'protoPayload.serviceName="storage.googleapis.com" resource.type="gcs_bucket" '
+            f'resource.labels.bucket_name="{stack.bucket_name}" protoPayload.authenticationInfo.principalEmail="{nodes}" '
+            f'protoPayload.methodName=("storage.buckets.update" OR "storage.buckets.lockRetentionPolicy" OR "storage.setIamPermissions")')
 
 
 def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
@@ -232,6 +244,15 @@ def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
         }, "A model replica's health check on port 8000 fails (vLLM: /health; JetStream: /healthcheck, the engine's gRPC "
            "HealthCheck): that replica takes no requests. Look at the leader's engine logs (container vllm, or jax-tpu "
            "and jetstream-http) and its pathways-proxy and pathways-rm."))
+    policies.append({**policy("scratch bucket changed by the nodes", {
+        "displayName": "the nodes' account changed the scratch bucket's configuration",
+        "conditionMatchedLog": {"filter": scratch_bucket_changes(stack)},
+    }, ("The Pathways nodes' service account changed the scratch bucket's configuration. Pathways adds a lifecycle rule "
+        "(its TTL) once for each new scratch location: that is expected. Anything else is not: look at the audit log "
+        "entry for a retention policy (a locked one cannot be undone and makes `pulumi destroy` fail), a soft-delete "
+        "policy or a lifecycle rule that deletes everything, and at which pod ran as the nodes then (security #73.3).")),
+        # a log-match condition needs a notification rate limit (Monitoring API, AlertStrategy.notificationRateLimit)
+        "alertStrategy": {"notificationRateLimit": {"period": "3600s"}, "autoClose": "86400s"}})
     return {ALERT_SLOTS[p["displayName"].split(": ", 1)[1]]: p for p in policies}
 
 

@@ -36,6 +36,11 @@ MAX_STACK_LABELS = 60
 RESERVED_LABEL_KEYS = frozenset({"pathways-stack", "pathways-protected", "pathways-internet-tokens", "goog-gke-node"})
 
 
+
+def service_account_id(cluster_name: str, purpose: str) -> str:
+    """A stack's Google service account ID: <cluster name>-<purpose>, 6-30 characters."""
+    return f"{cluster_name[: 29 - len(purpose)].rstrip('-')}-{purpose}"
+
 class StackConfig(_Model):
     """The whole stack: what `pulumi config` holds, typed; every key's own bounds, then values derived from them."""
 
@@ -235,7 +240,7 @@ class StackConfig(_Model):
 
     def service_account_id(self, purpose: str) -> str:
         """6-30 character SA ID, unique per stack: <cluster name>-<purpose>."""
-        return f"{self.cluster_name[: 29 - len(purpose)].rstrip('-')}-{purpose}"
+        return service_account_id(self.cluster_name, purpose)
 
     def custom_role_id(self, prefix: str) -> str:
         """A custom role the bootstrap makes for this stack: <prefix>_<stack> within IAM's 64 characters of

@@ -246,6 +246,9 @@ TABLE: dict[str, Access] = {
     "kubernetes:core/v1:Namespace": _k8s_object("container.namespaces.create"),
     "kubernetes:core/v1:NamespacePatch": _k8s_object("container.namespaces.update"),
     "kubernetes:core/v1:Secret": _k8s_object("container.secrets.create"),
+    # Kubernetes' own edit role may not write quotas (only admin may); container.admin holds container.* and is the
+    # deploy identity's already, for the admission objects
+    "kubernetes:core/v1:ResourceQuota": _k8s("roles/container.admin", "container.resourceQuotas.create"),
     "kubernetes:core/v1:Service": _k8s_object("container.services.create"),
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": _k8s_object("container.networkPolicies.create"),
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": _k8s_object("container.horizontalPodAutoscalers.create"),
