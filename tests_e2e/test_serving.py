@@ -165,12 +165,23 @@ def test_serving_stack_runs_each_replica_on_its_own_slice(cluster, stacks):
     scaled_to(cluster, namespace, name, replicas)  # the autoscaler's maximum: every slice of the group
 
     # Kueue's LeaderWorkerSet integration admits each group as one workload, at the serving priority
+    seen: list[str] = []
+
     def admitted():
         wls = cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"]
         ours = [w for w in wls if any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == name
                                       for o in w["metadata"].get("ownerReferences", []))]
-        return ours if len(ours) == replicas and all(is_true(w, "Admitted") for w in ours) else None
-    wls = cluster.wait_for(f"Kueue admits the {replicas} groups of {name}", admitted, timeout=180)
+        if len(ours) == replicas and all(is_true(w, "Admitted") for w in ours):
+            return ours
+        # what a timeout reports: each workload of the namespace with its conditions' reasons and Kueue's message
+        seen[:] = [f"{w['metadata']['name']}: " + "; ".join(f"{c['type']}={c['status']} {c.get('reason', '')} {c.get('message', '')[:120]}"
+                                                            for c in (w.get("status") or {}).get("conditions") or []) for w in wls]
+        return None
+    try:
+        # a busy 2-core machine rolls Kueue to the serving integrations while this scales up: room to settle
+        wls = cluster.wait_for(f"Kueue admits the {replicas} groups of {name}", admitted, timeout=300)
+    except ClusterError as e:
+        raise ClusterError(f"{e}; workloads in {namespace}: {' | '.join(seen) or 'none'}") from None
     assert {w["spec"].get("priority") for w in wls} == {2_000_000}  # pathways-serving, above training
 
     ps = wait_lws_running(cluster, namespace, name, replicas * size)
