@@ -191,6 +191,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
             types.add("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
     if cfg.runs is not None and cfg.runs.submitters:  # components/manifests/runs.py
         types |= {f"kubernetes:rbac.authorization.k8s.io/v1:{kind}" for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")}
+    if cfg.runs is not None and (cfg.runs.submitters or any(t.submitters for t in cfg.teams)):
+        types.add("kubernetes:core/v1:ResourceQuota")  # runs.run_object_quota, where submitters write
     if stack.serve_workloads:
         types |= {"kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "kubernetes:core/v1:Service",
                   "kubernetes:networking.k8s.io/v1:NetworkPolicy"}

@@ -27,6 +27,17 @@ from components.model.config import SCRATCH_PERMISSIONS
 from components.model.errors import ConfigError, Problem
 from components.model.workloads import metrics_adapter, resilience, storage
 
+from .github_trust import (  # noqa: F401
+    MAIN_BRANCH,
+    MAIN_EVENTS,
+    MAIN_WORKFLOWS,
+    PREVIEW_WORKFLOW,
+    environments,
+    github_subject,
+    pool_condition,
+    pull_request_environment,
+    takes_pull_request_previews,
+)
 from .main_stack import KmsKey, MainStack, MainStackError, load_main_stack
 
 NAMESPACE = "pathways-bootstrap"
@@ -37,7 +48,6 @@ GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 STATE_SOFT_DELETE_DAYS = 30
 STATE_NONCURRENT_DAYS = 30  # older checkpoints than this are deleted (versioning keeps every `pulumi up`)
 KEY_ROTATION = "7776000s"  # 90 days; Pulumi decrypts with any version of the key
-MAIN_BRANCH = "refs/heads/main"  # GitHub's `ref` claim of a run on a push to main (the deploy workflow)
 # .pulumi/meta.yaml of a DIY backend, as the CLI writes it into an empty bucket (pulumi/pulumi pkg/backend/diy/meta.go:
 # yaml.Marshal of {version: 1}, project-scoped stacks): written here so that a first `pulumi preview`, whose identity
 # may only read the state, finds it rather than trying to write it.
@@ -216,58 +226,6 @@ def flat_config() -> dict[str, str]:
 def required_apis(cfg: BootstrapConfig) -> list[str]:
     return sorted({api for s in cfg.stacks
                    for api in identities.required_apis(s.types, kms_key=s.kms_key is not None, read_quota=s.config.read_quota)})
-
-
-def github_subject(repository: str, environment: str) -> str:
-    """The `sub` GitHub puts in the OIDC token of a job that runs in an environment."""
-    return f"repo:{repository}:environment:{environment}"
-
-
-def environments(stack: str, identity: identities.Identity, pull_requests: bool = True) -> tuple[str, ...]:
-    """The GitHub environments each identity serves (.github/workflows/pulumi-stack.yml): deploy `S`; preview
-    `S-preview` (the preview before a deploy, on main) and, for a stack whose pull requests preview for real,
-    `S-pull-request` (takes_pull_request_previews)."""
-    if identity == "deploy":
-        return (stack,)
-    return (f"{stack}-preview", *([pull_request_environment(stack)] if pull_requests else []))
-
-
-def takes_pull_request_previews(s: MainStack) -> bool:
-    """A protected stack's or a fleet manager's preview identity decrypts secrets a pull request must not reach (the
-    stack's, or its workers' tokens): it serves main's previews only (identities.pull_request_preview_refusal)."""
-    fleet = s.config.fleet
-    return identities.pull_request_preview_refusal(s.config.protected, fleet is not None and fleet.role == "manager") is None
-
-
-def pull_request_environment(stack: str) -> str:
-    return f"{stack}-pull-request"
-
-
-# The workflows that authenticate (.github/workflows: pulumi-stack.yml's preview and up jobs, verify.yml's) and the
-# events main runs them on; tests/test_workflows.py holds these to the workflow files.
-PREVIEW_WORKFLOW = "pulumi-stack.yml"
-MAIN_WORKFLOWS = (PREVIEW_WORKFLOW, "verify.yml")
-MAIN_EVENTS = ("push", "schedule", "workflow_dispatch")
-
-
-def pool_condition(cfg: BootstrapConfig) -> str:
-    """What every token must be, checked by Google before any service account is looked at: from the repository
-    and owner these IDs name (GitHub's immutable repository_id and repository_owner_id claims), and from a push to
-    main unless the job runs in a pull-request preview environment. So the deploy environments, and the previews
-    before a deploy, are main's alone in GCP's own conditions, whatever a branch's workflow says; a pull request's
-    only identities are the pull-request environments', which GitHub releases to a job only after the
-    environment's protection rules (its required reviewers) pass (docs/ci.md)."""
-    pull_requests = ", ".join(f"'{pull_request_environment(s.name)}'" for s in cfg.stacks if takes_pull_request_previews(s))
-    # and only the workflows that use the identities, on the events they run on (security #73.18): main's pushes
-    # (deploy.yml), its schedule and manual runs (verify.yml), through pulumi-stack.yml or verify.yml as committed on
-    # main (GitHub's job_workflow_ref claim: the called workflow's path and ref); a pull request's, through
-    # pulumi-stack.yml (at the pull request's ref) on pull_request events only
-    workflows = f"{cfg.repository}/.github/workflows"
-    mains = ", ".join(f"'{workflows}/{w}@{MAIN_BRANCH}'" for w in MAIN_WORKFLOWS)
-    return (f"assertion.repository_id == '{cfg.repository_id}' && assertion.repository_owner_id == '{cfg.repository_owner_id}' && "
-            f"((assertion.ref == '{MAIN_BRANCH}' && assertion.event_name in {list(MAIN_EVENTS)} && assertion.job_workflow_ref in [{mains}]) || "
-            f"(assertion.environment in [{pull_requests}] && assertion.event_name == 'pull_request' && "
-            f"assertion.job_workflow_ref.startsWith('{workflows}/{PREVIEW_WORKFLOW}@')))")
 
 
 def build(cfg: BootstrapConfig) -> dict[str, Any]:

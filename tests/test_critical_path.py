@@ -128,7 +128,7 @@ def test_plan_text_shows_the_chain(capsys):
             "<= 30m) -> jobset (Chart, ~2m, <= 10m) -> workload-notebook (JobSet, created at once)") in out
     assert ("Worst-case chain (3 resources, by create timeouts): cluster (Cluster, ~10m, <= 45m) -> slices-dev-0 (NodePool, "
             "~3m, <= 180m) -> workload-notebook (JobSet, created at once)") in out  # dev's slice pool starts empty
-    assert "Warning:" not in out and out.rstrip().splitlines()[-1] == "Verdict: OK - the policy pack passes; 51 resources, deploy ~16 min expected"
+    assert "Warning:" not in out and out.rstrip().splitlines()[-1] == "Verdict: OK - the policy pack passes; 53 resources, deploy ~16 min expected"
 
 
 def test_a_deploy_longer_than_the_workflow_allows_is_said():

@@ -81,7 +81,7 @@ def test_text_plan_shows_tree_and_summary(capsys):
     out = capsys.readouterr().out
     assert "+ pathways:gcp:GkeCluster  cluster" in out
     assert "  + gcp:container/cluster:Cluster  cluster" in out
-    assert "Resources: 51 to create, grouped under " in out and "Resource counts: 51 resources" in out
+    assert "Resources: 53 to create, grouped under " in out and "Resource counts: 53 resources" in out
     assert "nodeConfig.machineType: ct6e-standard-4t" in out
     # summary first: the stack's shape, cost and outputs come before the tree
     assert out.index("Slice groups:") < out.index("Outputs (in full") < out.index("Deploy time:") < out.index("+ pathways:gcp:GkeCluster")
