@@ -73,8 +73,8 @@ def test_committed_stacks_pass_every_rule(committed_stack):
     assert violations(plan) == []
 
 
-def test_pack_has_nineteen_rules_with_descriptions():
-    assert len(ALL_POLICIES) == 19 and len({p.name for p in ALL_POLICIES}) == 19
+def test_pack_has_twenty_rules_with_descriptions():
+    assert len(ALL_POLICIES) == 20 and len({p.name for p in ALL_POLICIES}) == 20
     assert all(p.description and p.enforcement_level is not None for p in ALL_POLICIES)
 
 
@@ -118,6 +118,10 @@ CASES = [
     ("pathways-cluster-hardening", lambda p: mutate(p, "gcp:container/cluster:Cluster", "cluster", "enableShieldedNodes", False), "enable shielded nodes"),
     ("pathways-head-machine-fits", lambda p: mutate(NO_WORKLOADS, POOL, "head-pool", "nodeConfig.machineType", "n2-standard-8"), "n2-standard-8 cannot hold a default batch head pod"),
     ("pathways-coordinator-label-length", lambda p: mutate(p, JOBSET, "workload-nb", "metadata.name", "n" * 30), "is 79 characters (> 63)"),
+    # #76.2: one object, two owners (any kind, any version of its group)
+    ("pathways-unique-kubernetes-objects", lambda p: add(p, "kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue", "again", {"metadata": {"name": "train", "namespace": "pathways"}}),
+     "LocalQueue train in namespace pathways (kueue.x-k8s.io) is made by two resources, urn:pulumi:test::pathways::pathways:k8s:Kueue$kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue::kueue-localqueue-pathways-train and "),
+    ("pathways-unique-kubernetes-objects", lambda p: add(p, "kubernetes:core/v1:Namespace", "twice", {"metadata": {"name": "pathways"}}), "Namespace pathways (core) is made by two resources"),
 ]
 
 
@@ -125,6 +129,16 @@ CASES = [
 def test_each_policy_fires(policy, breaker, message):
     found = [v for v in violations(breaker(BATCH)) if v.policy == policy]
     assert any(message in v.message for v in found), [f"{v.policy}: {v.message}" for v in violations(breaker(BATCH))]
+
+
+def test_patches_components_and_unnamed_objects_are_no_second_owner():
+    plan = add(BATCH, "kubernetes:core/v1:NamespacePatch", "label", {"metadata": {"name": "pathways"}})
+    plan = add(plan, "kubernetes:core/v1:ConfigMap", "auto", {"metadata": {"namespace": "pathways"}})
+    plan = add(plan, "kubernetes:core/v1:ConfigMap", "auto2", {"metadata": {"namespace": "pathways"}})
+    assert "pathways-unique-kubernetes-objects" not in names(plan)
+    # the same name in another namespace is another object
+    assert "pathways-unique-kubernetes-objects" not in names(add(BATCH, "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue", "x",
+                                                              {"metadata": {"name": "train", "namespace": "elsewhere"}}))
 
 
 def test_jobset_must_depend_on_the_controller():

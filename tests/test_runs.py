@@ -126,7 +126,8 @@ def test_a_run_that_needs_more_head_than_the_pool_has_is_refused_but_one_more_he
 def test_a_workload_may_not_take_the_run_queues_name():
     with pytest.raises(ConfigError) as e:
         model(workloads=[{"name": "runs-pathways", "image": "example.com/t:1"}])
-    assert str(e.value) == "pathways:workloads[0].name: 'runs-pathways' is the name of the ad-hoc runs' LocalQueue (pathways:runs); choose another name"
+    assert str(e.value) == ("pathways:workloads[0].name: 'runs-pathways' is the name of the ad-hoc runs' LocalQueue (pathways:runs), and a "
+                            "workload's LocalQueue takes its name; choose another name")
     # without pathways:runs there is no run queue, and the name is the workload's to take
     assert [w.name for w in model(runs=None, workloads=[{"name": "runs-pathways", "image": "example.com/t:1"}]).workloads] == ["runs-pathways"]
 

@@ -110,7 +110,7 @@ def test_a_team_submitter_reaches_its_own_namespace_only():
     # the policy comes before the Role it guards
     kinds = [o["kind"] for o in objs[:6]]
     assert kinds.index("ValidatingAdmissionPolicy") < kinds.index("Role")
-    cfg = load_run(model(), {"name": "exp", "team": "b", "sliceGroup": "shared", "image": "us-docker.pkg.dev/p/r/t@sha256:" + "a" * 64, "command": ["python"]})
+    cfg = load_run(model(), {"name": "exp", "team": "b", "sliceGroup": "shared", "slices": 2, "image": "us-docker.pkg.dev/p/r/t@sha256:" + "a" * 64, "command": ["python"]})
     resolved = resolve(cfg)
     w = as_run(resolved, resolved.workloads[-1])
     assert (w.namespace, w.local_queue, w.cluster_queue) == ("team-b", "runs-team-b", "team-b")
@@ -310,7 +310,8 @@ def test_submit_with_a_team_goes_to_its_namespace_and_an_unknown_team_is_one_lin
 
     path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, slices=SLICES, cluster=GROUPS_RBAC,
                                                   runs={"submitters": []}, teams=TEAMS))
-    argv = ["submit", "--config", str(path), "--name", "exp", "--slice-group", "shared", "--image", "busybox@sha256:" + "c" * 64]
+    argv = ["submit", "--config", str(path), "--name", "exp", "--slice-group", "shared", "--slices", "2",
+            "--image", "busybox@sha256:" + "c" * 64]
     assert main([*argv, "--team", "b", "--dry-run", "--", "python", "train.py"]) == 0
     obj = yaml.safe_load(capsys.readouterr().out)
     assert obj["metadata"]["namespace"] == "team-b" and obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "runs-team-b"
@@ -401,7 +402,7 @@ def test_security_73_8_a_teams_priority_is_its_runs_ceiling_and_no_pod_preempts_
     from components.manifests.guardrails import priority_classes
 
     image = "us-docker.pkg.dev/p/r/t@sha256:" + "a" * 64
-    spec = {"name": "exp", "team": "b", "sliceGroup": "shared", "image": image, "command": ["python"]}
+    spec = {"name": "exp", "team": "b", "sliceGroup": "shared", "slices": 2, "image": image, "command": ["python"]}
     # team b's priority is experiment (the default): above it, refused before anything is sent, in one line
     with pytest.raises(ConfigError) as e:
         load_run(model(), {**spec, "priority": "training"})
@@ -460,3 +461,12 @@ def test_security_73_19_each_queue_admits_only_from_the_namespaces_of_the_local_
         assert (selector["key"], selector["operator"]) == ("kubernetes.io/metadata.name", "In")
         assert set(selector["values"]) == (pointing.get(name) or {stack_model(stack).namespace}), name
         assert all(teams[ns] == name for ns in selector["values"] if ns in teams), (name, selector["values"])
+
+
+def test_a_team_workload_may_not_take_its_teams_run_queue_name():
+    # #76: its LocalQueue (the workload's name, in the team's namespace) and the team's run queue were one object
+    (problem,) = refused(workloads=[{"name": "runs-team-b", "team": "b", "sliceGroup": "shared", "slices": 1,
+                                     "image": "example.com/t:1"}])
+    assert problem == ("pathways:workloads[0].name: 'runs-team-b' is the name of team b's run queue in team-b, and a "
+                       "workload's LocalQueue takes its name; choose another name")
+    model(workloads=[{"name": "runs-team-b", "team": "a", "sliceGroup": "shared", "slices": 1, "image": "example.com/t:1"}])

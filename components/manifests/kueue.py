@@ -57,8 +57,9 @@ from components.manifests.guardrails import PRIORITY_CLASSES
 from components.manifests.kueue_api import API_VERSION, RESOURCES, TPU_RESOURCE
 from components.manifests.runs import run_local_queues
 from components.model import quantity
-from components.model.capacity import dynamic_slicing, machines
+from components.model.capacity import dynamic_slicing, machines, queue_shares
 from components.model.capacity.pools import Capacity, SliceGroup
+from components.model.capacity.queue_shares import QueueShares
 from components.model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
 from components.model.resolved import QUEUE, ResolvedStack
 from components.model.workloads.runs import run_queue
@@ -154,13 +155,20 @@ def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
     return out
 
 
+def slice_shares(stack: ResolvedStack) -> dict[str, QueueShares]:
+    """ClusterQueue -> its share of each fixed group in slices: the model the plan proves admission from."""
+    available = {g.name: stack.group_slices(g) for g in stack.slices}
+    return {q.name: q for q in queue_shares.stack_queues(stack.slices, stack.teams, COHORT, available)}
+
+
 def own_quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
     """What the stack's own ClusterQueues hold: the pools' quotas less the slices the teams own (none without teams)."""
     q = quotas(stack)
-    for g in stack.slices:
-        owned = min(stack.team_owned(g), stack.group_slices(g))
-        if owned:
-            q[flavor_name(g)] = {r: n - owned * slice_quota(g)[r] for r, n in q[flavor_name(g)].items()}
+    groups = {g.name: g for g in stack.slices}
+    for shares in slice_shares(stack).values():
+        if shares.team is None:
+            for group, share in shares.groups.items():
+                q[flavor_name(groups[group])] = {r: n * share.nominal for r, n in slice_quota(groups[group]).items()}
     return q
 
 
@@ -240,16 +248,17 @@ def _weight(w: float) -> str:
 
 def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
     flavors = []
+    shares = slice_shares(stack)[team.cluster_queue].groups
     for g in stack.slices:
-        share = team.slices.get(g.name)
+        share = shares.get(g.name, queue_shares.SliceShare(nominal=0))
         one = slice_quota(g)
         resources = []
         for r in RESOURCES:
-            entry: dict[str, Any] = {"name": r, "nominalQuota": _quantity(r, one[r] * (share.slices if share else 0))}
-            if share is not None and share.borrow is not None:
-                entry["borrowingLimit"] = _quantity(r, one[r] * share.borrow)
-            if share is not None and share.lend is not None:
-                entry["lendingLimit"] = _quantity(r, one[r] * share.lend)
+            entry: dict[str, Any] = {"name": r, "nominalQuota": _quantity(r, one[r] * share.nominal)}
+            if share.borrowing_limit is not None:
+                entry["borrowingLimit"] = _quantity(r, one[r] * share.borrowing_limit)
+            if share.lending_limit is not None:
+                entry["lendingLimit"] = _quantity(r, one[r] * share.lending_limit)
             resources.append(entry)
         flavors.append({"name": flavor_name(g), "resources": resources})
     flavors.append({"name": HEAD_FLAVOR, "resources": [{"name": r, "nominalQuota": _quantity(r, 0)} for r in RESOURCES]})

@@ -8,6 +8,7 @@ the document or code it comes from:
     cluster_checks    location, existing cluster, maintenance, GKE version, control-plane endpoint, network
     pools_checks      sizes and capacity, slice groups and their sharing, the head pool
     dynamic_slicing_checks  pool sets (subBlocks) and the topologies workloads ask of them
+    admission_checks  every workload within what its Kueue ClusterQueue can ever hold (queue_shares)
     workload_checks   names and Services, slice-group references, the JobSet head, sidecar, images, modes
     serving_checks    mode: serve (LeaderWorkerSet)
     service_checks    mode: service (Shared Pathways Service)
@@ -23,7 +24,7 @@ another having run.
 from __future__ import annotations
 
 from components.model import names_checks
-from components.model.capacity import dynamic_slicing_checks, pools_checks
+from components.model.capacity import admission_checks, dynamic_slicing_checks, pools_checks
 from components.model.cluster import cluster_checks, existing_checks, fleet_checks
 from components.model.errors import Problem
 from components.model.stack import StackConfig, StackRule, WorkloadRule
@@ -117,6 +118,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     *existing_checks.RULES,                 # a cluster made elsewhere as it is: named pools, shared queue, scoped guards
     *secrets_checks.RULES,                  # no secret-looking plain value in a protected stack
     *dynamic_slicing_checks.RULES,          # pool sets: the Rapid channel, Kueue, no team shares or ladders
+    *admission_checks.RULES,                # every workload within what its ClusterQueue can ever hold
 )
 
 

@@ -59,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--name", help="run name (DNS label, at most 22 characters)")
             p.add_argument("--mode", help="batch (default) or interactive (a head for a notebook)")
             p.add_argument("--slice-group", help="slice group (required when the stack has several)")
-            p.add_argument("--slices", type=int, help="slices (default: all of the group; one on a pool set)")
+            p.add_argument("--slices", type=int, help="slices (default: all of the group; one on a pool set; a team's run at most its queue's max in the plan's teams table)")
             p.add_argument("--topology", help=(
                 "on a pool set (slices[].subBlocks): each slice's topology, a sub-slice (2x2x1 to 2x4x4) or a super-slice "
                 "of whole cubes (4x4x4, 4x4x8, ...); docs/dynamic-slicing.md"))

@@ -19,6 +19,7 @@ from policies.rules.single_zone import single_zone
 from policies.rules.storage_iam import storage_iam
 from policies.rules.tpu_pool_catalog import tpu_pool_catalog
 from policies.rules.tpu_pool_replacement import tpu_pool_replacement
+from policies.rules.unique_objects import unique_objects
 
 ALL_POLICIES = [
     single_zone,
@@ -40,4 +41,5 @@ ALL_POLICIES = [
     service_access,
     pod_security_levels,
     guards_in_force,
+    unique_objects,
 ]

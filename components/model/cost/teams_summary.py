@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from components.model.capacity.queue_shares import ceiling, stack_queues
 from components.model.cost.pricing import HOURS_PER_MONTH, tpu_chip_price
-from components.model.resolved import ResolvedStack
+from components.model.resolved import QUEUE, ResolvedStack
 from components.model.workloads.teams import expected_shares
 
 
@@ -18,6 +19,8 @@ def teams_summary(stack: ResolvedStack) -> Optional[dict[str, Any]]:
     contention = {g.name: expected_shares(max(0, unowned[g.name]), [
         (t.name, t.slices[g.name].slices if g.name in t.slices else 0,
          t.slices[g.name].borrow if g.name in t.slices else None, t.weight) for t in stack.teams]) for g in stack.slices}
+    queues = stack_queues(stack.slices, stack.teams, QUEUE, {g.name: stack.group_slices(g) for g in stack.slices})
+    root_of = {t.cohort: QUEUE for t in stack.teams if t.cohort}
     teams = []
     for t in stack.teams:
         groups, monthly, priced = [], 0.0, True
@@ -26,7 +29,9 @@ def teams_summary(stack: ResolvedStack) -> Optional[dict[str, Any]]:
             share = t.slices.get(g.name)
             owned = share.slices if share else 0
             groups.append({"group": g.name, "owned": owned, "borrow": share.borrow if share else None,
-                           "lend": share.lend if share else None, "underContention": round(contention[g.name][t.name], 2)})
+                           "lend": share.lend if share else None, "underContention": round(contention[g.name][t.name], 2),
+                           # the most one of its workloads can hold, nothing else running (admission_checks' bound)
+                           "ceiling": None if g.dynamic else ceiling(queues, t.cluster_queue, g.name, root_of).slices})
             price, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
             if owned and price is None:
                 priced = False
@@ -43,12 +48,13 @@ def teams_summary(stack: ResolvedStack) -> Optional[dict[str, Any]]:
 def teams_text(s: Optional[dict[str, Any]], table: Any, money: Any) -> list[str]:
     if not s:
         return []
-    lines = ["", "Teams (docs/teams.md): owned slices (+ at most this many borrowed; 'any' when unlimited) per group, and "
-                 "what each holds when every team wants all (fair sharing by weight):"]
+    lines = ["", "Teams (docs/teams.md): owned slices (+ at most this many borrowed; 'any' when unlimited) per group, the "
+                 "most one workload can hold (max), and what each holds when every team wants all (fair sharing by weight):"]
     groups = [g["group"] for g in s["teams"][0]["groups"]]
     rows = [["team", "namespace", *groups, "weight", "budget chip-h/month", "owned at full use/month"]]
     for t in s["teams"]:
-        cells = [f"{g['owned']} +{'any' if g['borrow'] is None else g['borrow']} ~{g['underContention']:g}" for g in t["groups"]]
+        cells = [f"{g['owned']} +{'any' if g['borrow'] is None else g['borrow']} max {g['ceiling']} ~{g['underContention']:g}"
+                 for g in t["groups"]]
         budget = "-" if t["budgetChipHoursPerMonth"] is None else f"{t['budgetChipHoursPerMonth']:,}"
         cost = "no price" if t["monthlyAtFullOwnedUse"] is None else money(t["monthlyAtFullOwnedUse"])
         rows.append([t["name"], t["namespace"], *cells, f"{t['weight']:g}", budget, f"{t['chipHoursPerMonthOwned']:,} chip-h, {cost}"])

@@ -9,16 +9,21 @@ from components.model.workloads.runs import run_queue
 
 
 def run_queue_names(cfg: StackConfig) -> list[Problem]:
-    """Each declared workload has a LocalQueue of its own name (manifests/kueue.py) in the namespace where the run
-    queues live: a workload named like a run queue would make two objects of one name."""
+    """Each declared workload has a LocalQueue of its own name (manifests/kueue.py) in its namespace; the run queues
+    live in the stack's namespace and in each team's (#76: a team workload named like its team's run queue made two
+    LocalQueues of one name there, which the plan let through)."""
     if cfg.runs is None or not cfg.kubernetes.kueue.enabled:
         return []
     shared = cfg.kubernetes.kueue.cluster_queue
-    taken = {run_queue(name) for name in ([shared] if shared else [n for n, _ in queue_shards(tuple(cfg.slices))])}
+    taken = {(cfg.kubernetes.namespace, run_queue(name)): "the ad-hoc runs' LocalQueue (pathways:runs)"
+             for name in ([shared] if shared else [n for n, _ in queue_shards(tuple(cfg.slices))])}
+    taken.update({(t.team_namespace, run_queue(t.cluster_queue)): f"team {t.name}'s run queue in {t.team_namespace}"
+                  for t in cfg.teams})
     return [
         Problem(config_key(("workloads", i, "name")), (
-            f"{w.name!r} is the name of the ad-hoc runs' LocalQueue (pathways:runs); choose another name"))
-        for i, w in enumerate(cfg.workloads) if w.name in taken and cfg.workload_namespace(w) == cfg.kubernetes.namespace
+            f"{w.name!r} is the name of {taken[(cfg.workload_namespace(w), w.name)]}, and a workload's LocalQueue takes "
+            "its name; choose another name"))
+        for i, w in enumerate(cfg.workloads) if (cfg.workload_namespace(w), w.name) in taken
     ]
 
 
