@@ -188,10 +188,18 @@ def test_the_bootstrap_grants_each_mounted_bucket_alone_to_the_pods_own_service_
     ([], {"fileSystems": [SHARED, SHARED]}, "pathways:storage.fileSystems", "'shared' is listed twice"),
     ([], {"fileSystems": [{**LUSTRE, "filesystem": None}]}, "pathways:storage.fileSystems[0]", "a Lustre instance needs filesystem"),
     ([], {"fileSystems": [{**LUSTRE, "filesystem": "lustre_fs1"}]}, "pathways:storage.fileSystems[0].filesystem", "not a Lustre file system name"),
+    # #76.4: Managed Lustre's locations are zones (a Filestore instance may be regional)
+    ([], {"fileSystems": [{**LUSTRE, "location": "us-east5"}]}, "pathways:storage.fileSystems[0]",
+     "location us-east5 is a region, but a Managed Lustre instance lives in a zone (e.g. us-east5-a)"),
 ])
 def test_bad_mounts_are_refused_with_one_line_naming_the_key(mounts, storage, key, message):
     line = refusal(config(mounts=mounts, storage=storage), key)
     assert line is not None and message in line, line
+
+
+def test_a_regional_filestore_instance_and_a_zonal_lustre_one_plan():
+    values, secrets = raw(config(storage={"fileSystems": [{**SHARED, "location": "us-east5"}, {**LUSTRE, "location": "us-east5-b"}]}))
+    assert [f.location for f in load(values, "test", secrets).storage.file_systems] == ["us-east5", "us-east5-b"]
 
 
 def test_only_a_batch_program_mounts_storage():

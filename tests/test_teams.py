@@ -339,6 +339,10 @@ def test_a_fleet_managers_teams_may_not_own_more_than_its_workers_have_nor_name_
     teams[0] = {**teams[0], "slices": {}, "workers": ["west"]}
     with pytest.raises(Exception, match=r"teams\[0\]\.workers\[0\]: 'west' is not a worker of this fleet \(east, central\)"):
         engine.run({**flat, "pathways:teams": json.dumps(teams)}, "fleet-manager", secrets, stack_outputs=outputs_of("fleet-east", "fleet-central"))
+    # #76.2: its MultiKueueConfig would list a worker twice, which Kueue's CRD refuses ("must be unique")
+    teams[0] = {**teams[0], "workers": ["east", "central", "east"]}
+    with pytest.raises(Exception, match=r"teams\[0\]\.workers\[2\]: 'east' is listed twice; name each worker once"):
+        engine.run({**flat, "pathways:teams": json.dumps(teams)}, "fleet-manager", secrets, stack_outputs=outputs_of("fleet-east", "fleet-central"))
 
 
 def test_no_queue_under_fair_sharing_sets_what_kueue_ignores_there():

@@ -30,7 +30,7 @@ import yaml
 from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 
-from components.manifests import pod_security
+from components.manifests import crd_lists, pod_security
 from components.manifests.jobset import COORDINATOR_LABEL, HEAD_JOB, TPU_RESOURCE, coordinator_label_value
 from components.model import quantity
 from components.model.capacity import dynamic_slicing
@@ -157,6 +157,8 @@ def _crd_schema_errors(obj: dict[str, Any], validator: Any, schema: dict[str, An
         report.type_errors += err.validator == "type"
     for path, message in _unknown_fields(obj, schema, ""):
         report.add(rule, path.lstrip("."), message)
+    for path, message in crd_lists.duplicates(obj, schema):
+        report.add(rule, path, message)
 
 
 def check_schema(obj: dict[str, Any], report: Report) -> None:

@@ -253,6 +253,11 @@ class FileSystem(_Model):
             raise ValueError(f"file system {self.name}: a Lustre instance needs filesystem (e.g. lfs from 10.90.1.4@tcp:/lfs)")
         if self.filestore is None and self.share is not None or self.lustre is None and self.filesystem is not None:
             raise ValueError(f"file system {self.name}: share is Filestore's key and filesystem Lustre's")
+        if self.lustre is not None and self.location is not None and not re.fullmatch(r".*-[a-z]", self.location):
+            # Managed Lustre's locations page: "For Google Cloud Managed Lustre instances, locations map to zones"
+            # (cloud.google.com/managed-lustre/docs/locations); its CSI volumeHandle is <project>/<zone>/<instance>
+            raise ValueError(f"file system {self.name}: location {self.location} is a region, but a Managed Lustre "
+                             f"instance lives in a zone (e.g. {self.location}-a): give the instance's zone")
         return self
 
     @property

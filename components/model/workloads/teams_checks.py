@@ -138,6 +138,9 @@ def team_workers(cfg: StackConfig) -> list[Problem]:
                 break
             if w not in names:
                 problems.append(Problem(key, f"{w!r} is not a worker of this fleet ({', '.join(names)})"))
+            elif w in t.workers[:j]:
+                # its MultiKueueConfig lists them: Kueue v0.19.2's v1beta2 CRD refuses clusters that repeat ("must be unique")
+                problems.append(Problem(key, f"{w!r} is listed twice; name each worker once, in the order Kueue tries them"))
     return problems
 
 
