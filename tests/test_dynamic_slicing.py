@@ -119,6 +119,17 @@ def test_a_pool_set_is_tpu7x_cubes_of_one_reservation_block():
     assert "pathways:slices[0].reservation: required with subBlocks" in refused(slices=with_group(reservation=None))[0]
 
 
+def test_two_pool_sets_may_not_share_a_sub_block():
+    # #76: one 16-VM sub-block cannot back two 16-node pools
+    other = {**POOL_SET, "name": "second", "subBlocks": ["sub-4", "sub-1"]}
+    wl = [{**WORKLOADS[0], "sliceGroup": "ironwood"}]
+    assert refused(slices=[POOL_SET, other], workloads=wl) == [
+        "pathways:slices[1].subBlocks[1]: 'sub-1' of golden/reservationBlocks/block-a is pool set ironwood's too: a "
+        "sub-block is one 16-VM cube, which holds one pool; give each pool set sub-blocks of its own"]
+    # the same sub-block name in another block is another cube
+    model(slices=[POOL_SET, {**other, "reservation": "golden/reservationBlocks/block-b"}], workloads=wl)
+
+
 def test_workloads_on_a_pool_set_name_a_topology_that_can_ever_fit():
     problems = refused(workloads=[{"name": "a", "mode": "interactive"}])
     assert problems == ["pathways:workloads[0].topology: required on pool set 'ironwood': the topology of the slice GKE forms "

@@ -80,4 +80,22 @@ def pool_sets(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-RULES = (pool_sets,)
+def shared_sub_blocks(cfg: StackConfig) -> list[Problem]:
+    """A sub-block is one 16-VM cube: one pool set's pool. Two groups naming the same sub-block of the same reservation
+    block would make two 16-node pools on 16 VMs, and the second never comes up (#76)."""
+    problems = []
+    first: dict[tuple[str, str], str] = {}
+    for i, g in enumerate(cfg.slices):
+        if not g.dynamic:
+            continue
+        for j, sub in enumerate(g.sub_blocks):
+            key = (g.reservation or "", sub)
+            if key in first and first[key] != g.name:
+                problems.append(Problem(config_key(("slices", i, "subBlocks", j)), (
+                    f"{sub!r} of {g.reservation or 'the cluster'} is pool set {first[key]}'s too: a sub-block is one 16-VM "
+                    "cube, which holds one pool; give each pool set sub-blocks of its own")))
+            first.setdefault(key, g.name)
+    return problems
+
+
+RULES = (pool_sets, shared_sub_blocks)
