@@ -211,6 +211,11 @@ WORKLOAD_INVALID = [
      "pathways:workloads[0].slices", "5 exceeds the 2 slice(s) of group 'main'"),
     ("XLA flag without --xla_", {"xlaFlags": ["--tpu_fast=true"]},
      "pathways:workloads[0].xlaFlags", "'--tpu_fast=true' is not an XLA flag; each entry must look like --xla_<name>=<value>"),
+    # #76.3: the proxy takes the last of two equal flags, silently
+    ("XLA flag twice", {"xlaFlags": ["--xla_a=1", "--xla_a=2"]},
+     "pathways:workloads[0].xlaFlags[1]", "--xla_a is given twice (also xlaFlags[0]); the proxy would take the last silently"),
+    ("XLA flag a typed key sets", {"hloDump": True, "xlaFlags": ["--xla_dump_to=/tmp/x"]},
+     "pathways:workloads[0].xlaFlags[0]", "--xla_dump_to is set by the stack from hloDump: true; remove one of them"),
     ("data loader over the CPU limit", {"dataLoaderWorkers": 32, "cpu": "16"},
      "pathways:workloads[0].dataLoaderWorkers", "32 exceeds the user container's CPU limit of 16; use at most 16"),
     ("sidecar JAX differs", {"colocatedPython": {"image": "example.com/sidecar:20261101-python_3.12-jax_0.6.0"}},

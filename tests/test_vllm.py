@@ -105,6 +105,11 @@ def test_the_example_serving_stack_runs_vllm():
      "--tensor-parallel-size is set by the stack from the stack (the chips of one slice)"),
     (vllm_config(extraArgs=["--max-num-seqs=64", "--port=9000"]), "pathways:workloads[0].serve.extraArgs[1]", "--port is set by the stack"),
     (vllm_config(extraArgs=["max_num_seqs=64"]), "pathways:workloads[0].serve.extraArgs[0]", "is not a vllm serve flag"),
+    # #76.3: values checked by the same tables as typed keys (tpu-inference's, from the pinned wheels)
+    (vllm_config(extraArgs=["--quantization=gptq"]), "pathways:workloads[0].serve.extraArgs[0]",
+     "--quantization='gptq' is not one vLLM takes on TPU (tpu-inference's): use one of compressed-tensors, auto_awq, fp8"),
+    (vllm_config(extraArgs=["--kv-cache-dtype=fp8_inc"]), "pathways:workloads[0].serve.extraArgs[0]",
+     "--kv-cache-dtype='fp8_inc' is not one vLLM takes on TPU"),
     (vllm_config(weights="s3://bucket/model"), "pathways:workloads[0].serve.weights", "is not a gs://<bucket>/<path> location"),
     (vllm_config(huggingFaceTokenSecret="HF_Token"), "pathways:workloads[0].serve.huggingFaceTokenSecret",
      "'HF_Token' is not a valid name; use lowercase letters"),

@@ -175,6 +175,23 @@ def test_the_fp8_names_the_refusal_points_at_are_tpu_inferences():
     assert re.search(rf'^\s*"{vllm.QUANTIZATION_FP8}": jnp\.float8', _read("tpu_inference/utils.py"), re.M)
 
 
+def test_the_quantizations_and_kv_cache_dtypes_the_plan_allows_are_the_pinned_engines():
+    """serve.extraArgs' --quantization and --kv-cache-dtype are held to vllm.TPU_QUANTIZATION and TPU_KV_CACHE_DTYPES
+    (#76.3): tpu-inference's supported list and the method it registers, vLLM's cache dtypes JAX can map."""
+    platform = _read("tpu_inference/platforms/tpu_platform.py")
+    supported = re.search(r"supported_quantization: list\[str\] = \[([^\]]*)\]", platform)
+    assert supported
+    registered = re.findall(r'^UNQUANTIZED = "([^"]+)"', _read("tpu_inference/layers/common/quant_methods.py"), re.M)
+    assert set(vllm.TPU_QUANTIZATION) == set(re.findall(r'"([^"]+)"', supported.group(1))) | set(registered)
+    methods = _read("vllm/model_executor/layers/quantization/__init__.py")
+    literal = re.search(r"QuantizationMethods = Literal\[(.*?)\]", methods, re.S)
+    assert literal and set(vllm.TPU_QUANTIZATION) - {"unquantized"} <= set(re.findall(r'"([^"]+)"', literal.group(1)))
+    cache = re.search(r"CacheDType = Literal\[(.*?)\]", _read("vllm/config/cache.py"), re.S)
+    assert cache and set(vllm.TPU_KV_CACHE_DTYPES) <= set(re.findall(r'"([^"]+)"', cache.group(1)))
+    jax_table = re.search(r"_DTYPE_STR_ALIAS_TO_JAX_DTYPE = \{(.*?)\}", _read("tpu_inference/utils.py"), re.S)
+    assert jax_table and {"fp8", "fp8_e4m3", "fp8_e5m2"} <= set(re.findall(r'"([^"]+)":', jax_table.group(1)))
+
+
 def test_health_answers_only_once_the_engine_is_built():
     """The leader's probes have no fixed delay (components/manifests/lws.py _vllm_probes): they rely on `vllm serve`
     serving HTTP only after the engine client is built, on a socket only bound (not listening) before."""

@@ -60,6 +60,7 @@ PLACED_WORKLOAD_RULES: tuple[WorkloadRule, ...] = (
     workload_checks.sidecar_jax,            # the sidecar built for pathwaysVersion's JAX
     service_checks.service,                 # mode: service and its service: settings
     workload_checks.finished_state,         # finished is for batch runs
+    workload_checks.xla_flags,              # each XLA flag once, none a typed key sets
     workload_checks.interactive_keys,       # no profiling or persistence without a user container
     workload_checks.batch_image,            # a batch workload's image is required
     workload_checks.user_container_keys,    # no env, image, command or args without a user container

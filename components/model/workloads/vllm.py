@@ -108,6 +108,14 @@ FLAG_QUANTIZATION = "--quantization"
 # cache by --kv-cache-dtype=fp8 (tpu_inference/utils.py's dtype table: fp8, fp8_e4m3, fp8_e5m2). MaxText's
 # `quantization: fp8` and `quantize_kvcache` (serve.quantization, serve.quantizeKvcache) are JetStream's names.
 QUANTIZATION_FP8 = "fp8"
+# --quantization values `vllm serve` takes on TPU: tpu-inference's TpuPlatform.supported_quantization (vllm's
+# Platform.verify_quantization refuses any other: "... is currently not supported in TPU") and the method it registers
+# beside them (tpu_inference/layers/common/quant_methods.py UNQUANTIZED; vllm's register_quantization_config appends it
+# to the platform's list). tests/test_vllm_sources.py reads both from the pinned wheels.
+TPU_QUANTIZATION = ("compressed-tensors", "auto_awq", "fp8", "gpt_oss_mxfp4", "modelopt_fp4", "deepseek_v4_fp8", "unquantized")
+# --kv-cache-dtype values that reach tpu-inference: vLLM's CacheDType that its dtype table or JAX maps
+# (tpu_inference/utils.py to_jax_dtype: fp8, fp8_e4m3, fp8_e5m2; auto is the model's; float16 and bfloat16 are JAX's)
+TPU_KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
 FLAG_KV_CACHE_DTYPE = "--kv-cache-dtype"
 FLAG_MAX_NUM_SEQS = "--max-num-seqs"
 # What the stack sets itself: extraArgs may not repeat them (the last one would win silently).
@@ -135,4 +143,8 @@ def flag_problem(arg: str) -> str | None:
         return f"{arg[:80]!r} is not a vllm serve flag (--name or --name=value)"
     if flag in STACK_FLAGS:
         return f"{flag} is set by the stack from {STACK_FLAG_KEYS[flag]}; set it there instead"
+    # the same tables wherever a value is given (#76.3): vLLM would refuse these only once the pod starts
+    for name, allowed in ((FLAG_QUANTIZATION, TPU_QUANTIZATION), (FLAG_KV_CACHE_DTYPE, TPU_KV_CACHE_DTYPES)):
+        if flag == name and value not in allowed:
+            return f"{flag}={value[:40]!r} is not one vLLM takes on TPU (tpu-inference's): use one of {', '.join(allowed)}"
     return None

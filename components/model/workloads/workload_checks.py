@@ -181,6 +181,27 @@ def finished_state(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
     ))]
 
 
+# XLA flags the stack writes from a typed key (manifests/jobset.py proxy, lws.py): given in xlaFlags too, the proxy
+# would take whichever comes last, silently (#76.3)
+XLA_FLAGS_OF_KEYS = {"--xla_dump_to": ("hloDump", lambda w: w.hlo_dump)}
+
+
+def xla_flags(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """Each XLA flag once, and none the stack sets from a typed key."""
+    problems = []
+    seen: dict[str, int] = {}
+    for j, flag in enumerate(w.xla_flags):
+        name = flag.partition("=")[0]
+        key = config_key(("workloads", i, "xlaFlags", j))
+        if name in seen:
+            problems.append(Problem(key, f"{name} is given twice (also xlaFlags[{seen[name]}]); the proxy would take the last silently"))
+        seen.setdefault(name, j)
+        typed = XLA_FLAGS_OF_KEYS.get(name)
+        if typed is not None and typed[1](w):
+            problems.append(Problem(key, f"{name} is set by the stack from {typed[0]}: true; remove one of them"))
+    return problems
+
+
 def interactive_keys(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
     """profiling and persistence configure the user container, which only batch workloads have."""
     if w.mode == "interactive" and (w.profiling or w.persistence):
