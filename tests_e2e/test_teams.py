@@ -9,7 +9,10 @@ infra.run submit --team` renders them; the admission policy of its team judges e
   4); when pretraining submits, Kueue preempts the borrowed ones and pretraining runs on all four.
 - Isolation: a team's submitter cannot read or submit into another team's namespace.
 - Budget: `infra.run teams --enforce` holds the team over its budget (ClusterQueue stopPolicy Hold), its next run
-  waits, and `why` names the hold."""
+  waits, and `why` names the hold.
+- Admission ceilings (#76.1): for five (queue, group) pairs — three teams' queues and the stack's own, owned,
+  borrowed and lent quota — a run of exactly the plan's ceiling is admitted alone, and one slice more (created past
+  the plan, which refuses it) is judged by Kueue as over its quota and never admitted."""
 
 from __future__ import annotations
 
@@ -23,11 +26,14 @@ from typing import Any
 import pytest
 import yaml
 
+from components.manifests import kueue as kueue_manifest
 from components.manifests.runs import run_jobset
+from components.model.capacity.queue_shares import ceiling
 from components.model.config import as_run, load, load_run, resolve
 from components.model.cost.teams_summary import teams_summary
+from components.model.resolved import QUEUE
 from infra.offline.stackfile import load_config, raw_values
-from tests_e2e.helpers import is_true, user_stack_file, workload
+from tests_e2e.helpers import is_true, kueue_judged, user_stack_file, workload
 from tests_e2e.test_stacks import example_stack_config
 from tools.cluster.local import ROOT, LocalCluster
 
@@ -57,15 +63,24 @@ class Teams:
         self.users = {t.name: cluster.user_kubeconfig(f"{t.name}-lead@example.com", tuple(s.name for s in t.submitters))
                       for t in self.model.teams}
 
-    def jobsets(self, team: str, group: str, names: list[str]) -> list[dict[str, Any]]:
-        """The runs' JobSets as `infra.run submit --team` builds them (its own model, rules and builder)."""
+    def jobsets(self, team: str | None, group: str, names: list[str], slices: int = 1) -> list[dict[str, Any]]:
+        """The runs' JobSets as `infra.run submit [--team T]` builds them (its own model, rules and builder)."""
         out = []
         for name in names:
-            cfg = load_run(self.model, {"name": name, "team": team, "sliceGroup": group, "slices": 1, "image": IMAGE,
-                                        "command": ["python3", "train.py"]})
+            spec = {"name": name, "sliceGroup": group, "slices": slices, "image": IMAGE, "command": ["python3", "train.py"]}
+            cfg = load_run(self.model, {**spec, "team": team} if team else spec)
             stack = resolve(cfg)
-            out.append(run_jobset(stack, as_run(stack, stack.workloads[-1]), f"{team}-lead@example.com"))
+            out.append(run_jobset(stack, as_run(stack, stack.workloads[-1]), self.user_name(team)))
         return out
+
+    def user_name(self, team: str | None) -> str:
+        return f"{team}-lead@example.com" if team else "platform-lead@example.com"
+
+    def kubeconfig(self, team: str | None) -> Path:
+        if team:
+            return self.users[team]
+        assert self.model.runs is not None
+        return self.cluster.user_kubeconfig(self.user_name(None), tuple(s.name for s in self.model.runs.submitters))
 
     def submit(self, team: str, group: str, names: list[str]) -> None:
         docs = yaml.safe_dump_all(self.jobsets(team, group, names))
@@ -187,3 +202,34 @@ def test_a_team_over_its_budget_is_held_and_why_says_so(cluster, teams):
         {"metadata": {"annotations": {"pathways/budget-hold": None}}, "spec": {"stopPolicy": "None"}}))
     assert settled(cluster, lambda: teams.admitted("evals", "u-eval"), seconds=5) == 2
     teams.clear()
+
+
+def test_the_plans_admission_ceilings_are_the_real_kueues(cluster, teams):
+    stack = resolve(teams.model)
+    shares = kueue_manifest.slice_shares(stack)
+    root_of = {t.cohort: QUEUE for t in stack.teams if t.cohort}
+    cases = [("pretraining", "reserved"), ("posttraining", "reserved"), ("posttraining", "shared"), ("evals", "shared"),
+             (None, "reserved")]  # owned; borrowed within a lending limit; all unowned; on the stack's own queue
+    measured = []
+    for team, group in cases:
+        queue = next(t.cluster_queue for t in stack.teams if t.name == team) if team else QUEUE
+        most = ceiling(list(shares.values()), queue, group, root_of).slices
+        ns = next(t.team_namespace for t in stack.teams if t.name == team) if team else stack.namespace
+        tag = f"ceil-{(team or 'stack')[:4]}-{group[:3]}"
+        (fits,) = teams.jobsets(team, group, [f"{tag}-at"], slices=most)
+        (over,) = teams.jobsets(team, group, [f"{tag}-over"], slices=most)
+        (worker,) = [rj for rj in over["spec"]["replicatedJobs"] if rj["replicas"] == most and rj["name"] != "pathways-head"]
+        worker["replicas"] = most + 1  # what the plan refuses, made by hand
+        cluster.kubectl("create", "-f", "-", stdin=yaml.safe_dump(fits), kubeconfig=teams.kubeconfig(team), timeout=120)
+        cluster.wait_for(f"{tag}-at admitted", lambda ns=ns, tag=tag: is_true(workload(cluster, ns, f"{tag}-at"), "Admitted"),
+                         timeout=180)
+        cluster.kubectl("delete", "jobset", "-n", ns, f"{tag}-at", "--wait=true", timeout=180)
+        cluster.kubectl("create", "-f", "-", stdin=yaml.safe_dump(over), kubeconfig=teams.kubeconfig(team), timeout=120)
+        _, verdict = kueue_judged(cluster, ns, lambda ns=ns, tag=tag: workload(cluster, ns, f"{tag}-over"), f"{tag}-over",
+                                  "insufficient quota", timeout=120)
+        time.sleep(5)
+        assert not is_true(workload(cluster, ns, f"{tag}-over"), "Admitted")
+        cluster.kubectl("delete", "jobset", "-n", ns, f"{tag}-over", "--wait=true", timeout=180)
+        measured.append({"queue": queue, "group": group, "ceiling": most, "kueue": verdict.message[:200]})
+    print(f"[teams] admission ceilings: {json.dumps(measured)}")
+    assert [m["ceiling"] for m in measured] == [4, 2, 12, 12, 2]
