@@ -53,15 +53,17 @@ def _duplicate_container_name(js):
         pod["containers"].append({"name": first["name"], "image": first["image"]})
 
 
-# (name, change, the rule the offline checks must name, or None where the API server admits it)
-Variant = tuple[str, Optional[Callable[[dict[str, Any]], None]], Optional[str]]
+# (name, change, the rules the offline checks must name, or None where the API server admits it)
+Variant = tuple[str, Optional[Callable[[dict[str, Any]], None]], Optional[tuple[str, ...]]]
 VARIANTS: list[Variant] = [
     ("as-generated", None, None),
-    ("pod-restarts-always", _pod_restarts_always, "restart-policy"),
+    ("pod-restarts-always", _pod_restarts_always, ("restart-policy",)),
     ("container-restarts-on-failure", _container_restarts_on_failure, None),  # ContainerRestartRules, beta from 1.35
-    ("container-restart-policy-unknown", _container_restart_policy_unknown, "restart-policy"),
-    ("restart-rule-without-exit-codes", _restart_rule_without_exit_codes, "restart-policy"),
-    ("duplicate-container-name", _duplicate_container_name, "unique-names"),
+    ("container-restart-policy-unknown", _container_restart_policy_unknown, ("restart-policy",)),
+    ("restart-rule-without-exit-codes", _restart_rule_without_exit_codes, ("restart-policy",)),
+    # the JobSet CRD's containers list is a map keyed by name (the schema layer) and Kubernetes wants names unique
+    # across containers and init containers (the semantic layer): both say it
+    ("duplicate-container-name", _duplicate_container_name, ("jobset-schema", "unique-names")),
 ]
 CASES = [(p, v) for p in PEERS for v in VARIANTS]
 

@@ -91,7 +91,8 @@ def test_admission_rejects_bad_and_duplicate_env_names():
     pod["containers"][0]["env"] = [{"name": "1BAD", "value": "x"}, {"name": "OK", "value": "1"}, {"name": "OK", "value": "2"}]
     report = admission.check_jobset(js)
     rules = sorted(v.rule for v in report.violations)
-    assert rules == ["env-name", "unique-names"], [str(v) for v in report.violations]
+    # the duplicate both by the JobSet CRD's env list (a map keyed by name) and by the semantic rule
+    assert rules == ["env-name", "jobset-schema", "unique-names"], [str(v) for v in report.violations]
 
 
 # --- 4./5./10. the TPU catalog against GKE's tables --------------------------------------------

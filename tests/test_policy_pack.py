@@ -22,7 +22,7 @@ def test_the_built_pack_imports_only_from_itself(tmp_path):
     proc = subprocess.run([sys.executable, "-I", "-c", script, str(pack)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["rules"] == 19
+    assert doc["rules"] == 20
     assert doc["mods"] and all(path.startswith(str(pack)) for path in doc["mods"].values()), doc["mods"]
     assert doc["pulumi_sdk"] is False  # the rules never load a provider SDK
     compile((pack / "__main__.py").read_text(), "__main__.py", "exec")
