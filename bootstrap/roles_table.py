@@ -1,20 +1,24 @@
-"""The identity/role tables of bootstrap/README.md, rendered from components/model/cluster/identities.py and the
-committed stacks: `python -m bootstrap.roles_table` prints them; tests/test_bootstrap.py keeps the README equal."""
+"""The identity/role tables of bootstrap/README.md, rendered from components/model/cluster/identities.py and stack
+files: `python -m bootstrap.roles_table` prints them for the stacks your deploy workflow deploys (read from it, not
+a list of names here: #75.1); tests/test_bootstrap.py keeps the README's, of the example CI stacks, equal."""
 
 from __future__ import annotations
 
 from components.model.cluster import identities
+from infra.offline import workflows
+from infra.offline.stackfile import PROJECT_ROOT
 
 from .main_stack import load_main_stack
 
-CI_STACKS = ("dev", "staging", "prod")
+# the README's table: the example CI stacks (tests/fixtures/examples), whatever a team's own workflows deploy
+EXAMPLE_CI_STACKS = ("dev", "staging", "prod")
 
 
 def _roles(roles: list[str]) -> str:
     return "<br>".join(f"`{r}`" for r in roles) or "-"
 
 
-def stacks_table(stacks: tuple[str, ...] = CI_STACKS) -> str:
+def stacks_table(stacks: tuple[str, ...]) -> str:
     header = "| stack | identity | project roles | on the node service accounts | on the state bucket | on the stack's KMS key |"
     lines = [header, "|---|---|---|---|---|---|"]
     for name in stacks:
@@ -46,4 +50,4 @@ def types_table() -> str:
 
 
 if __name__ == "__main__":
-    print(stacks_table(), types_table(), sep="\n\n")
+    print(stacks_table(tuple(workflows.read(PROJECT_ROOT).deploys)), types_table(), sep="\n\n")

@@ -231,7 +231,7 @@ def test_render_refuses_to_write_an_invalid_manifest(monkeypatch, tmp_path, caps
 
     monkeypatch.setattr(builder, "head_job", broken)
     out = tmp_path / "out"
-    assert offline_main(["render", "--config", "stacks/Pulumi.dev.yaml", "--out", str(out)]) == 2
+    assert offline_main(["render", "--config", str(example_path("dev")), "--out", str(out)]) == 2
     assert "[restart-policy]" in capsys.readouterr().err
     assert not out.exists()
 

@@ -221,6 +221,25 @@ def test_cli_against_a_git_ref(tmp_path, capsys):
     assert {c["name"] for c in doc["changes"] if c["action"] == "replace"} == {f"slices-train-{i}" for i in range(4)}
 
 
+def test_turning_protection_off_in_the_same_change_as_a_replacement_is_still_guarded(tmp_path, capsys):
+    # #75.2: protection is judged from the file before the change too; drop it in a change of its own first
+    from infra.offline.__main__ import main
+
+    config = edit(stack_config("prod"), "pathways:slices", _set_group("reservation", "r2"))
+    config = {**config, "pathways:protected": False, "pathways:cluster": {**config["pathways:cluster"], "deletionProtection": True}}
+    after = tmp_path / "Pulumi.prod.yaml"
+    after.write_text(yaml.safe_dump({"config": config}))
+    assert main(["diff", "--config", str(after), "--before", str(example_path("prod")), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["guard"]["protected"] is True and len(doc["guard"]["refusals"]) == 4
+    # the same replacements, starting from an unprotected file, are that stack's own business
+    before = tmp_path / "before.yaml"
+    before.write_text(yaml.safe_dump({"config": {**stack_config("prod"), "pathways:protected": False,
+                                                 "pathways:cluster": {**stack_config("prod")["pathways:cluster"], "deletionProtection": True}}}))
+    assert main(["diff", "--config", str(after), "--before", str(before), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["guard"]["protected"] is False
+
+
 def test_make_diff_target_exists():
     from pathlib import Path
 

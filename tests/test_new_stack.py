@@ -225,3 +225,41 @@ def test_security_73_5_a_slice_name_outside_its_grammar_is_refused(tmp_path, cap
     assert new_stack(tmp_path, "t", "--project", "team-a-ml", "--zone", "us-east5-b", "--tpu", "v6e-8",
                      "--slice-name", "a\n  pathways:runs: {}") == 2
     assert "--slice-name: " in capsys.readouterr().err and not (tmp_path / "stacks").exists()
+
+
+def test_protected_writes_all_production_needs_and_the_bootstrap_makes_its_key(tmp_path, capsys, monkeypatch):
+    # #75.2: prod in one command
+    from bootstrap import main_stack
+    from infra.offline import engine
+    from tests.test_bootstrap import BOOTSTRAP
+
+    args = ["prod-eu", "--project", "acme-prod-eu", "--zone", "europe-west4-a", "--tpu", "v5p-8", "--protected", "--root", str(tmp_path)]
+    assert new_stack(tmp_path, *args) == 0
+    out = capsys.readouterr().out
+    assert "wrote " in out and "config.prod-eu.json" in out and "Verdict: OK - the policy pack passes" in out
+    path = tmp_path / "stacks" / "Pulumi.prod-eu.yaml"
+    doc = yaml.safe_load(path.read_text())
+    assert doc["secretsprovider"] == "gcpkms://projects/acme-prod-eu/locations/europe-west4/keyRings/pulumi/cryptoKeys/pulumi-prod-eu"
+    config = doc["config"]
+    assert config["pathways:protected"] is True
+    (exclusion,) = config["pathways:cluster"]["maintenance"]["exclusions"]
+    assert exclusion["scope"] == "NO_MINOR_OR_NODE_UPGRADES" and exclusion["endTime"] == "2027-04-10T00:00:00Z"
+    assert config["pathways:cluster"]["maintenance"]["window"]["recurrence"] == "FREQ=WEEKLY;BYDAY=SA,SU"
+    policy = tmp_path / "policies" / "config.prod-eu.json"
+    assert yaml.safe_load(policy.read_text()) == {"pathways-cluster-hardening": {"protectedStacks": ["prod-eu"]}}
+    assert offline_main(["plan", "--config", str(path), "--policy-config", str(policy)]) == 0
+    # the policy config demands the flag: the same file with protection off fails its plan
+    path.write_text(path.read_text().replace("pathways:protected: true", "pathways:protected: false"))
+    assert offline_main(["plan", "--config", str(path), "--policy-config", str(policy)]) == 1
+    path.write_text(path.read_text().replace("pathways:protected: false", "pathways:protected: true"))
+    # the bootstrap of its project makes the key its secretsprovider names
+    monkeypatch.setattr(main_stack, "STACKS_DIR", tmp_path / "stacks")
+    boot, _ = load_config(tmp_path / "bootstrap" / "Pulumi.acme-prod-eu.yaml")
+    keys = [r for r in engine.run(boot, "acme-prod-eu", program_dir=BOOTSTRAP).resources if r.type == "gcp:kms/cryptoKey:CryptoKey"]
+    assert [k.input("name") for k in keys] == ["pulumi-prod-eu"]
+    # an existing policy config is never overwritten
+    assert new_stack(tmp_path, "prod-eu-2", *args[1:-2], "--root", str(tmp_path)) == 0
+    policy2 = tmp_path / "policies" / "config.prod-eu-3.json"
+    policy2.write_text("{}")
+    assert new_stack(tmp_path, "prod-eu-3", *args[1:]) == 2
+    assert "config.prod-eu-3.json exists" in capsys.readouterr().err

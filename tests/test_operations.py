@@ -13,7 +13,7 @@ from components.manifests import monitoring
 from infra.errors import InvalidStackConfig
 from infra.offline.stackfile import flatten, raw_values
 from policies.rules import ALL_POLICIES
-from tests.conftest import FLEET_MANAGERS, config_with, example_path, example_plan, plan_of, stack_config
+from tests.conftest import FLEET_MANAGERS, config_with, example_config, example_path, example_plan, plan_of, stack_config
 
 VERSION = "jax-0.9.0"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -48,7 +48,7 @@ def test_tpu_pools_upgrade_as_slices():
 def test_protected_stacks_must_hold_node_upgrades():
     prod = example_plan("prod")
     assert violations(prod, "pathways-disruption-policy") == []
-    cfg = json.loads(json.dumps(__import__("yaml").safe_load(open("stacks/Pulumi.prod.yaml"))["config"]))
+    cfg = json.loads(json.dumps(example_config("prod")))
     cfg["pathways:cluster"].pop("maintenance")
     found = violations(plan_of(cfg, "prod"), "pathways-disruption-policy")
     assert {v.message.split()[2] for v in found} == {f"tpu-train-{i}" for i in range(4)} | {"tpu-explore-0"}

@@ -13,7 +13,7 @@ import infra.offline.__main__ as offline_cli
 from infra.offline.engine import Plan, Registration
 from infra.offline.policy_runner import PolicyConfigError, run_policies
 from policies.rules import ALL_POLICIES
-from tests.conftest import config_with, example_path, example_plan, in_zone_of, plan_of
+from tests.conftest import config_with, example_config, example_path, example_plan, in_zone_of, plan_of
 
 VERSION = "jax-0.9.0"
 
@@ -182,7 +182,7 @@ def test_protected_stacks_need_protect_and_deletion_protection():
 
 def test_protection_follows_the_stacks_own_flag_not_its_name():
     # pathways:protected: true on a stack not called prod turns the protected-stack rules on ...
-    staging = yaml.safe_load(open("stacks/Pulumi.staging.yaml"))["config"]
+    staging = example_config("staging")  # the example as written (a team may have removed its own staging)
     flagged = plan_of({**staging, "pathways:protected": True}, "staging")
     assert flagged.one("gcp:container/cluster:Cluster").input("resourceLabels") == {"pathways-protected": "true"}
     opened = mutate(flagged, "gcp:container/cluster:Cluster", "cluster", "privateClusterConfig.enablePrivateNodes", False)
@@ -191,7 +191,7 @@ def test_protection_follows_the_stacks_own_flag_not_its_name():
     plain = mutate(plan_of(staging, "staging"), "gcp:container/cluster:Cluster", "cluster", "privateClusterConfig.enablePrivateNodes", False)
     assert not [v for v in violations(plain) if v.policy == "pathways-network-exposure" and "public node IPs" in v.message]
     # a stack the pack config lists as protected must set the flag (a guard, not a second source of truth)
-    prod = yaml.safe_load(open("stacks/Pulumi.prod.yaml"))["config"]
+    prod = example_config("prod")
     forgot = plan_of({**prod, "pathways:protected": False, "pathways:cluster": {**prod["pathways:cluster"], "deletionProtection": True}}, "prod")
     assert [v.message for v in violations(forgot) if v.policy == "pathways-cluster-hardening"] == [
         "stack prod must be protected (policy config protectedStacks) but pathways:protected is not true; "
@@ -224,7 +224,6 @@ def test_unsafe_plan_exits_nonzero_naming_rule_and_resource(monkeypatch, capsys,
     real_run = offline_cli.run
     monkeypatch.setattr(offline_cli, "run", lambda *a, **k: breaker(real_run(*a, **k)))
     path = tmp_path / "Pulumi.unsafe.yaml"
-    import yaml
 
     path.write_text(yaml.safe_dump({"config": config_with(
         pathwaysVersion=VERSION,
@@ -248,7 +247,6 @@ def test_a_stack_overrides_levels_with_its_own_config_file(monkeypatch, capsys, 
     real_run = offline_cli.run
     monkeypatch.setattr(offline_cli, "run", lambda *a, **k: CASES[0][1](real_run(*a, **k)))
     path = tmp_path / "Pulumi.unsafe.yaml"
-    import yaml
 
     path.write_text(yaml.safe_dump({"config": config_with(pathwaysVersion=VERSION, workloads=[{"name": "nb", "mode": "interactive"}])}))
     monkeypatch.setattr(runner, "POLICY_CONFIG_DIR", tmp_path)

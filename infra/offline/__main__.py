@@ -56,6 +56,7 @@ from infra.offline.stackfile import (
     stack_names,
     stack_path,
 )
+from infra.offline.workflows import WorkflowError
 
 if TYPE_CHECKING:
     from components.model.config import StackConfig
@@ -134,10 +135,12 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--project", help="reads bootstrap/Pulumi.<PROJECT>.yaml")
     src.add_argument("--config", type=Path, help="a bootstrap file")
     from infra.offline.preflight import add_parser as add_preflight
+    from infra.offline.remove_stack import add_parser as add_remove_stack
     from infra.verify.command import add_parser as add_verify
 
     add_verify(sub)
     add_preflight(sub)
+    add_remove_stack(sub)
     return parser
 
 
@@ -158,6 +161,9 @@ def _new_stack_parser(sub) -> None:
     capacity.add_argument("--reservation", help="consume this reservation (NAME or projects/P/reservations/NAME)")
     capacity.add_argument("--spot", action="store_true", help="Spot VMs")
     capacity.add_argument("--flex-start", action="store_true", help="flex-start (DWS) capacity")
+    p.add_argument("--protected", action="store_true", help=(
+        "production: pathways:protected, its own Cloud KMS secrets key, a maintenance window and an exclusion that holds "
+        "node upgrades, and policies/config.<NAME>.json demanding protection"))
     p.add_argument("--slice-name", help="the slice group's name (default: the TPU family)")
     p.add_argument("--pathways-version", help="Pathways release, jax-<your program's JAX> (default jax-0.9.0)")
     ids = p.add_argument_group("the bootstrap file, when the project has none yet (bootstrap/README.md)")
@@ -168,6 +174,10 @@ def _new_stack_parser(sub) -> None:
     p.add_argument("--stacks-dir", type=Path, default=STACKS_DIR, help=argparse.SUPPRESS)
     p.add_argument("--bootstrap-dir", type=Path, default=PROJECT_ROOT / "bootstrap", help=argparse.SUPPRESS)
     p.add_argument("--dry-run", action="store_true", help="print the files instead of writing them")
+    p.add_argument("--wire-workflows", action="store_true", help=(
+        "also add the stack to the workflows: the pull request's previews, the end of the deploy chain and the daily "
+        "verify (do it once its bootstrap ran and its GitHub environments exist: a preview needs its identity)"))
+    p.add_argument("--root", type=Path, default=PROJECT_ROOT, help=argparse.SUPPRESS)
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, "StackConfig"]:
@@ -300,6 +310,7 @@ def _diff_command(args: argparse.Namespace) -> int:
     before = _before_config(args, path)
     label = f"--against {args.against}" if args.against else f"--before {args.before}"
     before_capacity = None
+    was_protected = False
     if before is None:
         before_plan = Plan(stack=stack)
     else:
@@ -307,10 +318,14 @@ def _diff_command(args: argparse.Namespace) -> int:
             before_plan = run(before[0], stack, before[1], stacks_dir=path.parent)
         except InvalidStackConfig as e:
             raise StackFileError(f"{label}: that config is invalid: {str(e).splitlines()[0]}") from None
-        before_capacity = _capacity(load(raw_values(before[0]), stack, frozenset(before[1])))
+        before_model = load(raw_values(before[0]), stack, frozenset(before[1]))
+        before_capacity = _capacity(before_model)
+        was_protected = before_model.protected
     after_capacity = _capacity(model)
     changes = diff(before_plan, after_plan)
-    verdict = guard(changes, before_plan, after_plan, model.protected, list(model.allow_disruption))
+    # protection is judged from the stack as it is and as it will be (#75.2): a change that turns protection off
+    # is itself guarded, so one change cannot both drop protection and replace what it protected
+    verdict = guard(changes, before_plan, after_plan, model.protected or was_protected, list(model.allow_disruption))
     if args.json:
         print(json.dumps({"stack": stack, "against": args.against or str(args.before), "changes": [c.to_json() for c in changes],
                           "capacity": {"before": before_capacity and before_capacity.__dict__, "after": after_capacity.__dict__},
@@ -343,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
             from infra.offline.new_stack_command import new_stack_command
 
             return new_stack_command(args, _policies, _verdict)
+        if args.command == "remove-stack":
+            from infra.offline.remove_stack import remove_stack_command
+
+            return remove_stack_command(args)
         if args.command == "diff":
             return _diff_command(args)
         if args.command == "preflight":
@@ -355,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             return verify_command(args)
         plan, model = _plan(args)
         return _plan_command(args, plan, model) if args.command == "plan" else _render_command(args, plan)
-    except (StackFileError, PolicyConfigError, UnsupportedSdk, ChartError, ConfigError) as e:
+    except (StackFileError, PolicyConfigError, UnsupportedSdk, ChartError, ConfigError, WorkflowError) as e:
         return _fail(e)
 
 

@@ -9,6 +9,7 @@ The text is built here (Pulumi-free); __main__ plans it and writes it.
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any, Optional
 
 import yaml
 
+from components.model.cluster import cluster as cluster_model
 from components.model.errors import ConfigError, Problem
 from infra.offline.stackfile import PROJECT_ROOT
 
@@ -49,6 +51,9 @@ class StackSpec:
     head_pool: dict[str, Setting] = field(default_factory=dict)
     origin: str = ""
     """Where the values came from, for the file's first comment (an xpk command line, or the flags)."""
+    protected: bool = False
+    """Production (#75.2): protection, its own Cloud KMS secrets key, a maintenance window and an exclusion that
+    holds node upgrades, and a policy config that demands the flag."""
 
     @property
     def region(self) -> str:
@@ -94,16 +99,46 @@ def _comment(text: str) -> str:
     return "".join(c if c.isprintable() else " " for c in text)
 
 
-def intended_config(spec: StackSpec) -> dict[str, Any]:
+def secrets_provider(spec: StackSpec) -> str:
+    """A protected stack's own Cloud KMS key, in the key ring the bootstrap makes in its project (bootstrap/program.py)."""
+    return f"gcpkms://projects/{spec.project}/locations/{spec.region}/keyRings/pulumi/cryptoKeys/pulumi-{spec.name}"
+
+
+def maintenance(today: datetime.date) -> dict[str, Any]:
+    """A protected stack's GKE maintenance: weekend nights, and node upgrades held (NO_MINOR_OR_NODE_UPGRADES, which
+    the policy pack's pathways-disruption-policy demands of protected stacks) until the day before the default
+    channel's minor leaves standard support, the longest GKE accepts (cluster_checks.maintenance), at most 180 days."""
+    minor = cluster_model.CHANNEL_DEFAULT_MINOR[cluster_model.ReleaseChannel.REGULAR.value]
+    support_end = cluster_model.END_OF_STANDARD_SUPPORT.get(minor)
+    end = today + datetime.timedelta(days=180)
+    if support_end:
+        end = min(end, datetime.date.fromisoformat(support_end[:10]) - datetime.timedelta(days=1))
+    return {
+        "window": {"startTime": f"{today.isoformat()}T02:00:00Z", "endTime": f"{today.isoformat()}T10:00:00Z",
+                   "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"},
+        "exclusions": [{"name": "hold-node-upgrades", "startTime": f"{today.isoformat()}T00:00:00Z",
+                        "endTime": f"{end.isoformat()}T00:00:00Z", "scope": "NO_MINOR_OR_NODE_UPGRADES"}],
+    }
+
+
+def policy_config(spec: StackSpec) -> str:
+    """policies/config.<stack>.json of a protected stack: the pack demands pathways:protected of it."""
+    return json.dumps({"pathways-cluster-hardening": {"protectedStacks": [spec.name]}}, indent=2) + "\n"
+
+
+def intended_config(spec: StackSpec, today: Optional[datetime.date] = None) -> dict[str, Any]:
     """The mapping stack_text means to write: new-stack refuses a file that does not parse back to exactly this."""
     group: dict[str, Any] = {"name": spec.slice_name or spec.family, "tpu": spec.tpu}
     if spec.slices != 1:
         group["count"] = spec.slices
     group.update({"on-demand": {}, "spot": {"spot": True}, "flex-start": {"flexStart": True},
                   "reservation": {"reservation": spec.reservation}}[spec.capacity])
+    cluster = {k: s.value for k, s in spec.cluster.items()}
+    if spec.protected:
+        cluster["maintenance"] = maintenance(today or datetime.date.today())
     return {
-        "gcp:project": spec.project, "gcp:region": spec.region, "gcp:zone": spec.zone, "pathways:protected": False,
-        **({"pathways:cluster": {k: s.value for k, s in spec.cluster.items()}} if spec.cluster else {}),
+        "gcp:project": spec.project, "gcp:region": spec.region, "gcp:zone": spec.zone, "pathways:protected": spec.protected,
+        **({"pathways:cluster": cluster} if cluster else {}),
         **({"pathways:headPool": {k: s.value for k, s in spec.head_pool.items()}} if spec.head_pool else {}),
         "pathways:slices": [group], "pathways:pathwaysVersion": spec.pathways_version,
     }
@@ -140,16 +175,49 @@ def stack_text(spec: StackSpec, today: Optional[datetime.date] = None) -> str:
     lines = [
         f"# Stack {spec.name}: written by `python -m infra.offline new-stack` on {today.isoformat()}{_comment(spec.origin)}.",
         f"# Preview it: make plan STACK={spec.name}. Keys and defaults: docs/configuration.md; next steps: docs/adopting.md.",
+    ]
+    if spec.protected:
+        lines += [
+            "# Production: its secrets under its own Cloud KMS key, which the bootstrap makes in its project; the first",
+            "# `pulumi stack init` (or select --create) adds the encryptedkey: commit it.",
+            f"secretsprovider: {secrets_provider(spec)}",
+        ]
+    lines += [
         "config:",
         f"  gcp:project: {spec.project}",
         f"  gcp:region: {spec.region}",
         f"  gcp:zone: {spec.zone}  # the slices' zone: every node pool is here",
-        "  # protected: true keeps the cluster and buckets from a `pulumi destroy` and refuses replacements the",
-        "  # change does not list (production); this stack starts unprotected. GKE's deletion protection stays on.",
-        "  pathways:protected: false",
     ]
-    if spec.cluster:
+    if spec.protected:
+        lines += [
+            "  # protected: `pulumi destroy` refuses (protect on the cluster and buckets, GKE's deletion protection on), and",
+            "  # `diff` refuses replacements and deletions the change does not list (pathways:allowDisruption);",
+            f"  # policies/config.{spec.name}.json makes the policy pack demand it.",
+            "  pathways:protected: true",
+        ]
+    else:
+        lines += [
+            "  # protected: true keeps the cluster and buckets from a `pulumi destroy` and refuses replacements the",
+            "  # change does not list (production); this stack starts unprotected. GKE's deletion protection stays on.",
+            "  pathways:protected: false",
+        ]
+    if spec.cluster or spec.protected:
         lines += _section("cluster", spec.cluster)
+    if spec.protected:
+        m = maintenance(today)
+        w, (e,) = m["window"], m["exclusions"]
+        lines += [
+            "    # GKE may upgrade on weekend nights only, and never upgrades nodes (which recreates slices) before",
+            f"    # {e['endTime'][:10]}: the day before GKE {cluster_model.CHANNEL_DEFAULT_MINOR['REGULAR']} (the REGULAR channel's) "
+            "leaves standard support; renew the",
+            "    # exclusion after the upgrade. Compute Engine's host maintenance of TPU VMs ignores both.",
+            "    maintenance:",
+            "      window:",
+            _line(8, "startTime", w["startTime"]), _line(8, "endTime", w["endTime"]), _line(8, "recurrence", w["recurrence"]),
+            "      exclusions:",
+            f"        - name: {e['name']}",
+            _line(10, "startTime", e["startTime"]), _line(10, "endTime", e["endTime"]), _line(10, "scope", e["scope"]),
+        ]
     lines.append("  # private nodes, DNS-endpoint control plane, Workload Identity, maintenance window: on by default")
     if spec.head_pool:
         lines += _section("headPool", spec.head_pool)

@@ -5,16 +5,28 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
 import yaml
 
 from components.model.errors import ConfigError, Problem
+from infra.offline import workflows
 from infra.offline.critical_path import critical_path
 from infra.offline.engine import run
-from infra.offline.new_stack import BootstrapIds, StackSpec, bootstrap_text, check, intended_config, stack_text, tpu_value
+from infra.offline.new_stack import (
+    BootstrapIds,
+    StackSpec,
+    bootstrap_text,
+    check,
+    intended_config,
+    policy_config,
+    stack_text,
+    tpu_value,
+)
 from infra.offline.stackfile import PROJECT_ROOT, STACK_NAME, StackFileError, config_from_text, raw_values, shown
 
 EXIT_POLICY = 1
@@ -63,15 +75,24 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
     from infra.errors import InvalidStackConfig
 
     spec, translated, already, untranslated, number = _spec(args)
+    spec.protected = bool(args.protected)
     if not STACK_NAME.fullmatch(spec.name) or spec.name.startswith("."):
         raise StackFileError(f"{spec.name[:60]!r} is not a stack name; use letters, digits, '-', '_', '.'")
     check(spec)
     path = args.stacks_dir / f"Pulumi.{spec.name}.yaml"
+    policy_path = args.root / "policies" / f"config.{spec.name}.json"
+    if spec.protected and (policy_path.exists() or policy_path.is_symlink()):
+        raise StackFileError(f"{shown(policy_path)} exists: new-stack writes a new stack's policy config only")
     for target in (path, args.bootstrap_dir / f"Pulumi.{spec.project}.yaml"):
         if target.is_symlink():  # a dangling one too, which exists() does not see (security #73.13)
             raise StackFileError(f"{shown(target)} is a symbolic link: new-stack writes regular files only; remove the link")
     if path.exists():
         raise StackFileError(f"{shown(path)} exists: new-stack writes new stacks only (edit that file, or pick another name)")
+    if args.wire_workflows:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", spec.name):
+            raise StackFileError(f"{spec.name!r}: a GitHub Actions job is named after the stack, and job IDs are letters, digits, "
+                                 "'-' and '_' from a letter or '_'; pick another name or wire the workflows by hand")
+        workflows.read(args.root)  # a workflow the tools cannot edit refuses before anything is written
     text = stack_text(spec)
     written = (yaml.safe_load(text) or {}).get("config")
     if written != intended_config(spec):  # a value that made text of its own: refuse rather than write it (#73.5)
@@ -83,7 +104,12 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
     except InvalidStackConfig as e:
         raise StackFileError(str(e)) from None
     model = load(raw_values(config), spec.name, frozenset(secrets))
-    violations = policies(plan, None)
+    if spec.protected:  # judged with the policy config it will have
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "config.json").write_text(policy_config(spec))
+            violations = policies(plan, Path(tmp) / "config.json")
+    else:
+        violations = policies(plan, None)
     verdict = verdict_line(plan, violations, critical_path(plan, model.cluster.node_pool_concurrency))
     refused = any(v.enforcement == "mandatory" for v in violations)
     bootstrap_path = args.bootstrap_dir / f"Pulumi.{spec.project}.yaml"
@@ -106,7 +132,14 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
         _write_new(path, text)
         bootstrap_path.parent.mkdir(parents=True, exist_ok=True)
         _replace(bootstrap_path, boot)
+        if spec.protected:
+            policy_path.parent.mkdir(parents=True, exist_ok=True)
+            _write_new(policy_path, policy_config(spec))
+            out(f"wrote {_rel(policy_path)}\n")
         out(f"wrote {_rel(path)}\n{'wrote' if not todo else 'wrote (to finish)'} {_rel(bootstrap_path)}\n")
+        if args.wire_workflows:
+            for name in workflows.add(args.root, spec.name):
+                out(f"wrote .github/workflows/{name} (stack {spec.name} added)\n")
     out(f"{verdict}\n")
     if todo:
         out("to fill in before the bootstrap can run: " + "; ".join(todo) + "\n")
