@@ -525,3 +525,17 @@ def test_security_73_16_the_notebooks_password_stays_with_its_submitter(tmp_path
     # the hash jupyter_server checks: sha256 over password + salt
     assert notebook_auth.hashed("pw", "abc") == "sha256:abc:" + hashlib.sha256(b"pwabc").hexdigest()
     assert notebook_auth.new_password() != notebook_auth.new_password()
+
+
+def test_an_experiment_that_fails_is_not_run_again_unless_asked_and_keeps_its_last_words():
+    # #74.3: an experiment's failed program is not restarted three times by default; a disruption still restarts it
+    # (the failure rules' defaults, unspent), and the program's output end stays in its status for `why`
+    js = run_object({"name": "exp", "image": "example.com/t:1"})
+    policy = js["spec"]["failurePolicy"]
+    assert policy["maxRestarts"] == 0 and any(r["action"] == "RestartJobSetAndIgnoreMaxRestarts" for r in policy["rules"]), policy
+    (head,) = [c for c in js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == "jax-program"]
+    assert head["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert run_object({"name": "exp", "image": "example.com/t:1", "maxRestarts": 2})["spec"]["failurePolicy"]["maxRestarts"] == 2
+    # a training run (the default of a stack whose runs.priority says so) keeps the batch default of 3
+    trained = run_object({"name": "exp", "image": "example.com/t:1", "priority": "training"}, runs={**RUNS, "priority": "training"})
+    assert trained["spec"]["failurePolicy"]["maxRestarts"] == 3

@@ -120,6 +120,12 @@ CASES = {
                                                     admissionChecks=[{"name": "pathways-fleet", "state": "Pending"}])), "first worker"),
     # on a fleet manager: the pods are the worker's
     "dispatched": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED, clusterName="east")), "why --stack <east's stack> exp"),
+    # #74.3: the program's last words in its status (FallbackToLogsOnError), as jax 0.10.2's xla_bridge writes them
+    "proxy-not-initialized": (ev(jobset=jobset(conditions=[cond("Failed", reason="ReachedMaxRestarts")]), pods=[pod("h", "head", statuses=[{
+        **ended("jax-program", 1), "state": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": T0, "message":
+            "Traceback (most recent call last):\n  ...\nRuntimeError: Unable to initialize backend 'proxy': Unknown backend 'proxy' "
+            "(set JAX_PLATFORMS='' to automatically choose an available backend)\n"}}}])]),
+        "pathwaysutils.initialize()"),
 }
 
 
@@ -129,6 +135,20 @@ def test_why_names_the_dominant_reason_and_its_fix(reason):
     got = diagnose(evidence, VIEW)
     assert got.reason == reason, got
     assert fix in got.fix, got.fix
+
+
+def test_a_known_error_while_it_restarts_is_named_too_and_an_unknown_one_is_not():
+    evidence, _ = CASES["proxy-not-initialized"]
+    (head,) = evidence.pods
+    status = head["status"]["containerStatuses"][0]
+    restarting = ev(jobset=jobset(restarts=1), workload=wl(conditions=ADMITTED), pods=[{**head, "status": {
+        **head["status"], "containerStatuses": [{"name": "jax-program", "image": "i", "state": {"running": {}},
+                                                 "lastState": status["state"]}]}}])
+    got = diagnose(restarting, VIEW)
+    assert got.reason == "proxy-not-initialized" and got.evidence[0] == "its output says: Unable to initialize backend 'proxy'", got
+    other = {**status, "state": {"terminated": {**status["state"]["terminated"], "message": "ValueError: bad batch size"}}}
+    assert diagnose(ev(**{**evidence.__dict__, "pods": [{**head, "status": {**head["status"], "containerStatuses": [other]}}]}),
+                    VIEW).reason == "program-failed"
 
 
 def test_a_bucket_listed_in_runs_buckets_points_at_the_missing_grant_not_the_stack_file():

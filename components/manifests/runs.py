@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from components.manifests.jobset import jobset
+from components.manifests.jobset import USER_CONTAINER, jobset
 from components.manifests.kueue_api import API_VERSION, PRIORITY_LABEL, QUEUE_LABEL
 from components.manifests.storage import claim_name
 from components.model.cluster.fleet import MULTIKUEUE_USER
@@ -280,6 +280,13 @@ def fleet_dispatch_policy(stack: ResolvedStack) -> list[dict[str, Any]]:
 def run_jobset(stack: ResolvedStack, w: ResolvedWorkload, submitted_by: str = "") -> dict[str, Any]:
     """An ad-hoc run's JobSet: the stack's builder, labelled as a run (not Pulumi's), on its run queue."""
     obj = jobset(stack, w)
+    for rj in obj["spec"]["replicatedJobs"]:
+        for c in rj["template"]["spec"]["template"]["spec"]["containers"]:
+            if c["name"] == USER_CONTAINER:
+                # the last lines of its output in the container's status when it fails (Kubernetes: "FallbackToLogsOnError
+                # will read the most recent contents of the container logs for the container status message when the
+                # container exits with an error"), where `why` reads them once the pod's logs are gone (#74.3)
+                c["terminationMessagePolicy"] = "FallbackToLogsOnError"
     labels = obj["metadata"]["labels"]
     labels[MANAGED_BY_LABEL] = RUN_MANAGER
     if submitted_by:

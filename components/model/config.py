@@ -413,12 +413,13 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
     problems = _spec_problems(spec)
     if problems:
         raise ConfigError(problems)
-    index = len(cfg.workloads)
-    prefix = config_key(("workloads", index))
+    index, prefix = len(cfg.workloads), config_key(("workloads", len(cfg.workloads)))
     team = cfg.team(spec.get("team")) if isinstance(spec.get("team"), str) else None
     raw = {"priority": team.priority if team is not None else cfg.runs.priority, **spec}
-    if raw.get("mode", "batch") == "batch" and "ttlSecondsAfterFinished" not in raw:
-        raw["ttlSecondsAfterFinished"] = cfg.runs.ttl_seconds_after_finished  # an interactive run ends when deleted
+    if raw.get("mode", "batch") == "batch":
+        raw.setdefault("ttlSecondsAfterFinished", cfg.runs.ttl_seconds_after_finished)  # an interactive run ends when deleted
+        if raw.get("priority") == "experiment" and not {"maxRestarts", "onFailure"} & set(spec):
+            raw.update({"maxRestarts": 0, "onFailure": {}})  # a failed experiment is not rerun unless asked; a disruption is (#74.3)
     try:
         workload = Workload.model_validate(raw)
     except ValidationError as e:

@@ -339,7 +339,14 @@ def _logs(args: argparse.Namespace, cfg: Any) -> int:
         raise KubeError(f"run {args.run} has no head pod yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
     containers = [c["name"] for c in pod["spec"].get("containers") or []]
     container = USER_CONTAINER if USER_CONTAINER in containers else "pathways-proxy"
-    return kube.stream_logs(ns, pod["metadata"]["name"], container, args.follow)
+    code = kube.stream_logs(ns, pod["metadata"]["name"], container, args.follow)
+    # a known first-program error, said once after the output (the container's status keeps the output's end: #74.3)
+    from infra.run import known_errors
+
+    known = known_errors.match(known_errors.terminated_messages([kube.head_pod(ns, args.run) or pod]))
+    if known is not None:
+        print(f"{known.reason}: {known.summary}; fix: {known.fix}", file=sys.stderr)
+    return code
 
 
 def _delete(args: argparse.Namespace, cfg: Any) -> int:

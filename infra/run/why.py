@@ -34,6 +34,7 @@ from components.manifests.kueue_api import QUEUE_LABEL
 from components.model.cluster.fleet import MULTIKUEUE_CHECK
 from components.model.workloads.storage import GCSFUSE_DRIVER
 from components.model.workloads.teams import BUDGET_HOLD_ANNOTATION
+from infra.run import known_errors
 from infra.run.kueue_verdict import quota_verdict
 from infra.run.refusals import refusal
 from infra.run.status import condition, is_true
@@ -458,6 +459,16 @@ def _running(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
 # --- the answer --------------------------------------------------------------------------------------------------
 
 def diagnose(ev: Evidence, view: StackView) -> Diagnosis:
+    """The dominant reason; a failed or restarted program's known error (known_errors) named with its fix."""
+    found = _diagnose(ev, view)
+    known = known_errors.match(known_errors.terminated_messages(ev.pods)) if found.reason in (
+        "program-failed", "failure-rule", "restarted") else None
+    if known is None:
+        return found
+    return Diagnosis(known.reason, known.summary, (f"its output says: {known.says}", *found.evidence), known.fix, found.detail)
+
+
+def _diagnose(ev: Evidence, view: StackView) -> Diagnosis:
     """The dominant reason, in the order a run lives: gone, ended, held before Kueue, refused, then its pods."""
     js = ev.jobset
     if js is None:
