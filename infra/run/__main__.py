@@ -188,11 +188,13 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     spec = _spec(args, cfg.runs.notebook_idle_stop_seconds if cfg.runs is not None else 0)
     for note in _secret_notes(spec):
         print(note, file=sys.stderr)
-    if args.notebook and not spec.get("image"):
+    if (args.notebook or args.workdir is not None) and not spec.get("image"):
         from infra.notebook_image import NotebookImageError, default_image
 
         try:
-            spec["image"] = default_image(cfg)  # the recipe's, built by Cloud Build (notebook-image)
+            # the recipe's (jax and pathwaysutils at the stack's release), built by Cloud Build (notebook-image): with
+            # --workdir the code is all that changes between runs (#74.3)
+            spec["image"] = default_image(cfg)
         except NotebookImageError as e:
             raise StackFileError(str(e)) from None
     packed = _workdir(args, cfg)

@@ -82,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
                 "(default: runs.notebookIdleStopSeconds)"))
             p.add_argument("--workdir", type=Path, help=(
                 "ship this directory's code with the run (no image build): unpacked into /workdir, where the command starts; "
-                "its .gitignore and --exclude leave files out"))
+                "its .gitignore and --exclude leave files out. Without --image: the stack's run image (notebook-image)"))
             p.add_argument("--exclude", action="append", default=[], metavar="PATTERN", help="with --workdir: a .gitignore-style pattern to leave out (repeatable)")
             p.add_argument("--dry-run", action="store_true", help="print the JobSet (and what --workdir ships), create nothing")
             p.add_argument("command_", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the program's command")

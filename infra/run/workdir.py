@@ -109,16 +109,39 @@ def config_map(run: str, namespace: str, packed: Packed, owner_uid: str) -> dict
 
 # The digest the run was submitted with is in its pod template, which only its submitter wrote: the code mounted is
 # checked against it before anything is unpacked, and the very bytes checked are the ones unpacked (security #73.4).
+# tarfile's `data` filter (PEP 706) came with Python 3.12 and the security releases 3.8.17, 3.9.17, 3.10.12 and
+# 3.11.4; images on a distribution's older Python lack it (Debian bookworm's python3 is 3.11.2). There the script
+# checks every member itself, as pack() writes them: regular files and directories under relative paths, no `..`;
+# anything else is refused with the same exit (#74.3). tests/test_workdir.py runs both paths, unprivileged.
 UNPACK_EXIT = 3
-UNPACK = (f"python3 -c \"import hashlib, io, sys, tarfile\n"
-          f"data = open('{MOUNT}/{ARCHIVE}', 'rb').read()\n"
-          f"got = hashlib.sha256(data).hexdigest()\n"
-          f"if got != sys.argv[1]:\n"
-          f"    print('workdir: the mounted code is sha256 ' + got + ', not the ' + sys.argv[1] + ' this run was submitted with; "
-          f"not running it', file=sys.stderr)\n"
-          f"    sys.exit({UNPACK_EXIT})\n"
-          f"tarfile.open(fileobj=io.BytesIO(data)).extractall('{TARGET}', filter='data')\n"
-          f"\" \"$0\" && cd {TARGET} && exec \"$@\"")
+CODE_VOLUME = "workdir-code"
+
+
+def unpack_script(mount: str = MOUNT, target: str = TARGET, python: str = "python3") -> str:
+    """The head's `sh -c` script: check the mounted archive's digest ($0), unpack it into `target` (a writable
+    emptyDir, so any image user may), start the program ($@) there."""
+    return (f"{python} -c \"import hashlib, io, sys, tarfile\n"
+            f"data = open('{mount}/{ARCHIVE}', 'rb').read()\n"
+            f"got = hashlib.sha256(data).hexdigest()\n"
+            f"if got != sys.argv[1]:\n"
+            f"    print('workdir: the mounted code is sha256 ' + got + ', not the ' + sys.argv[1] + ' this run was submitted with; "
+            f"not running it', file=sys.stderr)\n"
+            f"    sys.exit({UNPACK_EXIT})\n"
+            f"t = tarfile.open(fileobj=io.BytesIO(data))\n"
+            f"if hasattr(tarfile, 'data_filter'):\n"
+            f"    t.extractall('{target}', filter='data')\n"
+            f"else:\n"
+            f"    bad = [m.name for m in t.getmembers() if not (m.isfile() or m.isdir()) or m.name.startswith('/') "
+            f"or '..' in m.name.split('/')]\n"
+            f"    if bad:\n"
+            f"        print('workdir: not unpacking ' + bad[0] + ': only files and directories under the run directory "
+            f"are shipped', file=sys.stderr)\n"
+            f"        sys.exit({UNPACK_EXIT})\n"
+            f"    t.extractall('{target}')\n"
+            f"\" \"$0\" && cd {target} && exec \"$@\"")
+
+
+UNPACK = unpack_script()
 
 
 def with_workdir(jobset: dict[str, Any], container: str, packed: Packed) -> dict[str, Any]:
@@ -133,8 +156,10 @@ def with_workdir(jobset: dict[str, Any], container: str, packed: Packed) -> dict
         program = next((c for c in pod.get("containers") or [] if c["name"] == container), None)
         if program is None:
             continue
-        pod.setdefault("volumes", []).append({"name": "workdir", "configMap": {"name": config_map_name(name)}})
-        program.setdefault("volumeMounts", []).append({"name": "workdir", "mountPath": MOUNT, "readOnly": True})
+        pod.setdefault("volumes", []).extend([{"name": "workdir", "configMap": {"name": config_map_name(name)}},
+                                              {"name": CODE_VOLUME, "emptyDir": {}}])  # writable by the image's user, whoever
+        program.setdefault("volumeMounts", []).extend([{"name": "workdir", "mountPath": MOUNT, "readOnly": True},
+                                                       {"name": CODE_VOLUME, "mountPath": TARGET}])
         command = [*(program.get("command") or []), *(program.pop("args", None) or [])]
         if not command:
             raise WorkdirError("--workdir needs the program's command (after --): the image's own entrypoint is not known here")
