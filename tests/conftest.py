@@ -156,6 +156,14 @@ def stack_model(stack: str):
     return resolve(load(stackfile.raw_values(config), stack, frozenset(secrets)))
 
 
+def example_model(name: str):
+    """The resolved model of an example stack's copy (tests/fixtures/examples): for tests about that example."""
+    from components.model.config import load, resolve
+
+    config, secrets = stackfile.load_config(example_path(name))
+    return resolve(load(stackfile.raw_values(config), name, frozenset(secrets)))
+
+
 @pytest.fixture(params=STACKS)
 def committed_stack(request) -> tuple[str, engine.Plan]:
     return request.param, stack_plan(request.param)

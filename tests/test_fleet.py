@@ -15,7 +15,7 @@ from components.model.cluster.fleet import MULTIKUEUE_CHECK, MULTIKUEUE_NAMESPAC
 from components.model.config import resolve
 from infra.offline import engine, stackfile
 from infra.offline.render import manifests
-from tests.conftest import config_with, every_stack, example_path, example_plan, plan_of, stack_model
+from tests.conftest import config_with, every_stack, example_model, example_path, example_plan, plan_of, stack_model
 from tests.test_security import _evaluate
 from tests.test_storage import refusal
 
@@ -419,7 +419,7 @@ def _east(**fleet_changes) -> dict:
 def test_security_58_4_the_plan_says_a_worker_takes_tokens_from_the_internet():
     from components.model.cost.summary import notices
 
-    stack = stack_model("fleet-east")
+    stack = example_model("fleet-east")
     assert stack.fleet is not None and stack.fleet.internet_tokens
     (line,) = [n for n in notices(stack) if "internet-facing DNS endpoint" in n]
     assert "no authorized-networks list covers" in line and "fleet.privateEndpoint: true" in line
@@ -488,7 +488,7 @@ def test_a_manager_slice_group_no_worker_has_is_refused_and_its_output_says_mana
     """fleet_problems' last rule, and the manager's `fleet` output (sampled mutation: neither was checked)."""
     from components.model.cluster.fleet_workers import fleet_problems
 
-    manager = stack_model("fleet-manager")
+    manager = example_model("fleet-manager")
     assert manager.fleet is not None
     workers = {w.name: WorkerFacts.from_output({**example_plan(w.stack.rsplit("/", 1)[-1]).revealed_outputs["fleet"], "groups": {}})
                for w in manager.fleet.workers}

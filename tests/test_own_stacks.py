@@ -1,6 +1,8 @@
-"""A team makes the stack its own on day one (issue #56): in a scratch copy of this repository a stack of the team's
-is added with `new-stack` (and its bootstrap entry), `dev` is re-pointed at another project, region and zone, and
-an example is removed with its bootstrap file; the checks over every stack (marked every_stack) then pass there.
+"""A team makes the stack its own on day one (issues #56, #75.1), by docs/adopting.md's commands, in a scratch copy
+of this repository: a stack of the team's and a protected one are added with `new-stack --wire-workflows` (the
+protected one with `--protected`), `dev` is re-pointed at another project, region and zone, a stack the workflows
+deploy (staging) and an example no workflow names are removed with `remove-stack`; the checks over every stack
+(marked every_stack) and the tests that read the workflows, bootstrap files and policy configs then pass there.
 
 Those checks derive what they expect from each stack's own file; the tests about a particular example read its frozen
 copy in tests/fixtures/examples, which a team's edits never touch. This test runs, in the copy, the every_stack
@@ -104,6 +106,16 @@ def repoint(repo: Path, name: str, project: str) -> str:
     return zone
 
 
+def workflow_example(repo: Path, keep: set[str]) -> str | None:
+    """A stack the workflows deploy that docs/adopting.md's path removes (staging in the examples): not kept, not
+    protected, no fleet's."""
+    from infra.offline import workflows
+
+    stacks = _stacks(repo)
+    return next((name for name in workflows.read(repo).deploys if name not in keep and name in stacks
+                 and not stacks[name].get("pathways:protected") and not stacks[name].get("pathways:fleet")), None)
+
+
 def removable_example(repo: Path) -> str | None:
     """An example no workflow, fleet or other stack needs, whose bootstrap file sets up only it."""
     for path in sorted((repo / "stacks").glob("Pulumi.*.yaml")):
@@ -117,27 +129,44 @@ def removable_example(repo: Path) -> str | None:
     return None  # a team's repository may hold only stacks its workflows name
 
 
-def adopt(repo: Path) -> dict[str, str]:
-    """A team's first day in the copy: its own stack, dev moved, an example gone. What changed, for the run."""
-    stack, project = _free(set(_stacks(repo)), "team-a"), _free(_projects(repo), "team-a-ml")
-    proc = subprocess.run([sys.executable, "-m", "infra.offline", "new-stack", stack, "--project", project,
-                           "--zone", "us-central1-a", "--tpu", "v5p-8", "--slices", "2", "--spot",
-                           "--repository", "team-a/pathways", "--repository-id", "712345678", "--repository-owner-id", "81234567",
-                           "--project-number", "223456789012"], cwd=repo, capture_output=True, text=True)
+def _offline(repo: Path, *argv: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "infra.offline", *argv], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def adopt(repo: Path) -> dict[str, str]:
+    """A team's first day in the copy, by docs/adopting.md's commands: its own stack and a protected one, both wired
+    into the workflows (new-stack --wire-workflows), dev moved, a stack the workflows deploy removed (remove-stack),
+    and an example no workflow names removed too. What changed, for the run."""
+    stack, project = _free(set(_stacks(repo)), "team-a"), _free(_projects(repo), "team-a-ml")
+    ids = ["--repository", "team-a/pathways", "--repository-id", "712345678", "--repository-owner-id", "81234567",
+           "--project-number", "223456789012"]
+    _offline(repo, "new-stack", stack, "--project", project, "--zone", "us-central1-a", "--tpu", "v5p-8", "--slices", "2", "--spot",
+             "--wire-workflows", *ids)
+    prod, prod_project = _free(set(_stacks(repo)), "team-prod"), _free(_projects(repo), "team-prod-ml")
+    _offline(repo, "new-stack", prod, "--project", prod_project, "--zone", "us-central1-a", "--tpu", "v5p-8", "--protected",
+             "--wire-workflows", *ids)
     moved, moved_to = movable(repo), _free(_projects(repo), "acme-ml-dev")
     zone = repoint(repo, moved, moved_to)
+    unwired = workflow_example(repo, {moved, stack, prod})
+    if unwired is not None:
+        _offline(repo, "remove-stack", unwired)
     removed = removable_example(repo)
     if removed is not None:
-        boot = _bootstrap_of(repo, removed)
-        (repo / "stacks" / f"Pulumi.{removed}.yaml").unlink()
-        if boot is not None:
-            boot.unlink()
+        _offline(repo, "remove-stack", removed)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.name=team", "-c", "user.email=team@example.com", "commit", "-q", "-m", "our stacks"],
                    cwd=repo, check=True)
-    return {"stack": stack, "project": project, "moved": moved, "movedTo": moved_to, "zone": zone, "removed": removed or ""}
+    return {"stack": stack, "project": project, "protected": prod, "protectedProject": prod_project, "moved": moved,
+            "movedTo": moved_to, "zone": zone, "unwired": unwired or "", "removed": removed or ""}
+
+
+# The tests that read the repository's own files beyond the stack files (the workflows, the bootstrap files, the
+# policy configs, the README's tables): run whole in the copy, beside the every_stack tests.
+WHOLE = ("tests/test_workflows.py", "tests/test_bootstrap.py", "tests/test_ci_preview.py", "tests/test_policies.py",
+         "tests/test_identities.py", "tests/test_preflight.py", "tests/test_remove_stack.py", "tests/test_new_stack.py")
 
 
 def test_the_checks_over_every_stack_pass_on_a_teams_own_stacks(tmp_path):
@@ -145,7 +174,8 @@ def test_the_checks_over_every_stack_pass_on_a_teams_own_stacks(tmp_path):
     changed = adopt(repo)
     assert (repo / "stacks" / f"Pulumi.{changed['stack']}.yaml").exists()
     assert f"gcp:zone: {changed['zone']}" in (repo / "stacks" / f"Pulumi.{changed['moved']}.yaml").read_text()
-    only = ",".join([changed["stack"], changed["moved"], changed["project"], changed["movedTo"]])
+    only = ",".join([changed["stack"], changed["protected"], changed["moved"], changed["project"], changed["protectedProject"],
+                     changed["movedTo"]])
     report = tmp_path / "report.xml"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
                            "-m", "every_stack", "--only-stacks", only, "--basetemp", str(tmp_path / "inner"),
@@ -159,6 +189,20 @@ def test_the_checks_over_every_stack_pass_on_a_teams_own_stacks(tmp_path):
     if changed["removed"]:
         assert f"[{changed['removed']}]" not in ran
     assert int(re.search(r'tests="(\d+)"', ran).group(1)) >= 100  # type: ignore[union-attr]
+    # the tests that read the workflows, bootstrap files and policy configs, whole (#75.1): the documented path left
+    # them red before remove-stack and --wire-workflows
+    from infra.offline import workflows
+
+    wired = workflows.read(repo)
+    for name in (changed["stack"], changed["protected"]):
+        assert name in wired.previews and name in wired.deploys and name in wired.verifies, (name, wired)
+    for name in (changed["unwired"], changed["removed"]):
+        assert not name or (name not in wired.deploys and not (repo / "stacks" / f"Pulumi.{name}.yaml").exists())
+    assert (repo / "policies" / f"config.{changed['protected']}.json").exists()
+    whole = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
+                            "-m", "not every_stack", "--basetemp", str(tmp_path / "whole"), *WHOLE],
+                           cwd=repo, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(repo)}, timeout=900)
+    assert whole.returncode == 0, whole.stdout[-6000:] + whole.stderr[-2000:]
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@ from components.model.cluster import identities
 from infra.offline import gcp_api
 from infra.offline.__main__ import main as offline_main
 from infra.offline.preflight import PREFLIGHT_READS
-from tests.conftest import example_config
+from tests.conftest import example_config, example_path
+
+# the dev example as written (a team may re-point its own dev: docs/adopting.md)
+DEV = ("--config", str(example_path("dev")))
 
 # a project where the dev example (v6e-4 Spot in us-east5-b, regular channel) deploys
 SERVER_CONFIG = {"defaultClusterVersion": "1.35.7-gke.1000000", "validMasterVersions": ["1.36.4-gke.1200000", "1.35.7-gke.1000000"],
@@ -36,9 +39,9 @@ def quota_info(quota_id: str, value: int, **dims) -> dict:
 
 def recorded(tmp_path: Path, **changes) -> Path:
     """A project's answers to every read the dev stack's preflight makes, as gcloud --format=json prints them."""
-    from tests.conftest import stack_plan
+    from tests.conftest import example_plan
 
-    apis = identities.required_apis({r.type for r in stack_plan("dev").resources})
+    apis = identities.required_apis({r.type for r in example_plan("dev").resources})
     files = {
         "services": [{"name": f"projects/123456789012/services/{a}", "config": {"name": a}, "state": "ENABLED"} for a in apis],
         "quota-PREEMPTIBLE-TPU-V6E-per-project-region": quota_info("PREEMPTIBLE-TPU-V6E-per-project-region", 64),
@@ -65,12 +68,13 @@ def preflight(args: list[str], capsys) -> tuple[int, list[str]]:
 
 
 def test_a_project_where_the_stack_deploys_passes(tmp_path, capsys):
-    code, lines = preflight(["--stack", "dev", "--recorded", str(recorded(tmp_path))], capsys)
+    code, lines = preflight([*DEV, "--recorded", str(recorded(tmp_path))], capsys)
     assert code == 0, lines
     assert lines[-1] == "Verdict: OK - nothing found stops pulumi up"
 
 
-def _stops(tmp_path, capsys, stack_args=("--stack", "dev"), **changes) -> list[str]:
+def _stops(tmp_path, capsys, stack_args=None, **changes) -> list[str]:
+    stack_args = DEV if stack_args is None else stack_args
     code, lines = preflight([*stack_args, "--recorded", str(recorded(tmp_path, **changes))], capsys)
     assert code == 3, lines
     return [ln.strip() for ln in lines if ln.strip().startswith("STOP ")]
@@ -128,7 +132,7 @@ def test_a_version_the_channel_does_not_offer_stops_it(tmp_path, capsys):
     ({"spec": {"rules": [{"values": {"allowedValues": ["us-east5"]}}]}}, False),
 ])
 def test_resource_locations_that_refuse_the_region_stop_it(tmp_path, capsys, policy, stops):
-    code, lines = preflight(["--stack", "dev", "--recorded", str(recorded(tmp_path, **{"org-policy-gcp.resourceLocations": policy}))], capsys)
+    code, lines = preflight([*DEV, "--recorded", str(recorded(tmp_path, **{"org-policy-gcp.resourceLocations": policy}))], capsys)
     said = [ln for ln in lines if "gcp.resourceLocations" in ln]
     assert (code == 3) == stops and bool(said) == stops, lines
     if stops:
@@ -181,9 +185,9 @@ def test_a_reservation_that_cannot_hold_the_groups_stops_it(tmp_path, capsys):
     server = {"channels": [{"channel": "STABLE", "defaultVersion": "1.35.6-gke.1000000", "validVersions": ["1.35.6-gke.1000000"]}]}
     quotas = {f"quota-{q}": quota_info(q, 100000) for q in ("CPUS-per-project-region", "N2-CPUS-per-project-region")}
     base = {"machine-types": machines, "server-config": server, "reservation-pathways-prod-v5p": describe, **quotas}
-    from tests.conftest import stack_plan
+    from tests.conftest import example_plan
 
-    services = [{"config": {"name": a}, "state": "ENABLED"} for a in identities.required_apis({r.type for r in stack_plan("prod").resources})]
+    services = [{"config": {"name": a}, "state": "ENABLED"} for a in identities.required_apis({r.type for r in example_plan("prod").resources})]
     (tmp_path / "ok").mkdir()
     ok = recorded(tmp_path / "ok", services=services, **base)
     code, lines = preflight(["--config", str(EXAMPLE_STACKS / "Pulumi.prod.yaml"), "--recorded", str(ok)], capsys)
