@@ -539,3 +539,25 @@ def test_an_experiment_that_fails_is_not_run_again_unless_asked_and_keeps_its_la
     # a training run (the default of a stack whose runs.priority says so) keeps the batch default of 3
     trained = run_object({"name": "exp", "image": "example.com/t:1", "priority": "training"}, runs={**RUNS, "priority": "training"})
     assert trained["spec"]["failurePolicy"]["maxRestarts"] == 3
+
+
+def test_a_time_limit_is_kueues_maximum_execution_time_on_the_runs_jobset(tmp_path):
+    # #74.4: Kueue v0.19.2 reads the label (positive seconds) into the Workload's maximumExecutionTimeSeconds
+    path = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs=RUNS, cluster=GROUPS_RBAC))
+    base = ["submit", "--config", str(path), "--name", "exp", "--image", "example.com/t:1", "--dry-run"]
+    proc = _cli(*base, "--time-limit", "2h", "--", "python3", "train.py")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] == "7200"
+    spec = tmp_path / "run.yaml"
+    spec.write_text(yaml.safe_dump({"name": "exp", "image": "example.com/t:1", "command": ["python3"], "timeLimitSeconds": 600}))
+    proc = _cli("submit", "--config", str(path), "--spec", str(spec), "--dry-run")
+    assert yaml.safe_load(proc.stdout)["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] == "600"
+    spec.write_text(yaml.safe_dump({"name": "exp", "image": "example.com/t:1", "command": ["python3"], "timeLimitSeconds": "soon"}))
+    proc = _cli("submit", "--config", str(path), "--spec", str(spec), "--dry-run")
+    assert proc.returncode == 2 and proc.stderr == ("error: run.timeLimitSeconds: 'soon' is not a time limit; valid: 1 to 7776000 seconds "
+                                                    "(--time-limit 2h)\n"), proc.stderr
+    no_kueue = write_stack_file(tmp_path, config_with(pathwaysVersion=VERSION, runs=RUNS, cluster=GROUPS_RBAC,
+                                                      kubernetes={"kueue": {"enabled": False}}), "Pulumi.nk.yaml")
+    proc = _cli("submit", "--config", str(no_kueue), "--name", "exp", "--image", "example.com/t:1", "--time-limit", "1h", "--dry-run",
+                "--", "python3")
+    assert proc.returncode == 2 and "a time limit is Kueue's" in proc.stderr, proc.stderr

@@ -120,6 +120,12 @@ CASES = {
                                                     admissionChecks=[{"name": "pathways-fleet", "state": "Pending"}])), "first worker"),
     # on a fleet manager: the pods are the worker's
     "dispatched": (ev(jobset=jobset(), workload=wl(conditions=ADMITTED, clusterName="east")), "why --stack <east's stack> exp"),
+    # #74.4: Kueue's maximum execution time (kueue.x-k8s.io/max-exec-time-seconds), as v0.19.2 deactivates at it
+    "time-limit": (ev(jobset={**jobset(), "metadata": {**jobset()["metadata"], "labels": {
+        "kueue.x-k8s.io/queue-name": "runs-pathways", "kueue.x-k8s.io/max-exec-time-seconds": "7200"}}},
+        workload=wl(active=False, conditions=[cond("Evicted", reason="DeactivatedDueToMaximumExecutionTimeExceeded",
+                                                   message="The workload is deactivated due to exceeding the maximum execution time")])),
+        "submit it again with a longer --time-limit"),
     # #74.3: the program's last words in its status (FallbackToLogsOnError), as jax 0.10.2's xla_bridge writes them
     "proxy-not-initialized": (ev(jobset=jobset(conditions=[cond("Failed", reason="ReachedMaxRestarts")]), pods=[pod("h", "head", statuses=[{
         **ended("jax-program", 1), "state": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": T0, "message":

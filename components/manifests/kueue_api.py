@@ -11,6 +11,12 @@ if TYPE_CHECKING:  # a name only: the policy pack imports these constants withou
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue v0.19.2 pkg/controller/constants MaxExecTimeSecondsLabel: a job's maximum execution time (positive seconds,
+# jobframework validateCreateForMaxExecTime; unchangeable while the job runs), copied into the Workload's
+# spec.maximumExecutionTimeSeconds; past it the Workload controller deactivates the workload (reconcileMaxExecutionTime:
+# Evicted reason DeactivatedDueToMaximumExecutionTimeExceeded)
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+MAX_EXEC_TIME_EVICTION = "DeactivatedDueToMaximumExecutionTimeExceeded"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 TPU_RESOURCE = "google.com/tpu"
 RESOURCES = ("cpu", "memory", TPU_RESOURCE)

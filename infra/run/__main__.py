@@ -30,7 +30,9 @@ from typing import Any, Optional
 
 import yaml
 
+from components.manifests.kueue_api import MAX_EXEC_TIME_LABEL
 from components.model.workloads.ports import NOTEBOOK_PORT
+from components.model.workloads.runs import TIME_LIMIT_KEY, time_limit
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
 from infra.run import notebook_auth
 from infra.run.cli import FLAG_KEYS, parser
@@ -116,6 +118,8 @@ def _spec(args: argparse.Namespace, idle_default: int = 0) -> dict[str, Any]:
         command = command[1:]
     if args.ttl is not None:
         spec["ttlSecondsAfterFinished"] = args.ttl
+    if args.time_limit is not None:
+        spec[TIME_LIMIT_KEY] = args.time_limit
     if args.idle_stop is not None and not args.notebook:
         raise StackFileError("--idle-stop stops an idle notebook: give it with --notebook")
     if args.notebook:
@@ -147,10 +151,14 @@ def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: boo
     from components.model.config import ConfigError, as_run, load_run, resolve
     from components.model.errors import Problem
 
+    spec = dict(spec)
+    limit = time_limit(spec.pop(TIME_LIMIT_KEY, None), bool(cfg.kubernetes.kueue.enabled))
     with_run = load_run(cfg, spec)
     stack = resolve(with_run)
     run = stack.workloads[-1]
     obj = run_jobset(stack, as_run(stack, run), submitted_by)
+    if limit is not None:
+        obj["metadata"]["labels"][MAX_EXEC_TIME_LABEL] = str(limit)
     if notebook:
         idle = next((int(a.split("=", 1)[1]) for a in spec.get("command") or [] if a.startswith("--ServerApp.shutdown_no_activity_timeout=")), 0)
         obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), NOTEBOOK_ANNOTATION: str(NOTEBOOK_PORT),

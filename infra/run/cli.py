@@ -77,6 +77,9 @@ def parser() -> argparse.ArgumentParser:
                 "proxy): open it with `notebook`. Without --image: the stack's notebook image (notebook-image)"))
             p.add_argument("--ttl", type=_duration, help=(
                 "remove the run (JobSet, pods, logs) this long after it finishes: 30m, 2h, 7d (default: runs.ttlSecondsAfterFinished)"))
+            p.add_argument("--time-limit", type=_duration, help=(
+                "stop the run after it has run this long (Kueue's maximum execution time, admitted time summed over "
+                "restarts): 30m, 2h, 7d; spec key timeLimitSeconds"))
             p.add_argument("--idle-stop", type=_duration, help=(
                 "with --notebook: stop it after this long idle, freeing the slice: 30m, 2h; 0 never "
                 "(default: runs.notebookIdleStopSeconds)"))

@@ -54,6 +54,7 @@ from infra.run.why_facts import (
     restarts_left,
     role_of,
 )
+from infra.run.why_time_limit import stopped_at_limit
 
 # --- terminated containers: the program's own end ----------------------------------------------------------------
 
@@ -212,7 +213,7 @@ def _not_admitted(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
         return Diagnosis("created", "Kueue has not made its Workload yet", (f"LocalQueue {queue}",),
                          "wait a few seconds; if it stays, Kueue's controller is not running (kubectl -n kueue-system get pods)")
     if (wl.get("spec") or {}).get("active") is False:
-        return Diagnosis("deactivated", f"its Kueue Workload {meta(wl).get('name')} is deactivated (spec.active: false): Kueue neither admits nor queues it",
+        return stopped_at_limit(ev, wl, view) or Diagnosis("deactivated", f"its Kueue Workload {meta(wl).get('name')} is deactivated (spec.active: false): Kueue neither admits nor queues it",
                          tuple(dict.fromkeys(one_line(c.get("message")) for c in conditions(wl) if c.get("type") in ("Evicted", "Requeued") and c.get("message"))),
                          f"reactivate it: kubectl patch workloads.kueue.x-k8s.io -n {view.namespace} {meta(wl).get('name')} --type merge "
                          "-p '{\"spec\":{\"active\":true}}' (or delete the run)")
@@ -461,11 +462,8 @@ def _running(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
 def diagnose(ev: Evidence, view: StackView) -> Diagnosis:
     """The dominant reason; a failed or restarted program's known error (known_errors) named with its fix."""
     found = _diagnose(ev, view)
-    known = known_errors.match(known_errors.terminated_messages(ev.pods)) if found.reason in (
-        "program-failed", "failure-rule", "restarted") else None
-    if known is None:
-        return found
-    return Diagnosis(known.reason, known.summary, (f"its output says: {known.says}", *found.evidence), known.fix, found.detail)
+    known = known_errors.match(known_errors.terminated_messages(ev.pods)) if found.reason in ("program-failed", "failure-rule", "restarted") else None
+    return found if known is None else Diagnosis(known.reason, known.summary, (f"its output says: {known.says}", *found.evidence), known.fix, found.detail)
 
 
 def _diagnose(ev: Evidence, view: StackView) -> Diagnosis:

@@ -11,11 +11,12 @@ neither sees nor deletes it, and the offline `diff` reads stack files only.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, Optional
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from components.model.common import INT32_MAX, MAX_NODES_PER_POOL_ZONE, _Model
+from components.model.errors import ConfigError, Problem
 from components.model.workloads.service import ServiceClient
 from components.model.workloads.storage import RunBucket, RunFileSystem, first_repeated
 
@@ -32,6 +33,8 @@ RUN_KEYS = (
     "ttlSecondsAfterFinished", "subdomain", "mounts", "profiling", "team",
 )
 RUN_MODES = ("batch", "interactive")
+TIME_LIMIT_KEY = "timeLimitSeconds"  # a run's own (`--time-limit`): Kueue's maximum execution time, a label on its JobSet
+MAX_TIME_LIMIT = 90 * 24 * 3600
 RUN_PRIORITIES = ("training", "interactive", "experiment")  # highest first
 
 
@@ -94,3 +97,15 @@ def run_service_account(stack: str) -> str:
 def run_queue(cluster_queue: str) -> str:
     """The LocalQueue ad-hoc runs use, in the stack's namespace, for one ClusterQueue."""
     return f"{RUN_QUEUE_PREFIX}{cluster_queue}"
+
+
+def time_limit(value: object, kueue: bool) -> Optional[int]:
+    """A run's time limit in seconds (timeLimitSeconds), or None; ConfigError keyed run.timeLimitSeconds."""
+    if value is None:
+        return None
+    key = f"run.{TIME_LIMIT_KEY}"
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TIME_LIMIT:
+        raise ConfigError([Problem(key, f"{str(value)[:40]!r} is not a time limit; valid: 1 to {MAX_TIME_LIMIT} seconds (--time-limit 2h)")])
+    if not kueue:
+        raise ConfigError([Problem(key, "a time limit is Kueue's (its maximum execution time), and this stack runs without Kueue")])
+    return value
