@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infra import notebook_image
 from tests.conftest import GROUPS_RBAC, config_with
 from tests_e2e.conftest import expect_no_changes
 from tests_e2e.helpers import is_true, nodes, pods, user_stack_file, wait_running, workload
@@ -244,5 +245,26 @@ def test_a_run_ships_its_code_without_an_image(cluster, deployed, tmp_path):
     # the image path, for the same change: a new tag (built and pushed elsewhere: minutes that this tier cannot count)
     rebuilt = submit("exp-img", "--image", "example.com/trainer:2")
     assert run(cluster, stack_file, rita, "delete", "exp-img").returncode == 0
+    # #74.3: the code alone, no --image: the stack's run image (the notebook recipe's), unpacked into a volume of its own
+    submit("exp-wd0", "--workdir", str(code))
+    (head,) = [p for p in pods(cluster, "pathways", "exp-wd0") if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head"]
+    program = next(c for c in head["spec"]["containers"] if c["name"] == "jax-program")
+    assert program["image"].endswith(f"/pathways/notebook:{notebook_image.tag()}"), program["image"]
+    assert {"name": "workdir-code", "mountPath": "/workdir"} in [{k: m[k] for k in ("name", "mountPath")} for m in program["volumeMounts"]]
+    assert program["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert run(cluster, stack_file, rita, "delete", "exp-wd0").returncode == 0
+    # #74.4: Kueue ends a run at its time limit (its maximum execution time), and `why` says so
+    limited = run(cluster, stack_file, rita, "submit", "--name", "exp-tl", "--image", IMAGE, "--slices", "1", "--time-limit", "15s",
+                  "--", "python3", "train.py")
+    assert limited.returncode == 0, limited.stderr
+    wait_running(cluster, "pathways", "exp-tl", 1 + 4)
+    cluster.wait_for("Kueue stops exp-tl at its 15 s limit", lambda: any(
+        c.get("type") == "Evicted" and c.get("reason") == "DeactivatedDueToMaximumExecutionTimeExceeded"
+        for c in ((workload(cluster, "pathways", "exp-tl") or {}).get("status") or {}).get("conditions") or []), timeout=120)
+    cluster.wait_for("exp-tl's pods are gone", lambda: not pods(cluster, "pathways", "exp-tl"), timeout=120)
+    why = run(cluster, stack_file, rita, "why", "exp-tl", "--json")
+    assert why.returncode == 0 and json.loads(why.stdout)["reason"] == "time-limit", why.stdout + why.stderr
+    session(cluster, "why --stack runs exp-tl", run(cluster, stack_file, rita, "why", "exp-tl"))
+    assert run(cluster, stack_file, rita, "delete", "exp-tl").returncode == 0
     with open(cluster.workdir / "runs-session.txt", "a", encoding="utf-8") as out:
         out.write(f"# submit to running: --workdir {shipped:.1f} s, a rebuilt image's tag {rebuilt:.1f} s (its build and push not counted)\n")
