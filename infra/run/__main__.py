@@ -34,7 +34,7 @@ from components.manifests.kueue_api import MAX_EXEC_TIME_LABEL
 from components.model.workloads.ports import NOTEBOOK_PORT
 from components.model.workloads.runs import TIME_LIMIT_KEY, time_limit
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
-from infra.run import notebook_auth
+from infra.run import hints, notebook_auth
 from infra.run.cli import FLAG_KEYS, parser
 from infra.run.kube import Kubectl, KubeError
 from infra.run.status import positions, rows, table
@@ -472,6 +472,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser().parse_args(argv)
     commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook,
                 "notebook-image": _notebook_image, "why": _why, "profile": _profile, "teams": _teams}
+    cfg = None
     try:
         cfg = _stack(args)
         return commands[args.command](args, cfg)
@@ -480,7 +481,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except WorkdirShipError as e:
         return _fail(e, EXIT_WORKDIR)
     except KubeError as e:
-        return _fail(e, EXIT_CLUSTER)
+        said = hints.hint(str(e), cfg, getattr(args, "team", None)) if cfg is not None else None
+        if said is None:
+            return _fail(e, EXIT_CLUSTER)
+        line, whole = said
+        return _fail(KubeError(line if whole else f"{e}\n{line}"), EXIT_CLUSTER)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
