@@ -34,7 +34,7 @@ from components.manifests.kueue_api import MAX_EXEC_TIME_LABEL
 from components.model.workloads.ports import NOTEBOOK_PORT
 from components.model.workloads.runs import TIME_LIMIT_KEY, time_limit
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
-from infra.run import hints, notebook_auth
+from infra.run import hints, notebook_auth, submit_notes
 from infra.run.cli import FLAG_KEYS, parser
 from infra.run.kube import Kubectl, KubeError
 from infra.run.status import positions, rows, table
@@ -206,12 +206,15 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         except NotebookImageError as e:
             raise StackFileError(str(e)) from None
     packed = _workdir(args, cfg)
+    notes = submit_notes.notes(spec, [f for f, _ in packed.files] if packed else None, cfg.jax_version, args.notebook)
     password = None
     if args.notebook:  # JupyterLab gets the hash only (security #73.16)
         password = notebook_auth.new_password()
         spec["command"] = [*spec["command"], *notebook_auth.jupyter_flags(notebook_auth.hashed(password))]
     if args.dry_run:
         obj = _with_workdir(_run_jobset(cfg, spec, "", args.notebook), packed)
+        for note in notes:  # once the run is valid: what it accepted
+            print(note, file=sys.stderr)
         sys.stdout.write(yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False))
         if password is not None:
             print(f"the notebook's password (JupyterLab holds its hash only): {password}", file=sys.stderr)
@@ -224,6 +227,8 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         return 0
     kube = Kubectl(args.kubeconfig, args.context)
     obj = _with_workdir(_run_jobset(cfg, spec, kube.whoami(), args.notebook), packed)
+    for note in notes:
+        print(note, file=sys.stderr)
     name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
     created = kube.create(obj)
     kept = notebook_auth.remember(cfg.stack, ns, name, password) if password is not None else None

@@ -1,0 +1,45 @@
+"""What `submit` accepted that a researcher likely did not mean (#74.8; pure): said on stderr as `note:` lines, the
+run still submitted. Secret-looking files shipped with --workdir (the code is readable by everyone who reads runs in
+the namespace), an image reference with no registry (Docker Hub, as the container runtime resolves it: the nodes
+reach no Docker Hub from private nodes without NAT, and it is rarely what a team means), a notebook image built for
+another jax than the stack's Pathways (its kernel would speak another JAX to the run's proxy)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, Iterable, Optional
+
+# Files that hold credentials by name (the patterns secret scanners and .gitignore templates share)
+SECRET_FILES = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa", "id_ed25519", "id_ecdsa", ".netrc",
+                "credentials.json", "*service-account*.json", "*-sa-key*.json", ".pypirc", ".npmrc", "*.kubeconfig", "kubeconfig")
+_JAX_IN_TAG = re.compile(r"jax[-_]?(\d+\.\d+\.\d+)")
+
+
+def secret_files(paths: Iterable[str]) -> list[str]:
+    return [p for p in paths if any(fnmatch.fnmatch(p.rsplit("/", 1)[-1], pat) for pat in SECRET_FILES)]
+
+
+def registry_less(image: str) -> bool:
+    """No registry host: the first path part has no '.' or ':' and is not localhost (the runtime's docker.io rule)."""
+    first, slash, _ = image.partition("/")
+    return not slash or ("." not in first and ":" not in first and first != "localhost")
+
+
+def notes(spec: dict[str, Any], shipped: Optional[Iterable[str]], stack_jax: Optional[str], notebook: bool) -> list[str]:
+    out = []
+    found = secret_files(shipped or ())
+    if found:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        out.append(f"note: --workdir ships {shown}, which look like credentials: a run's code is readable by everyone who "
+                   "reads runs in the namespace; leave them out (--exclude, or .gitignore) and give the program a reference "
+                   "it resolves itself")
+    image = str(spec.get("image") or "")
+    if image and registry_less(image):
+        out.append(f"note: --image {image} names no registry, so the nodes pull it from Docker Hub (docker.io); give the "
+                   "full reference (e.g. us-docker.pkg.dev/<project>/<repository>/<image>:<tag>)")
+    m = _JAX_IN_TAG.search(image.rsplit(":", 1)[-1]) if notebook and ":" in image else None
+    if m and stack_jax and m.group(1) != stack_jax:
+        out.append(f"note: the notebook image is built for jax {m.group(1)}, and the stack's Pathways is jax {stack_jax}: its "
+                   "kernel would speak another JAX to the run's proxy; use the stack's notebook image (no --image)")
+    return out
