@@ -117,6 +117,12 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("run", help="run name")
             if name == "logs":
                 p.add_argument("--follow", "-f", action="store_true", help="stream until the container ends")
+                p.add_argument("--worker", type=int, metavar="N", help="a worker's Pathways server log: slice N (0-based), its first host")
+                p.add_argument("--host", type=int, default=0, metavar="H", help="with --worker: host H of that slice (default 0)")
+                p.add_argument("--previous", action="store_true", help="the container's last attempt (before its restart)")
+                p.add_argument("--cloud", action="store_true", help=(
+                    "print the Cloud Logging query and console link for the run's pods instead (kept after `delete`: "
+                    "GKE sends container logs to Cloud Logging)"))
             if name == "describe":
                 p.add_argument("--out", type=Path, help="file to write (default run-<name>-<time>.yaml)")
             if name == "notebook":

@@ -125,11 +125,17 @@ class Kubectl:
         except json.JSONDecodeError:
             return f"not JSON: {_first_line(proc.stdout)}"
 
-    def stream_logs(self, namespace: str, pod: str, container: str, follow: bool) -> int:
+    def worker_pod(self, namespace: str, run: str, index: int, host: int) -> Optional[dict[str, Any]]:
+        """Host `host` of the run's worker Job `index` (its slice), the newest attempt, or None."""
+        pods = self.items("pods", namespace, selector=(f"jobset.sigs.k8s.io/jobset-name={run},jobset.sigs.k8s.io/replicatedjob-name!=pathways-head,"
+                                                       f"jobset.sigs.k8s.io/job-index={index},batch.kubernetes.io/job-completion-index={host}"))
+        return max(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""), default=None)
+
+    def stream_logs(self, namespace: str, pod: str, container: str, follow: bool, previous: bool = False) -> int:
         """The container's log to stdout as kubectl prints it (followed until it ends with --follow)."""
         sys.stdout.flush()
-        proc = subprocess.run([*self.base, "logs", "-n", namespace, pod, "-c", container, *(["--follow"] if follow else [])],
-                              stderr=subprocess.PIPE, text=True)
+        proc = subprocess.run([*self.base, "logs", "-n", namespace, pod, "-c", container, *(["--follow"] if follow else []),
+                               *(["--previous"] if previous else [])], stderr=subprocess.PIPE, text=True)
         if proc.returncode != 0:
             raise KubeError(f"kubectl logs {pod}: {_first_line(proc.stderr)}")
         return 0
