@@ -13,7 +13,7 @@ from infra.run.gather import stack_view
 from infra.run.kueue_verdict import BYPASSED, Verdict, quota_verdict
 from infra.run.refusals import file_verdict, refusal
 from infra.run.why import diagnose
-from infra.run.why_facts import Evidence
+from infra.run.why_facts import Evidence, parse_time
 from tests.conftest import GROUPS_RBAC, config_with
 
 SLICES = [{"name": "main", "tpu": "v6e-4", "count": 2}, {"name": "res", "tpu": "v6e-4", "count": 1, "reservation": "r1"},
@@ -445,3 +445,21 @@ def test_kueues_own_message_stands_when_it_is_not_the_shortcut():
     pending = quota_verdict(wl(conditions=[cond("QuotaReserved", "False", "PendingEvaluation", "Workload is pending evaluation")]), [])
     assert pending is not None and not pending.evaluated
     assert quota_verdict(wl(conditions=ADMITTED), []) is None and quota_verdict(None, []) is None
+
+
+def test_pods_waiting_for_a_pool_the_autoscaler_is_scaling_up_are_starting_not_missing_capacity():
+    # #74.7: a scale-to-zero group has no nodes until a run asks; the cluster autoscaler's own events say which
+    group = next(iter(VIEW.groups.values()))
+    waiting = pod("w", phase="Pending", node="", group=group.name, conditions=[cond("PodScheduled", "False", "Unschedulable")])
+
+    def scale(*reasons: str) -> Evidence:
+        events = [{"reason": r, "message": {"TriggeredScaleUp": "pod triggered scale-up: [{gke-pool-grp 0->4 (max: 4)}]",
+                                            "FailedScaleUp": "Node scale up in zones us-east5-b associated with this pod failed: GCE out of resources"}[r],
+                   "lastTimestamp": f"2026-12-06T08:0{i}:00Z"} for i, r in enumerate(reasons)]
+        return ev(jobset=jobset(), workload=wl(conditions=ADMITTED), pods=[waiting], events=events, now=parse_time("2026-12-06T08:03:00Z") or 0)
+    up = diagnose(scale("TriggeredScaleUp"), VIEW)
+    assert up.reason == "starting" and up.summary.startswith(f"group {group.name}'s nodes are coming up: the cluster autoscaler is scaling "
+                                                            f"it up (0 of {group.count * group.hosts} nodes, asked 3m"), up
+    assert "autoscaler: pod triggered scale-up" in up.evidence[-1]
+    assert diagnose(scale("TriggeredScaleUp", "FailedScaleUp"), VIEW).reason == "no-capacity"
+    assert diagnose(scale(), VIEW).reason == "no-capacity"

@@ -54,6 +54,7 @@ from infra.run.why_facts import (
     restarts_left,
     role_of,
 )
+from infra.run.why_scale_up import scaling_up
 from infra.run.why_time_limit import stopped_at_limit
 
 # --- terminated containers: the program's own end ----------------------------------------------------------------
@@ -394,7 +395,7 @@ def _unscheduled(ev: Evidence, view: StackView, pending: list[dict[str, Any]]) -
                              f"free hosts in reservation {group.reservation} (or its block), or move the group to a capacity "
                              "ladder with spot or flex-start rungs (slices[].ladder)")
         if len(mine) < wanted:
-            return Diagnosis("no-capacity", f"group {group.name} has {len(mine)} of its {wanted} nodes: GKE has not made the rest",
+            return scaling_up(ev, group.name, len(mine), wanted, tuple(evidence)) or Diagnosis("no-capacity", f"group {group.name} has {len(mine)} of its {wanted} nodes: GKE has not made the rest",
                              tuple(evidence), "check the node pools' errors in the console (stock-out, quota); a capacity ladder "
                              "(slices[].ladder) lets workloads run elsewhere meanwhile")
     return Diagnosis("unschedulable", f"the scheduler cannot place its pods: {said or 'no reason given yet'}", tuple(evidence),
