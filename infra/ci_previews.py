@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 import yaml
+from pydantic import TypeAdapter, ValidationError
 
 from components.model.cluster.identities import pull_request_preview_refusal
 
@@ -28,8 +29,18 @@ def refusal(stack: str, stacks_dir: Path = ROOT / "stacks") -> Optional[str]:
     """Why this stack's pull requests get no real preview (None: they do), read from its stack file as written."""
     config = (yaml.safe_load((stacks_dir / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")) or {}).get("config") or {}
     fleet = config.get("pathways:fleet") or {}
-    return pull_request_preview_refusal(config.get("pathways:protected") is True,
+    return pull_request_preview_refusal(_protected(config.get("pathways:protected", False)),
                                         isinstance(fleet, dict) and fleet.get("role") == "manager")
+
+
+def _protected(value: object) -> bool:
+    """pathways:protected as the stack's model reads it (pydantic's bool: true, "true", "yes", "on", 1 ...), never
+    `is True` alone (#75.8: a quoted "true" was protected to the program and previewed here); a value the model
+    refuses counts as protected, so nothing is previewed that might be."""
+    try:
+        return TypeAdapter(bool).validate_python(value)
+    except ValidationError:
+        return True
 
 
 def main(argv: Optional[list[str]] = None, stacks_dir: Path = ROOT / "stacks") -> int:

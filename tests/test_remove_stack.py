@@ -81,26 +81,27 @@ def test_add_appends_to_the_chain_and_the_lists_and_remove_undoes_it(tmp_path):
     root = _root(tmp_path)
     before = _snapshot(root)
     wired = workflows.read(root)
-    assert workflows.add(root, "team-a") == [workflows.PULL_REQUEST, workflows.VERIFY, workflows.DEPLOY]
+    name = next(n for n in (f"added-{i}" for i in range(100)) if n not in {*wired.previews, *wired.deploys, *wired.verifies})
+    assert workflows.add(root, name) == [workflows.PULL_REQUEST, workflows.VERIFY, workflows.DEPLOY]
     after = workflows.read(root)
-    assert after.previews == [*wired.previews, "team-a"] and after.verifies == [*wired.verifies, "team-a"]
-    job = yaml.safe_load((root / ".github/workflows/deploy.yml").read_text())["jobs"]["team-a"]
-    assert job["needs"] == wired.deploys[-1] and job["with"] == {"stack": "team-a", "apply": True}
-    assert workflows.add(root, "team-a") == []  # already wired
-    workflows.remove(root, "team-a")
+    assert after.previews == [*wired.previews, name] and after.verifies == [*wired.verifies, name]
+    job = yaml.safe_load((root / ".github/workflows/deploy.yml").read_text())["jobs"][name]
+    assert job["needs"] == wired.deploys[-1] and job["with"] == {"stack": name, "apply": True}
+    assert workflows.add(root, name) == []  # already wired
+    workflows.remove(root, name)
     assert _snapshot(root) == before  # byte for byte
 
 
 def test_new_stack_wires_the_workflows_when_asked(tmp_path, capsys):
     root = _root(tmp_path)
-    argv = ["new-stack", "team-b", "--project", "team-b-ml", "--zone", "us-central1-a", "--tpu", "v5p-8",
+    argv = ["new-stack", "wired-new", "--project", "wired-new-ml", "--zone", "us-central1-a", "--tpu", "v5p-8",
             "--repository", "team-b/pathways", "--repository-id", "712345678", "--repository-owner-id", "81234567",
             "--project-number", "223456789012", "--stacks-dir", str(root / "stacks"), "--bootstrap-dir", str(root / "bootstrap"),
             "--root", str(root)]
     assert offline_main([*argv, "--wire-workflows"]) == 0
-    assert "wrote .github/workflows/deploy.yml (stack team-b added)" in capsys.readouterr().out
-    assert workflows.read(root).deploys[-1] == "team-b"
+    assert "wrote .github/workflows/deploy.yml (stack wired-new added)" in capsys.readouterr().out
+    assert workflows.read(root).deploys[-1] == "wired-new"
     # a job ID cannot hold a '.': refused before anything is written
-    assert offline_main([*[a if a != "team-b" else "team.c" for a in argv], "--wire-workflows"]) == 2
+    assert offline_main([*[a if a != "wired-new" else "wired.new" for a in argv], "--wire-workflows"]) == 2
     assert "job IDs are letters, digits" in capsys.readouterr().err
-    assert not (root / "stacks" / "Pulumi.team.c.yaml").exists()
+    assert not (root / "stacks" / "Pulumi.wired.new.yaml").exists()

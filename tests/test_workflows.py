@@ -289,6 +289,21 @@ def test_security_58_15_a_protected_or_manager_stack_file_is_left_out(tmp_path, 
     assert "b: no pull-request preview (a fleet manager: its preview identity reads its workers' state and tokens" in err
 
 
+
+def test_protection_is_read_as_the_model_reads_it(tmp_path, capsys):
+    # #75.8: a quoted "true" (or yes, on, 1) is protected to the program's model, so no pull-request preview either
+    from components.model.config import load
+    from infra import ci_previews
+
+    for i, value in enumerate(['"true"', "yes", '"on"', "1", '"maybe"']):
+        (tmp_path / f"Pulumi.s{i}.yaml").write_text(f"config:\n  pathways:protected: {value}\n")
+    (tmp_path / "Pulumi.off.yaml").write_text('config:\n  pathways:protected: "false"\n')
+    assert ci_previews.main([*(f"s{i}" for i in range(5)), "off"], stacks_dir=tmp_path) == 0
+    assert capsys.readouterr().out == 'stacks=["off"]\n'
+    base = {"project": "test-proj-123", "region": "us-east5", "zone": "us-east5-b", "slices": [{"name": "m", "tpu": "v6e-4"}]}
+    assert load({**base, "protected": "true"}, "t").protected is True and load({**base, "protected": "false"}, "t").protected is False
+
+
 def test_security_73_18_the_pools_condition_names_the_workflows_and_events_that_authenticate():
     # bootstrap/program.py pool_condition pins job_workflow_ref and event_name: every workflow that asks Google for a
     # token is one it names, and main's runs of them come on the events it names
