@@ -13,7 +13,7 @@ from components.manifests import monitoring
 from infra.errors import InvalidStackConfig
 from infra.offline.stackfile import flatten, raw_values
 from policies.rules import ALL_POLICIES
-from tests.conftest import FLEET_MANAGERS, config_with, example_config, example_path, example_plan, plan_of, stack_config
+from tests.conftest import FLEET_MANAGERS, ROOT, config_with, example_config, example_path, example_plan, plan_of, stack_config
 
 VERSION = "jax-0.9.0"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -280,6 +280,10 @@ def test_alerts_cover_the_failures_and_use_documented_metrics(made_stack):
             # only series GKE's managed kube-state-metrics exports (GKE "Collect and view kube state metrics")
             assert set(re.findall(r"\b(kube_[a-z_]+)\{", query)) <= set(monitoring.PROMQL_METRICS), query
         assert a.input("documentation.mimeType") == "text/markdown"
+        # #75.7: a severity, and a runbook link to a section of docs/operating.md that exists
+        name = a.input("displayName").split(": ", 1)[1]
+        assert a.input("severity") == monitoring.ALERT_SEVERITY[name] in ("CRITICAL", "ERROR", "WARNING")
+        assert f"Runbook: docs/operating.md#{monitoring.runbook_anchor(name)}" in a.input("documentation.content")
     # the kube-state-metrics the PromQL series need are collected
     assert plan.one(CLUSTER).input("monitoringConfig") == {
         "enableComponents": ["SYSTEM_COMPONENTS", "POD", "JOBSET"], "managedPrometheus": {"enabled": True}}
@@ -435,3 +439,13 @@ def test_auto_upgrade_off_is_refused_in_every_release_channel(channel):
 def test_every_made_pool_keeps_auto_upgrade_on(made_stack):
     _, plan = made_stack
     assert {p.input("management.autoUpgrade") for p in plan.by_type("gcp:container/nodePool:NodePool")} == {True}
+
+
+
+def test_each_alert_has_a_runbook_section_and_a_preemption_is_never_a_page():
+    # #75.7: every anchor an alert links is a heading of docs/operating.md, as GitHub makes anchors of headings
+    doc = (ROOT / "docs" / "operating.md").read_text()
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", doc, re.M)}
+    assert {monitoring.runbook_anchor(n) for n in monitoring.ALERT_SLOTS} <= anchors
+    assert set(monitoring.ALERT_SEVERITY) == set(monitoring.ALERT_SLOTS)
+    assert monitoring.ALERT_SEVERITY["TPU slice interrupted"] == "WARNING"

@@ -66,6 +66,7 @@ class Observability(pulumi.ComponentResource):
                 project=args.project,
                 display_name=p["displayName"],
                 combiner=p["combiner"],
+                severity=p["severity"],
                 conditions=[_condition(c) for c in p["conditions"]],
                 documentation=gcp.monitoring.AlertPolicyDocumentationArgs(
                     content=p["documentation"]["content"], mime_type=p["documentation"]["mimeType"],

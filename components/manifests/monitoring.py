@@ -170,6 +170,18 @@ def _one_of(values: list[str]) -> str:
 # adding or dropping one never renames, i.e. replaces, another.
 ALERT_SLOTS = {"TPU slice interrupted": 0, "restart storm": 1, "TPU duty cycle low": 2, "head pod not ready": 3,
                "serving endpoint not ready": 4, "scratch bucket changed by the nodes": 5}
+# How urgent each is (Monitoring API AlertPolicy.severity: CRITICAL "could cause significant damage or downtime",
+# ERROR, WARNING): pages are for what a person must act on now (#75.7). An interruption is expected on spot and
+# flex-start capacity and the JobSet restarts by itself: a count to review, never a page.
+ALERT_SEVERITY = {"TPU slice interrupted": "WARNING", "restart storm": "ERROR", "TPU duty cycle low": "WARNING",
+                  "head pod not ready": "ERROR", "serving endpoint not ready": "CRITICAL", "scratch bucket changed by the nodes": "CRITICAL"}
+# Each alert's runbook: its section of docs/operating.md, "Alerts" (tests/test_observability.py holds each anchor to a heading)
+RUNBOOK = "docs/operating.md"
+
+
+def runbook_anchor(name: str) -> str:
+    """The GitHub anchor of the alert's section: its heading, lowercased, spaces to '-', other punctuation dropped."""
+    return "alert-" + "".join(c for c in name.lower().replace(" ", "-") if c.isalnum() or c == "-")
 
 
 def scratch_bucket_changes(stack: ResolvedStack) -> str:
@@ -195,15 +207,15 @@ def alert_policies(stack: ResolvedStack) -> dict[int, dict[str, Any]]:
         }}
 
     def policy(name, condition, doc):
-        return {"displayName": f"{cluster}: {name}", "combiner": "OR", "conditions": [condition],
+        doc += f"\n\nSeverity {ALERT_SEVERITY[name]}. Runbook: {RUNBOOK}#{runbook_anchor(name)} in the stack's repository."
+        return {"displayName": f"{cluster}: {name}", "combiner": "OR", "conditions": [condition], "severity": ALERT_SEVERITY[name],
                 "documentation": {"content": doc, "mimeType": "text/markdown"}}
 
     policies = [
         policy("TPU slice interrupted", threshold(
             "node interruptions", _filter(stack, "kubernetes.io/node/interruption_count"), "COMPARISON_GT", 0, "0s",
             INTERRUPTION_ALIGNER, "REDUCE_SUM", ['resource.label."node_name"']),
-            "A TPU or head node was interrupted (spot preemption, flex-start end, maintenance): the slice restarts. "
-            "See README, 'Operating a running stack'."),
+            "A TPU or head node was interrupted (spot preemption, flex-start end, maintenance): the slice restarts by itself."),
         policy("restart storm", threshold(
             f"more than {m.restart_storm} container restarts in 10 minutes", _filter(stack, "kubernetes.io/container/restart_count"),
             "COMPARISON_GT", m.restart_storm, "0s", "ALIGN_DELTA", "REDUCE_SUM",
