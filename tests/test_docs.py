@@ -263,6 +263,7 @@ def test_the_exit_codes_the_docs_state_are_the_tools():
 
 # Keyed by data, not by fields: stack outputs, resource inputs and options, images by container, labels, changed values.
 OPAQUE = {"outputs", "resources[].inputs", "resources[].options", "summary.workloads[].images", "summary.labels", "summary.runs.queues",
+          "summary.cpuQuota",
           "changes[].values"}
 
 

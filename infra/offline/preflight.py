@@ -147,14 +147,8 @@ class Preflight:
             s = self.cfg.service_workload
             assert s is not None
             pools.append((s.service_settings.proxy_machine_type, self.cfg.proxy_nodes))
-        by_id: dict[str, int] = {}
-        for machine, nodes in pools:
-            cpus = machines.shape(machine).vcpus * nodes
-            by_id["CPUS-per-project-region"] = by_id.get("CPUS-per-project-region", 0) + cpus
-            family = machine.split("-", 1)[0].upper()
-            if family in ("N2", "N2D", "C2", "C3", "N4"):
-                by_id[f"{family}-CPUS-per-project-region"] = by_id.get(f"{family}-CPUS-per-project-region", 0) + cpus
-        for quota_id, cpus in sorted(by_id.items()):
+        by_id = quota.cpu_quota_needs(pools, lambda m: machines.shape(m).vcpus)
+        for quota_id, cpus in by_id.items():
             info = self._get("quota", f"quota-{quota_id}", ["beta", "quotas", "info", "describe", quota_id, "--service=compute.googleapis.com"],
                              "cloudquotas.quotas.get")
             limit = quota.limit_in(info, self.cfg.region, None) if info is not None else None

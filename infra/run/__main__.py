@@ -37,6 +37,8 @@ from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw
 from infra.run import hints, notebook_auth, submit_notes
 from infra.run.cli import FLAG_KEYS, parser
 from infra.run.kube import Kubectl, KubeError
+from infra.run.logs import logs_command
+from infra.run.stack_args import team_namespace
 from infra.run.status import positions, rows, table
 
 # JupyterLab on the head's loopback (the pod is hostNetwork), reached by `kubectl port-forward`; its login is a password
@@ -281,17 +283,7 @@ def _with_workdir(obj: dict[str, Any], packed: Any) -> dict[str, Any]:
 
 def _cluster(args: argparse.Namespace, cfg: Any) -> tuple[Kubectl, str]:
     """kubectl with the user's kubeconfig, and the namespace where the runs live: the stack's, or --team's."""
-    return Kubectl(args.kubeconfig, args.context), _team_namespace(args, cfg)
-
-
-def _team_namespace(args: argparse.Namespace, cfg: Any) -> str:
-    name = getattr(args, "team", None)
-    if name is None:
-        return cfg.kubernetes.namespace
-    team = cfg.team(name)
-    if team is None:
-        raise StackFileError(f"--team {name[:60]!r} is not a team of stack {cfg.stack}; valid: {', '.join(t.name for t in cfg.teams) or 'none declared (pathways:teams)'}")
-    return team.team_namespace
+    return Kubectl(args.kubeconfig, args.context), team_namespace(args, cfg)
 
 
 def _list(args: argparse.Namespace, cfg: Any) -> int:
@@ -342,40 +334,6 @@ def _why(args: argparse.Namespace, cfg: Any) -> int:
     for d in answers:
         sys.stdout.write(json.dumps(d.to_json(), sort_keys=True) + "\n" if args.json else d.text(args.verbose))
     return 0
-
-
-def _logs(args: argparse.Namespace, cfg: Any) -> int:
-    from components.manifests.jobset import USER_CONTAINER
-    from infra.run.cloud_logs import link, query
-
-    if args.cloud:  # no cluster needed: the logs outlive the run in Cloud Logging
-        ns = _team_namespace(args, cfg)
-        q = query(cfg.cluster_name, ns, args.run, worker=args.worker)
-        print(q)
-        print(f"  open: {link(q, cfg.project)}", file=sys.stderr)
-        print(f"  or:   gcloud logging read '{q}' --project {cfg.project} --freshness 7d --order asc", file=sys.stderr)
-        return 0
-    kube, ns = _cluster(args, cfg)
-    kube.get_jobset(ns, args.run)  # no such run: one line, before looking for its pods
-    if args.worker is not None:
-        worker = kube.worker_pod(ns, args.run, args.worker, args.host)
-        if worker is None:
-            raise KubeError(f"run {args.run} has no pod for slice {args.worker}, host {args.host} (list its pods: python -m infra.run "
-                            f"describe --stack {cfg.stack} {args.run}); its logs after it ended: --cloud")
-        return kube.stream_logs(ns, worker["metadata"]["name"], "pathways-worker", args.follow, args.previous)
-    pod = kube.head_pod(ns, args.run)
-    if pod is None:
-        raise KubeError(f"run {args.run} has no head pod yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
-    containers = [c["name"] for c in pod["spec"].get("containers") or []]
-    container = USER_CONTAINER if USER_CONTAINER in containers else "pathways-proxy"
-    code = kube.stream_logs(ns, pod["metadata"]["name"], container, args.follow, args.previous)
-    # a known first-program error, said once after the output (the container's status keeps the output's end: #74.3)
-    from infra.run import known_errors
-
-    known = known_errors.match(known_errors.terminated_messages([kube.head_pod(ns, args.run) or pod]))
-    if known is not None:
-        print(f"{known.reason}: {known.summary}; fix: {known.fix}", file=sys.stderr)
-    return code
 
 
 def _delete(args: argparse.Namespace, cfg: Any) -> int:
@@ -489,7 +447,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from components.model.errors import ConfigError
 
     args = parser().parse_args(argv)
-    commands = {"submit": _submit, "list": _list, "logs": _logs, "delete": _delete, "describe": _describe, "notebook": _notebook,
+    commands = {"submit": _submit, "list": _list, "logs": logs_command, "delete": _delete, "describe": _describe, "notebook": _notebook,
                 "notebook-image": _notebook_image, "why": _why, "profile": _profile, "teams": _teams}
     cfg = None
     try:

@@ -156,3 +156,23 @@ def quota_problems(needed: list[QuotaNeed], limits: dict[str, Optional[float]], 
                     f"flex-start slice groups need {over:g} {family} chips in {region} past the preemptible quota, and "
                     f"quota {on_demand} allows {limit:g}: request more or shrink the groups")))
     return problems
+
+
+# Compute Engine's regional vCPU quotas the CPU pools draw on: every machine's vCPUs count against CPUS (all families),
+# and the families with a quota of their own against <FAMILY>-CPUS as well (Compute Engine "Allocation quotas": N2,
+# N2D, C2, C3, N4 CPUs); E2 has none of its own. infra/offline/preflight.py reads their limits.
+CPU_FAMILIES_WITH_QUOTA = ("N2", "N2D", "C2", "C3", "N4")
+
+
+def cpu_quota_needs(pools: Iterable[tuple[str, int]], vcpus_of) -> dict[str, int]:
+    """Quota ID -> vCPUs the (machine type, nodes at most) pools need in the region; `vcpus_of(machine)`."""
+    by_id: dict[str, int] = {}
+    for machine, nodes in pools:
+        cpus = vcpus_of(machine) * nodes
+        if not cpus:
+            continue
+        by_id["CPUS-per-project-region"] = by_id.get("CPUS-per-project-region", 0) + cpus
+        family = machine.split("-", 1)[0].upper()
+        if family in CPU_FAMILIES_WITH_QUOTA:
+            by_id[f"{family}-CPUS-per-project-region"] = by_id.get(f"{family}-CPUS-per-project-region", 0) + cpus
+    return dict(sorted(by_id.items()))

@@ -1,7 +1,5 @@
-"""The stack at a glance: what it holds (slices, VMs, chips, buckets, workloads) and what it costs.
-
-Pure: computed from the validated config and the TPU catalog, so `plan` prints it before the resource tree and
-`--json` carries it as `summary` (README, "Reading a plan")."""
+"""The stack at a glance: what it holds (slices, VMs, chips, buckets, workloads) and what it costs. Pure: computed from
+the validated config and the TPU catalog, so `plan` prints it first and `--json` carries it as `summary`."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ from components.model.capacity import quota, rollout, tpu_zones
 from components.model.capacity.reservations import Recorded, ReservationState, availability, block_availability, parse_path
 from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
+from components.model.cost.cpu_quota import cpu_quota
 from components.model.cost.pool_sets_summary import pool_set_notices, pool_sets_summary, pool_sets_text
 from components.model.cost.pricing import tpu_chip_price
 from components.model.cost.teams_summary import teams_notices, teams_summary, teams_text
@@ -91,6 +90,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "sharedClusterQueue": stack.shared_cluster_queue,
         "systemPool": {"machineType": stack.system_machine_type, "minNodes": stack.system_min_nodes, "maxNodes": stack.system_max_nodes},
         "proxyPool": {"machineType": stack.proxy_machine_type, "nodes": stack.proxy_nodes} if stack.proxy_machine_type else None,
+        "cpuQuota": cpu_quota(stack),  # the regional vCPU quotas its CPU pools draw on, at their largest (#75.3)
         "buckets": ([
             {"name": stack.bucket_name, "holds": f"compilation cache {stack.cache_location} (made elsewhere)"},
         ] if stack.existing_cluster else [
@@ -402,18 +402,18 @@ def summary_text(s: dict[str, Any]) -> list[str]:
                       "-" if g["hourly"] is None else _money(g["hourly"])] for w in read for g in w["groups"]]
             lines += _table(rows)
             known = [w["hourly"] for w in read]
-            if None not in known:
-                lines.append(f"  every worker's slices busy: about {_money(sum(known))}/hour at the workers' prices (list prices unless set)")
+            lines += [f"  every worker's slices busy: about {_money(sum(known))}/hour at the workers' prices (list prices unless set)"] \
+                if None not in known else []
     elif fleet:
-        lines.append("  fleet worker: the `fleet` output (a secret) gives a manager this cluster's endpoint, queues, quotas and "
-                     "a token for MultiKueue")
-    lines += ["", "CPU pools:"]
-    head = "head" if not s["headPool"]["nodePool"] else f"head ({s['headPool']['nodePool']}, made elsewhere)"
+        lines.append("  fleet worker: the `fleet` output (a secret) gives a manager this cluster's endpoint, queues, quotas and a token for MultiKueue")
+    head, lines = "head" if not s["headPool"]["nodePool"] else f"head ({s['headPool']['nodePool']}, made elsewhere)", [*lines, "", "CPU pools:"]
     rows = [["pool", "machine", "nodes"], [head, s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
             ["system", s["systemPool"]["machineType"], f"{s['systemPool']['minNodes']}-{s['systemPool']['maxNodes']} (autoscaled)"]]
     if s["proxyPool"]:
         rows.append(["proxy", s["proxyPool"]["machineType"], str(s["proxyPool"]["nodes"])])
     lines += _table(rows)
+    lines += [f"  regional vCPU quota needed at their largest: {', '.join(f'{n} ({q})' for q, n in s['cpuQuota'].items())}; "
+              "`preflight` reads the limits"] if s["cpuQuota"] else []
     lines += ["", "Buckets:"] + [f"  {b['name']}: {b['holds']}" for b in s["buckets"]]
     runs = s["runs"]
     if runs:
