@@ -34,4 +34,9 @@ def test_submit_says_them_after_the_run_is_valid_and_submits_anyway(tmp_path):
                            "--workdir", str(code), "--dry-run", "--", "python3", "train.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
-    assert lines[0].startswith("note: --workdir ships .env, which look like credentials") and lines[1].startswith("note: --image trainer:1")
+    # the dry run's five-line summary (#74.7), then the notes
+    assert lines[0] == f"run exp: python3 train.py in trainer:1, code {code} (2 files)"
+    assert lines[1] == "  where: namespace pathways, 2 slice(s) of group main (v6e-16), 32 TPU chips"  # the whole group
+    assert lines[2].startswith("  cost: about $") and lines[3] == "  queue: runs-pathways, priority pathways-experiment"
+    assert lines[4] == "  ends: when its program does; restarts after a failure: 0"
+    assert lines[5].startswith("note: --workdir ships .env, which look like credentials") and lines[6].startswith("note: --image trainer:1")

@@ -159,7 +159,8 @@ def test_submit_dry_run_shows_what_is_shipped_and_the_jobset_that_unpacks_it(tmp
                 "--dry-run", "--", "python3", "train.py")
     assert proc.returncode == 0, proc.stderr
     packed = pack(code, ("*.txt",))
-    assert proc.stderr.splitlines()[0] == f"--workdir {code} ships {packed.summary()}:"
+    assert proc.stderr.splitlines()[0] == f"run exp: python3 train.py in example.com/t:1, code {code} (3 files)"  # the summary first
+    assert f"--workdir {code} ships {packed.summary()}:" in proc.stderr.splitlines()
     assert "  train.py (14 bytes)" in proc.stderr.splitlines()
     js = yaml.safe_load(proc.stdout)
     assert js["metadata"]["annotations"]["pathways/workdir-sha256"] == packed.sha256

@@ -215,8 +215,9 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         spec["command"] = [*spec["command"], *notebook_auth.jupyter_flags(notebook_auth.hashed(password))]
     if args.dry_run:
         obj = _with_workdir(_run_jobset(cfg, spec, "", args.notebook), packed)
-        for note in notes:  # once the run is valid: what it accepted
-            print(note, file=sys.stderr)
+        for line in [*submit_notes.dry_run_summary(cfg, obj, f"{shown(args.workdir)} ({len(packed.files)} files)" if packed else None),
+                     *notes]:  # once the run is valid: what it is, then what it accepted
+            print(line, file=sys.stderr)
         sys.stdout.write(yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False))
         if password is not None:
             print(f"the notebook's password (JupyterLab holds its hash only): {password}", file=sys.stderr)

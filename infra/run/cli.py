@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import NoReturn
 
 from components.model.workloads.ports import NOTEBOOK_PORT
 
@@ -29,9 +30,16 @@ def _local_port(text: str) -> int:
     return int(text)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error in one line and where the help is, not argparse's usage block (#74.7); exit 2 as before."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}; see `{self.prog} --help`\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m infra.run", description=DESCRIPTION,
-                                     epilog="Each subcommand has --help. docs/runs.md walks through a session.")
+    parser = _OneLineParser(prog="python -m infra.run", description=DESCRIPTION,
+                            epilog="Each subcommand has --help. docs/runs.md walks through a session.")
     sub = parser.add_subparsers(dest="command", required=True)
     commands = {
         "submit": "validate a run spec with the stack's rules and create its JobSet",

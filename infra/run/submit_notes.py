@@ -43,3 +43,35 @@ def notes(spec: dict[str, Any], shipped: Optional[Iterable[str]], stack_jax: Opt
         out.append(f"note: the notebook image is built for jax {m.group(1)}, and the stack's Pathways is jax {stack_jax}: its "
                    "kernel would speak another JAX to the run's proxy; use the stack's notebook image (no --image)")
     return out
+
+
+def dry_run_summary(cfg: Any, obj: dict[str, Any], shipped: Optional[str]) -> list[str]:
+    """The five lines a dry run opens with (#74.7): what, where, how many chips, the cost per hour, the queue."""
+    from components.constants import SLICE_GROUP_LABEL
+    from components.manifests.kueue_api import MAX_EXEC_TIME_LABEL, QUEUE_LABEL
+    from components.model.cost.pricing import tpu_chip_price
+
+    labels = obj["metadata"].get("labels") or {}
+    jobs = obj["spec"]["replicatedJobs"]
+    workers = [rj for rj in jobs if rj["name"] != "pathways-head"]
+    head_pod = jobs[0]["template"]["spec"]["template"]["spec"]
+    program = next((c for c in head_pod.get("containers") or [] if c["name"] == "jax-program"), None)
+    command = list(program.get("command") or []) if program else []
+    if command[:2] == ["/bin/sh", "-c"] and len(command) > 4 and "tarfile" in command[2]:
+        command = command[4:]  # --workdir's unpack script, then the program (infra/run/workdir.py)
+    what = f"{' '.join(command)[:80]} in {program.get('image')}" if program else "an interactive head (the proxy)"
+    lines = [f"run {obj['metadata']['name']}: {what}" + (f", code {shipped}" if shipped else "")]
+    slices = sum(int(rj.get("replicas") or 0) for rj in workers)
+    selector = (workers[0]["template"]["spec"]["template"]["spec"].get("nodeSelector") or {}) if workers else {}
+    group = next((g for g in cfg.slices if g.name == selector.get(SLICE_GROUP_LABEL)), cfg.slices[0] if cfg.slices else None)
+    chips = slices * group.tpu.chips if group is not None else 0
+    lines.append(f"  where: namespace {obj['metadata']['namespace']}, {slices} slice(s) of group "
+                 f"{group.name if group else '?'} ({group.tpu.name if group else '?'}), {chips} TPU chips")
+    price, basis = tpu_chip_price(group.tpu.family, group.capacity, cfg.prices) if group is not None else (None, "")
+    lines.append(f"  cost: about ${price * chips:,.2f}/hour while it runs, {basis}" if price is not None else
+                 "  cost: no price for this TPU and capacity (pathways:prices)")
+    lines.append(f"  queue: {labels.get(QUEUE_LABEL, 'none (no Kueue)')}, priority {labels.get('kueue.x-k8s.io/priority-class', '?')}")
+    limit = labels.get(MAX_EXEC_TIME_LABEL)
+    restarts = (obj["spec"].get("failurePolicy") or {}).get("maxRestarts", 0)
+    lines.append(f"  ends: {'after ' + limit + ' s (--time-limit)' if limit else 'when its program does'}; restarts after a failure: {restarts}")
+    return lines
