@@ -94,7 +94,9 @@ def test_ordinary_changes_replace_what_diff_predicts_and_each_up_succeeds(cluste
     grown = copy.deepcopy(d.config)
     _group(grown, "shared")["count"] = 14
     grown["pathways:teams"].append({"name": "inference", "submitters": [{"name": "inference@example.com"}], "weight": 1})
-    grown["pathways:workloads"] = [{"name": "probe", "mode": "interactive", "sliceGroup": "reserved"}]
+    # 2 of reserved: the stack's own queue keeps none of it (pretraining owns all 4) and borrows what pretraining lends (2);
+    # the whole group would be a workload Kueue never admits, which the plan refuses (#76.1)
+    grown["pathways:workloads"] = [{"name": "probe", "mode": "interactive", "sliceGroup": "reserved", "slices": 2}]
     d.change("grow a group, add a team and a workload", grown)
     assert any(n["metadata"]["name"] == "team-inference" for n in cluster.get("namespaces")["items"])
     assert cluster.get("jobsets.jobset.x-k8s.io", "-n", "pathways")["items"]
