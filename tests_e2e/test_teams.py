@@ -98,10 +98,24 @@ class Teams:
             assert done.returncode == 0, done.stderr
 
 
+def fair_sharing_on(cluster: LocalCluster, queues: list[str]) -> bool:
+    """The running Kueue computes fair sharing for these queues: it records status.fairSharing only when fair sharing
+    is on in its Configuration (v1beta2 ClusterQueueStatus.fairSharing)."""
+    return all((cluster.get("clusterqueue", q).get("status") or {}).get("fairSharing") is not None for q in queues)
+
+
 @pytest.fixture(scope="module")
 def teams(cluster, stacks, tmp_path_factory):
     stacks.use("teams", config())
     t = Teams(cluster, user_stack_file(cluster, config(), tmp_path_factory.mktemp("teams"), "teams"))
+    # Deployed after a dozen other stacks on one control plane, the teams' fair-sharing rebalancing did not happen in
+    # the whole tier (it does with the stack deployed first, or after the why stack): Kueue starts here from the
+    # stack's own Configuration (fair sharing on), and the scenarios wait until it reports fair sharing on the teams'
+    # queues. Open: what in the earlier scenarios leaves Kueue so (the stop's notes).
+    cluster.kubectl("rollout", "restart", "deployment/kueue-controller-manager", "-n", "kueue-system")
+    cluster.kubectl("rollout", "status", "deployment/kueue-controller-manager", "-n", "kueue-system", "--timeout=240s", timeout=300)
+    queues = [team.cluster_queue for team in t.model.teams]
+    cluster.wait_for("Kueue reports fair sharing on the teams' queues", lambda: fair_sharing_on(cluster, queues), timeout=180, interval=2)
     yield t
     t.clear()  # Kueue keeps a ClusterQueue while it has admitted workloads: runs go before pulumi destroy
 
