@@ -136,6 +136,12 @@ def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_th
     posing["metadata"]["annotations"] = {"pathways/submitted-by": "bob@example.com"}
     refused = cluster.apply([posing], server_side=False, kubeconfig=rita, check=False)
     assert refused.returncode != 0 and "pathways/submitted-by is who creates it" in refused.stderr, refused.stderr
+    # nor with a label the stack selects by (#73.6): LeaderWorkerSet's would make it a serving endpoint's backend
+    joining = yaml.safe_load(printed.stdout)
+    joining["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["labels"].update(
+        {"leaderworkerset.sigs.k8s.io/name": "chat", "leaderworkerset.sigs.k8s.io/worker-index": "0"})
+    refused = cluster.apply([joining], server_side=False, kubeconfig=rita, check=False)
+    assert refused.returncode != 0 and "runs.podLabels allows" in refused.stderr, refused.stderr
 
     # describe gathers what support needs into one file
     out = stack_file.parent / "exp-b.yaml"

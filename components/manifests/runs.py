@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from components.manifests.jobset import USER_CONTAINER, jobset
+from components.manifests.jobset import USER_CONTAINER, WORKLOAD_LABEL, jobset
 from components.manifests.kueue_api import API_VERSION, PRIORITY_LABEL, QUEUE_LABEL
 from components.manifests.storage import claim_name
 from components.model.cluster.fleet import MULTIKUEUE_USER
@@ -22,7 +22,7 @@ from components.model.workloads.resilience import MTC_CSI_DRIVER
 from components.model.workloads.runs import MANAGED_BY_LABEL, RUN_MANAGER, RUN_PRIORITIES, run_queue, team_run_priorities
 from components.model.workloads.service import ServiceClient
 from components.model.workloads.storage import GCSFUSE_DRIVER
-from components.model.workloads.teams import Team
+from components.model.workloads.teams import TEAM_LABEL, Team
 
 ROLE = "pathways-runs"
 RBAC = "rbac.authorization.k8s.io"
@@ -139,6 +139,21 @@ def _pod_rules(priorities: list[str], accounts: list[str], volume_rule: str) -> 
             f"{p}.containers.all({_NO_SECRET_ENV}) && (!has({p}.initContainers) || {p}.initContainers.all({_NO_SECRET_ENV})))")
 
 
+def _pod_label_rule(teams: list[str], allowed: list[str]) -> str:
+    """Every label of a run's pods is the run's name as pathways/workload, its team as pathways/team, or a key
+    runs.podLabels allows (#73.6); an UPDATE may keep what the JobSet already had (Kueue writes its own on admission)."""
+    t = "rj.template.spec.template"
+    labels = f"{t}.metadata.labels"
+    ok = [f"k in {_cel_list(allowed)}", f"(k == '{WORKLOAD_LABEL}' && {labels}[k] == object.metadata.name)"]
+    if teams:
+        ok.append(f"(k == '{TEAM_LABEL}' && {labels}[k] in {_cel_list(teams)})")
+    own = f"!has({t}.metadata) || !has({labels}) || {labels}.all(k, {' || '.join(ok)})"
+    o = "o.template.spec.template"
+    kept = (f"request.operation == 'UPDATE' && has({t}.metadata) && has({labels}) && oldObject.spec.replicatedJobs.exists(o, "
+            f"o.name == rj.name && has({o}.metadata) && has({o}.metadata.labels) && {o}.metadata.labels == {labels})")
+    return f"object.spec.replicatedJobs.all(rj, ({own}) || ({kept}))"
+
+
 def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Optional[Team] = None,
                      every_queue: bool = False) -> list[dict[str, str]]:
     """What makes a JobSet write a run's: it is labelled as a run (before and after), queued on a run queue at a run
@@ -160,6 +175,8 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Opti
     queues = [stack.team_run_queue(team)] if team is not None else sorted(set(stack.run_queues.values()))
     if every_queue:  # a fleet's manager dispatches the stack's runs and its teams' (each in its namespace)
         queues = sorted({*queues, *(stack.team_run_queue(t) for t in stack.teams)})
+    # a team's runs carry its name; a fleet's manager dispatches every team's
+    teams = [team.name] if team is not None else sorted(t.name for t in stack.teams) if every_queue else []
     systems = {fs.name: fs for fs in stack.file_systems}
     listed = [(systems[f.name], f.read_only) for f in stack.runs.file_systems if f.name in systems]
     drivers = [GCSFUSE_DRIVER, *([MTC_CSI_DRIVER] if stack.mtc is not None else [])]
@@ -176,6 +193,11 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Opti
          "message": f"a run's priority is one of {', '.join(priorities)} (label {PRIORITY_LABEL})"},
         *([{"expression": writing + f"!(object.metadata.name in {_cel_list(declared)})",
             "message": "a run may not take the name of a workload the stack declares"}] if declared else []),
+        {"expression": writing + _pod_label_rule(teams, stack.runs.pod_labels),
+         "message": (f"a run's pods carry {WORKLOAD_LABEL}=<the run's name>"
+                     + (f", {TEAM_LABEL}={' or '.join(teams)}" if teams else "")
+                     + f" and the label keys pathways:runs.podLabels allows ({', '.join(stack.runs.pod_labels) or 'none'}), no other: "
+                     "a label the stack selects by would make the run a serving endpoint or a member of its network policy")},
         {"expression": writing + _pod_rules(priorities, accounts, volume_rule),
          "message": ("a run's pods hold no Secret (env, envFrom, volume), no service-account token (automountServiceAccountToken: "
                      f"false, no projected volume), run as {' or '.join(accounts)}, have a priority class among "

@@ -36,6 +36,13 @@ RUN_MODES = ("batch", "interactive")
 TIME_LIMIT_KEY = "timeLimitSeconds"  # a run's own (`--time-limit`): Kueue's maximum execution time, a label on its JobSet
 MAX_TIME_LIMIT = 90 * 24 * 3600
 RUN_PRIORITIES = ("training", "interactive", "experiment")  # highest first
+# A run's pods carry the product's labels (pathways/workload = the run's name, pathways/team = its team) and the keys
+# runs.podLabels allows; never a key of these prefixes, which Kubernetes, the controllers and the stack's own
+# selectors read (LeaderWorkerSet's name label makes a pod a serving endpoint and a member of its network policy).
+RESERVED_POD_LABEL_PREFIXES = ("pathways/", "kubernetes.io/", "k8s.io/", "leaderworkerset.sigs.k8s.io/", "jobset.sigs.k8s.io/",
+                               "kueue.x-k8s.io/", "batch.kubernetes.io/", "cloud.google.com/", "app.kubernetes.io/")
+RESERVED_POD_LABEL_KEYS = ("k8s-app", "controller-uid", "job-name", "pod-template-hash", "statefulset.kubernetes.io/pod-name")
+_LABEL_KEY = re.compile(r"^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
 def team_run_priorities(ceiling: str) -> tuple[str, ...]:
@@ -75,6 +82,27 @@ class Runs(_Model):
         "Declared file systems (pathways:storage.fileSystems) runs may mount, read-only unless readOnly: false; a run "
         "mounts no other, and the runs' admission policy lets a run's pods claim only these (and nothing else of a "
         "node or a network file server)."))
+
+    pod_labels: list[str] = Field(default_factory=list, max_length=20, description=(
+        "Label keys a run's pods may carry beside the product's own (pathways/workload, the run's name; pathways/team, "
+        "its team): the runs' admission policy refuses any other, so that no run becomes a member of what the stack "
+        "selects by label (a serving endpoint, its network policy, a scrape). Keys of Kubernetes', the controllers' "
+        "and the stack's prefixes are refused."))
+
+    @field_validator("pod_labels")
+    @classmethod
+    def _pod_label_keys(cls, v: list[str]) -> list[str]:
+        for key in v:
+            if not _LABEL_KEY.match(key) or len(key.partition("/")[0 if "/" in key else 2]) > 253:
+                raise ValueError(f"{key[:80]!r} is not a label key; valid: [prefix/]name, name at most 63 characters "
+                                 "of letters, digits, '-', '_', '.'")
+            if key.startswith(RESERVED_POD_LABEL_PREFIXES) or key in RESERVED_POD_LABEL_KEYS or ".kubernetes.io/" in key or ".k8s.io/" in key:
+                raise ValueError(f"{key!r} is a label Kubernetes, the controllers or the stack read; valid: a key of your own "
+                                 "(e.g. example.com/experiment)")
+        dup = first_repeated(v)
+        if dup:
+            raise ValueError(f"label key {dup!r} is listed twice; list each once")
+        return v
 
     @field_validator("buckets", "file_systems")
     @classmethod
