@@ -178,6 +178,9 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         if cfg.fleet is not None and cfg.fleet.role == "manager":  # infra/fleet.py: the kubeconfigs and MultiKueue
             types |= {"kubernetes:core/v1:Secret", *(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}"
                                                      for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"))}
+        if cfg.teams:  # components/manifests/usage.py: the teams' usage recorder
+            types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:ConfigMap", "kubernetes:batch/v1:CronJob",
+                      *(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}" for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"))}
         if cfg.fleet is not None and cfg.fleet.role == "worker":  # the manager's identity and token
             types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:Secret",
                       *(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}" for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"))}

@@ -48,6 +48,7 @@ from components.manifests import metrics_adapter as metrics_adapter_manifest
 from components.manifests import runs as runs_manifest
 from components.manifests import storage as storage_manifest
 from components.manifests import teams as teams_manifest
+from components.manifests import usage as usage_manifest
 from components.manifests.controller_charts import FLEET_FRAMEWORKS, SERVE_FRAMEWORKS, STACK_FRAMEWORKS
 from components.manifests.guardrails import workload_namespace_labels
 from components.model.cluster.identities import ci_account_email
@@ -253,6 +254,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             opts=pulumi.ResourceOptions(provider=provider, depends_on=list(after)))
         # pathways:teams: each team's namespace and its submitters' access there (its queues are Kueue's)
         teams = Teams("teams", TeamsArgs(namespaces=tuple(teams_manifest.namespaces(stack)), access=tuple(teams_manifest.access(stack)),
+                                         usage=tuple(usage_manifest.objects(stack, SYSTEM_ROLE)) if kube.kueue.enabled else (),
                                          after=tuple(after)), opts=k8s_opts) if stack.teams else None
         return [made, *(teams.namespaces if teams else ())]
 

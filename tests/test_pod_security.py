@@ -13,6 +13,7 @@ import pytest
 from components.manifests import admission, pod_security
 from components.manifests.controller_charts import CHARTS, JOBSET, KUEUE, LWS
 from components.manifests.guardrails import CONTROLLER_NAMESPACE_LEVEL, WORKLOAD_NAMESPACE_LEVEL, psa_labels
+from components.model.workloads.teams import USAGE_NAMESPACE
 from infra.offline.charts import CHARTS as CHART_DIRS
 from infra.offline.charts import render_chart
 from infra.offline.render import manifests
@@ -201,7 +202,9 @@ def test_the_controller_namespaces_enforce_restricted():
 # --- the Pathways pods ----------------------------------------------------------------------------------
 
 def _stack_pods(name: str) -> list[tuple[str, str, Mapping, Mapping]]:
-    return [(o["kind"], path, m, s) for o in manifests(stack_plan(name)) for path, m, s in pod_security.pod_templates(o)]
+    """The Pathways pods: every pod template but the teams' usage recorder's (restricted, tests/test_usage_record.py)."""
+    return [(o["kind"], path, m, s) for o in manifests(stack_plan(name)) for path, m, s in pod_security.pod_templates(o)
+            if o["metadata"].get("namespace") != USAGE_NAMESPACE]
 
 
 @every_stack("name")

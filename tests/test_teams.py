@@ -233,23 +233,6 @@ def _workload(name, chips, admitted_at=None, finished_at=None, past=0, created="
             "status": {"conditions": conditions, **({"accumulatedPastExecutionTimeSeconds": past} if past else {})}}
 
 
-class FakeKube:
-    """The Kubectl calls `teams` makes, answered from a dict; patches recorded."""
-
-    def __init__(self, workloads, queues):
-        self.workloads, self.queues, self.patches = workloads, queues, []
-
-    def items(self, resource, namespace, selector=""):
-        assert resource == "workloads.kueue.x-k8s.io"
-        return self.workloads.get(namespace, [])
-
-    def cluster_items(self, resource):
-        return self.queues
-
-    def run(self, *args, **kw):
-        self.patches.append(args)
-
-
 def test_the_chip_hours_are_kueues_admitted_time_times_the_chips_clipped_to_the_month():
     from infra.run.teams import chip_seconds, month_bounds, workload_chips
 
@@ -265,27 +248,6 @@ def test_the_chip_hours_are_kueues_admitted_time_times_the_chips_clipped_to_the_
         month_bounds("2026-13", 0)
 
 
-def test_a_team_over_its_budget_is_held_and_released_by_enforce():
-    from infra.run.teams import enforce, month_bounds, report
-
-    stack = resolve(model(teams=[{**TEAMS[0], "chipHoursPerMonth": 10}, {**TEAMS[1], "chipHoursPerMonth": 1000}, TEAMS[2]]))
-    start, _ = month_bounds("2026-12", 0)
-    busy = _workload("a", 16, admitted_at="2026-12-01T00:00:00Z", finished_at="2026-12-01T01:00:00Z")  # 16 chip-hours
-    kube = FakeKube({"team-a": [busy]}, [{"metadata": {"name": "team-a"}}, {"metadata": {"name": "team-b", "annotations": {
-        "pathways/budget-hold": "old"}}}, {"metadata": {"name": "team-c"}}])
-    rows = report(kube, stack, start, start + 86400)  # type: ignore[arg-type]
-    assert [(r["team"], r["chipHours"], r["overBudget"]) for r in rows] == [("a", 16.0, True), ("b", 0.0, False), ("c", 0.0, False)]
-    assert rows[0]["ownedChipHours"] == 16 * 24  # its 4 owned v6e-4 slices, all day
-    done = enforce(kube, stack, rows, "2026-12")  # type: ignore[arg-type]
-    assert done == ["team a: held (ClusterQueue team-a stopPolicy Hold): 16.00 of 10 chip-hours in 2026-12",
-                    "team b: released (under budget in 2026-12)"]
-    held, released = kube.patches
-    assert held[:3] == ("patch", "clusterqueue", "team-a") and '"stopPolicy": "Hold"' in held[-1]
-    assert released[:3] == ("patch", "clusterqueue", "team-b") and '"stopPolicy": "None"' in released[-1]
-    # the stack never sets a team queue's stopPolicy: pulumi up does not own (or undo) the hold
-    assert all("stopPolicy" not in o["spec"] for o in kueue_manifest.objects(stack) if o["kind"] == "ClusterQueue")
-
-
 def test_why_names_a_budget_hold():
     from infra.run.gather import stack_view
     from infra.run.why import diagnose
@@ -299,7 +261,7 @@ def test_why_names_a_budget_hold():
     cq = {"metadata": {"name": "team-a", "annotations": {"pathways/budget-hold": "16.00 of 10 chip-hours in 2026-12"}}, "spec": {"stopPolicy": "Hold"}}
     lq = {"metadata": {"name": "runs-team-a"}, "spec": {"clusterQueue": "team-a"}}
     got = diagnose(Evidence(name="exp", jobset=js, workload=wl, cluster_queue=cq, local_queues=[lq], now=0.0), stack_view(stack, "a"))
-    assert got.reason == "over-budget" and "16.00 of 10 chip-hours" in got.summary and "--enforce" in got.fix, got
+    assert got.reason == "over-budget" and "16.00 of 10 chip-hours" in got.summary and "usage recorder releases it" in got.fix, got
 
 
 def test_submit_with_a_team_goes_to_its_namespace_and_an_unknown_team_is_one_line(tmp_path, capsys):

@@ -8,8 +8,10 @@ infra.run submit --team` renders them; the admission policy of its team judges e
 - Borrowing and reclaim: posttraining borrows pretraining's idle `reserved` slices up to the lending limit (2 of
   4); when pretraining submits, Kueue preempts the borrowed ones and pretraining runs on all four.
 - Isolation: a team's submitter cannot read or submit into another team's namespace.
-- Budget: `infra.run teams --enforce` holds the team over its budget (ClusterQueue stopPolicy Hold), its next run
-  waits, and `why` names the hold.
+- Budget: the usage recorder (the stack's own program, run with its own token) holds the team over its budget
+  (stopPolicy Hold): its next run waits, `why` names the hold, its member reads its own line and not another's;
+  after drainAfterMinutes Kueue evicts what it admitted (HoldAndDrain); deleting the runs keeps the record; a
+  raised budget releases it. Its identity is refused everything but its own.
 - Admission ceilings (#76.1): for five (queue, group) pairs — three teams' queues and the stack's own, owned,
   borrowed and lent quota — a run of exactly the plan's ceiling is admitted alone, and one slice more (created past
   the plan, which refuses it) is judged by Kueue as over its quota and never admitted."""
@@ -28,6 +30,8 @@ import yaml
 
 from components.manifests import kueue as kueue_manifest
 from components.manifests.runs import run_jobset
+from components.manifests.usage import NAME as USAGE_NAME
+from components.manifests.usage import NAMESPACE as USAGE_NAMESPACE
 from components.model.capacity.queue_shares import ceiling
 from components.model.config import as_run, load, load_run, resolve
 from components.model.cost.teams_summary import teams_summary
@@ -46,6 +50,7 @@ def config() -> dict[str, Any]:
     for t in c["pathways:teams"]:
         if t["name"] == "evals":
             t["chipHoursPerMonth"] = 0
+            t["drainAfterMinutes"] = 1
     return c
 
 
@@ -211,29 +216,102 @@ def test_a_teams_submitter_cannot_read_or_submit_into_another_teams_namespace(cl
     assert refused.returncode != 0 and "pathways-runs-only-posttraining" in refused.stderr, refused.stderr
 
 
-def test_a_team_over_its_budget_is_held_and_why_says_so(cluster, teams):
+class Recorder:
+    """The usage recorder's program as the stack shipped it (its ConfigMap), run here with the recorder's own service
+    account token against the API server: the CronJob's pod, but for the kubelet (kwok runs no Python image)."""
+
+    def __init__(self, cluster: LocalCluster, workdir: Path):
+        self.cluster, self.workdir = cluster, workdir
+        program = cluster.get("configmap", "-n", USAGE_NAMESPACE, f"{USAGE_NAME}-program")["data"]
+        (workdir / "recorder.py").write_text(program["recorder.py"])
+        self.config = json.loads(program["config.json"])
+        self.token = workdir / "token"
+        self.token.write_text(cluster.kubectl("create", "token", USAGE_NAME, "-n", USAGE_NAMESPACE, "--duration=1h").stdout.strip())
+        self.server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        self.ca = cluster.pki / "ca.crt"
+        # the token alone (no client certificate beside it, which the API server would authenticate first)
+        self.kubeconfig = workdir / "recorder.kubeconfig"
+        self.kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "recorder",
+            "clusters": [{"name": "local", "cluster": {"server": self.server, "certificate-authority": str(self.ca)}}],
+            "contexts": [{"name": "recorder", "context": {"cluster": "local", "user": "recorder"}}],
+            "users": [{"name": "recorder", "user": {"token": self.token.read_text()}}]}))
+
+    def tick(self, config: dict[str, Any] | None = None) -> list[str]:
+        path = self.workdir / "config.json"
+        path.write_text(json.dumps(config or self.config))
+        done = subprocess.run([sys.executable, "-I", str(self.workdir / "recorder.py"), str(path), "--server", self.server,
+                               "--token-file", str(self.token), "--ca-file", str(self.ca)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        print(f"[teams] recorder: {done.stdout.strip()}")
+        return done.stdout.splitlines()
+
+    def can(self, *args: str) -> bool:
+        answer = self.cluster.kubectl("auth", "can-i", *args, kubeconfig=self.kubeconfig, check=False)
+        return answer.stdout.strip() == "yes"
+
+    def record(self, team: str) -> float:
+        data = self.cluster.get("configmap", "-n", USAGE_NAMESPACE, f"usage-{team}")["data"]
+        return json.loads(data[max(data)])["chipSeconds"]
+
+
+def test_a_team_over_its_budget_is_held_then_drained_by_the_recorder_and_deleting_runs_does_not_escape_it(cluster, teams, tmp_path):
+    recorder = Recorder(cluster, tmp_path)
+    # its identity: the teams' Workloads and ClusterQueues, its own ConfigMaps; nothing else
+    assert recorder.can("list", "workloads.kueue.x-k8s.io", "-n", "team-evals")
+    assert recorder.can("patch", "clusterqueues.kueue.x-k8s.io/team-evals")
+    assert not recorder.can("patch", "clusterqueues.kueue.x-k8s.io/pathways")  # the stack's own queue
+    assert not recorder.can("delete", "workloads.kueue.x-k8s.io", "-n", "team-evals")
+    assert not recorder.can("list", "workloads.kueue.x-k8s.io", "-n", "pathways")
+    assert not recorder.can("list", "pods", "-n", "team-evals")
+    assert not recorder.can("create", "configmaps", "-n", "team-evals")
+
     teams.submit("evals", "shared", ["u-eval-0"])
     assert settled(cluster, lambda: teams.admitted("evals", "u-eval"), seconds=5) == 1
     time.sleep(2)  # some admitted time: over a budget of 0
-    admin = cluster.kubeconfig
-    enforced = run_cli(cluster, teams.stack_file, admin, "teams", "--enforce")
-    assert enforced.returncode == 0, enforced.stderr
-    print(f"[teams] {enforced.stdout}")
-    assert "team evals: held (ClusterQueue team-evals stopPolicy Hold)" in enforced.stdout, enforced.stdout
+    lines = recorder.tick()
+    assert "team evals: held (ClusterQueue team-evals stopPolicy Hold): " in "\n".join(lines), lines
+    assert any(line.startswith("team pretraining: ") for line in lines)  # every team recorded, with or without a hold
+    held_at = time.monotonic()
     assert cluster.get("clusterqueue", "team-evals")["spec"]["stopPolicy"] == "Hold"
+    assert recorder.record("evals") > 0
     teams.submit("evals", "shared", ["u-eval-1"])
     time.sleep(5)
     assert not is_true(workload(cluster, "team-evals", "u-eval-1"), "Admitted")
-    assert is_true(workload(cluster, "team-evals", "u-eval-0"), "Admitted")  # Hold: running work finishes
+    assert is_true(workload(cluster, "team-evals", "u-eval-0"), "Admitted")  # Hold: running work goes on
     why = run_cli(cluster, teams.stack_file, teams.users["evals"], "why", "--team", "evals", "u-eval-1", "--json")
     assert why.returncode == 0, why.stderr
-    answer = json.loads(why.stdout)
-    assert answer["reason"] == "over-budget", answer
-    # released (as --enforce does when the team is under budget again), the waiting run is admitted
-    cluster.kubectl("patch", "clusterqueue", "team-evals", "--type", "merge", "-p", json.dumps(
-        {"metadata": {"annotations": {"pathways/budget-hold": None}}, "spec": {"stopPolicy": "None"}}))
-    assert settled(cluster, lambda: teams.admitted("evals", "u-eval"), seconds=5) == 2
+    assert json.loads(why.stdout)["reason"] == "over-budget", why.stdout
+    # a team's member reads its own line, from the record; another team's is refused to it
+    own = run_cli(cluster, teams.stack_file, teams.users["evals"], "teams", "--team", "evals", "--json")
+    assert own.returncode == 0, own.stderr
+    row = json.loads(own.stdout)
+    assert row["overBudget"] and row["source"].startswith("record, updated") and row["leftChipHours"] == 0, row
+    other = run_cli(cluster, teams.stack_file, teams.users["evals"], "teams", "--team", "pretraining")
+    assert other.returncode != 0 and "read their own team's line only" in other.stderr, other.stderr
+
+    # past teams[].drainAfterMinutes (1 here), Kueue evicts what the held queue admitted
+    time.sleep(max(0.0, 61 - (time.monotonic() - held_at)))
+    lines = recorder.tick()
+    assert any(line.startswith("team evals: drained (ClusterQueue team-evals stopPolicy HoldAndDrain") for line in lines), lines
+    reached(cluster, "Kueue evicts the drained team's admitted run", lambda: teams.admitted("evals", "u-eval"), lambda n: n == 0)
+    evicted = [c for c in workload(cluster, "team-evals", "u-eval-0")["status"]["conditions"] if c["type"] == "Evicted"]
+    print(f"[teams] the drained run's eviction: {evicted}")
+    assert evicted, "Kueue recorded no eviction of the drained run"
+
+    # deleting the runs does not lift the hold: the record keeps what they used
+    used = recorder.record("evals")
     teams.clear()
+    lines = recorder.tick()
+    assert any(line.startswith("team evals: over budget, held") for line in lines), lines
+    assert recorder.record("evals") >= used
+    assert cluster.get("clusterqueue", "team-evals")["spec"]["stopPolicy"] == "HoldAndDrain"
+    # a raised budget (the next pulumi up rewrites the recorder's settings) releases it the next minute
+    raised = {**recorder.config, "teams": [{**t, "budgetChipHours": 10**6} if t["name"] == "evals" else t for t in recorder.config["teams"]]}
+    lines = recorder.tick(raised)
+    assert any(line.startswith("team evals: released") for line in lines), lines
+    queue = cluster.get("clusterqueue", "team-evals")
+    assert queue["spec"]["stopPolicy"] == "None" and "pathways/budget-hold" not in (queue["metadata"].get("annotations") or {})
 
 
 def test_the_plans_admission_ceilings_are_the_real_kueues(cluster, teams):

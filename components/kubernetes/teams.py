@@ -17,6 +17,8 @@ class TeamsArgs:
     namespaces: tuple[dict[str, Any], ...]
     access: tuple[dict[str, Any], ...]
     """Per team: its runs policy and binding, Role, RoleBinding, ClusterRole and binding, in order."""
+    usage: tuple[dict[str, Any], ...] = ()
+    """The usage recorder: its namespace first, then its identity, grants, program, schedule and the teams' readers."""
     after: tuple[pulumi.Resource, ...] = ()
     """What the namespaces wait for (the ClusterQueues admitting their workloads: deleted after them)."""
 
@@ -35,4 +37,10 @@ class Teams(pulumi.ComponentResource):
             # each after the one before it (a binding after its role, the Role after its policy), all in the namespaces
             made.append(KubernetesObject(f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
                                          opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.namespaces, *made[-1:]])))
+        recorder: list[pulumi.Resource] = []
+        for obj in args.usage:
+            # in order (a binding after its role, the schedule after its program), after the teams' namespaces
+            where = f"{obj['metadata']['namespace']}-" if obj["metadata"].get("namespace") else ""
+            recorder.append(KubernetesObject(f"{name}-usage-{obj['kind'].lower()}-{where}{obj['metadata']['name']}", obj,
+                                             opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.namespaces, *recorder[-1:]])))
         self.register_outputs({})

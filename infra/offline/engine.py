@@ -279,6 +279,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.registrations: dict[str, Registration] = {}
         self.stack_outputs: dict[str, Any] = {}
         self.revealed_outputs: dict[str, Any] = {}
+        self.duplicate_urns: list[str] = []
         self._lock = threading.Lock()
 
     def RegisterResource(self, request):
@@ -308,6 +309,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             secret_digests=digests,
         )
         with self._lock:
+            if response.urn in self.registrations:
+                # the engine's own refusal (pkg/resource/deploy/step_generator.go): two resources of one URN fail
+                # the whole update, so the offline plan fails the same way rather than keeping the last
+                self.duplicate_urns.append(response.urn)
             self.registrations[response.urn] = reg
         return response
 
@@ -394,6 +399,9 @@ def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), p
         CHECKED_SECRET_PATHS.reset(checked)
         BOOTSTRAP_DIR.reset(bootstrap)
         LIVE_READS.reset(live)
+    if monitor.duplicate_urns:
+        raise RuntimeError(f"Duplicate resource URN {monitor.duplicate_urns[0]!r}: the engine refuses the whole update "
+                           f"({len(monitor.duplicate_urns)} such); give each resource a unique name")
     resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)
     return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())),
                 revealed_outputs=monitor.revealed_outputs)

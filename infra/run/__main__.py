@@ -8,9 +8,10 @@
     python -m infra.run why      --stack NAME RUN [-v] [--json]    (or --file JOBSET.yaml: would the cluster take it?)
     python -m infra.run profile  --stack NAME RUN [--duration 10s] [--token-file F]
     python -m infra.run notebook --stack NAME RUN [--port 8888]
-    python -m infra.run teams    --stack NAME [--month YYYY-MM] [--json] [--enforce]
+    python -m infra.run teams    --stack NAME [--team T] [--month YYYY-MM] [--json]
 
-Every command but `teams` takes --team T: the team's namespace and queue (pathways:teams) instead of the stack's own.
+Every command takes --team T: the team's namespace and queue (pathways:teams) instead of the stack's own; for
+`teams`, that team's line only.
 
 A run is a Pathways JobSet built from a small spec with the stack's own model, rules and builder, created with your
 kubeconfig (kubectl) in the stack's namespace, on the stack's run queue (pathways:runs). It carries no Pulumi
@@ -422,19 +423,16 @@ def _profile(args: argparse.Namespace, cfg: Any) -> int:
 
 def _teams(args: argparse.Namespace, cfg: Any) -> int:
     from components.model.config import resolve
-    from infra.run.teams import enforce, month_bounds, report, report_table
+    from infra.run.teams import month_bounds, report, report_table
 
     start, end = month_bounds(args.month, time.time())
     kube, stack = Kubectl(args.kubeconfig, args.context), resolve(cfg)
-    found = report(kube, stack, start, min(end, time.time()))
+    found = report(kube, stack, start, min(end, time.time()), args.team)
     if args.json:
         for row in found:
             print(json.dumps(row, sort_keys=True))
     else:
         sys.stdout.write(report_table(found))
-    if args.enforce:
-        for line in enforce(kube, stack, found, time.strftime("%Y-%m", time.gmtime(start))):
-            print(line)
     return 0
 
 

@@ -60,7 +60,9 @@ def parser() -> argparse.ArgumentParser:
         src.add_argument("--config", type=Path, help="any file in Pulumi's stack-config format")
         p.add_argument("--kubeconfig", help="kubeconfig file (default: kubectl's: $KUBECONFIG or ~/.kube/config)")
         p.add_argument("--context", help="kubeconfig context (default: the current one)")
-        if name not in ("notebook-image", "teams"):
+        if name == "teams":
+            p.add_argument("--team", help="only this team's line (a team's submitters may read their own team's only)")
+        elif name != "notebook-image":
             p.add_argument("--team", help="a team of pathways:teams: its namespace and queue (default: the stack's own)")
         if name == "submit":
             p.add_argument("--spec", type=Path, help="a YAML run spec (keys in docs/runs.md); flags override its keys")
@@ -104,9 +106,6 @@ def parser() -> argparse.ArgumentParser:
         elif name == "teams":
             p.add_argument("--month", help="YYYY-MM (default: this month, UTC)")
             p.add_argument("--json", action="store_true", help="one JSON object per team")
-            p.add_argument("--enforce", action="store_true", help=(
-                "hold each team over its budget (its ClusterQueue's stopPolicy Hold: running work finishes, nothing new "
-                "is admitted) and release those under it again; run it on a schedule with the deploy identity"))
         elif name == "profile":
             p.add_argument("run", help="run or declared workload name")
             p.add_argument("--duration", type=_duration, default=10, help="how long to trace: 10s (default), 2m")

@@ -1,18 +1,14 @@
-"""`python -m infra.run teams`: each team's TPU chip-hours in a calendar month, from Kueue's Workload records in its
-namespace, against its budget (teams[].chipHoursPerMonth) and the plan's figure for its owned slices.
+"""`python -m infra.run teams [--team T]`: each team's TPU chip-hours in a calendar month against its budget, from
+the usage record the stack's recorder keeps (components/manifests/usage_record.py, a ConfigMap `usage-<team>` in
+`pathways-usage` that no team may write, and that keeps what deleted runs used), with what is left and the share
+of the budget spent. A team's submitters may read their own team's record (`--team T`), no other.
 
-A Workload's time admitted is Kueue's own account (v0.19.2, apis/kueue/v1beta2/workload_types.go):
-status.accumulatedPastExecutionTimeSeconds (earlier admit-evict cycles, added when Admitted turns False:
-pkg/workload/admissionchecks.go) plus the current admission, from the Admitted condition's lastTransitionTime to
-the Finished condition's (or now). Its chips are its PodSets' counts times their containers' google.com/tpu.
-What Kueue has deleted (a run's JobSet and Workload go after runs.ttlSecondsAfterFinished) is not counted: the
-figure is a lower bound, said so in its output.
+Where no record is there yet (a stack deployed before the recorder, or a month before it), the line is counted from
+the Workloads still in the team's namespace, Kueue's own account (usage_record.chip_seconds), and says it is a
+lower bound: what Kueue deleted with its run is not there.
 
-`--enforce` holds a team over its budget with Kueue's own mechanism, the ClusterQueue's stopPolicy Hold (v1beta2:
-the queue is inactive, no new reservation is made, admitted workloads run to completion), annotated with what it
-used; and releases a queue it held once the team is under budget again (a new month). The stack never sets a team
-queue's stopPolicy, so `pulumi up` neither owns nor undoes the hold (server-side apply: another field manager's).
-Kueue v0.19.2 has no budget of its own: admission fair sharing orders queues by decayed usage, it holds none.
+The hold is the recorder's, in the cluster, each minute: over budget, the team's ClusterQueue is held (stopPolicy
+Hold), then drained (HoldAndDrain) after teams[].drainAfterMinutes, and released in a month it is under budget.
 """
 
 from __future__ import annotations
@@ -22,13 +18,15 @@ import datetime
 import json
 from typing import Any, Optional
 
-from components.model.quantity import parse as parse_quantity
+from components.manifests import usage_record
+from components.manifests.usage import NAMESPACE
 from components.model.resolved import ResolvedStack
-from components.model.workloads.teams import BUDGET_FIELD_MANAGER, BUDGET_HOLD_ANNOTATION
+from components.model.workloads.teams import Team
 from infra.offline.stackfile import StackFileError
 from infra.run.kube import Kubectl
 
-TPU = "google.com/tpu"
+chip_seconds = usage_record.chip_seconds
+workload_chips = usage_record.workload_chips
 
 
 def month_bounds(month: Optional[str], now: float) -> tuple[float, float]:
@@ -47,96 +45,55 @@ def month_bounds(month: Optional[str], now: float) -> tuple[float, float]:
     return start.timestamp(), (start + datetime.timedelta(days=days)).timestamp()
 
 
-def _time(text: Optional[str]) -> Optional[float]:
-    if not text:
-        return None
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+def _record(kube: Kubectl, team: Team, month: str) -> Optional[dict[str, Any]]:
+    """The recorder's month for the team, or None when there is none (not yet recorded, or no recorder)."""
+    proc = kube.run("get", "configmap", "-n", NAMESPACE, usage_record.record_name(team.name), "-o", "json", check=False)
+    if proc.returncode != 0:
+        if "NotFound" in proc.stderr or "not found" in proc.stderr:
+            return None
+        if "Forbidden" in proc.stderr or "forbidden" in proc.stderr:
+            raise StackFileError(f"team {team.name}'s usage record: the cluster refuses it to you; a team's submitters "
+                                 f"read their own team's line only (teams --team <yours>)")
+        raise StackFileError(f"team {team.name}'s usage record: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'kubectl failed'}")
+    data = (json.loads(proc.stdout).get("data") or {}).get(month)
+    return json.loads(data) if data else None
 
 
-def _condition(wl: dict[str, Any], kind: str) -> Optional[dict[str, Any]]:
-    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
+def _row(team: Team, used: float, source: str, stack: ResolvedStack, start: float, end: float) -> dict[str, Any]:
+    budget = team.chip_hours_per_month
+    return {"team": team.name, "namespace": team.team_namespace, "chipHours": round(used, 2), "budgetChipHours": budget,
+            "leftChipHours": None if budget is None else round(max(0.0, budget - used), 2),
+            "shareOfBudget": None if not budget else round(used / budget, 4),
+            "overBudget": budget is not None and used > budget, "source": source,
+            "ownedChipHours": round(stack.owned_chips(team) * (end - start) / 3600, 2)}
 
 
-def workload_chips(wl: dict[str, Any]) -> int:
-    """TPU chips the workload's pods ask for: each PodSet's count times its containers' google.com/tpu."""
-    total = 0.0
-    for ps in (wl.get("spec") or {}).get("podSets") or []:
-        spec = ((ps.get("template") or {}).get("spec")) or {}
-        per_pod = 0.0
-        for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-            res = c.get("resources") or {}
-            amount = (res.get("requests") or {}).get(TPU) or (res.get("limits") or {}).get(TPU)
-            if amount is not None:
-                per_pod += float(parse_quantity(str(amount)))
-        total += per_pod * int(ps.get("count") or 0)
-    return int(total)
-
-
-def chip_seconds(wl: dict[str, Any], start: float, end: float) -> float:
-    """Chip-seconds the workload was admitted within [start, end): its current admission clipped to the window, plus
-    Kueue's accumulated past admissions when it was created in the window (Kueue does not say when those were)."""
-    status = wl.get("status") or {}
-    seconds = 0.0
-    admitted = _condition(wl, "Admitted")
-    if admitted is not None and admitted.get("status") == "True":
-        since = _time(admitted.get("lastTransitionTime")) or end
-        finished = _condition(wl, "Finished")
-        until = _time(finished.get("lastTransitionTime")) if finished is not None and finished.get("status") == "True" else end
-        seconds += max(0.0, min(until or end, end) - max(since, start))
-    created = _time((wl.get("metadata") or {}).get("creationTimestamp"))
-    if created is not None and start <= created < end:
-        seconds += float(status.get("accumulatedPastExecutionTimeSeconds") or 0)
-    return seconds * workload_chips(wl)
-
-
-def report(kube: Kubectl, stack: ResolvedStack, start: float, end: float) -> list[dict[str, Any]]:
-    """One row a team: its Workloads' chip-hours in [start, end), its budget, the plan's owned chips over the window."""
+def report(kube: Kubectl, stack: ResolvedStack, start: float, end: float, only: Optional[str] = None) -> list[dict[str, Any]]:
+    """One row a team (or only team `only`): its chip-hours in [start, end) from the record, else from its Workloads."""
     if not stack.teams:
         raise StackFileError(f"stack {stack.stack} declares no teams (pathways:teams); docs/teams.md")
-    hours = (end - start) / 3600
+    teams = [t for t in stack.teams if only is None or t.name == only]
+    if not teams:
+        raise StackFileError(f"--team {only!r} is not a team of pathways:teams ({', '.join(t.name for t in stack.teams)})")
+    month = usage_record.month_key(start)
     rows = []
-    for t in stack.teams:
+    for t in teams:
+        kept = _record(kube, t, month)
+        if kept is not None:
+            rows.append(_row(t, float(kept["chipSeconds"]) / 3600, f"record, updated {kept['updated']}", stack, start, end))
+            continue
         workloads = kube.items("workloads.kueue.x-k8s.io", t.team_namespace)
         used = sum(chip_seconds(w, start, end) for w in workloads) / 3600
-        owned = stack.owned_chips(t)
-        rows.append({"team": t.name, "namespace": t.team_namespace, "workloads": len(workloads), "chipHours": round(used, 2),
-                     "budgetChipHours": t.chip_hours_per_month, "ownedChipHours": round(owned * hours, 2),
-                     "overBudget": t.chip_hours_per_month is not None and used > t.chip_hours_per_month})
+        rows.append(_row(t, used, f"no record: {len(workloads)} Workloads now there, a lower bound", stack, start, end))
     return rows
 
 
 def report_table(rows: list[dict[str, Any]]) -> str:
-    table = [["team", "namespace", "workloads", "chip-hours", "budget", "owned slices at full use"]]
+    table = [["team", "namespace", "chip-hours", "budget", "left", "spent", "owned slices at full use", "from"]]
     for r in rows:
         budget = "-" if r["budgetChipHours"] is None else f"{r['budgetChipHours']:,}" + (" OVER" if r["overBudget"] else "")
-        table.append([r["team"], r["namespace"], str(r["workloads"]), f"{r['chipHours']:,.2f}", budget, f"{r['ownedChipHours']:,.2f}"])
+        left = "-" if r["leftChipHours"] is None else f"{r['leftChipHours']:,.2f}"
+        share = "-" if r["shareOfBudget"] is None else f"{r['shareOfBudget']:.0%}"
+        table.append([r["team"], r["namespace"], f"{r['chipHours']:,.2f}", budget, left, share, f"{r['ownedChipHours']:,.2f}", r["source"]])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    lines.append("chip-hours: Kueue's admitted time of the Workloads that exist now (a run's go with its JobSet after its "
-                 "ttl): a lower bound")
-    return "\n".join(lines) + "\n"
-
-
-def enforce(kube: Kubectl, stack: ResolvedStack, rows: list[dict[str, Any]], month: str) -> list[str]:
-    """Hold each over-budget team's ClusterQueue (stopPolicy Hold), release the ones this held that are under budget
-    again; what it did, one line each."""
-    done = []
-    queues = {(q.get("metadata") or {}).get("name"): q for q in kube.cluster_items("clusterqueues.kueue.x-k8s.io")}
-    for row, team in zip(rows, stack.teams, strict=True):
-        cq = queues.get(team.cluster_queue)
-        if cq is None:
-            done.append(f"team {team.name}: ClusterQueue {team.cluster_queue} not found (pulumi up first)")
-            continue
-        held_by_us = BUDGET_HOLD_ANNOTATION in ((cq.get("metadata") or {}).get("annotations") or {})
-        if row["overBudget"]:
-            note = f"{row['chipHours']:,.2f} of {row['budgetChipHours']:,} chip-hours in {month}"
-            patch = {"metadata": {"annotations": {BUDGET_HOLD_ANNOTATION: note}}, "spec": {"stopPolicy": "Hold"}}
-            done.append(f"team {team.name}: held (ClusterQueue {team.cluster_queue} stopPolicy Hold): {note}")
-        elif held_by_us:
-            patch = {"metadata": {"annotations": {BUDGET_HOLD_ANNOTATION: None}}, "spec": {"stopPolicy": "None"}}
-            done.append(f"team {team.name}: released (under budget in {month})")
-        else:
-            continue
-        kube.run("patch", "clusterqueue", team.cluster_queue, "--type", "merge", f"--field-manager={BUDGET_FIELD_MANAGER}",
-                 "-p", json.dumps(patch))
-    return done
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table) + "\n"

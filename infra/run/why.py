@@ -183,8 +183,8 @@ def _held_queue(ev: Evidence, view: StackView, queue: str, lq: Optional[dict[str
         return Diagnosis("over-budget", f"ClusterQueue {_cq_name(ev)} is held: its team is over its chip-hour budget ({budget})",
                          (f"ClusterQueue {_cq_name(ev)}: stopPolicy {cq_policy}, {BUDGET_HOLD_ANNOTATION}: {budget}",
                           *([reason_text] if reason_text else [])),
-                         "it is released at the month's start by `python -m infra.run teams --enforce`; or raise the team's "
-                         f"chipHoursPerMonth in stacks/Pulumi.{view.stack}.yaml, pulumi up, and run that command")
+                         "the usage recorder releases it in the first minute of a month the team is under budget; or raise "
+                         f"the team's chipHoursPerMonth in stacks/Pulumi.{view.stack}.yaml and pulumi up (released the next minute)")
     held = f"LocalQueue {queue}" if lq_policy != "None" else f"ClusterQueue {_cq_name(ev)}"
     policy = lq_policy if lq_policy != "None" else cq_policy
     kind = "localqueue" if lq_policy != "None" else "clusterqueue"

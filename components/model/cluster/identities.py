@@ -267,6 +267,9 @@ TABLE: dict[str, Access] = {
     "kubernetes:core/v1:PersistentVolume": _k8s_object("container.persistentVolumes.create"),
     "kubernetes:core/v1:PersistentVolumeClaim": _k8s_object("container.persistentVolumeClaims.create"),
     "kubernetes:apps/v1:Deployment": _k8s_object("container.deployments.create"),
+    # the teams' usage recorder (components/manifests/usage.py): its program and schedule
+    "kubernetes:core/v1:ConfigMap": _k8s_object("container.configMaps.create"),
+    "kubernetes:batch/v1:CronJob": _k8s_object("container.cronJobs.create"),
     "kubernetes:apiregistration.k8s.io/v1:APIService": _k8s("roles/container.admin", "container.apiServices.create"),
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": _k8s_object("container.priorityClasses.create"),
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet": _k8s_object("container.thirdPartyObjects.create"),

@@ -21,9 +21,11 @@ from components.model.common import MAX_TPU_POOLS, _dns_label, _Model
 from components.model.workloads.service import ServiceClient
 
 TEAM_LABEL = "pathways/team"
-# On a team's ClusterQueue held for its budget (`python -m infra.run teams --enforce`): what it used, of what, when.
+# On a team's ClusterQueue held for its budget by the usage recorder (components/manifests/usage_record.py): what it
+# used, of what, in which month.
 BUDGET_HOLD_ANNOTATION = "pathways/budget-hold"
-BUDGET_FIELD_MANAGER = "pathways-budget"
+# Where the usage recorder keeps the teams' records (components/manifests/usage.py): no team may take it.
+USAGE_NAMESPACE = "pathways-usage"
 TEAM_QUEUE_PREFIX = "team-"
 TEAM_COHORT_PREFIX = "teams-"
 MAX_TEAMS = 50
@@ -73,7 +75,11 @@ class Team(_Model):
         "policy refuses a run above it (security #73.8)."))
     chip_hours_per_month: Optional[int] = Field(default=None, ge=0, le=10**9, description=(
         "The team's budget in TPU chip-hours a calendar month: the plan prices its nominal share against it and "
-        "`python -m infra.run teams` reports use against it."))
+        "the usage recorder holds the team's queue once its runs and workloads have used more (docs/teams.md, Budgets)."))
+    drain_after_minutes: Optional[int] = Field(default=60, ge=0, le=31 * 24 * 60, description=(
+        "Over its budget, the team's queue is held at once (nothing new admitted, running work goes on) and drained "
+        "this many minutes later (Kueue evicts what it admitted: checkpoint before then); null: held only, never "
+        "drained, so that a team's running work may overspend its budget."))
     workers: list[str] = Field(default_factory=list, max_length=20, description=(
         "On a fleet manager: the workers (fleet.workers[].name) its runs may be dispatched to, in order; default: every "
         "worker. Each worker named declares the team too (its namespace and run queue)."))

@@ -8,6 +8,7 @@ from components.model.errors import Problem, config_key
 from components.model.resolved import GROUPS_PER_QUEUE
 from components.model.stack import StackConfig
 from components.model.workloads import metrics_adapter
+from components.model.workloads.teams import USAGE_NAMESPACE
 
 # the controllers' namespaces (their charts'): a team's pods there would run beside Kueue and JobSet
 CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "lws-system", "default")
@@ -38,7 +39,9 @@ def team_names(cfg: StackConfig) -> list[Problem]:
     owned = {cfg.kubernetes.namespace: "the stack's own namespace (kubernetes.namespace)",
              # made whenever a serve workload autoscales: a team's runs there could become endpoints of the
              # custom-metrics API the autoscalers read (security #73.6; tests/test_teams.py derives the set from plans)
-             metrics_adapter.NAMESPACE: "the metrics adapter's namespace, which the stack makes for autoscaled serving"}
+             metrics_adapter.NAMESPACE: "the metrics adapter's namespace, which the stack makes for autoscaled serving",
+             # the teams' usage records: a team there could write its own (security #73.7)
+             USAGE_NAMESPACE: "the usage recorder's namespace, where the stack keeps the teams' usage records"}
     for w in cfg.workloads:
         if w.mode == "service":
             owned[w.service_settings.namespace] = f"workload {w.name}'s service namespace"
