@@ -458,7 +458,7 @@ def test_a_new_project_replaces_every_resource_in_it_the_pools_and_nat_by_their_
     cfg = stack_config("staging")
     changes, _ = run_diff("staging", {**cfg, "gcp:project": "pathways-staging-456"})
     moved = {c.name: c for c in changes.values() if "project" in c.changed and c.type in FORCE_NEW}
-    assert {c.kind for c in moved.values()} >= {"NodePool", "RouterNat", "Bucket", "Cluster", "Subnetwork"}
+    assert {c.kind for c in moved.values()} >= {"NodePool", "RouterNat", "Bucket", "Cluster", "Subnetwork", "AlertPolicy", "Dashboard"}
     assert all(c.action == "replace" and "project" in c.forced_by for c in moved.values()), \
         {n: (c.action, c.forced_by) for n, c in moved.items()}
     assert changes["network-nat"].forced_by == ["project"] and "project" in changes["scratch"].forced_by

@@ -58,7 +58,8 @@ def test_pulumi_style_entry_point_imports_components(tmp_path):
 def test_plan_json_shape(capsys):
     assert offline_main(["plan", "--config", str(example_path("dev")), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"resources", "outputs", "policyViolations", "criticalPath", "summary", "deployTime"}
+    assert set(doc) == {"resources", "outputs", "policyViolations", "criticalPath", "summary", "projectQuota", "deployTime"}
+    assert doc["projectQuota"] is None  # no other stack file of pathways-dev-123 beside it
     assert doc["policyViolations"] == []
     assert set(doc["deployTime"]) == {"expectedMinutes", "worstCaseMinutes", "expectedMinutesAtLegacyQuota", "nodePoolConcurrency", "chain", "expectedChain"}
     assert doc["criticalPath"] == doc["deployTime"]["chain"]

@@ -109,7 +109,7 @@ def test_the_command_reads_a_refresh_preview_and_exits_3_on_findings(tmp_path, c
     argv = ["verify", "--stack", "drift", "--config", str(stack_file), "--refresh-json", str(FIXTURE)]
     assert offline_main(argv) == 3
     out = capsys.readouterr().out
-    assert "HIGH   drift: ValidatingAdmissionPolicyBinding guardrails-node-guard: deleted outside the stack" in out
+    assert "HIGH   (CRITICAL) drift: ValidatingAdmissionPolicyBinding guardrails-node-guard: deleted outside the stack" in out
     assert "filtered: 4 change(s) by rule controller-filled-webhook-cert" in out
     # the options the program declares are the plan's: no rule about them fires on the live objects
     assert "pathways-jobset-lifecycle" not in out
@@ -326,3 +326,15 @@ def test_what_verify_cannot_read_is_one_line_not_a_traceback(tmp_path, capsys):
         read_files(tmp_path)("train", "block")
     assert offline_main(["verify", "--stack", "drift", "--config", str(stack_file)]) == 2
     assert "verify what?" in capsys.readouterr().err
+
+
+def test_findings_and_alerts_share_one_severity_scale():
+    # #75.7: a finding carries the Cloud Monitoring severity an alert of its weight has, in the same order
+    from components.manifests.monitoring import ALERT_SEVERITY
+    from infra.verify.findings import ALERT_SEVERITY_OF, SEVERITIES, Finding
+
+    cloud = ["CRITICAL", "ERROR", "WARNING"]  # the AlertPolicy API's Severity enum, highest first
+    mapped = [ALERT_SEVERITY_OF[s] for s in SEVERITIES if ALERT_SEVERITY_OF[s]]
+    assert mapped == cloud and ALERT_SEVERITY_OF["info"] is None
+    assert set(ALERT_SEVERITY.values()) <= set(cloud)
+    assert Finding("medium", "drift", "x", "y", "z").to_json()["alertSeverity"] == "ERROR"

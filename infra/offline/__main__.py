@@ -229,18 +229,21 @@ def _fail(error: Exception) -> int:
 def _plan_command(args: argparse.Namespace, plan: Plan, model: "StackConfig") -> int:
     from components.model.config import resolve
     from components.model.cost.summary import stack_summary, summary_text, with_fleet_workers
+    from infra.offline.project_quota import project_quota, project_quota_text
 
     violations = _policies(plan, args.policy_config)
     path = critical_path(plan, model.cluster.node_pool_concurrency)
     from infra.reservation_records import read_records
 
     summary = with_fleet_workers(stack_summary(resolve(model), read_records(model)), plan.outputs.get("fleet"))
+    shared_quota = project_quota(stack_path(args.stack) if args.stack else args.config, model)
     if args.json:
-        doc = {**plan.to_json(), "summary": summary, "deployTime": path.to_json(),
+        doc = {**plan.to_json(), "summary": summary, "projectQuota": shared_quota, "deployTime": path.to_json(),
                "policyViolations": [v.to_json() for v in violations], "criticalPath": [r.urn for r in path.chain]}
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        sys.stdout.write(render_text(plan, summary_text(summary), [path.describe(), _violations_text(violations)], verbose=args.verbose,
+        sys.stdout.write(render_text(plan, [*summary_text(summary), *project_quota_text(shared_quota)],
+                                     [path.describe(), _violations_text(violations)], verbose=args.verbose,
                                      verdict=_verdict(plan, violations, path)))
     return EXIT_POLICY if any(v.enforcement == "mandatory" for v in violations) else 0
 
@@ -300,6 +303,7 @@ def _before_config(args: argparse.Namespace, after_path: Path) -> Optional[tuple
 
 
 def _diff_command(args: argparse.Namespace) -> int:
+    from components.model.capacity.reservation_notices import growth_notes
     from components.model.config import load
     from infra.errors import InvalidStackConfig
     from infra.offline.diff import capacity_text, diff, guard, render_text
@@ -311,6 +315,7 @@ def _diff_command(args: argparse.Namespace) -> int:
     label = f"--against {args.against}" if args.against else f"--before {args.before}"
     before_capacity = None
     was_protected = False
+    reservation_notes: list[str] = []
     if before is None:
         before_plan = Plan(stack=stack)
     else:
@@ -321,6 +326,7 @@ def _diff_command(args: argparse.Namespace) -> int:
         before_model = load(raw_values(before[0]), stack, frozenset(before[1]))
         before_capacity = _capacity(before_model)
         was_protected = before_model.protected
+        reservation_notes = growth_notes(before_model.slices, model.slices)
     after_capacity = _capacity(model)
     changes = diff(before_plan, after_plan)
     # protection is judged from the stack as it is and as it will be (#75.2): a change that turns protection off
@@ -329,12 +335,14 @@ def _diff_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"stack": stack, "against": args.against or str(args.before), "changes": [c.to_json() for c in changes],
                           "capacity": {"before": before_capacity and before_capacity.__dict__, "after": after_capacity.__dict__},
+                          "reservationNotes": reservation_notes,
                           "guard": {"protected": verdict.protected, "ok": verdict.ok, "refusals": verdict.refusals,
                                     "unusedAllowances": verdict.unused_allowances, "suggestions": verdict.suggestions}},
                          indent=2, sort_keys=True))
     else:
         title = f"Changes to stack {stack!r} against {args.against or args.before} (offline, providers' replacement rules; no cloud calls)"
-        sys.stdout.write(render_text(changes, verdict, title, capacity_text(before_capacity, after_capacity)))
+        capacity = "\n".join([capacity_text(before_capacity, after_capacity), *(f"Reservation: {n}" for n in reservation_notes)])
+        sys.stdout.write(render_text(changes, verdict, title, capacity))
     return 0 if verdict.ok else EXIT_POLICY
 
 

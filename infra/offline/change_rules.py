@@ -49,6 +49,10 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
         "content", "source", "detectMd5hash", "storageClass", "kmsKeyName", "customerEncryption", "metadata"),
     # kms/resource_kms_crypto_key.go: the key's identity and what Cloud KMS fixes at creation
     "gcp:kms/cryptoKey:CryptoKey": ("name", "keyRing", "purpose", "importOnly", "skipInitialVersionCreation"),
+    # monitoring/resource_monitoring_alert_policy.go and resource_monitoring_dashboard.go: `project` is ForceNew (an
+    # alert policy or a dashboard lives in one project's Cloud Monitoring; everything else is updated in place)
+    "gcp:monitoring/alertPolicy:AlertPolicy": ("project",),
+    "gcp:monitoring/dashboard:Dashboard": ("project",),
     # pulumi-random: every input of RandomPassword forces a new value.
     "random:index/randomPassword:RandomPassword": ("",),
     # pulumi-kubernetes v4.25.0 (provider/pkg/provider/diff.go, forceNewProperties): every object is replaced

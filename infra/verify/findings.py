@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 SEVERITIES = ("high", "medium", "low", "info")
+# The one scale of the stack's alerts and verify's findings (#75.7): a finding's severity as the Cloud Monitoring
+# AlertPolicy severity an alert of the same weight carries (components/manifests/monitoring.py ALERT_SEVERITY), so
+# that one routing rule (a page for CRITICAL, a ticket for ERROR, a count for WARNING) serves both.
+ALERT_SEVERITY_OF = {"high": "CRITICAL", "medium": "ERROR", "low": "WARNING", "info": None}
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,7 @@ class Finding:
     fix: str
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "alertSeverity": ALERT_SEVERITY_OF[self.severity]}
 
 
 def ordered(findings: list[Finding]) -> list[Finding]:
@@ -32,7 +36,8 @@ def text(findings: list[Finding], stack: str, checked: list[str]) -> str:
     if not findings:
         lines.append("no findings")
     for f in ordered(findings):
-        lines.append(f"{f.severity.upper():6} {f.area}: {f.subject}: {f.what}")
+        scale = ALERT_SEVERITY_OF[f.severity]
+        lines.append(f"{f.severity.upper():6} {f'({scale}) ' if scale else ''}{f.area}: {f.subject}: {f.what}")
         lines.append(f"       fix: {f.fix}")
     counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "0 findings")

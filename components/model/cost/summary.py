@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from components.constants import HEAD_TAINT, ROLE_LABEL, SYSTEM_ROLE
-from components.model.capacity import quota, rollout, tpu_zones
+from components.model.capacity import quota, reservation_notices, rollout, tpu_zones
 from components.model.capacity.reservations import Recorded, ReservationState, availability, block_availability, parse_path
 from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
@@ -212,7 +212,7 @@ def notices(stack: ResolvedStack) -> list[str]:
                    "groups are its members); its owner turns it on with gcloud container clusters update CLUSTER "
                    "--security-group=gke-security-groups@<domain>")
     out += serving_prerequisites(stack)
-    out += pool_set_notices(stack)
+    out += pool_set_notices(stack) + reservation_notices.unchecked_notices(stack.slices, stack.zone)
     out += as_it_is(stack)
     if stack.existing_cluster and stack.csi_drivers:
         out.append(f"mounts on a cluster made elsewhere: the cluster must have GKE's {', '.join(stack.csi_drivers)} CSI "
