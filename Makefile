@@ -17,10 +17,13 @@ CRDS := build/crds/.stamp
 SERVING_SOURCES := build/serving-sources/.installed
 # Google's Shared Pathways Service client (pathwaysutils), a test peer of the e2e tier, in its own venv.
 CLIENT_VENV := build/client-venv
+# The researcher's client (pyproject.toml: `pathways-run`), installed as a researcher installs it: its own venv,
+# its hash-locked dependencies (tools/client/requirements.lock) and the package, nothing of the infrastructure's.
+RUN_CLIENT_VENV := build/run-client
 # xpk, the peer `make bench` times the plan against, pinned and hash-locked, in its own venv (never on PATH).
 XPK_VENV := build/xpk-venv
 
-.PHONY: plan plan-bootstrap notebook-lock diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
+.PHONY: client plan plan-bootstrap notebook-lock diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -120,8 +123,25 @@ lock: $(VENV)/.installed
 		--custom-compile-command "make lock" --quiet -o requirements.lock
 	$(VENV)/bin/uv pip compile requirements-bootstrap.in --generate-hashes --universal --python-version 3.11 \
 		--custom-compile-command "make lock" --quiet -o requirements-bootstrap.txt
+	$(VENV)/bin/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 \
+		--custom-compile-command "make lock" --quiet -o tools/client/requirements.lock
+	$(VENV)/bin/uv pip compile tools/client/build-requirements.in --generate-hashes --universal --python-version 3.11 \
+		--custom-compile-command "make lock" --quiet -o tools/client/build-requirements.lock
 	$(VENV)/bin/uv pip compile tools/xpk/requirements.in --generate-hashes --universal --python-version 3.11 \
 		--custom-compile-command "make lock" --quiet -o tools/xpk/requirements.lock
+
+# The client from scratch, timed: a fresh venv, the locked dependencies, the package (docs/runs.md, "Day one").
+client:
+	rm -rf $(RUN_CLIENT_VENV)
+	@start=$$(date +%s.%N); \
+	$(PYTHON) -m venv $(RUN_CLIENT_VENV) && \
+	$(RUN_CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r tools/client/requirements.lock && \
+	$(RUN_CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r tools/client/build-requirements.lock && \
+	$(RUN_CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation . && \
+	end=$$(date +%s.%N) && \
+	echo "==> $(RUN_CLIENT_VENV): pathways-run installed in $$($(PYTHON) -c "print(round($$end - $$start, 1))") s, $$(du -sh $(RUN_CLIENT_VENV) | cut -f1) on disk" && \
+	$(RUN_CLIENT_VENV)/bin/pathways-run --help | head -3
+	rm -rf pathways_run.egg-info
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
@@ -135,6 +155,7 @@ help:
 	  'make test                    ruff, basedpyright and the unit suite (fetches the upstream CRDs first)' \
 	  'make crds                    the upstream JobSet, Kueue and LWS CRDs and charts from their pinned Go modules (needs Go)' \
 	  'make toolchain               build the real engines from their pinned Go modules (cached)' \
+	  'make client                  install the researcher'"'"'s client (pathways-run) as a researcher does, into build/run-client, timed' \
 	  'make client-venv             the e2e tier'"'"'s own venv: Google'"'"'s pathwaysutils client and its JAX' \
 	  'make serving-sources         the pinned vLLM TPU and tpu-inference wheels, unpacked for the tests to read' \
 	  'make e2e                     the real-engine tier: the stacks on a local control plane, the real Pulumi CLI' \

@@ -209,7 +209,7 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
             # the inferencepool chart of each, and the Gateway and HTTPRoute in front of it
             types |= {"kubernetes:helm.sh/v4:Chart", "kubernetes:gateway.networking.k8s.io/v1:Gateway",
                       "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"}
-    if any(w.service_account for w in stack.active_workloads) or (stack.runs is not None and stack.runs.buckets):
+    if any(w.service_account for w in stack.active_workloads) or (stack.runs is not None and (stack.runs.buckets or any(t.buckets for t in stack.teams))):
         types.add("kubernetes:core/v1:ServiceAccount")  # components/manifests/storage.py
     if stack.file_systems:
         types |= {"kubernetes:core/v1:PersistentVolume", "kubernetes:core/v1:PersistentVolumeClaim"}

@@ -436,7 +436,7 @@ def test_runs_may_have_no_head_nodes_of_their_own():
 def test_submit_help_says_what_each_flag_takes():
     out = _cli("submit", "--help").stdout
     for text in ("batch (default) or interactive (a head for a notebook)", "program image, pinned (tag or digest)",
-                 "print the JobSet (and what --workdir ships), create nothing", "(one of runs.buckets)", "(one of runs.fileSystems)"):
+                 "print the JobSet (and what --workdir ships), create nothing", "(one of runs.buckets; with --team, of the team's buckets)", "(one of runs.fileSystems; not with --team)"):
         assert text in " ".join(out.split()), text
 
 

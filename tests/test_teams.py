@@ -132,7 +132,8 @@ def test_a_team_run_takes_the_teams_priority_and_mounts_no_runs_bucket():
     with pytest.raises(ConfigError) as e:
         load_run(model(runs={"submitters": [], "buckets": [{"name": "data-bkt"}]}),
                  {"name": "exp", "team": "a", "sliceGroup": "reserved", "image": "busybox@sha256:" + "b" * 64, "mounts": [{"bucket": "data-bkt", "path": "/data"}]})
-    assert "team a's runs mount no bucket" in str(e.value)
+    # runs.buckets are the stack's runs' (granted in its namespace): a team's run mounts only its team's buckets
+    assert "run.mounts[0].bucket: 'data-bkt' is not in pathways:teams[0].buckets (listed: none)" in str(e.value)
 
 
 @pytest.mark.parametrize("teams,changes,text", [

@@ -221,3 +221,17 @@ def test_the_offline_engine_refuses_two_resources_of_one_urn_as_pulumi_does(tmp_
 
     bindings = [r.name for r in stack_plan("teams").resources if r.name.startswith("teams-usage-rolebinding-")]
     assert len(bindings) == len(set(bindings)) == 3 + 1 + 3  # the workloads' readers, its own, the teams' readers
+
+
+def test_a_change_of_the_teams_replaces_the_recorders_program_as_the_provider_does():
+    # pulumi-kubernetes replaces a ConfigMap whose data changes (diff.go forceNewProperties, enableConfigMapMutable
+    # off); the day-two scenario on the real engine found the diff calling it an update
+    from tests.test_change_safety import run_diff, stack_config
+
+    cfg = stack_config("teams")
+    teams = [*cfg["pathways:teams"], {"name": "vision", "submitters": [{"name": "vision@example.com"}]}]
+    changes, _ = run_diff("teams", {**cfg, "pathways:teams": teams})
+    program = changes["teams-usage-configmap-pathways-usage-usage-recorder-program"]
+    assert program.action == "replace" and program.forced_by == ["data.config.json"], (program.action, program.forced_by)
+    # the records themselves are the recorder's, never Pulumi's: no change of the stack touches them
+    assert not [n for n in changes if n.startswith("teams-usage-configmap-pathways-usage-usage-") and "program" not in n]

@@ -164,7 +164,8 @@ def _crd_schema_errors(obj: dict[str, Any], validator: Any, schema: dict[str, An
 def check_schema(obj: dict[str, Any], report: Report) -> None:
     schema = _jobset_schema()
     if schema is None:
-        report.notices.append(f"JobSet CRD schema not found at {JOBSET_SCHEMA}; schema check skipped (run `make crds`)")
+        report.notices.append(f"JobSet CRD schema not found at {JOBSET_SCHEMA}; schema check skipped here (run `make crds` in the "
+                              "infrastructure checkout); the API server still checks the JobSet against its CRD when it is created")
         return
     _crd_schema_errors(obj, _jobset_validator(), schema, "jobset-schema", report)
 

@@ -159,7 +159,8 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Opti
     """What makes a JobSet write a run's: it is labelled as a run (before and after), queued on a run queue at a run
     priority, not named like a declared workload, and its pods hold no Secret and no token. `writer` names who is
     refused; `writing` prefixes the rules on the new object (true where there is none to judge: a DELETE). A team's
-    runs: in its namespace, on its run queue, as the namespace's default account (runs.buckets are not the team's)."""
+    runs: in its namespace, on its run queue, as the namespace's default account or, with teams[].buckets, its runs'
+    account there."""
     assert stack.runs is not None
 
     def is_run(obj: str) -> str:
@@ -170,7 +171,8 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Opti
     priorities = [f"pathways-{p}" for p in (team_run_priorities(team.priority) if team is not None else RUN_PRIORITIES)]
     # the default account, or the runs' own when runs.buckets grants it buckets (never a declared workload's)
     namespace = team.team_namespace if team is not None else stack.namespace
-    accounts = ["default", *([stack.run_service_account] if stack.runs.buckets and team is None else [])]
+    buckets = team.buckets if team is not None else stack.runs.buckets  # a team's runs: its own buckets' account (#74.1)
+    accounts = ["default", *([stack.run_service_account] if buckets else [])]
     declared = [w.name for w in stack.workloads if w.namespace == namespace]
     queues = [stack.team_run_queue(team)] if team is not None else sorted(set(stack.run_queues.values()))
     if every_queue:  # a fleet's manager dispatches the stack's runs and its teams' (each in its namespace)

@@ -99,6 +99,8 @@ def service_accounts(stack: ResolvedStack) -> list[dict[str, Any]]:
     names: list[tuple[str, str]] = [(w.namespace, w.service_account) for w in stack.active_workloads if w.service_account]
     if stack.runs is not None and stack.runs.buckets:
         names.append((stack.namespace, stack.run_service_account))
+    if stack.runs is not None:  # a team's buckets are granted to the runs' account in its namespace (#74.1)
+        names += [(t.team_namespace, stack.run_service_account) for t in stack.teams if t.buckets]
     return [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns},
              "automountServiceAccountToken": False} for ns, name in dict.fromkeys(names)]
 

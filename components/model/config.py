@@ -45,7 +45,8 @@ from components.model.resolved import (
 )
 from components.model.stack import StackConfig as StackConfig
 from components.model.workloads.images import is_pinned as is_pinned
-from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES, team_run_priorities
+from components.model.workloads.run_limits import run_mount_problems, run_team_problems
+from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES
 from components.model.workloads.storage import service_account_name
 from components.model.workloads.workload import SCRATCH_PERMISSIONS as SCRATCH_PERMISSIONS
 from components.model.workloads.workload import Workload, coordinator_address, serve_leader_address
@@ -431,56 +432,10 @@ def load_run(cfg: StackConfig, spec: Mapping[str, Any]) -> StackConfig:
     problems = [
         _run_key(p, prefix) for p in cross_checks(with_run)
         if p not in before and p.key != config_key(("headPool", "nodeCount"))
-    ] + _run_mount_problems(cfg, workload) + _run_team_problems(cfg, workload)
+    ] + run_mount_problems(cfg, workload) + run_team_problems(cfg, workload)
     if problems:
         raise ConfigError(problems)
     return with_run
-
-
-def _run_team_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
-    """runs.buckets are granted to the runs' account in the stack's namespace: a team's run mounts none. A team's
-    priority is its runs' ceiling (the runs policy holds it server-side too)."""
-    if workload.team is None:
-        return []
-    problems = []
-    team = cfg.team(workload.team)
-    allowed = team_run_priorities(team.priority) if team is not None else RUN_PRIORITIES
-    if workload.priority is not None and workload.priority not in allowed:
-        problems.append(Problem("run.priority", (
-            f"{workload.priority!r} is above team {workload.team}'s priority {allowed[0]!r}; its runs may take "
-            f"{', '.join(allowed)} (pathways:teams[].priority, raised in the stack file by whoever owns the stack)")))
-    if any(m.bucket for m in workload.mounts):
-        problems.append(Problem("run.mounts", (
-            f"team {workload.team}'s runs mount no bucket: runs.buckets are granted to the runs' account in the stack's "
-            f"namespace ({cfg.kubernetes.namespace}), not the team's; submit without --team, or without the bucket mount")))
-    return problems
-
-
-def _run_mount_problems(cfg: StackConfig, workload: Workload) -> list[Problem]:
-    """A run mounts only the buckets runs.buckets grants its service account and the file systems runs.fileSystems
-    lists (security #58.10), and writes only where it may; an undeclared file system is storage_checks' to name."""
-    assert cfg.runs is not None
-    declared = {f.name for f in cfg.storage.file_systems}
-    kinds = (("bucket", "bucket", {b.name: b for b in cfg.runs.buckets}, "buckets",
-              "the bootstrap grants their service account: add it there, then run the bootstrap and pulumi up", "grants"),
-             ("fileSystem", "file_system", {f.name: f for f in cfg.runs.file_systems}, "fileSystems",
-              "the stack lists for them: add it there and pulumi up", "lists"))
-    problems = []
-    for j, m in enumerate(workload.mounts):
-        for key, field, allowed, listed_key, fix, verb in kinds:
-            name = getattr(m, field)
-            if name is None or (field == "file_system" and name not in declared):
-                continue
-            entry = allowed.get(name)
-            if entry is None:
-                problems.append(Problem(f"run.mounts[{j}].{key}", (
-                    f"{name!r} is not in pathways:runs.{listed_key} (listed: {', '.join(allowed) or 'none'}); runs mount only "
-                    f"the {'buckets' if field == 'bucket' else 'file systems'} {fix}")))
-            elif entry.read_only and not m.read_only:
-                problems.append(Problem(f"run.mounts[{j}].readOnly", (
-                    f"false, but pathways:runs.{listed_key} {verb} {name!r} read-only; mount it readOnly: true, or set "
-                    "readOnly: false on it in the stack file")))
-    return problems
 
 
 def _cluster_queue(cfg: StackConfig, w: Workload, group: SliceGroup) -> str:

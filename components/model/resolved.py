@@ -240,6 +240,8 @@ class ResolvedStack:
                   for w in self.active_workloads if w.service_account for m in w.spec.mounts if m.bucket]
         if self.runs is not None:
             grants += [(b.name, b.role, self.namespace, self.run_service_account) for b in self.runs.buckets]
+            # a team's buckets: its runs' account in its own namespace (another principal than the stack's, #74.1)
+            grants += [(b.name, b.role, t.team_namespace, self.run_service_account) for t in self.teams for b in t.buckets]
         best: dict[tuple[str, str, str], str] = {}
         for bucket, role, ns, sa in grants:
             if best.get((bucket, ns, sa)) != WRITE_ROLE:

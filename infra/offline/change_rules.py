@@ -58,9 +58,17 @@ FORCE_NEW: dict[str, tuple[str, ...]] = {
     # pulumi-kubernetes v4.25.0 (provider/pkg/provider/diff.go, forceNewProperties): every object is replaced
     # when its metadata.name or metadata.namespace changes (KUBERNETES_IDENTITY below); a Secret also on its
     # type and data (unless the provider's enableSecretMutable, which the stack leaves off); a RoleBinding on
-    # its roleRef. A PriorityClass's value is immutable in the API but not in that table: the program asks
-    # for its replacement (replaceOnChanges), which the rule below mirrors.
+    # its roleRef; a ConfigMap on its data (unless enableConfigMapMutable, left off: the usage recorder's program
+    # ConfigMap is replaced, delete first as the provider does for a named object, whenever the program or the
+    # teams change); and the kinds' own below. A PriorityClass's value is immutable in the API but not in that
+    # table: the program asks for its replacement (replaceOnChanges), which the rule below mirrors.
     "kubernetes:core/v1:Secret": ("type", "stringData", "data"),
+    "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
+    "kubernetes:core/v1:PersistentVolume": ("spec.csi", "spec.nfs", "spec.hostPath", "spec.local", "spec.gcePersistentDisk"),
+    "kubernetes:core/v1:PersistentVolumeClaim": ("spec.accessModes", "spec.selector", "spec.storageClassName", "spec.volumeName"),
+    "kubernetes:core/v1:ResourceQuota": ("spec.scopes",),
+    "kubernetes:core/v1:Service": ("spec.clusterIP",),
+    "kubernetes:apps/v1:Deployment": ("spec.selector",),
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
     # The Kubernetes provider's cluster identity: a new one replaces every object it manages.

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,10 +37,10 @@ from components.model.workloads.ports import NOTEBOOK_PORT
 from components.model.workloads.runs import TIME_LIMIT_KEY, time_limit
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
 from infra.run import hints, notebook_auth, submit_notes
-from infra.run.cli import FLAG_KEYS, parser
+from infra.run.cli import FLAG_KEYS, STACK_CONFIG_ENV, parser
 from infra.run.kube import Kubectl, KubeError
 from infra.run.logs import logs_command
-from infra.run.stack_args import team_namespace
+from infra.run.stack_args import INVOCATION, again, invocation, team_namespace
 from infra.run.status import positions, rows, table
 
 # JupyterLab on the head's loopback (the pod is hostNetwork), reached by `kubectl port-forward`; its login is a password
@@ -81,7 +82,13 @@ def _stack(args: argparse.Namespace) -> Any:
 
     if args.stack is not None and (not STACK_NAME.fullmatch(args.stack) or args.stack.startswith(".")):
         raise StackFileError(f"--stack {args.stack[:60]!r} is not a stack name; use letters, digits, '-', '_', '.' (stacks: {', '.join(stack_names())})")
-    path = stack_path(args.stack) if args.stack else args.config
+    path = stack_path(args.stack) if args.stack else args.config or (Path(os.environ[STACK_CONFIG_ENV]) if os.environ.get(STACK_CONFIG_ENV) else None)
+    if path is None:
+        raise StackFileError(f"which stack? give --config FILE (its stack file), --stack NAME in the infrastructure checkout, "
+                             f"or set {STACK_CONFIG_ENV}=FILE")
+    if args.stack and not path.parent.is_dir():
+        raise StackFileError(f"--stack {args.stack}: no stacks/ folder here ({shown(path.parent)}): this client runs outside the "
+                             f"infrastructure checkout; give the stack file with --config FILE or {STACK_CONFIG_ENV}=FILE")
     config, secret_keys = load_config(path)
     return load(raw_values(config), args.stack or stack_name_for(path), frozenset(secret_keys))
 
@@ -251,10 +258,10 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     queue = obj["metadata"]["labels"].get("kueue.x-k8s.io/queue-name")
     team = f" --team {spec['team']}" if spec.get("team") else ""
     print(f"run {name} submitted to {ns}" + (f" on queue {queue}" if queue else ""))
-    print(f"  where it stands: python -m infra.run list --stack {cfg.stack}{team}")
-    print(f"  its output:      python -m infra.run logs --stack {cfg.stack}{team} {name} --follow")
+    print(f"  where it stands: {again('list', cfg.stack)}{team}")
+    print(f"  its output:      {again('logs', cfg.stack)}{team} {name} --follow")
     if args.notebook:
-        print(f"  the notebook:    python -m infra.run notebook --stack {cfg.stack}{team} {name}  (it prints the address and the "
+        print(f"  the notebook:    {again('notebook', cfg.stack)}{team} {name}  (it prints the address and the "
               f"password, kept for you alone in {shown(kept) if kept else 'your config directory'})")
     elif spec.get("mode") == "interactive":
         from components.manifests.connection import interactive_access
@@ -395,7 +402,7 @@ def _notebook(args: argparse.Namespace, cfg: Any) -> int:
         raise KubeError(f"run {args.run} is not a notebook run (submit it with --notebook)")
     pod = kube.head_pod(ns, args.run)
     if pod is None or (pod.get("status") or {}).get("phase") != "Running":
-        raise KubeError(f"run {args.run}'s head is not running yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
+        raise KubeError(f"run {args.run}'s head is not running yet; `{again('list', cfg.stack)}` says where it stands")
     password = notebook_auth.recall(cfg.stack, ns, args.run)
     login = (f"password {password}" if password is not None else
              f"the password `submit` kept where it ran ({shown(notebook_auth.store())}/{cfg.stack}/{ns}/{args.run})")
@@ -446,6 +453,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from components.model.errors import ConfigError
 
     args = parser().parse_args(argv)
+    INVOCATION.set(invocation(args, sys.argv[0]))
     commands = {"submit": _submit, "list": _list, "logs": logs_command, "delete": _delete, "describe": _describe, "notebook": _notebook,
                 "notebook-image": _notebook_image, "why": _why, "profile": _profile, "teams": _teams}
     cfg = None

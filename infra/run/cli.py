@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import NoReturn
 
 from components.model.workloads.ports import NOTEBOOK_PORT
+
+STACK_CONFIG_ENV = "PATHWAYS_STACK_CONFIG"  # the stack file, when neither --stack nor --config is given
 
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DESCRIPTION = "Ad-hoc runs on a stack's cluster: submit, list, logs, delete, describe, why, profile, teams (docs/runs.md)."
@@ -38,7 +41,9 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="python -m infra.run", description=DESCRIPTION,
+    # the installed client's command, or the checkout's module (infra/run/stack_args.py invocation)
+    prog = "pathways-run" if Path(sys.argv[0]).name == "pathways-run" else "python -m infra.run"
+    parser = _OneLineParser(prog=prog, description=DESCRIPTION,
                             epilog="Each subcommand has --help. docs/runs.md walks through a session.")
     sub = parser.add_subparsers(dest="command", required=True)
     commands = {
@@ -51,13 +56,14 @@ def parser() -> argparse.ArgumentParser:
         "profile": "capture a profile of a running run into the stack's artifacts bucket (pathwaysutils' profiler server)",
         "notebook": "forward a notebook run's JupyterLab to this machine (kubectl port-forward)",
         "notebook-image": "the notebook image --notebook uses by default for this stack, and the command that builds it",
-        "teams": "each team's chip-hours this month (Kueue's workload records) against its budget and the plan's estimate",
+        "teams": "each team's chip-hours this month (the stack's usage record) against its budget: used, left, spent",
     }
     for name, help_ in commands.items():
         p = sub.add_parser(name, help=help_, description=help_)
-        src = p.add_mutually_exclusive_group(required=True)
-        src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
-        src.add_argument("--config", type=Path, help="any file in Pulumi's stack-config format")
+        # neither: $PATHWAYS_STACK_CONFIG (the installed client, run from a code folder: docs/runs.md)
+        src = p.add_mutually_exclusive_group()
+        src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml of the infrastructure checkout")
+        src.add_argument("--config", type=Path, help=f"any file in Pulumi's stack-config format (default: ${STACK_CONFIG_ENV})")
         p.add_argument("--kubeconfig", help="kubeconfig file (default: kubectl's: $KUBECONFIG or ~/.kube/config)")
         p.add_argument("--context", help="kubeconfig context (default: the current one)")
         if name == "teams":
@@ -80,7 +86,8 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--max-restarts", type=int, help="JobSet restarts after a failure")
             p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="program env (repeatable)")
             p.add_argument("--mount", action="append", default=[], metavar="PATH=SOURCE", help=(
-                "mount gs://BUCKET (one of runs.buckets) or a file system by name (one of runs.fileSystems) at PATH, read-only; "
+                "mount gs://BUCKET (one of runs.buckets; with --team, of the team's buckets) or a file system by name (one of "
+                "runs.fileSystems; not with --team) at PATH, read-only; "
                 "add :rw to write, e.g. /ckpt=gs://my-ckpts:rw (repeatable)"))
             p.add_argument("--notebook", action="store_true", help=(
                 f"run JupyterLab as the program, on the head's loopback port {NOTEBOOK_PORT} (JAX reaches the run's own "

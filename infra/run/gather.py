@@ -22,7 +22,9 @@ def stack_view(stack: Any, team: Optional[str] = None) -> StackView:
     runs = stack.runs
     if chosen is not None:
         return StackView(stack=stack.stack, namespace=namespace, groups=groups, declared=declared,
-                         run_queues=(stack.team_run_queue(chosen),) if runs is not None else ())
+                         run_queues=(stack.team_run_queue(chosen),) if runs is not None else (),
+                         runs_account=stack.run_service_account if runs is not None else "",
+                         runs_buckets=tuple(b.name for b in chosen.buckets), buckets_key=f"teams[{list(stack.teams).index(chosen)}].buckets")
     return StackView(stack=stack.stack, namespace=namespace, groups=groups, declared=declared,
                      run_queues=tuple(sorted(set(stack.run_queues.values()))) if runs is not None else (),
                      runs_account=stack.run_service_account if runs is not None else "",

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from infra.run.kube import Kubectl, KubeError
-from infra.run.stack_args import team_namespace
+from infra.run.stack_args import again, team_namespace
 
 
 def logs_command(args: argparse.Namespace, cfg: Any) -> int:
@@ -33,7 +33,7 @@ def logs_command(args: argparse.Namespace, cfg: Any) -> int:
         return kube.stream_logs(ns, worker["metadata"]["name"], "pathways-worker", args.follow, args.previous)
     pod = kube.head_pod(ns, args.run)
     if pod is None:
-        raise KubeError(f"run {args.run} has no head pod yet; `python -m infra.run list --stack {cfg.stack}` says where it stands")
+        raise KubeError(f"run {args.run} has no head pod yet; `{again('list', cfg.stack)}` says where it stands")
     containers = [c["name"] for c in pod["spec"].get("containers") or []]
     container = USER_CONTAINER if USER_CONTAINER in containers else "pathways-proxy"
     code = kube.stream_logs(ns, pod["metadata"]["name"], container, args.follow, args.previous)

@@ -23,6 +23,7 @@ import urllib.request
 from typing import Any, Optional
 
 from infra.run.kube import Kubectl, KubeError
+from infra.run.stack_args import again
 
 FORWARD_WAIT_SECONDS = 15
 
@@ -99,7 +100,7 @@ def profile_run(kube: Kubectl, namespace: str, stack: str, run: str, seconds: in
     kube.get_jobset(namespace, run)
     pod = kube.head_pod(namespace, run)
     if pod is None or (pod.get("status") or {}).get("phase") != "Running":
-        raise KubeError(f"run {run}'s head is not running; `python -m infra.run why --stack {stack} {run}` says why")
+        raise KubeError(f"run {run}'s head is not running; `{again('why', stack)} {run}` says why")
     try:
         port, directory = profiler_of(pod, USER_CONTAINER)
     except KubeError as e:

@@ -37,6 +37,7 @@ from components.model.workloads.teams import BUDGET_HOLD_ANNOTATION
 from infra.run import known_errors
 from infra.run.kueue_verdict import quota_verdict
 from infra.run.refusals import refusal
+from infra.run.stack_args import again
 from infra.run.status import condition, is_true
 from infra.run.why_facts import (
     IMAGE_WAITING,
@@ -107,7 +108,7 @@ def _ended(ev: Evidence, view: StackView) -> Diagnosis:
     exits = _exits(ev.pods)
     job_messages = [one_line((condition(j, "Failed") or {}).get("message")) for j in ev.jobs if is_true(j, "Failed")]
     evidence = [f"the JobSet failed: {why}" if why else "the JobSet failed", f"restarts: {(js.get('status') or {}).get('restarts') or 0}"]
-    logs = f"its output: python -m infra.run logs --stack {view.stack} {ev.name}"
+    logs = f"its output: {again('logs', view.stack)} {ev.name}"
     oom = next((e for e in exits if e.reason == "OOMKilled"), None)
     if oom is not None:
         return Diagnosis("oom", f"container {oom.container} of the {oom.role} ran out of memory (OOMKilled, exit {oom.code})",
@@ -135,7 +136,7 @@ def _ended(ev: Evidence, view: StackView) -> Diagnosis:
                          (f"pod {first.pod}, container {first.container}: exit {first.code} ({first.reason or 'Error'})", *evidence),
                          f"fix what the program reports; {logs}", tuple(job_messages))
     return Diagnosis("program-failed", f"the run failed: {why or 'no container says why'}", tuple(evidence + job_messages),
-                     f"look at the Jobs' and pods' events: python -m infra.run describe --stack {view.stack} {ev.name}")
+                     f"look at the Jobs' and pods' events: {again('describe', view.stack)} {ev.name}")
 
 
 # --- before the pods: Kueue --------------------------------------------------------------------------------------
@@ -366,9 +367,9 @@ def _mount_refused(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
         listed = bucket in view.runs_buckets if bucket else False
         return Diagnosis("bucket-access", f"its pods cannot mount bucket {bucket or '(the mount)'}: Cloud Storage refused the run's identity",
                          (f"kubelet: {message}", f"the runs' account: {view.runs_account or 'the workload account'}"),
-                         ("the bucket is in runs.buckets, so its grant is missing on Cloud Storage: run the bootstrap again "
+                         (f"the bucket is in {view.buckets_key}, so its grant is missing on Cloud Storage: run the bootstrap again "
                           "(pulumi up of pathways-bootstrap; another project's bucket needs its externalBuckets entry)") if listed else
-                         f"list the bucket in runs.buckets of stacks/Pulumi.{view.stack}.yaml (readOnly: false to write) and run the bootstrap")
+                         f"list the bucket in {view.buckets_key} of stacks/Pulumi.{view.stack}.yaml (readOnly: false to write) and run the bootstrap")
     return None
 
 
@@ -399,7 +400,7 @@ def _unscheduled(ev: Evidence, view: StackView, pending: list[dict[str, Any]]) -
                              tuple(evidence), "check the node pools' errors in the console (stock-out, quota); a capacity ladder "
                              "(slices[].ladder) lets workloads run elsewhere meanwhile")
     return Diagnosis("unschedulable", f"the scheduler cannot place its pods: {said or 'no reason given yet'}", tuple(evidence),
-                     f"python -m infra.run describe --stack {view.stack} {ev.name} gathers the pods, nodes and events to look at")
+                     f"{again('describe', view.stack)} {ev.name} gathers the pods, nodes and events to look at")
 
 
 def _running(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
@@ -453,9 +454,9 @@ def _running(ev: Evidence, view: StackView) -> Optional[Diagnosis]:
                                                               "BackoffLimitExceeded", "TaintManagerEviction", "NodeNotReady")][-2:]
         return Diagnosis("restarted", f"running again ({len(running)} pods) after {restarts} JobSet restart(s) and {replaced} replaced pod(s)",
                          tuple(said), f"nothing to do while it runs; restarts left {restarts_left(js)} "
-                         f"(its output: python -m infra.run logs --stack {view.stack} {ev.name})")
+                         f"(its output: {again('logs', view.stack)} {ev.name})")
     return Diagnosis("running", f"all {len(running)} pods run" + (f", for {duration(ev.now - since)}" if since and ev.now else ""),
-                     (), f"nothing to do; its output: python -m infra.run logs --stack {view.stack} {ev.name} --follow")
+                     (), f"nothing to do; its output: {again('logs', view.stack)} {ev.name} --follow")
 
 
 # --- the answer --------------------------------------------------------------------------------------------------
@@ -473,7 +474,7 @@ def _diagnose(ev: Evidence, view: StackView) -> Diagnosis:
     if js is None:
         return Diagnosis("not-found", f"there is no JobSet {ev.name} in {view.namespace}",
                          ("a run deleted, or past its ttlSecondsAfterFinished, is gone with its pods and logs",),
-                         f"python -m infra.run list --stack {view.stack} shows what there is; a JobSet made by hand that the cluster "
+                         f"{again('list', view.stack)} shows what there is; a JobSet made by hand that the cluster "
                          "refused was never created: `why --file` says why")
     if is_true(js, "Completed"):
         done = condition(js, "Completed") or {}
@@ -483,7 +484,7 @@ def _diagnose(ev: Evidence, view: StackView) -> Diagnosis:
         ran = f" after {duration(end - start)}" if start and end else ""
         return Diagnosis("finished", f"it completed{ran}: {one_line(done.get('message')) or 'jobset completed successfully'}",
                          (f"JobSet Completed ({done.get('reason')}) at {done.get('lastTransitionTime')}",),
-                         f"nothing to do; its output: python -m infra.run logs --stack {view.stack} {ev.name}")
+                         f"nothing to do; its output: {again('logs', view.stack)} {ev.name}")
     if is_true(js, "Failed"):
         return _ended(ev, view)
     declared = view.declared.get(ev.name)

@@ -45,6 +45,7 @@ class StackView:
     run_queues: tuple[str, ...]
     runs_account: str = ""
     runs_buckets: tuple[str, ...] = ()
+    buckets_key: str = "runs.buckets"  # where the namespace's run buckets are listed: runs.buckets, or teams[i].buckets
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from components.manifests.kueue_api import MAX_EXEC_TIME_EVICTION, MAX_EXEC_TIME_LABEL
+from infra.run.stack_args import again
 from infra.run.why_facts import Diagnosis, Evidence, StackView, duration, meta, one_line
 
 
@@ -24,4 +25,4 @@ def stopped_at_limit(ev: Evidence, wl: dict[str, Any], view: StackView) -> Optio
                      (f"Workload {meta(wl).get('name')}: Evicted {evicted.get('reason')} at {evicted.get('lastTransitionTime')}: "
                       f"{one_line(evicted.get('message'))}", "spec.active: false (reactivated, it would stop again at once)"),
                      f"submit it again with a longer --time-limit (from its last checkpoint), and remove this one: "
-                     f"python -m infra.run delete --stack {view.stack} {ev.name}")
+                     f"{again('delete', view.stack)} {ev.name}")

@@ -37,7 +37,7 @@ def owned_buckets(cfg: StackConfig) -> frozenset[str]:
 
 
 def mounted_buckets(cfg: StackConfig) -> list[BucketGrant]:
-    """Every bucket a grant is made for, by the key that names it: workloads' mounts, then runs.buckets."""
+    """Every bucket a grant is made for, by the key that names it: workloads' mounts, runs.buckets, teams' buckets."""
     out = []
     for i, w in enumerate(cfg.workloads):
         if w.state == "finished":
@@ -48,6 +48,9 @@ def mounted_buckets(cfg: StackConfig) -> list[BucketGrant]:
     if cfg.runs is not None:
         for k, b in enumerate(cfg.runs.buckets):
             out.append(BucketGrant(config_key(("runs", "buckets", k, "name")), b.name, b.role == WRITE_ROLE))
+        for i, t in enumerate(cfg.teams):
+            for k, b in enumerate(t.buckets):
+                out.append(BucketGrant(config_key(("teams", i, "buckets", k, "name")), b.name, b.role == WRITE_ROLE))
     return out
 
 

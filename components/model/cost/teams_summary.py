@@ -41,6 +41,8 @@ def teams_summary(stack: ResolvedStack) -> Optional[dict[str, Any]]:
             "cohort": t.cohort, "weight": t.weight, "priority": t.priority, "submitters": [s.name for s in t.submitters],
             "groups": groups, "ownedChips": chips, "chipHoursPerMonthOwned": chips * HOURS_PER_MONTH,
             "monthlyAtFullOwnedUse": round(monthly, 2) if priced else None, "budgetChipHoursPerMonth": t.chip_hours_per_month,
+            # who reads what (#74.1): the team's runs' account in its namespace, on each of its buckets
+            "buckets": [{"name": b.name, "readOnly": b.read_only} for b in t.buckets],
         })
     return {"teams": teams, "unowned": [{"group": g, "slices": n} for g, n in unowned.items()], "fairSharing": True}
 
@@ -61,6 +63,10 @@ def teams_text(s: Optional[dict[str, Any]], table: Any, money: Any) -> list[str]
     lines += table(rows)
     lines.append("  the stack's own queue keeps " + ", ".join(f"{u['slices']} of {u['group']}" for u in s["unowned"])
                  + " and lends them; a team's owned slices lent while idle come back when it needs them (preemption)")
+    for t in s["teams"]:
+        if t["buckets"]:
+            lines.append(f"  {t['name']}'s runs mount: " + ", ".join(f"gs://{b['name']} ({'read' if b['readOnly'] else 'read-write'})"
+                                                                   for b in t["buckets"]) + "; no other team's runs can")
     over = [t["name"] for t in s["teams"] if t["budgetChipHoursPerMonth"] is not None and t["chipHoursPerMonthOwned"] > t["budgetChipHoursPerMonth"]]
     if over:
         lines.append(f"  owned slices used all month exceed the budget of: {', '.join(over)}")

@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 from components.model.cluster.fleet import MULTIKUEUE_CHECK
 from components.model.common import MAX_TPU_POOLS, _dns_label, _Model
 from components.model.workloads.service import ServiceClient
+from components.model.workloads.storage import RunBucket, first_repeated
 
 TEAM_LABEL = "pathways/team"
 # On a team's ClusterQueue held for its budget by the usage recorder (components/manifests/usage_record.py): what it
@@ -83,6 +84,10 @@ class Team(_Model):
     workers: list[str] = Field(default_factory=list, max_length=20, description=(
         "On a fleet manager: the workers (fleet.workers[].name) its runs may be dispatched to, in order; default: every "
         "worker. Each worker named declares the team too (its namespace and run queue)."))
+    buckets: list[RunBucket] = Field(default_factory=list, max_length=20, description=(
+        "Buckets the team's runs may mount (submit --team T --mount PATH=gs://BUCKET[:rw]): the bootstrap grants the "
+        "runs' Kubernetes service account in the team's namespace (pathways-runs-<stack>) roles/storage.objectViewer "
+        "on each, or objectUser where readOnly is false; no other team's runs, and not the stack's own, get them."))
     parent: Optional[str] = Field(default=None, description=(
         "A group of teams (a Kueue Cohort teams-<parent> under the stack's cohort): teams with one parent share "
         "idle slices among themselves first."))
@@ -91,6 +96,14 @@ class Team(_Model):
     @classmethod
     def _name(cls, v: str) -> str:
         return _dns_label(v, 40)
+
+    @field_validator("buckets")
+    @classmethod
+    def _unique_buckets(cls, v: list[RunBucket]) -> list[RunBucket]:
+        dup = first_repeated([b.name for b in v])
+        if dup:
+            raise ValueError(f"bucket {dup!r} is listed twice; list each once")
+        return v
 
     @field_validator("namespace", "parent")
     @classmethod
