@@ -178,8 +178,10 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         if cfg.fleet is not None and cfg.fleet.role == "manager":  # infra/fleet.py: the kubeconfigs and MultiKueue
             types |= {"kubernetes:core/v1:Secret", *(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}"
                                                      for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"))}
-        if cfg.teams:  # components/manifests/usage.py: the teams' usage recorder
+        if cfg.teams:  # components/manifests/usage.py: the teams' usage recorder and the policy on its queue writes
             types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:ConfigMap", "kubernetes:batch/v1:CronJob",
+                      "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+                      "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
                       *(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}" for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"))}
         if cfg.fleet is not None and cfg.fleet.role == "worker":  # the manager's identity and token
             types |= {"kubernetes:core/v1:ServiceAccount", "kubernetes:core/v1:Secret",

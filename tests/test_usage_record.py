@@ -235,3 +235,42 @@ def test_a_change_of_the_teams_replaces_the_recorders_program_as_the_provider_do
     assert program.action == "replace" and program.forced_by == ["data.config.json"], (program.action, program.forced_by)
     # the records themselves are the recorder's, never Pulumi's: no change of the stack touches them
     assert not [n for n in changes if n.startswith("teams-usage-configmap-pathways-usage-usage-") and "program" not in n]
+
+
+def test_the_recorder_may_flip_the_stop_switch_and_nothing_else():
+    import yaml as _yaml
+
+    from components.manifests.admission import CRDS
+    from tests.test_runs import _policy_admits
+
+    policy = next(o for o in usage.stop_switch_only_policy() if o["kind"] == "ValidatingAdmissionPolicy")
+    # the fields it holds are every spec field of the pinned CRD but stopPolicy
+    crd = _yaml.safe_load((CRDS / "kueue" / "kueue.x-k8s.io_clusterqueues.yaml").read_text())
+    spec = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert set(usage.HELD_SPEC_FIELDS) == set(spec["properties"]) - {"stopPolicy"}
+    queue = {"metadata": {"name": "team-a", "labels": {"app.kubernetes.io/managed-by": "pulumi"}, "annotations": {"pulumi.com/x": "1"}},
+             "spec": {"cohortName": "pathways", "stopPolicy": "None",
+                      "resourceGroups": [{"coveredResources": ["google.com/tpu"], "flavors": [{"name": "tpu", "resources": [
+                          {"name": "google.com/tpu", "nominalQuota": 16}]}]}]}}
+    who = (usage.RECORDER_USER, [])
+    patch, _ = usage_record.decide(TEAM, 16 * 3600, queue, DEC)
+    assert patch is not None
+    held = {"metadata": {**queue["metadata"], "annotations": {**queue["metadata"]["annotations"], **patch["metadata"]["annotations"]}},
+            "spec": {**queue["spec"], **patch["spec"]}}
+    assert _policy_admits(policy, *who, "UPDATE", held, queue, ("kueue.x-k8s.io", "clusterqueues"))
+    released = {"metadata": queue["metadata"], "spec": {**queue["spec"], "stopPolicy": "None"}}
+    assert _policy_admits(policy, *who, "UPDATE", released, held, ("kueue.x-k8s.io", "clusterqueues"))
+    grown = {**held, "spec": {**held["spec"], "resourceGroups": [{**queue["spec"]["resourceGroups"][0], "flavors": [
+        {"name": "tpu", "resources": [{"name": "google.com/tpu", "nominalQuota": 64}]}]}]}}
+    assert not _policy_admits(policy, *who, "UPDATE", grown, queue, ("kueue.x-k8s.io", "clusterqueues"))  # its quota
+    moved = {**held, "spec": {**held["spec"], "cohortName": "elsewhere"}}
+    assert not _policy_admits(policy, *who, "UPDATE", moved, queue, ("kueue.x-k8s.io", "clusterqueues"))
+    relabelled = {**held, "metadata": {**held["metadata"], "labels": {}}}
+    assert not _policy_admits(policy, *who, "UPDATE", relabelled, queue, ("kueue.x-k8s.io", "clusterqueues"))
+    annotated = {**held, "metadata": {**held["metadata"], "annotations": {**held["metadata"]["annotations"], "other/x": "y"}}}
+    assert not _policy_admits(policy, *who, "UPDATE", annotated, queue, ("kueue.x-k8s.io", "clusterqueues"))
+    assert not _policy_admits(policy, *who, "DELETE", None, queue, ("kueue.x-k8s.io", "clusterqueues"))
+    # anyone else is not this policy's to judge (RBAC and the stack decide)
+    assert _policy_admits(policy, "admin@example.com", [], "UPDATE", grown, queue, ("kueue.x-k8s.io", "clusterqueues"))
+    kinds = [o["kind"] for o in _objects()]
+    assert kinds.index("ValidatingAdmissionPolicyBinding") < kinds.index("ClusterRoleBinding")

@@ -18,7 +18,7 @@ from components.constants import ROLE_LABEL
 from components.manifests import usage_record
 from components.manifests.guardrails import psa_labels
 from components.manifests.kueue_api import API_VERSION
-from components.manifests.runs import RBAC, _subjects
+from components.manifests.runs import RBAC, _admission_policy, _subjects
 from components.model.resolved import ResolvedStack
 from components.model.workloads.teams import USAGE_NAMESPACE
 
@@ -31,6 +31,34 @@ IMAGE = "docker.io/library/python:3.13.9-slim"
 SCHEDULE = "* * * * *"  # each minute: a run deleted between two looks loses at most its last minute from the record
 _LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "pathways"}
 _GROUP = API_VERSION.split("/")[0]
+
+
+# Every spec field of Kueue v0.19.2's v1beta2 ClusterQueue but stopPolicy (tests/test_usage_record.py holds the list
+# to the pinned CRD): what the recorder's patches may not change. RBAC scopes its patch to the teams' queues by
+# name, not by field; this policy scopes it to the switch and the recorder's own two annotations.
+HELD_SPEC_FIELDS = ("admissionChecksStrategy", "admissionScope", "cohortName", "concurrentAdmissionPolicy", "fairSharing",
+                    "flavorFungibility", "namespaceSelector", "preemption", "queueingStrategy", "resourceGroups")
+RECORDER_USER = f"system:serviceaccount:{USAGE_NAMESPACE}:{NAME}"
+
+
+def _unchanged(path: str) -> str:
+    return (f"(has(object.{path}) == has(oldObject.{path}) && (!has(object.{path}) || object.{path} == oldObject.{path}))")
+
+
+def stop_switch_only_policy() -> list[dict[str, Any]]:
+    """The recorder's ClusterQueue writes: an update of stopPolicy and of its annotations, nothing else."""
+    ours = "[" + ", ".join(f"'{a}'" for a in (usage_record.HOLD_ANNOTATION, usage_record.HELD_SINCE_ANNOTATION)) + "]"
+    ann = "metadata.annotations"
+    annotations = (f"(!has(object.{ann}) || object.{ann}.all(k, k in {ours} || (has(oldObject.{ann}) && k in oldObject.{ann} "
+                   f"&& oldObject.{ann}[k] == object.{ann}[k]))) && (!has(oldObject.{ann}) || oldObject.{ann}.all(k, k in {ours} "
+                   f"|| (has(object.{ann}) && k in object.{ann})))")
+    held = " && ".join([*(_unchanged(f"spec.{f}") for f in HELD_SPEC_FIELDS), _unchanged("metadata.labels"),
+                        _unchanged("metadata.finalizers"), _unchanged("metadata.ownerReferences")])
+    return _admission_policy(
+        f"pathways-{NAME}-stop-switch-only", [(_GROUP, "clusterqueues")], f"request.userInfo.username == '{RECORDER_USER}'",
+        [{"expression": f"request.operation == 'UPDATE' && {held} && {annotations}",
+          "message": (f"the usage recorder may change a team queue's stopPolicy and its {usage_record.HOLD_ANNOTATION} and "
+                      f"{usage_record.HELD_SINCE_ANNOTATION} annotations, nothing else")}], None)
 
 
 def settings(stack: ResolvedStack) -> dict[str, Any]:
@@ -55,6 +83,7 @@ def objects(stack: ResolvedStack, system_role: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": {**_LABELS, **psa_labels("restricted")}}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME)},
+        *stop_switch_only_policy(),  # before the grant it narrows: no moment with the patch and without the policy
         {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": _meta(f"pathways-{NAME}", None), "rules": [
             {"apiGroups": [_GROUP], "resources": ["clusterqueues"], "resourceNames": queues, "verbs": ["get", "patch"]}]},
         {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": _meta(f"pathways-{NAME}", None),
@@ -93,6 +122,8 @@ def cron_job(system_role: str) -> dict[str, Any]:
             "metadata": {"labels": dict(_LABELS)},
             "spec": {
                 "serviceAccountName": NAME, "restartPolicy": "Never", "nodeSelector": {ROLE_LABEL: system_role},
+                # a one-minute script: no reason to hold a namespace's deletion for the default 30 s
+                "terminationGracePeriodSeconds": 5,
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
                                     "seccompProfile": {"type": "RuntimeDefault"}},
                 "containers": [{

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from components.model.common import INT32_MAX, MAX_NODES_PER_POOL_ZONE, _Model
 from components.model.errors import ConfigError, Problem
 from components.model.workloads.service import ServiceClient
-from components.model.workloads.storage import RunBucket, RunFileSystem, first_repeated
+from components.model.workloads.storage import RunBucket, RunFileSystem, listed_once
 
 # Who created a JobSet: app.kubernetes.io/managed-by (Kubernetes' recommended label). The stack's JobSets say pulumi.
 RUN_MANAGER = "pathways-run"
@@ -99,18 +99,13 @@ class Runs(_Model):
             if key.startswith(RESERVED_POD_LABEL_PREFIXES) or key in RESERVED_POD_LABEL_KEYS or ".kubernetes.io/" in key or ".k8s.io/" in key:
                 raise ValueError(f"{key!r} is a label Kubernetes, the controllers or the stack read; valid: a key of your own "
                                  "(e.g. example.com/experiment)")
-        dup = first_repeated(v)
-        if dup:
-            raise ValueError(f"label key {dup!r} is listed twice; list each once")
+        listed_once(v, "label key")
         return v
 
     @field_validator("buckets", "file_systems")
     @classmethod
     def _unique(cls, v: list[RunBucket] | list[RunFileSystem], info: ValidationInfo) -> list[RunBucket] | list[RunFileSystem]:
-        dup = first_repeated([entry.name for entry in v])
-        if dup:
-            what = "bucket" if info.field_name == "buckets" else "file system"
-            raise ValueError(f"{what} {dup!r} is listed twice; list each once")
+        listed_once([entry.name for entry in v], "bucket" if info.field_name == "buckets" else "file system")
         return v
 
 

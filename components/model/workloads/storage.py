@@ -75,6 +75,13 @@ def first_repeated(names: list[str]) -> Optional[str]:
     return min((n for n in names if names.count(n) > 1), default=None)
 
 
+def listed_once(names: list[str], what: str, fix: str = "list each once") -> None:
+    """A validator's refusal of a list that names one thing twice: "<what> '<name>' is listed twice; <fix>"."""
+    dup = first_repeated(names)
+    if dup:
+        raise ValueError(f"{what} {dup!r} is listed twice; {fix}")
+
+
 def _bucket(v: str) -> str:
     if not _BUCKET.fullmatch(v) or ".." in v or v.startswith("goog"):
         raise ValueError(f"{v[:80]!r} is not a bucket name (3-63 lowercase letters, digits, '-' and '_'; no gs://, no dots)")
@@ -277,9 +284,7 @@ class StorageConfig(_Model):
     @field_validator("file_systems")
     @classmethod
     def _unique(cls, v: list[FileSystem]) -> list[FileSystem]:
-        dup = first_repeated([f.name for f in v])
-        if dup:
-            raise ValueError(f"file system {dup!r} is listed twice; give each its own name")
+        listed_once([f.name for f in v], "file system", "give each its own name")
         return v
 
 

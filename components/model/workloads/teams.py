@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 from components.model.cluster.fleet import MULTIKUEUE_CHECK
 from components.model.common import MAX_TPU_POOLS, _dns_label, _Model
 from components.model.workloads.service import ServiceClient
-from components.model.workloads.storage import RunBucket, first_repeated
+from components.model.workloads.storage import RunBucket, listed_once
 
 TEAM_LABEL = "pathways/team"
 # On a team's ClusterQueue held for its budget by the usage recorder (components/manifests/usage_record.py): what it
@@ -100,9 +100,7 @@ class Team(_Model):
     @field_validator("buckets")
     @classmethod
     def _unique_buckets(cls, v: list[RunBucket]) -> list[RunBucket]:
-        dup = first_repeated([b.name for b in v])
-        if dup:
-            raise ValueError(f"bucket {dup!r} is listed twice; list each once")
+        listed_once([b.name for b in v], "bucket")
         return v
 
     @field_validator("namespace", "parent")
