@@ -135,7 +135,10 @@ def test_the_recorders_identity_holds_only_what_it_needs():
     bound = [(o["kind"], o["metadata"].get("namespace")) for o in objs if o.get("roleRef", {}).get("name") == "pathways-usage-recorder-workloads"]
     stack = resolve(model())
     assert bound == [("RoleBinding", t.team_namespace) for t in stack.teams] and len(bound) == 3
-    assert rules[("Role", "usage-recorder", "pathways-usage")] == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]}]
+    # its own records by name: not its program and settings, which would let it raise a budget
+    assert rules[("Role", "usage-recorder", "pathways-usage")] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"], "resourceNames": ["usage-a", "usage-b", "usage-c"]}]
     # each team's submitters read their own team's record, by name, and nothing else
     readers = {o["metadata"]["name"]: o["rules"] for o in objs if o["kind"] == "Role" and o["metadata"]["name"].endswith("-reader")}
     assert readers == {f"usage-{t}-reader": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [f"usage-{t}"], "verbs": ["get"]}]
@@ -217,9 +220,12 @@ def test_the_offline_engine_refuses_two_resources_of_one_urn_as_pulumi_does(tmp_
     with pytest.raises(RuntimeError, match="Duplicate resource URN .*the engine refuses the whole update"):
         engine.run({}, "test", program_dir=tmp_path)
     # and the teams' plan names each binding by its namespace
-    from tests.conftest import stack_plan
+    import yaml as _yaml
 
-    bindings = [r.name for r in stack_plan("teams").resources if r.name.startswith("teams-usage-rolebinding-")]
+    from tests.conftest import example_path, plan_of
+
+    teams_plan = plan_of(_yaml.safe_load(example_path("teams").read_text())["config"], "teams")
+    bindings = [r.name for r in teams_plan.resources if r.name.startswith("teams-usage-rolebinding-")]
     assert len(bindings) == len(set(bindings)) == 3 + 1 + 3  # the workloads' readers, its own, the teams' readers
 
 

@@ -265,6 +265,8 @@ def test_a_team_over_its_budget_is_held_then_drained_by_the_recorder_and_deletin
     assert not recorder.can("list", "workloads.kueue.x-k8s.io", "-n", "pathways")
     assert not recorder.can("list", "pods", "-n", "team-evals")
     assert not recorder.can("create", "configmaps", "-n", "team-evals")
+    assert recorder.can("update", "configmaps/usage-evals", "-n", USAGE_NAMESPACE)
+    assert not recorder.can("update", f"configmaps/{USAGE_NAME}-program", "-n", USAGE_NAMESPACE)  # its settings: budgets
     # and its patch of a team's queue is held to the stop switch by the stack's policy (RBAC has no field scope)
     widened = cluster.kubectl("patch", "clusterqueue", "team-evals", "--type", "merge", "-p", json.dumps({"spec": {"cohortName": "elsewhere"}}),
                               kubeconfig=recorder.kubeconfig, check=False)

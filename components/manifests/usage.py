@@ -2,7 +2,7 @@
 
 What `pulumi up` makes for a stack with teams: the namespace `pathways-usage` (Pod Security `restricted`, not
 Kueue-managed), the recorder's ServiceAccount and the least it needs (read Workloads in the teams' namespaces only;
-get and patch the teams' ClusterQueues by name only; ConfigMaps in its own namespace), its program and settings in a
+get and patch the teams' ClusterQueues by name only; its records, by name, in its own namespace), its program and settings in a
 ConfigMap, a CronJob every minute on the system pool, and for each team with submitters a Role that lets them read
 their own team's record (`usage-<team>`) and no other. The records are written by the recorder, never by Pulumi: a
 `pulumi up` neither resets nor deletes them; destroying the stack deletes the namespace and them with it.
@@ -10,6 +10,7 @@ their own team's record (`usage-<team>`) and no other. The records are written b
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,12 @@ def settings(stack: ResolvedStack) -> dict[str, Any]:
          "drainAfterSeconds": None if t.drain_after_minutes is None else t.drain_after_minutes * 60} for t in stack.teams]}
 
 
+@functools.cache
+def _program() -> str:
+    """The recorder's source, shipped as it is (read once a process: every plan of a stack with teams ships it)."""
+    return Path(usage_record.__file__).read_text(encoding="utf-8")
+
+
 def _meta(name: str, namespace: str | None = NAMESPACE) -> dict[str, Any]:
     return {"name": name, **({"namespace": namespace} if namespace else {}), "labels": dict(_LABELS)}
 
@@ -79,7 +86,6 @@ def objects(stack: ResolvedStack, system_role: str) -> list[dict[str, Any]]:
         return []
     account = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
     queues = sorted(t.cluster_queue for t in stack.teams)
-    program = Path(usage_record.__file__).read_text(encoding="utf-8")
     out: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": {**_LABELS, **psa_labels("restricted")}}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME)},
@@ -93,12 +99,16 @@ def objects(stack: ResolvedStack, system_role: str) -> list[dict[str, Any]]:
         *({"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": _meta(f"pathways-{NAME}", t.team_namespace),
            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": f"pathways-{NAME}-workloads"}, "subjects": account}
           for t in stack.teams),
+        # its records by name: not its own program and settings (RBAC cannot name what `create` makes, and a create of
+        # an existing name fails)
         {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": _meta(NAME), "rules": [
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]}]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"],
+             "resourceNames": sorted(usage_record.record_name(t.name) for t in stack.teams)}]},
         {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": _meta(NAME),
          "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": NAME}, "subjects": account},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{NAME}-program"),
-         "data": {"recorder.py": program, "config.json": json.dumps(settings(stack), sort_keys=True, indent=1)}},
+         "data": {"recorder.py": _program(), "config.json": json.dumps(settings(stack), sort_keys=True, indent=1)}},
         cron_job(system_role),
     ]
     for t in stack.teams:
