@@ -19,6 +19,7 @@ from components.model.capacity.reservations import ReservationPath, parse_path, 
 from components.model.capacity.tpu import Placement
 from components.model.config import GCP_KEYS, PROJECT_NAMESPACE, StackConfig, load, resolve
 from components.model.errors import ConfigError
+from components.model.workloads import isolation
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS_DIR = ROOT / "stacks"
@@ -60,8 +61,12 @@ class MainStack:
 
     @property
     def node_account_ids(self) -> tuple[str, ...]:
-        """The node service accounts the stack's pools run as (the bootstrap creates them): none on an existing cluster."""
-        return (self.config.service_account_id("sys"), self.config.service_account_id("nodes")) if self.creates_cluster else ()
+        """The node service accounts the stack's pools run as (the bootstrap creates them): none on an existing cluster;
+        one more for each isolation domain (teams[].isolationDomain), whose pools run as their own."""
+        if not self.creates_cluster:
+            return ()
+        return (self.config.service_account_id("sys"), self.config.service_account_id("nodes"),
+                *(d.node_account_id for d in isolation.domains(self.config)))
 
     @property
     def buckets(self) -> tuple[str, ...]:
@@ -70,7 +75,8 @@ class MainStack:
             return ()
         weights = [b for w in self.config.workloads if w.serve and w.state != "finished" and (b := w.serve.weights_bucket)]
         backups = [self.config.mtc_bucket_name] if self.config.mtc_bucket_name else []
-        return tuple(dict.fromkeys([self.config.bucket_name, self.config.artifacts_bucket_name, *weights, *backups]))
+        domains = [b for d in isolation.domains(self.config) for b in (d.bucket_name, d.artifacts_bucket_name)]
+        return tuple(dict.fromkeys([self.config.bucket_name, self.config.artifacts_bucket_name, *domains, *weights, *backups]))
 
     @property
     def bucket_grants(self) -> list[tuple[str, str, str, str]]:
@@ -169,6 +175,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         types.add("kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass")
         if kube.kueue.cluster_queue is None:  # a shared ClusterQueue and its flavors are someone else's
             types |= {f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}" for kind in ("ResourceFlavor", "ClusterQueue")}
+            if any(t.parent or t.isolation_domain for t in cfg.teams):  # teams-<parent> and isolated-<domain> Cohorts
+                types.add("kubernetes:kueue.x-k8s.io/v1beta2:Cohort")
         if stack.active_workloads or stack.run_queues:
             types.add("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
         if any(g.queued_provisioning for g in cfg.slices):

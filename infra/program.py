@@ -105,6 +105,14 @@ def build(cfg: StackConfig) -> dict[str, object]:
         slice_controller=any(g.dynamic for g in stack.slices),
         k8s_tokens_via_dns=stack.fleet is not None and stack.fleet.internet_tokens,
     ))
+    # teams[].isolationDomain: each domain's own node identity and firewall pair (components/model/workloads/isolation.py)
+    domain_sa = {d.name: NodeServiceAccount(cfg.project, d.node_account_id) for d in stack.domains}
+    for d in stack.domains:
+        PathwaysFirewall(f"isolation-{d.name}", PathwaysFirewallArgs(
+            project=cfg.project, name=cfg.cluster_name, rules=f"iso-{d.name}", network=network.network,
+            node_service_account=domain_sa[d.name].email, nodes=f"nodes of isolation domain {d.name}",
+            ports=(*PATHWAYS_PORTS, *cfg.profiling_ports),
+        ))
     PathwaysFirewall("pathways-ports", PathwaysFirewallArgs(
         project=cfg.project, name=cfg.cluster_name, network=network.network, node_service_account=pathways_sa.email,
         ports=(*PATHWAYS_PORTS, *cfg.profiling_ports), client_ranges=tuple(net.pathways_client_ranges),
@@ -120,11 +128,22 @@ def build(cfg: StackConfig) -> dict[str, object]:
         machine_type=cfg.head_pool.machine_type, node_count=cfg.head_nodes, service_account=pathways_sa.email, lanes=lanes,
         scale_to_zero=cfg.head_pool.scale_to_zero and cfg.head_nodes > 0,
     ))
+
+    def node_account_of(group: str) -> NodeServiceAccount:
+        d = stack.group_domain(group)
+        return domain_sa[d.name] if d else pathways_sa
+
+    head_pools = {d.name: HeadPool(f"head-pool-{d.name}", HeadPoolArgs(
+        project=cfg.project, cluster=cluster.name, location=location, zone=cfg.zone, regional=c.regional,
+        machine_type=cfg.head_pool.machine_type, node_count=d.head_nodes, service_account=domain_sa[d.name].email, lanes=lanes,
+        scale_to_zero=True, pool=d.head_pool, isolation=d.taint,
+    )) for d in stack.domains}
     groups = {
         g.name: TpuSliceGroup(f"slices-{g.name}", TpuSliceGroupArgs(
             project=cfg.project, region=cfg.region, zone=cfg.zone, regional=c.regional, cluster=cluster.name,
             cluster_name=cfg.cluster_name, location=location, group=g.name, tpu=g.tpu, count=stack.group_pools(g), capacity=g.capacity,
-            reservation=g.reservation, service_account=pathways_sa.email, auto_upgrade=g.auto_upgrade,
+            reservation=g.reservation, auto_upgrade=g.auto_upgrade,
+            service_account=node_account_of(g.name).email, isolation=stack.isolation_taint(g.name),
             lanes=lanes, scale_to_zero=g.scale_to_zero, queued_provisioning=g.queued_provisioning, sub_blocks=tuple(g.sub_blocks),
             workload_metadata="GCE_METADATA" if g.name in serving_groups else "GKE_METADATA",
         ))
@@ -148,6 +167,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
         soft_delete_days=b.soft_delete_days, scratch_role=cfg.scratch_role_name, members=(pathways_sa.member,),
         protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels},
     ))
+    domain_buckets = {d.name: ScratchBucket(f"scratch-{d.name}", ScratchBucketArgs(
+        project=cfg.project, region=cfg.region, name=d.bucket_name, artifacts_name=d.artifacts_bucket_name,
+        cache_prefix=b.cache_prefix, artifacts_prefix=b.artifacts_prefix, artifacts_ttl_days=b.artifacts_ttl_days,
+        soft_delete_days=b.soft_delete_days, scratch_role=cfg.scratch_role_name, members=(domain_sa[d.name].member,),
+        protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, "pathways-isolation": d.name, **protected_labels},
+    )) for d in stack.domains}
     backups = CheckpointBackups("checkpoint-backups", CheckpointBackupsArgs(
         project=cfg.project, region=cfg.region, bucket=stack.mtc.bucket, soft_delete_days=b.soft_delete_days,
         protect=cfg.protected, labels={"pathways-stack": cfg.stack_slug, **protected_labels},
@@ -180,7 +205,8 @@ def build(cfg: StackConfig) -> dict[str, object]:
         client_ranges=tuple(w.spec.serve.gateway.client_ranges))) for w in stack.serve_workloads
         if w.spec.serve is not None and w.spec.serve.gateway.enabled and w.spec.serve.gateway.client_ranges}
     k8s_outputs = kubernetes_layer(cfg, stack, provider, armor=armor, waits_per_group={
-        name: (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
+        name: (head_pools[d.name], group, domain_buckets[d.name]) if (d := stack.group_domain(name)) else
+        (head, group, bucket, *((proxy_pool,) if proxy_pool else ()), *((weights_reader,) if weights_reader else ()))
         for name, group in groups.items()}, checkpoint_backups=(backups,) if backups else (),
         fleet_endpoint=fleet_endpoint(stack, cluster))
     return {
@@ -196,6 +222,12 @@ def build(cfg: StackConfig) -> dict[str, object]:
         "artifactsLocation": bucket.artifacts_location,
         "nodeServiceAccounts": {"pathways": pathways_sa.email, "system": system_sa.email},
         "headPool": head.pool_name,
+        # teams[].isolationDomain: what each domain has of its own
+        "isolationDomains": {d.name: {
+            "teams": list(d.teams), "nodeServiceAccount": domain_sa[d.name].email, "headPool": head_pools[d.name].pool_name,
+            "slicePools": {g: groups[g].pool_names for g in d.groups if g in groups},
+            "cacheLocation": domain_buckets[d.name].cache_location, "artifactsLocation": domain_buckets[d.name].artifacts_location,
+        } for d in stack.domains},
         "slicePools": {name: g.pool_names for name, g in groups.items()},
         "sliceGroups": {g.name: {
             "tpu": g.tpu.name, "accelerator": g.tpu.accelerator, "topology": g.tpu.topology,
@@ -281,7 +313,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
         workload_namespace=kube.namespace, extra_namespaces=tuple(stack.workload_namespaces[1:]),
         proxy_namespace=service.service_settings.namespace if service else None,
         proxy_clients=tuple((c.kind, c.name) for c in service.service_settings.clients) if service else (),
-        guards=stack.guards.enabled, exempt_namespaces=tuple(stack.guards.exempt_namespaces),
+        guards=stack.guards.enabled, exempt_namespaces=tuple(stack.guards.exempt_namespaces), domains=stack.domains,
         node_pools=placement.named_pools(stack),
         # the bootstrap's CI preview identity, on clusters the stack makes (GKE authenticates it by its email)
         ci_preview_user=ci_account_email(cfg.stack, "preview", cfg.project) if cfg.cluster.existing is None else None,

@@ -158,9 +158,15 @@ def test_scratch_role_and_bucket_members(made_stack):
     node_sa = plan.outputs["nodeServiceAccounts"]["pathways"]
     assert {g.input("member") for g in grants} == {f"serviceAccount:{node_sa}"}
     assert {g.input("role") for g in grants} == {f"projects/{role.input('project')}/roles/{role.input('roleId')}"}
-    # the TPU and head pools run as exactly that SA
-    for p in tpu_pools(plan) + [pool(plan, "pathways-head")]:
-        assert p.input("nodeConfig.serviceAccount") == node_sa
+    # the TPU and head pools run as exactly that SA, an isolation domain's as its own (granted its own bucket only)
+    domains = plan.outputs.get("isolationDomains") or {}
+    isolated = {p: d["nodeServiceAccount"] for d in domains.values() for p in [d["headPool"], *(x for ps in d["slicePools"].values() for x in ps)]}
+    for p in tpu_pools(plan) + [pool(plan, "pathways-head"), *(pool(plan, d["headPool"]) for d in domains.values())]:
+        assert p.input("nodeConfig.serviceAccount") == isolated.get(p.input("name"), node_sa)
+    for d in domains.values():
+        bucket = d["cacheLocation"].removeprefix("gs://").split("/")[0]
+        assert {g.input("member") for g in plan.by_type(BUCKET_IAM) if g.input("bucket") == bucket} == {f"serviceAccount:{d['nodeServiceAccount']}"}
+        assert d["nodeServiceAccount"] != node_sa
 
 
 # GCS's minimum and default soft delete (7 days) and the artifacts' TTL, unless the stack file sets them

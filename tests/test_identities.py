@@ -171,8 +171,9 @@ def test_finding_1_the_deploy_identity_grants_no_project_role(stack):
     plan = stack_plan(stack)
     assert plan.by_type("gcp:projects/iAMMember:IAMMember") == [] and plan.by_type("gcp:serviceaccount/account:Account") == []
     assert "gcp:projects/iAMMember:IAMMember" not in TABLE and "gcp:serviceaccount/account:Account" not in TABLE
+    isolated = {d["nodeServiceAccount"] for d in (plan.outputs.get("isolationDomains") or {}).values()}
     (pools_sa,) = {p.input("nodeConfig.serviceAccount") for p in plan.by_type("gcp:container/nodePool:NodePool")
-                   if p.input("name") != "system"} or {None}
+                   if p.input("name") != "system"} - isolated or {None}
     assert pools_sa == plan.outputs["nodeServiceAccounts"]["pathways"]
 
 

@@ -41,6 +41,11 @@ def expected_quotas(plan) -> dict[str, dict[str, str]]:
     if n is None:  # a head pool that scales to zero: its quota is what it can scale up to
         n = head.input("autoscaling.maxNodeCount")
     out["pathways-head"] = {"cpu": str(int(shape.allocatable_cpu) * n), "memory": f"{int(shape.allocatable_memory_gib) * n}Gi", "google.com/tpu": "0"}
+    for domain in (plan.outputs.get("isolationDomains") or {}).values():  # each isolation domain's own head pool
+        pool = next(r for r in plan.by_type("gcp:container/nodePool:NodePool") if r.input("name") == domain["headPool"])
+        n = pool.input("autoscaling.maxNodeCount")
+        out[domain["headPool"]] = {"cpu": str(int(shape.allocatable_cpu) * n), "memory": f"{int(shape.allocatable_memory_gib) * n}Gi",
+                                   "google.com/tpu": "0"}
     for group, g in plan.outputs["sliceGroups"].items():
         hosts = g["slices"] * g["hosts"]  # spares are not quota
         vm = machines.tpu_vm_shape(g["machineType"])
@@ -86,7 +91,7 @@ def test_quotas_equal_what_the_pools_provide(made_stack):
     else:
         assert cohort_quotas(plan) == _amounts(expected_quotas(plan))
     for cq in objects(plan, "ClusterQueue"):  # tried last in each queue: a waiting head's status names its quota
-        assert cq["spec"]["resourceGroups"][0]["flavors"][-1]["name"] == "pathways-head"
+        assert cq["spec"]["resourceGroups"][0]["flavors"][-1]["name"].startswith("pathways-head")
 
 
 def test_prod_quotas_written_out():

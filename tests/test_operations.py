@@ -264,10 +264,14 @@ def test_alerts_cover_the_failures_and_use_documented_metrics(made_stack):
         (cond,) = a.input("conditions")
         if "conditionMatchedLog" in cond:
             log_filter = cond["conditionMatchedLog"]["filter"]
-            (bucket,) = re.findall(r'resource.labels.bucket_name="([^"]+)"', log_filter)
-            (email,) = re.findall(r'principalEmail="([^"]+)"', log_filter)
-            assert f"gs://{bucket}" in scratch and plan.outputs["cacheLocation"].startswith(f"gs://{bucket}/"), log_filter
-            assert accounts == {email}, (email, accounts)
+            # (bucket, account) pairs: the stack's scratch bucket and nodes, then each isolation domain's own
+            pairs = re.findall(r'resource.labels.bucket_name="([^"]+)"(?: AND)? protoPayload.authenticationInfo.principalEmail="([^"]+)"', log_filter)
+            domains = plan.outputs.get("isolationDomains") or {}
+            want = [(plan.outputs["cacheLocation"], plan.outputs["nodeServiceAccounts"]["pathways"]),
+                    *((d["cacheLocation"], d["nodeServiceAccount"]) for d in domains.values())]
+            assert [(f"gs://{b}", e) for b, e in pairs] == [(loc.rsplit("/", 1)[0], e) for loc, e in want], log_filter
+            assert all(f"gs://{b}" in scratch for b, _ in pairs), log_filter
+            assert accounts == {e for _, e in pairs}, (pairs, accounts)
             assert 'protoPayload.methodName=("storage.buckets.update"' in log_filter
             # a log-match condition needs a rate limit (Monitoring API AlertStrategy.notificationRateLimit)
             assert a.input("alertStrategy.notificationRateLimit.period") == "3600s"

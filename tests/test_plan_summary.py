@@ -64,7 +64,8 @@ def test_summary_numbers_of_each_example_stack(stack):
     assert s["totals"] == want["totals"]
     assert [(w["name"], w["mode"], w["sliceGroup"], w["slices"], w["chips"]) for w in s["workloads"]] == want["workloads"]
     # one head node per active workload, and runs.headNodes for ad-hoc runs (dev takes runs)
-    assert s["headPool"] == {"machineType": "n2-standard-64", "nodes": want["totals"]["activeWorkloads"] + (stack == "dev"), "nodePool": None}
+    assert s["headPool"] == {"machineType": "n2-standard-64", "nodes": want["totals"]["activeWorkloads"] + (stack == "dev"), "nodePool": None,
+                              "isolated": []}
 
 
 def test_cost_of_the_dev_stack_is_an_upper_bound_for_spot():

@@ -226,7 +226,8 @@ def test_the_offline_engine_refuses_two_resources_of_one_urn_as_pulumi_does(tmp_
 
     teams_plan = plan_of(_yaml.safe_load(example_path("teams").read_text())["config"], "teams")
     bindings = [r.name for r in teams_plan.resources if r.name.startswith("teams-usage-rolebinding-")]
-    assert len(bindings) == len(set(bindings)) == 3 + 1 + 3  # the workloads' readers, its own, the teams' readers
+    teams = len(_yaml.safe_load(example_path("teams").read_text())["config"]["pathways:teams"])
+    assert len(bindings) == len(set(bindings)) == teams + 1 + teams  # the workloads' readers, its own, the teams' readers
 
 
 def test_a_change_of_the_teams_replaces_the_recorders_program_as_the_provider_does():

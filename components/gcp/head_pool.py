@@ -40,6 +40,10 @@ class HeadPoolArgs:
     """The stack's node-pool lanes (GKE's concurrent-operations limit): the pool waits its turn."""
     scale_to_zero: bool = False
     """Autoscale between 0 and node_count nodes instead of keeping node_count up."""
+    pool: str = "pathways-head"
+    """GKE node pool name: an isolation domain's is pathways-head-<domain>."""
+    isolation: Optional[tuple[str, str, str]] = None
+    """An isolation domain's taint (key, value, effect): its nodes carry it, and its key=value as a label."""
 
 
 class HeadPool(pulumi.ComponentResource):
@@ -53,7 +57,7 @@ class HeadPool(pulumi.ComponentResource):
             project=args.project,
             cluster=args.cluster,
             location=args.location,
-            name="pathways-head",
+            name=args.pool,
             node_locations=pool_locations(args.regional, args.zone),
             node_count=None if args.scale_to_zero else args.node_count,
             initial_node_count=0 if args.scale_to_zero else None,
@@ -63,7 +67,9 @@ class HeadPool(pulumi.ComponentResource):
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             max_pods_per_node=HEAD_MAX_PODS,  # a /26 a node (components/model/cluster/address_space.py)
             node_config=node_config(
-                args.machine_type, args.service_account, {ROLE_LABEL: HEAD_ROLE}, taints=(HEAD_TAINT,)
+                args.machine_type, args.service_account,
+                {ROLE_LABEL: HEAD_ROLE, **({args.isolation[0]: args.isolation[1]} if args.isolation else {})},
+                taints=(HEAD_TAINT, *((args.isolation,) if args.isolation else ())),
             ),
             opts=pulumi.ResourceOptions(
                 parent=self, custom_timeouts=pulumi.CustomTimeouts(create="30m", update="30m", delete="30m"),

@@ -34,7 +34,7 @@ class PathwaysFirewallArgs:
     project: str
     """Project of the VPC."""
     name: str
-    """Name prefix (the cluster name): rules are <name>-pathways-allow, -clients, -deny."""
+    """Name prefix (the cluster name): rules are <name>-<rules>-allow and -deny, <name>-pathways-clients."""
     network: pulumi.Input[str]
     """VPC self link or name."""
     node_service_account: pulumi.Input[str]
@@ -43,6 +43,10 @@ class PathwaysFirewallArgs:
     """Every port a Pathways pod listens on (Pathways' and the workloads' profilers)."""
     client_ranges: tuple[str, ...] = field(default_factory=tuple)
     """CIDRs that may also reach the proxy port (opt-in)."""
+    nodes: str = "Pathways nodes"
+    """Who they are, in the rules' descriptions."""
+    rules: str = "pathways"
+    """The allow and deny rules' middle name: an isolation domain's pair is iso-<domain> (within GCP's 63 characters)."""
     gateway_ranges: tuple[str, ...] = field(default_factory=tuple)
     """With an inference gateway: its load balancer's proxy-only subnet and Google's health-check ranges, which
     reach the serving leaders' HTTP port."""
@@ -55,9 +59,9 @@ class PathwaysFirewall(pulumi.ComponentResource):
         ports = [str(p) for p in sorted(set(args.ports))]
         targets = [args.node_service_account]
         self.allow = gcp.compute.Firewall(
-            f"{name}-allow", name=f"{args.name}-pathways-allow", priority=ALLOW_PRIORITY,
+            f"{name}-allow", name=f"{args.name}-{args.rules}-allow", priority=ALLOW_PRIORITY,
             project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
-            description="Pathways ports: from the Pathways nodes only",
+            description=f"Pathways ports: from the {args.nodes} only",
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
             source_service_accounts=[args.node_service_account], opts=child,
         )
@@ -78,7 +82,7 @@ class PathwaysFirewall(pulumi.ComponentResource):
             allow_from_ranges("gateway", "serving-gateway", "Serving HTTP port: from the inference gateway's proxies and health checks",
                               SERVE_HTTP_PORT, args.gateway_ranges)
         self.deny = gcp.compute.Firewall(
-            f"{name}-deny", name=f"{args.name}-pathways-deny", priority=DENY_PRIORITY,
+            f"{name}-deny", name=f"{args.name}-{args.rules}-deny", priority=DENY_PRIORITY,
             project=args.project, network=args.network, direction="INGRESS", target_service_accounts=targets,
             description="Pathways ports: closed to everything else (above GKE's own allow rules)",
             denies=[gcp.compute.FirewallDenyArgs(protocol="tcp", ports=ports)],

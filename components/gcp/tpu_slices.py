@@ -131,6 +131,8 @@ class TpuSliceGroupArgs:
     sub_blocks: tuple[str, ...] = ()
     """A pool set (dynamic slicing): pool i takes the reservation's sub-block sub_blocks[i] whole, under a
     provision-only workload policy, and GKE forms slices on the pools when workloads are admitted."""
+    isolation: Optional[tuple[str, str, str]] = None
+    """An isolation domain's taint (key, value, effect): its nodes carry it, and its key=value as a label."""
     workload_metadata: str = "GKE_METADATA"
     """GCE_METADATA where serve workloads run: Google's JetStream-on-Pathways tutorial runs those pools without
     Workload Identity, its pods acting as the node service account (PLATFORM-FACTS §7)."""
@@ -190,7 +192,8 @@ class TpuSliceGroup(pulumi.ComponentResource):
         # nodes cloud.google.com/gke-queued=true:NoSchedule, which the group's Kueue flavor tolerates).
         queued = gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if flex and args.queued_provisioning else None
         placement = placement_policy(tpu, policy_name)
-        labels = {SLICE_GROUP_LABEL: args.group, SLICE_LABEL: pool_name(args.group, index)}
+        labels = {SLICE_GROUP_LABEL: args.group, SLICE_LABEL: pool_name(args.group, index),
+                  **({args.isolation[0]: args.isolation[1]} if args.isolation else {})}
         pool = gcp.container.NodePool(
             f"{name}-{index}",
             project=args.project,
@@ -210,7 +213,8 @@ class TpuSliceGroup(pulumi.ComponentResource):
             # a /27 of the pod range a node instead of GKE's /24 default (components/model/cluster/address_space.py)
             max_pods_per_node=TPU_MAX_PODS,
             queued_provisioning=queued,
-            node_config=node_config(tpu.machine_type, args.service_account, labels, taints=(TPU_TAINT,),
+            node_config=node_config(tpu.machine_type, args.service_account, labels,
+                                    taints=(TPU_TAINT, *((args.isolation,) if args.isolation else ())),
                                     workload_metadata=args.workload_metadata, **extra),
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -9,7 +9,8 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.manifests import ci_preview, guardrails
+from components.manifests import ci_preview, guardrails, isolation_guard
+from components.model.workloads.isolation import IsolationDomain
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class ClusterGuardrailsArgs:
     """The node and template guards (kubernetes.guards.enabled)."""
     exempt_namespaces: tuple[str, ...] = ()
     """Namespaces the node guard does not judge (kubernetes.guards.exemptNamespaces)."""
+    domains: tuple[IsolationDomain, ...] = ()
+    """teams[].isolationDomain: the guard pathways-isolation keeps each domain's nodes to its teams' namespaces."""
     node_pools: tuple[str, ...] = ()
     """Pools made elsewhere the stack selects by name: a template selecting one reaches the Pathways nodes."""
     ci_preview_user: Optional[str] = None
@@ -59,6 +62,8 @@ class ClusterGuardrails(pulumi.ComponentResource):
                 args.workload_namespace, args.extra_namespaces, proxy_namespace=args.proxy_namespace,
                 proxy_clients=args.proxy_clients, node_pools=args.node_pools)),
         ) if args.guards else ()
+        if args.guards and args.domains:
+            guards = (*guards, ("isolation-guard", isolation_guard.isolation_guard_policy(args.domains)))
         for suffix, policy in guards:
             guard = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
                 f"{name}-{suffix}", metadata=policy["metadata"], spec=policy["spec"], opts=child,

@@ -174,7 +174,7 @@ def resource_manager(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any
             "--node_type=resource_manager",
             f"--instance_count={w.slices}",
             f"--instance_type={w.tpu.instance_type}",
-            f"--gcs_scratch_location={stack.cache_location}",
+            f"--gcs_scratch_location={w.cache_location}",
         ],
         "env": [
             _label_env("HOST_ADDRESS", COORDINATOR_LABEL), {"name": "TPU_SKIP_MDS_QUERY", "value": "true"}, *JOBSET_IDENTITY_ENV,
@@ -186,14 +186,14 @@ def resource_manager(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any
 
 
 def hlo_dump_location(stack: ResolvedStack, w: ResolvedWorkload) -> str:
-    return f"{stack.artifacts_location}/{w.name}/hlo/"
+    return f"{w.artifacts_location}/{w.name}/hlo/"
 
 
 def proxy(stack: ResolvedStack, w: ResolvedWorkload) -> dict[str, Any]:
     args = [
         f"--server_port={PROXY_PORT}",
         f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
-        f"--gcs_scratch_location={stack.cache_location}",
+        f"--gcs_scratch_location={w.cache_location}",
         *w.spec.xla_flags,
     ]
     if w.spec.hlo_dump:
@@ -224,7 +224,7 @@ def user_container(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]
     if w.persistence:
         env.append({"name": "ENABLE_PATHWAYS_PERSISTENCE", "value": "1"})
     if w.profiling:
-        profile_dir = f"{stack.artifacts_location}/{w.name}/profiles/"
+        profile_dir = f"{rw.artifacts_location}/{w.name}/profiles/"
         # a declared workload's server checks the stack's token; an ad-hoc run holds no Secret, so its server listens
         # on the head node's loopback alone (pathwaysutils' PATHWAYS_PROFILING_SERVER_HOST), reached through
         # `kubectl port-forward`, which the API server authorizes (python -m infra.run profile)
@@ -320,7 +320,7 @@ def worker_job(stack: ResolvedStack, rw: ResolvedWorkload) -> dict[str, Any]:
     args = [
         f"--server_port={WORKER_PORT}",
         f"--resource_manager_address=$(PATHWAYS_HEAD):{RM_PORT}",
-        f"--gcs_scratch_location={stack.cache_location}",
+        f"--gcs_scratch_location={rw.cache_location}",
     ]
     env = [
         _label_env("PATHWAYS_HEAD", COORDINATOR_LABEL),

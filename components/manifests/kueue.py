@@ -62,6 +62,7 @@ from components.model.capacity.pools import Capacity, SliceGroup
 from components.model.capacity.queue_shares import QueueShares
 from components.model.resolved import MAX_FLAVORS_PER_RESOURCE_GROUP as MAX_FLAVORS_PER_RESOURCE_GROUP
 from components.model.resolved import QUEUE, ResolvedStack
+from components.model.workloads.isolation import ISOLATION_LABEL, IsolationDomain
 from components.model.workloads.runs import run_queue
 from components.model.workloads.teams import TEAM_LABEL, Team
 
@@ -98,8 +99,14 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
         "apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": HEAD_FLAVOR},
         "spec": {"nodeLabels": placement.head_selector(stack), "tolerations": [_toleration(HEAD_TAINT)]},
     }]
+    for d in stack.domains:
+        flavors.append({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": d.head_flavor}, "spec": {
+            "nodeLabels": {**placement.head_selector(stack), ISOLATION_LABEL: d.name},
+            "tolerations": [_toleration(HEAD_TAINT), _toleration(d.taint)]}})
     for g in stack.slices:
         tolerations = [{"key": TPU_TAINT[0], "operator": "Exists", "effect": "NoSchedule"}]
+        if (domain := stack.group_domain(g.name)) is not None:
+            tolerations.append(_toleration(domain.taint))
         if g.capacity is Capacity.SPOT:
             tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
         if g.queued_provisioning:
@@ -149,6 +156,9 @@ def quotas(stack: ResolvedStack) -> dict[str, dict[str, int]]:
         "memory": int(head.allocatable_memory_gib) * stack.head_nodes,
         TPU_RESOURCE: 0,
     }}
+    for d in stack.domains:
+        out[d.head_flavor] = {"cpu": int(head.allocatable_cpu) * d.head_nodes,
+                              "memory": int(head.allocatable_memory_gib) * d.head_nodes, TPU_RESOURCE: 0}
     for g in stack.slices:
         one = slice_quota(g)  # the slices, not the spares (none before a future reservation's delivery)
         out[flavor_name(g)] = {r: n * stack.group_slices(g) for r, n in one.items()}
@@ -246,10 +256,18 @@ def _weight(w: float) -> str:
     return str(int(w)) if float(w).is_integer() else repr(w)
 
 
+def team_groups(stack: ResolvedStack, team: Team) -> tuple[SliceGroup, ...]:
+    """The groups a team's queue lists: its isolation domain's, or every group of no domain."""
+    domain = stack.team_domain(team)
+    return tuple(g for g in stack.slices if g.name in domain.groups) if domain else stack.shared_slices
+
+
 def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
     flavors = []
     shares = slice_shares(stack)[team.cluster_queue].groups
-    for g in stack.slices:
+    domain = stack.team_domain(team)
+    groups = team_groups(stack, team)
+    for g in groups:
         share = shares.get(g.name, queue_shares.SliceShare(nominal=0))
         one = slice_quota(g)
         resources = []
@@ -261,9 +279,9 @@ def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
                 entry["lendingLimit"] = _quantity(r, one[r] * share.lending_limit)
             resources.append(entry)
         flavors.append({"name": flavor_name(g), "resources": resources})
-    flavors.append({"name": HEAD_FLAVOR, "resources": [{"name": r, "nominalQuota": _quantity(r, 0)} for r in RESOURCES]})
+    flavors.append({"name": domain.head_flavor if domain else HEAD_FLAVOR, "resources": [{"name": r, "nominalQuota": _quantity(r, 0)} for r in RESOURCES]})
     spec: dict[str, Any] = {
-        "cohortName": team.cohort or COHORT,
+        "cohortName": domain.cohort if domain else team.cohort or COHORT,
         "namespaceSelector": {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [team.team_namespace]}]},
         "queueingStrategy": "BestEffortFIFO",
@@ -273,8 +291,8 @@ def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
         "fairSharing": {"weight": _weight(team.weight)},
         "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
     }
-    checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in stack.slices if g.queued_provisioning]
-    checks += [{"name": topology_name(g), "onFlavors": [flavor_name(g)]} for g in stack.slices if g.dynamic]
+    checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in groups if g.queued_provisioning]
+    checks += [{"name": topology_name(g), "onFlavors": [flavor_name(g)]} for g in groups if g.dynamic]
     if stack.fleet_manager:
         # its runs go to the workers its MultiKueue check names (teams[].workers), on every flavor, as the stack's own
         checks = [{"name": team.fleet_check}]
@@ -285,16 +303,40 @@ def team_cluster_queue(stack: ResolvedStack, team: Team) -> dict[str, Any]:
 
 
 def cohorts(stack: ResolvedStack) -> list[dict[str, Any]]:
-    """A Cohort per group of teams (teams[].parent), under the stack's cohort."""
+    """A Cohort per group of teams (teams[].parent), under the stack's cohort; one per isolation domain, a root
+    of its own, so that its queues lend to each other and to no one else."""
     names = dict.fromkeys(t.cohort for t in stack.teams if t.cohort)
-    return [{"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": n}, "spec": {"parentName": COHORT}} for n in names]
+    return [*({"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": n}, "spec": {"parentName": COHORT}} for n in names),
+            *({"apiVersion": API_VERSION, "kind": "Cohort", "metadata": {"name": d.cohort}, "spec": {}} for d in stack.domains)]
+
+
+def domain_cluster_queue(stack: ResolvedStack, domain: IsolationDomain) -> dict[str, Any]:
+    """A domain's own queue: its head pool and the slices of its groups no team owns, lent to its teams in its
+    cohort. No namespace selects it (every namespace has the name label this requires absent): it admits nothing."""
+    q = own_quotas(stack)
+    groups = [g for g in stack.slices if g.name in domain.groups]
+    flavors = [{"name": f, "resources": [{"name": r, "nominalQuota": _quantity(r, q[f][r])} for r in RESOURCES]}
+               for f in [*(flavor_name(g) for g in groups), domain.head_flavor]]
+    spec: dict[str, Any] = {
+        "cohortName": domain.cohort,
+        "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"}]},
+        "queueingStrategy": "BestEffortFIFO",
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
+        "resourceGroups": [{"coveredResources": list(RESOURCES), "flavors": flavors}],
+    }
+    checks = [{"name": provisioning_check_name(g), "onFlavors": [flavor_name(g)]} for g in groups if g.queued_provisioning]
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": checks}
+    return {"apiVersion": API_VERSION, "kind": "ClusterQueue",
+            "metadata": {"name": domain.cluster_queue, "labels": {ISOLATION_LABEL: domain.name}}, "spec": spec}
 
 
 def team_kueue_objects(stack: ResolvedStack) -> list[dict[str, Any]]:
     """The teams' Cohorts, ClusterQueues and run queues, after the stack's own Kueue objects (the flavors they name)."""
     if not stack.kueue or not stack.teams:
         return []
-    queues = [team_cluster_queue(stack, t) for t in stack.teams]
+    queues = [*(domain_cluster_queue(stack, d) for d in stack.domains), *(team_cluster_queue(stack, t) for t in stack.teams)]
     local = [{"apiVersion": API_VERSION, "kind": "LocalQueue",
               "metadata": {"name": run_queue(t.cluster_queue), "namespace": t.team_namespace, "labels": {TEAM_LABEL: t.name}},
               "spec": {"clusterQueue": t.cluster_queue, "stopPolicy": "None"}} for t in stack.teams]

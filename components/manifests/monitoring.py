@@ -188,10 +188,16 @@ def scratch_bucket_changes(stack: ResolvedStack) -> str:
     """Cloud Audit Logs' Admin Activity entries (always written, never sampled) of the nodes' account changing the
     scratch bucket's configuration: what storage.buckets.update allows beyond the lifecycle rule Pathways adds (a
     locked retention policy, soft delete at zero, a lifecycle rule that deletes everything; security #73.3)."""
-    nodes = f"{service_account_id(stack.cluster_name, 'nodes')}@{stack.project}.iam.gserviceaccount.com"
+    def who(account_id: str) -> str:
+        return f"{account_id}@{stack.project}.iam.gserviceaccount.com"
+
+    nodes = f'resource.labels.bucket_name="{stack.bucket_name}" protoPayload.authenticationInfo.principalEmail="{who(service_account_id(stack.cluster_name, "nodes"))}"'
+    if stack.domains:  # each isolation domain's nodes and its own scratch bucket too (teams[].isolationDomain)
+        nodes = "(" + " OR ".join(f"({pair})" for pair in [nodes.replace('" proto', '" AND proto'), *(
+            f'resource.labels.bucket_name="{d.bucket_name}" AND protoPayload.authenticationInfo.principalEmail="{who(d.node_account_id)}"'
+            for d in stack.domains)]) + ")"
     return (f'logName="projects/{stack.project}/logs/cloudaudit.googleapis.com%2Factivity" '
-            f'protoPayload.serviceName="storage.googleapis.com" resource.type="gcs_bucket" '
-            f'resource.labels.bucket_name="{stack.bucket_name}" protoPayload.authenticationInfo.principalEmail="{nodes}" '
+            f'protoPayload.serviceName="storage.googleapis.com" resource.type="gcs_bucket" {nodes} '
             f'protoPayload.methodName=("storage.buckets.update" OR "storage.buckets.lockRetentionPolicy" OR "storage.setIamPermissions")')
 
 

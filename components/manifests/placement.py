@@ -21,6 +21,7 @@ from components.constants import (
 )
 from components.model.capacity.pools import Capacity, SliceGroup
 from components.model.resolved import ResolvedStack
+from components.model.workloads.isolation import ISOLATION_LABEL
 
 
 def head_selector(stack: ResolvedStack) -> dict[str, str]:
@@ -64,9 +65,12 @@ def cluster_pools(stack: ResolvedStack) -> list[dict[str, Any]]:
     The offline render checks the workloads' placement against these, as it checks a made cluster's against its
     NodePools."""
     pools: list[dict[str, Any]] = [{"pool": stack.head_node_pool or "head", "labels": head_selector(stack)}]
+    # an isolation domain's head pool, and its groups' pools, carry its label (and taint: docs/teams.md, Isolation)
+    pools += [{"pool": d.head_pool, "labels": {**head_selector(stack), ISOLATION_LABEL: d.name}} for d in stack.domains]
     for g in stack.slices:
+        domain = stack.group_domain(g.name)
         tpu = {TPU_ACCELERATOR_LABEL: g.tpu.accelerator, TPU_TOPOLOGY_LABEL: g.tpu.topology,
-               **({SPOT_LABEL: "true"} if g.capacity is Capacity.SPOT else {})}
+               **({SPOT_LABEL: "true"} if g.capacity is Capacity.SPOT else {}), **({ISOLATION_LABEL: domain.name} if domain else {})}
         names = list(g.node_pools) or [f"{g.name}-{i}" for i in range(g.pools)]
         for name in names:
             labels = {NODE_POOL_LABEL: name, **tpu} if g.node_pools else {SLICE_GROUP_LABEL: g.name, **tpu}

@@ -29,6 +29,7 @@ from components.model.cluster import cluster_checks, existing_checks, fleet_chec
 from components.model.errors import Problem
 from components.model.stack import StackConfig, StackRule, WorkloadRule
 from components.model.workloads import (
+    isolation_checks,
     resilience_checks,
     runs_checks,
     secrets_checks,
@@ -114,6 +115,7 @@ STACK_RULES: tuple[StackRule, ...] = (
     *resilience_checks.RULES,               # multi-tier checkpointing: sidecar, RAM disk room, its bucket
     *runs_checks.RULES,                     # ad-hoc runs: their queue's name is no workload's
     *teams_checks.RULES,                    # teams: Kueue and runs, own namespaces, shares the pools hold
+    *isolation_checks.RULES,                # isolation domains: own groups, workloads and ladders, what holds them
     *fleet_checks.RULES,                    # a manager: Kueue, runs, no pools; a worker: runs, its endpoint
     *storage_checks.RULES,                  # mounts: batch only, declared file systems, clear of the MTC mount
     *existing_checks.RULES,                 # a cluster made elsewhere as it is: named pools, shared queue, scoped guards

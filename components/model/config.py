@@ -44,6 +44,7 @@ from components.model.resolved import (
     worker_backoff_limit,
 )
 from components.model.stack import StackConfig as StackConfig
+from components.model.workloads import isolation
 from components.model.workloads.images import is_pinned as is_pinned
 from components.model.workloads.run_limits import run_mount_problems, run_team_problems
 from components.model.workloads.runs import RUN_KEYS, RUN_MODES, RUN_PRIORITIES
@@ -278,6 +279,8 @@ def load(raw: dict[str, Any], stack: str, secret_keys: frozenset[str] = frozense
 def resolve(cfg: StackConfig) -> ResolvedStack:
     """Every derived value, once. The config is valid (config.load checked it)."""
     groups = {g.name: g for g in cfg.slices}
+    isolated = isolation.domains(cfg)
+    by_team = {team: d for d in isolated for team in d.teams}
     workloads = []
     for w in cfg.workloads:
         group = groups[w.slice_group or cfg.slices[0].name]
@@ -299,6 +302,8 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
             cluster_queue=_cluster_queue(cfg, w, group) if cfg.kubernetes.kueue.enabled else None,
             profiling_secret=f"{w.name}-profiling-token" if w.profiling else None,
             env_secret=f"{w.name}-env" if cfg.secret_env and w.env else None,
+            cache_location=domain.cache_location if (domain := by_team.get(w.team or "")) else cfg.cache_location,
+            artifacts_location=domain.artifacts_location if domain else cfg.artifacts_location,
             load_balancer_source_ranges=cfg.load_balancer_source_ranges(w),
             mtc_mount_path=cfg.resilience.mtc.mount_path if cfg.resilience.mtc and cfg.uses_mtc(w) else None,
             service_account=service_account_name(w.name) if any(m.bucket for m in w.mounts) else None,
@@ -332,7 +337,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         mtc=_resolved_mtc(cfg),
         runs=cfg.runs,
         file_systems=tuple(cfg.storage.file_systems),
-        teams=tuple(cfg.teams),
+        teams=tuple(cfg.teams), domains=isolated,
         csi_drivers=cfg.csi_drivers,
         group_subjects=tuple(dict.fromkeys(name for _, name in cfg.group_subjects)), security_group=cfg.cluster.security_group,
         # a fleet manager's groups are its workers' (no pools, no quota of its own); a calendar request's wait for delivery
@@ -443,7 +448,7 @@ def _cluster_queue(cfg: StackConfig, w: Workload, group: SliceGroup) -> str:
     team = cfg.team(w.team)
     if team is not None:
         return team.cluster_queue
-    return cfg.kubernetes.kueue.cluster_queue or cluster_queue_name(tuple(cfg.slices), group)
+    return cfg.kubernetes.kueue.cluster_queue or cluster_queue_name(isolation.shared_groups(cfg.slices, cfg.teams), group)
 
 
 def as_run(stack: ResolvedStack, w: ResolvedWorkload) -> ResolvedWorkload:

@@ -4,15 +4,12 @@ the cluster, the buckets, the node service accounts. Registered, in the order lo
 
 from __future__ import annotations
 
-import re
-
 from components.model.cluster.bucket import check_bucket_name
 from components.model.common import _dns_label
 from components.model.errors import Problem, config_key
-from components.model.stack import StackConfig
+from components.model.stack import SERVICE_ACCOUNT_ID, StackConfig
 
 # IAM ("Create service accounts"): an account ID is 6-30 lowercase letters, digits and '-', from a letter.
-_SERVICE_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 
 
 def derived_names(cfg: StackConfig) -> list[Problem]:
@@ -33,7 +30,7 @@ def derived_names(cfg: StackConfig) -> list[Problem]:
             problems.append(Problem(config_key(key), f"derived {e}; set it explicitly"))
     for purpose in ("sys", "nodes"):
         sa = cfg.service_account_id(purpose)
-        if not _SERVICE_ACCOUNT_ID.fullmatch(sa):
+        if not SERVICE_ACCOUNT_ID.fullmatch(sa):
             problems.append(Problem(config_key(("cluster", "name")), (
                 f"the node service account ID {sa!r} derived from it is not 6-30 lowercase letters, digits or '-'; "
                 "use a cluster name of at least 3 characters"

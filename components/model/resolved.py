@@ -24,6 +24,7 @@ from components.model.cluster.kubernetes import GuardsConfig
 from components.model.common import DEFAULT_BATCH_RESTARTS_PER_HOST, INT32_MAX, UNLIMITED_RESTARTS_PER_HOST
 from components.model.cost.pricing import PricesConfig
 from components.model.workloads.images import PATHWAYS_REGISTRY, derived_proxy_image
+from components.model.workloads.isolation import IsolationDomain, shared_groups
 from components.model.workloads.runs import Runs, run_queue, run_service_account
 from components.model.workloads.storage import WRITE_ROLE, FileSystem
 from components.model.workloads.teams import Team
@@ -66,6 +67,10 @@ class ResolvedWorkload:
     cluster_queue: Optional[str]
     profiling_secret: Optional[str]
     env_secret: Optional[str]
+    cache_location: str
+    """Its --gcs_scratch_location: the stack's compilation cache, or its isolation domain's."""
+    artifacts_location: str
+    """Where its profiles and HLO dumps go: the stack's artifacts bucket, or its isolation domain's."""
     load_balancer_source_ranges: tuple[str, ...] = ()
     """A serve workload's internal load balancer: the client ranges it admits."""
     mtc_mount_path: Optional[str] = None
@@ -196,6 +201,25 @@ class ResolvedStack:
     undelivered: frozenset[str] = frozenset()
     """Slice groups whose future reservation is not delivered yet (startTime ahead): no pools, no queue quota; they
     come with the first `pulumi up` after startTime."""
+    domains: tuple[IsolationDomain, ...] = ()
+    """teams[].isolationDomain: each domain's groups, node account, buckets and queue (isolation.py)."""
+
+    @property
+    def shared_slices(self) -> tuple[SliceGroup, ...]:
+        """The slice groups of no isolation domain: the stack's own queues and the teams without a domain use these."""
+        return shared_groups(self.slices, self.teams)
+
+    def group_domain(self, group: str) -> Optional[IsolationDomain]:
+        """The isolation domain a slice group (by name) belongs to, None for a shared group."""
+        return next((d for d in self.domains if group in d.groups), None)
+
+    def isolation_taint(self, group: str) -> Optional[tuple[str, str, str]]:
+        """The taint (and key=value label) of a group's nodes when it is an isolation domain's."""
+        d = self.group_domain(group)
+        return d.taint if d else None
+
+    def team_domain(self, team: Team) -> Optional[IsolationDomain]:
+        return next((d for d in self.domains if team.name in d.teams), None)
 
     @property
     def fleet_manager(self) -> bool:
@@ -298,7 +322,7 @@ class ResolvedStack:
         """(ClusterQueue, its slice groups): the stack's own queues, or the one it shares (kubernetes.kueue.clusterQueue)."""
         if self.shared_cluster_queue is not None:
             return [(self.shared_cluster_queue, self.slices)]
-        return queue_shards(self.slices)
+        return queue_shards(self.shared_slices)
 
 
 # Kueue: a ClusterQueue resource group holds at most 64 flavors (v1beta2 CRD, resourceGroups[].flavors

@@ -37,6 +37,10 @@ RESERVED_LABEL_KEYS = frozenset({"pathways-stack", "pathways-protected", "pathwa
 
 
 
+# IAM: a service account ID is 6-30 characters, lowercase letters, digits and '-', starting with a letter
+SERVICE_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
 def service_account_id(cluster_name: str, purpose: str) -> str:
     """A stack's Google service account ID: <cluster name>-<purpose>, 6-30 characters."""
     return f"{cluster_name[: 29 - len(purpose)].rstrip('-')}-{purpose}"

@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 from components.model.capacity.pools import SliceGroup
 from components.model.resolved import queue_shards
+from components.model.workloads.isolation import DOMAIN_COHORT_PREFIX, DOMAIN_QUEUE_PREFIX, group_domains, shared_groups
 from components.model.workloads.teams import Team
 
 
@@ -61,10 +62,13 @@ def stack_queues(slices: Sequence[SliceGroup], teams: Sequence[Team], cohort: st
     """The stack's own ClusterQueues (one per shard of fixed groups) and each team's, with their slice shares.
     `available`: slices each group gives Kueue now (default: its count; none before a future reservation's delivery).
     A pool set (slices[].subBlocks) is left out: its own queue holds the whole set and its topologies are judged by
-    dynamic_slicing_checks."""
+    dynamic_slicing_checks. An isolation domain's groups (isolation.py) are its own: its queue domain-<name> holds
+    what its teams do not own, in its own cohort with its teams', and no other queue lists them."""
+    isolated = group_domains(teams)
+    shared = shared_groups(slices, teams)
     fixed = tuple(g for g in slices if not g.dynamic)
     have = {g.name: (available or {}).get(g.name, g.count) for g in fixed}
-    shards = queue_shards(tuple(slices))
+    shards = queue_shards(shared)
     sharded = len(shards) > 1 or bool(teams)  # as kueue.cluster_queues: otherwise the one queue has no cohort
     out: list[QueueShares] = []
     for name, groups in shards:
@@ -72,13 +76,19 @@ def stack_queues(slices: Sequence[SliceGroup], teams: Sequence[Team], cohort: st
                for g in groups if not g.dynamic}
         if own:
             out.append(QueueShares(name=name, cohort=cohort if sharded else None, groups=own))
+    for domain in dict.fromkeys(t.isolation_domain for t in teams if t.isolation_domain):
+        out.append(QueueShares(name=f"{DOMAIN_QUEUE_PREFIX}{domain}", cohort=f"{DOMAIN_COHORT_PREFIX}{domain}", groups={
+            g.name: SliceShare(nominal=max(0, have[g.name] - _team_owned(teams, g.name))) for g in fixed if isolated.get(g.name) == domain}))
     for t in teams:
         shares = {}
         for g in fixed:
+            if isolated.get(g.name) != t.isolation_domain:
+                continue  # another domain's (or, for a domain's team, the shared groups): not listed at all
             s = t.slices.get(g.name)
             shares[g.name] = (SliceShare(nominal=0) if s is None else
                               SliceShare(nominal=s.slices, borrowing_limit=s.borrow, lending_limit=s.lend))
-        out.append(QueueShares(name=t.cluster_queue, cohort=t.cohort or cohort, groups=shares, team=t.name))
+        own_cohort = f"{DOMAIN_COHORT_PREFIX}{t.isolation_domain}" if t.isolation_domain else t.cohort or cohort
+        out.append(QueueShares(name=t.cluster_queue, cohort=own_cohort, groups=shares, team=t.name))
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Mapping
 from components.model.cluster.bucket import check_bucket_name
 from components.model.errors import Problem, config_key
 from components.model.stack import StackConfig
+from components.model.workloads import isolation
 from components.model.workloads.storage import WRITE_ROLE
 
 ACCESS = {"read": 0, "write": 1}
@@ -33,7 +34,8 @@ def owned_buckets(cfg: StackConfig) -> frozenset[str]:
     """The buckets the stack makes (none on a cluster made elsewhere: it makes no GCP resource there)."""
     if cfg.cluster.existing is not None:
         return frozenset()
-    return frozenset(b for b in (cfg.bucket_name, cfg.artifacts_bucket_name, cfg.mtc_bucket_name) if b)
+    domains = [b for d in isolation.domains(cfg) for b in (d.bucket_name, d.artifacts_bucket_name)]
+    return frozenset(b for b in (cfg.bucket_name, cfg.artifacts_bucket_name, cfg.mtc_bucket_name, *domains) if b)
 
 
 def mounted_buckets(cfg: StackConfig) -> list[BucketGrant]:

@@ -279,6 +279,7 @@ TABLE: dict[str, Access] = {
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:Topology": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": _k8s_object("container.thirdPartyObjects.create"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:Cohort": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": _k8s_object("container.thirdPartyObjects.create"),
     "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": _k8s_object("container.thirdPartyObjects.create"),
     # queued provisioning (components/manifests/kueue.py): Kueue's ProvisioningRequest admission check

@@ -124,6 +124,9 @@ def estimate(stack: ResolvedStack) -> CostEstimate:
                                       head_price, head_basis))
     else:
         lines.append(CostLine(f"head VMs {stack.head_machine_type}", stack.head_nodes, "VM", head_price, head_basis))
+    for d in stack.domains:  # an isolation domain's head pool scales from zero: a VM a running workload of its teams
+        when_used.append(CostLine(f"head VMs {stack.head_machine_type} (isolation domain {d.name}, scale to zero)", d.head_nodes,
+                                  "VM", head_price, head_basis))
     vms = [("system VMs (autoscaler minimum)", stack.system_machine_type, stack.system_min_nodes)]
     if stack.proxy_nodes and stack.proxy_machine_type:
         vms.append(("proxy VMs", stack.proxy_machine_type, stack.proxy_nodes))
@@ -147,7 +150,7 @@ def idle_notebook_week(stack: ResolvedStack) -> list[dict[str, Any]]:
     head, _ = vm_price(stack.head_machine_type, stack.prices)
     stop_hours = min(HOURS_PER_WEEK, stack.runs.notebook_idle_stop_seconds / 3600) if stack.runs.notebook_idle_stop_seconds else HOURS_PER_WEEK
     out = []
-    for g in stack.slices:
+    for g in stack.shared_slices:  # the stack's own runs never reach an isolation domain's groups
         chip, _ = tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
         if chip is None or head is None:
             continue

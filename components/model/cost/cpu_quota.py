@@ -13,5 +13,6 @@ def cpu_quota(stack: ResolvedStack) -> dict[str, int]:
         return {}  # its pools are someone else's
     pools = [*([(stack.head_machine_type, stack.head_nodes)] if stack.head_node_pool is None else []),
              (stack.system_machine_type, stack.system_max_nodes),
-             *([(stack.proxy_machine_type, stack.proxy_nodes)] if stack.proxy_machine_type else [])]
+             *([(stack.proxy_machine_type, stack.proxy_nodes)] if stack.proxy_machine_type else []),
+             *((stack.head_machine_type, d.head_nodes) for d in stack.domains)]
     return cpu_quota_needs(pools, lambda m: machines.shape(m).vcpus)

@@ -11,6 +11,7 @@ from components.model.capacity.reservations import Recorded, ReservationState, a
 from components.model.common import PRIORITY_CLASSES
 from components.model.cost import cost
 from components.model.cost.cpu_quota import cpu_quota
+from components.model.cost.ladders_summary import ladders_summary
 from components.model.cost.pool_sets_summary import pool_set_notices, pool_sets_summary, pool_sets_text
 from components.model.cost.pricing import tpu_chip_price
 from components.model.cost.teams_summary import teams_notices, teams_summary, teams_text
@@ -85,7 +86,8 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
     pools = stack.node_pools
     return {
         "sliceGroups": groups,
-        "headPool": {"machineType": stack.head_machine_type, "nodes": stack.head_nodes, "nodePool": stack.head_node_pool},
+        "headPool": {"machineType": stack.head_machine_type, "nodes": stack.head_nodes, "nodePool": stack.head_node_pool,
+                     "isolated": [{"nodePool": d.head_pool, "maxNodes": d.head_nodes} for d in stack.domains]},
         # kubernetes.kueue.clusterQueue: the ClusterQueue made elsewhere that the stack's LocalQueues share (null: its own)
         "sharedClusterQueue": stack.shared_cluster_queue,
         "systemPool": {"machineType": stack.system_machine_type, "minNodes": stack.system_min_nodes, "maxNodes": stack.system_max_nodes},
@@ -97,6 +99,8 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
             {"name": stack.bucket_name, "holds": f"compilation cache {stack.cache_location}"},
             {"name": stack.artifacts_bucket, "holds": f"profiles and HLO dumps {stack.artifacts_location} "
                                                     f"(deleted after {stack.bucket.artifacts_ttl_days} days)"},
+            *({"name": n, "holds": f"isolation domain {d.name}'s {what}"} for d in stack.domains
+              for n, what in ((d.bucket_name, f"compilation cache {d.cache_location}"), (d.artifacts_bucket_name, "profiles and HLO dumps"))),
         ]) + ([{"name": stack.mtc.bucket, "holds": "multi-tier checkpoint backups (hierarchical namespace)"
                 + (" (made elsewhere)" if stack.existing_cluster else "")}] if stack.mtc else []),
         "multiTierCheckpointing": {
@@ -112,7 +116,7 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         "teams": teams_summary(stack),
         "poolSets": pool_sets_summary(stack),
         "storage": _storage(stack),
-        "ladders": _ladders(stack),
+        "ladders": ladders_summary(stack),
         # pathways:fleet (docs/fleet.md): the stack's role, and a manager's workers in dispatch order
         "fleet": {"role": stack.fleet.role, "workers": [{"name": w.name, "stack": w.stack} for w in stack.fleet.workers]}
         if stack.fleet else None,
@@ -154,29 +158,6 @@ def with_fleet_workers(summary: dict[str, Any], fleet_output: Any) -> dict[str, 
         workers.append({**w, "region": facts.get("region"), "groups": groups,
                         "hourly": round(sum(hourly), 2) if groups and None not in hourly else None})
     return {**summary, "fleet": {**fleet, "workers": workers}}
-
-
-def _ladders(stack: ResolvedStack) -> list[dict[str, Any]]:
-    """Each capacity ladder (slices[].ladder): its rungs in Kueue's order with their chips and list price per hour,
-    and what the ladder costs idle (only the rungs that never scale down) and with every rung full. No price on a
-    cluster made elsewhere (its nodes are the owner's)."""
-    by_name = {g.name: g for g in stack.slices}
-    out = []
-    for top in stack.slices:
-        if not top.ladder:
-            continue
-        rungs = []
-        for g in (top, *(by_name[n] for n in top.ladder)):
-            chips = g.count * g.tpu.chips
-            price, basis = (None, "the cluster owner's") if stack.existing_cluster else tpu_chip_price(g.tpu.family, g.capacity, stack.prices)
-            rungs.append({"group": g.name, "capacity": g.capacity.value, "queuedProvisioning": g.queued_provisioning,
-                          "chips": chips, "scalesToZero": g.autoscaled, "hourly": None if price is None else round(price * chips, 2),
-                          "basis": basis})
-        known = all(r["hourly"] is not None for r in rungs)
-        out.append({"group": top.name, "rungs": rungs,
-                    "idleHourly": round(sum(r["hourly"] for r in rungs if not r["scalesToZero"]), 2) if known else None,
-                    "fullHourly": round(sum(r["hourly"] for r in rungs), 2) if known else None})
-    return out
 
 
 def _storage(stack: ResolvedStack) -> Optional[dict[str, Any]]:
@@ -408,6 +389,7 @@ def summary_text(s: dict[str, Any]) -> list[str]:
         lines.append("  fleet worker: the `fleet` output (a secret) gives a manager this cluster's endpoint, queues, quotas and a token for MultiKueue")
     head, lines = "head" if not s["headPool"]["nodePool"] else f"head ({s['headPool']['nodePool']}, made elsewhere)", [*lines, "", "CPU pools:"]
     rows = [["pool", "machine", "nodes"], [head, s["headPool"]["machineType"], str(s["headPool"]["nodes"])],
+            *([p["nodePool"], s["headPool"]["machineType"], f"0-{p['maxNodes']} (autoscaled)"] for p in s["headPool"]["isolated"]),
             ["system", s["systemPool"]["machineType"], f"{s['systemPool']['minNodes']}-{s['systemPool']['maxNodes']} (autoscaled)"]]
     if s["proxyPool"]:
         rows.append(["proxy", s["proxyPool"]["machineType"], str(s["proxyPool"]["nodes"])])

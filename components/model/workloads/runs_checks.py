@@ -5,6 +5,7 @@ from __future__ import annotations
 from components.model.errors import Problem, config_key
 from components.model.resolved import queue_shards
 from components.model.stack import StackConfig
+from components.model.workloads.isolation import shared_groups
 from components.model.workloads.runs import run_queue
 
 
@@ -16,7 +17,7 @@ def run_queue_names(cfg: StackConfig) -> list[Problem]:
         return []
     shared = cfg.kubernetes.kueue.cluster_queue
     taken = {(cfg.kubernetes.namespace, run_queue(name)): "the ad-hoc runs' LocalQueue (pathways:runs)"
-             for name in ([shared] if shared else [n for n, _ in queue_shards(tuple(cfg.slices))])}
+             for name in ([shared] if shared else [n for n, _ in queue_shards(shared_groups(cfg.slices, cfg.teams))])}
     taken.update({(t.team_namespace, run_queue(t.cluster_queue)): f"team {t.name}'s run queue in {t.team_namespace}"
                   for t in cfg.teams})
     return [

@@ -30,6 +30,7 @@ USAGE_NAMESPACE = "pathways-usage"
 TEAM_QUEUE_PREFIX = "team-"
 TEAM_COHORT_PREFIX = "teams-"
 MAX_TEAMS = 50
+MAX_DOMAIN = 10
 
 
 def _whole(v: Any) -> int:
@@ -91,6 +92,11 @@ class Team(_Model):
     parent: Optional[str] = Field(default=None, description=(
         "A group of teams (a Kueue Cohort teams-<parent> under the stack's cohort): teams with one parent share "
         "idle slices among themselves first."))
+    isolation_domain: Optional[str] = Field(default=None, description=(
+        "Teams that must not trust the others (docs/teams.md, Isolation): the domain's teams run on slice groups "
+        "only they list and on a head pool of their own, as a node service account of their own, behind firewall "
+        "rules of their own, with a scratch bucket of their own, and borrow only from each other. Teams that share "
+        "nodes share one identity; without a domain a team is a quota boundary, not a security one."))
 
     @field_validator("name")
     @classmethod
@@ -107,6 +113,12 @@ class Team(_Model):
     @classmethod
     def _label(cls, v: Optional[str]) -> Optional[str]:
         return v if v is None else _dns_label(v, 63)
+
+    @field_validator("isolation_domain")
+    @classmethod
+    def _domain(cls, v: Optional[str]) -> Optional[str]:
+        # it names a service account (<cluster>-iso-<domain>, 30 characters), a node pool and two buckets
+        return v if v is None else _dns_label(v, MAX_DOMAIN)
 
     @property
     def team_namespace(self) -> str:
