@@ -275,7 +275,10 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
 def test_finding_1_the_bootstrap_owns_the_node_accounts_and_deploy_may_only_act_as_them(stack):
     plan = bootstrap_plan(stack)
     for main in main_stacks(stack):
-        nodes = stack_plan(main).outputs["nodeServiceAccounts"]
+        outputs = stack_plan(main).outputs
+        # the stack's two, and each isolation domain's own (teams[].isolationDomain)
+        nodes = {**outputs["nodeServiceAccounts"], **{f"isolation {d}": v["nodeServiceAccount"]
+                                                      for d, v in (outputs.get("isolationDomains") or {}).items()}}
         deploy = f"serviceAccount:{email(plan, main, 'deploy')}"
         for purpose, node_email in nodes.items():
             account_id, _, project = node_email.partition("@")

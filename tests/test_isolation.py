@@ -227,3 +227,19 @@ def test_the_guard_is_made_only_with_domains_and_bound_to_deny():
     mine = {b for b, m in grants if m == f"serviceAccount:{account}"}
     assert mine == {"test-proj-123-test-pathways-bio", "test-proj-123-test-pathways-bio-artifacts"}
     assert not {m for b, m in grants if b in mine} - {f"serviceAccount:{account}"}  # no one else on them
+
+
+def test_the_bootstrap_makes_each_domains_node_account_and_lists_its_buckets_as_the_stacks():
+    from bootstrap.main_stack import MainStack
+
+    cfg = model(TEAMS, slices=SLICES)
+    main = MainStack("test", cfg, None, frozenset())
+    assert main.node_account_ids == ("pathways-test-sys", "pathways-test-nodes", "pathways-test-iso-bio")
+    assert {"test-proj-123-test-pathways-bio", "test-proj-123-test-pathways-bio-artifacts"} <= set(main.buckets)
+
+
+def test_the_pod_range_check_counts_each_domains_head_pool_at_its_largest():
+    from components.model.cluster.address_space import stack_pools
+
+    pools = {p.name: p for p in stack_pools(model(TEAMS, slices=SLICES))}
+    assert pools["pathways-head-bio"].nodes == 3 + 1  # a head a vault slice, and one surge node

@@ -164,7 +164,7 @@ def reached(cluster: LocalCluster, what: str, read, ok, timeout: float = 300) ->
 def test_under_contention_each_team_holds_its_weighted_share_as_the_plan_predicts(cluster, teams):
     names = {t: [f"c-{t[:4]}-{i}" for i in range(WANTED)] for t in ("pretraining", "posttraining", "evals")}
     predicted = {t["name"]: next(g["underContention"] for g in t["groups"] if g["group"] == "shared")
-                 for t in teams_summary(resolve(teams.model))["teams"]}  # type: ignore[index]
+                 for t in teams_summary(resolve(teams.model))["teams"] if t["name"] in names}  # type: ignore[index]
     for i in range(WANTED):  # interleaved, as three teams submitting at once
         for team, runs in names.items():
             teams.submit(team, "shared", [runs[i]])
@@ -173,7 +173,7 @@ def test_under_contention_each_team_holds_its_weighted_share_as_the_plan_predict
                   lambda g: sum(g.values()) == 12 and all(abs(g[t] - predicted[t]) <= 0.10 * predicted[t] for t in g))
     total = sum(got.values())
     assert total == 12, got  # every slice of `shared` taken
-    weights = {t.name: t.weight for t in teams.model.teams}
+    weights = {t.name: t.weight for t in teams.model.teams if t.name in names}  # the teams that list `shared`
     shares = {team: got[team] / total for team in got}
     report = {team: {"admitted": got[team], "share": round(shares[team], 3), "weightShare": round(weights[team] / sum(weights.values()), 3),
                      "predicted": predicted[team]} for team in got}
@@ -326,6 +326,8 @@ def test_the_plans_admission_ceilings_are_the_real_kueues(cluster, teams):
     root_of = {t.cohort: QUEUE for t in stack.teams if t.cohort}
     cases = [("pretraining", "reserved"), ("posttraining", "reserved"), ("posttraining", "shared"), ("evals", "shared"),
              (None, "reserved")]  # owned; borrowed within a lending limit; all unowned; on the stack's own queue
+    # an isolation domain's team on its own group: no more than its domain holds (its cohort lends nothing else)
+    cases += [(d.teams[0], d.groups[0]) for d in stack.domains]
     measured = []
     for team, group in cases:
         queue = next(t.cluster_queue for t in stack.teams if t.name == team) if team else QUEUE
@@ -348,4 +350,52 @@ def test_the_plans_admission_ceilings_are_the_real_kueues(cluster, teams):
         cluster.kubectl("delete", "jobset", "-n", ns, f"{tag}-over", "--wait=true", timeout=180)
         measured.append({"queue": queue, "group": group, "ceiling": most, "kueue": verdict.message[:200]})
     print(f"[teams] admission ceilings: {json.dumps(measured)}")
-    assert [m["ceiling"] for m in measured] == [4, 2, 12, 12, 2]
+    assert [m["ceiling"] for m in measured] == [4, 2, 12, 12, 2, *(sum(t.slices[g].slices for t in stack.teams if t.name in d.teams
+                                                                    and g in t.slices) for d in stack.domains for g in d.groups[:1])]
+
+
+def _pod(namespace: str, tolerations: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "reach", "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": IMAGE}], "tolerations": tolerations}}
+
+
+def test_an_isolation_domains_runs_land_on_its_own_nodes_and_no_other_namespace_can_reach_them(cluster, teams):
+    """#73.2 on the real API server and Kueue: the example's domain (derived from its file) gets its own ClusterQueues
+    (Active), its team's run is admitted on its own head and TPU flavors and its pods run on nodes labelled and tainted
+    with its name, and the guard pathways-isolation refuses a pod of any other namespace that tolerates its taint, and
+    one of its own that tolerates every taint (server-side dry runs as the cluster admin: admission, not RBAC)."""
+    stack = resolve(teams.model)
+    (domain,) = stack.domains
+    team = next(t for t in stack.teams if t.name == domain.teams[0])
+    for queue in (domain.cluster_queue, team.cluster_queue):
+        assert is_true(cluster.get("clusterqueue", queue), "Active"), queue
+    teams.submit(team.name, domain.groups[0], ["iso-0"])
+    ns = team.team_namespace
+    admitted = cluster.wait_for("the domain's run admitted", lambda: (w := workload(cluster, ns, "iso-0")) and is_true(w, "Admitted") and w,
+                                timeout=180, interval=2)
+    flavors = {a["name"]: set(a["flavors"].values()) for a in admitted["status"]["admission"]["podSetAssignments"]}
+    assert set().union(*flavors.values()) == {domain.head_flavor, kueue_manifest.flavor_name(stack.slices[[g.name for g in stack.slices].index(domain.groups[0])])}, flavors
+
+    jobs = {rj["name"] for rj in teams.jobsets(team.name, domain.groups[0], ["iso-0"])[0]["spec"]["replicatedJobs"]}
+
+    def placed() -> list[dict[str, Any]]:
+        """Every replicated job's pods (the head's and the workers') made and scheduled."""
+        pods = cluster.get("pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=iso-0")["items"]
+        made = {p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") for p in pods}
+        return pods if made == jobs and all(p["spec"].get("nodeName") for p in pods) else []
+    pods = cluster.wait_for("the domain's run scheduled", placed, timeout=240, interval=2)
+    nodes = {n["metadata"]["name"]: n for n in cluster.get("nodes")["items"]}
+    for p in pods:
+        node = nodes[p["spec"]["nodeName"]]
+        assert node["metadata"]["labels"].get("pathways/isolation") == domain.name, (p["metadata"]["name"], node["metadata"]["name"])
+        assert {"key": "pathways/isolation", "value": domain.name, "effect": "NoSchedule"} in node["spec"]["taints"]
+    print(f"[teams] isolation domain {domain.name}: {len(pods)} pod(s) of iso-0 on {sorted({p['spec']['nodeName'] for p in pods})}")
+    toleration = {"key": "pathways/isolation", "operator": "Equal", "value": domain.name, "effect": "NoSchedule"}
+    others = [t.team_namespace for t in stack.teams if t.name not in domain.teams] + [stack.namespace]
+    for where, tolerations, allowed in [*((o, [toleration], False) for o in others), (ns, [toleration], True),
+                                        (ns, [{"operator": "Exists"}], False)]:
+        proc = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(_pod(where, tolerations)), check=False)
+        assert (proc.returncode == 0) == allowed, (where, tolerations, proc.stderr)
+        if not allowed:  # every taint tolerated: the node guard refuses it first in a Pathways namespace (both do)
+            assert "pathways-isolation" in proc.stderr or (tolerations[0].get("operator") == "Exists" and "pathways-nodes-reserved" in proc.stderr), proc.stderr
+    teams.clear()

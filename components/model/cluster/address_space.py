@@ -92,6 +92,10 @@ def stack_pools(cfg: "StackConfig") -> list[PoolAddresses]:
         pools.append(PoolAddresses("pathways-head", cfg.head_nodes + 1, HEAD_MAX_PODS))
     if cfg.proxy_nodes:
         pools.append(PoolAddresses("pathways-proxy", cfg.proxy_nodes + 1, HEAD_MAX_PODS))
+    # each isolation domain's own head pool (teams[].isolationDomain), at its largest
+    from components.model.workloads import isolation  # the model imports this module: a call-time import
+
+    pools += [PoolAddresses(d.head_pool, d.head_nodes + 1, HEAD_MAX_PODS) for d in isolation.domains(cfg) if d.head_nodes]
     if cfg.fleet is None or cfg.fleet.role != "manager":  # a manager's groups are its workers' pools
         pools += [PoolAddresses(f"tpu-{g.name}-*", g.pools * g.tpu.hosts, TPU_MAX_PODS)
                   for g in cfg.slices]
