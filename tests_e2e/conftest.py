@@ -138,7 +138,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # that runs where it can (a transition to another stack is a `pulumi up` of a minute or two): the guards', the
 # peers' and test_stacks' dev, the committed stacks with serving last, then test_serving on it; last those that
 # take the stack down (destroy, a failed deploy). A new module must be placed here.
-ORDER = ("test_offline.py", "test_pod_security.py",
+ORDER = ("test_offline.py", "test_bootstrap_state.py", "test_pod_security.py",
          "test_guards.py", "test_guard_updates.py", "test_kueue_outage.py", "test_peer_manifests.py", "test_stacks.py", "test_dynamic_slicing.py", "test_serving.py",
          "test_service_client.py", "test_queues.py", "test_runs.py", "test_verify.py", "test_why.py", "test_teams.py", "test_day_two.py", "test_storage.py", "test_capacity.py", "test_fleet.py", "test_xpk.py", "test_restarts.py", "test_failures.py", "test_secrets.py",
          "test_pulumi.py", "test_charts.py", "test_scale.py")  # scale last: its 1,024 nodes go with the cluster
