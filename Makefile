@@ -23,7 +23,7 @@ RUN_CLIENT_VENV := build/run-client
 # xpk, the peer `make bench` times the plan against, pinned and hash-locked, in its own venv (never on PATH).
 XPK_VENV := build/xpk-venv
 
-.PHONY: client plan plan-bootstrap notebook-lock diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
+.PHONY: client run-client plan plan-bootstrap notebook-lock diff render test bench bench-real mutation lock clean toolchain e2e crds client-venv serving-sources help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -92,7 +92,7 @@ $(XPK_VENV)/.installed: tools/xpk/requirements.lock $(VENV)/.installed
 client-venv: $(CLIENT_VENV)/.installed
 
 # The real-engine tier: the stacks' Kubernetes layer on a local control plane (tests_e2e/).
-e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed $(CRDS)
+e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed $(CRDS) run-client
 	$(PY) -m tools.cluster.offline -- $(PY) -m pytest -q -p no:cacheprovider --durations=20 tests_e2e
 
 bench: $(VENV)/.installed $(XPK_VENV)/.installed
@@ -143,6 +143,13 @@ client:
 	$(RUN_CLIENT_VENV)/bin/pathways-run --help | head -3
 	rm -rf pathways_run.egg-info
 
+# The researcher's client as installed (docs/runs.md, "Day one"), for the real-engine tier's day one: its locked
+# dependencies once, the package from this checkout every time (so it is never older than the code it tests).
+run-client:
+	test -x $(RUN_CLIENT_VENV)/bin/pathways-run || $(MAKE) client
+	$(RUN_CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
+	rm -rf pathways_run.egg-info
+
 clean:
 	rm -rf $(VENV) build .pytest_cache
 
@@ -157,6 +164,7 @@ help:
 	  'make toolchain               build the real engines from their pinned Go modules (cached)' \
 	  'make client                  install the researcher'"'"'s client (pathways-run) as a researcher does, into build/run-client, timed' \
 	  'make client-venv             the e2e tier'"'"'s own venv: Google'"'"'s pathwaysutils client and its JAX' \
+	  'make run-client              the researcher'"'"'s client for the e2e tier'"'"'s day one: installed once, the package refreshed' \
 	  'make serving-sources         the pinned vLLM TPU and tpu-inference wheels, unpacked for the tests to read' \
 	  'make e2e                     the real-engine tier: the stacks on a local control plane, the real Pulumi CLI' \
 	  'make bench                   plan time, memory and deploy-time estimates as the stack grows' \

@@ -127,6 +127,7 @@ def test_a_run_of_anyone_else_on_a_domains_group_is_refused(team):
      "pathways:teams[2].slices.vault: vault belongs to isolation domain bio (team bio lists it), and team other is in "
      "isolation domain other"),
     ([OPEN, {**BIO, "parent": "research"}], {}, "pathways:teams[1].parent: 'research': team bio is in isolation domain bio"),
+    ([OPEN, {**BIO, "slices": {}}], {}, "pathways:teams[1].isolationDomain: bio: no team of this isolation domain lists a slice group"),
     (TEAMS, {"workloads": [{"name": "t", "sliceGroup": "vault", "image": "example.com/t:1"}]},
      "pathways:workloads[0].sliceGroup: vault is in isolation domain bio, and workload t belongs to the stack (no team), "
      "in no isolation domain"),

@@ -274,3 +274,47 @@ def test_a_run_ships_its_code_without_an_image(cluster, deployed, tmp_path):
     assert run(cluster, stack_file, rita, "delete", "exp-tl").returncode == 0
     with open(cluster.workdir / "runs-session.txt", "a", encoding="utf-8") as out:
         out.write(f"# submit to running: --workdir {shipped:.1f} s, a rebuilt image's tag {rebuilt:.1f} s (its build and push not counted)\n")
+
+
+CLIENT = ROOT / "build" / "run-client" / "bin" / "pathways-run"  # make run-client: the package, installed as docs/runs.md says
+
+
+def test_day_one_as_docs_runs_md_writes_it_with_the_installed_client_from_the_code_folder(cluster, deployed, tmp_path):
+    """#74.6: the researcher's day one (docs/runs.md) with `pathways-run` as installed, run from a folder of code
+    outside the checkout, the stack file named once by PATHWAYS_STACK_CONFIG and the kubeconfig kubectl's own way
+    (KUBECONFIG): its help, the program of step 3 shipped by `submit --workdir .` alone, the next commands it prints
+    as this client's, `list`, and `delete`."""
+    stack_file, rita = deployed
+    code = tmp_path / "my-model"
+    code.mkdir()
+    (code / "train.py").write_text("import pathwaysutils\npathwaysutils.initialize()\nimport jax\nprint(jax.devices())\n")
+    # no PYTHONPATH to the checkout: the installed package alone (its venv's interpreter runs it)
+    env = {k: v for k, v in cluster.env.items() if k != "PYTHONPATH"}
+    env.update(PATHWAYS_STACK_CONFIG=str(stack_file), KUBECONFIG=str(rita))
+
+    def client(*args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([str(CLIENT), *args], cwd=code, env=env, capture_output=True, text=True, timeout=300)
+        with open(cluster.workdir / "runs-session.txt", "a", encoding="utf-8") as out:
+            out.write(f"$ pathways-run {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
+        return proc
+
+    helped = client("--help")
+    assert helped.returncode == 0, helped.stderr
+    for command in ("submit", "list", "logs", "delete", "describe", "why", "profile", "notebook", "notebook-image", "teams"):
+        assert command in helped.stdout, command  # step 1's expected list
+    submitted = client("submit", "--name", "first-run", "--workdir", ".", "--", "python3", "train.py")
+    assert submitted.returncode == 0, submitted.stderr
+    out = submitted.stdout + submitted.stderr
+    assert "its code: ., 1 file(s)" in out, out  # step 4's expected lines
+    assert "run first-run submitted to pathways on queue runs-pathways" in out, out
+    assert "where it stands: pathways-run list" in out and "its output:      pathways-run logs first-run --follow" in out, out
+    assert "python -m infra.run" not in out, out  # every command printed is this client's
+    running = wait_running(cluster, "pathways", "first-run", 1 + 4)
+    (head,) = [p for p in running if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head"]
+    program = next(c for c in head["spec"]["containers"] if c["name"] == "jax-program")
+    assert program["command"][-2:] == ["python3", "train.py"] and program["image"].endswith(f"/pathways/notebook:{notebook_image.tag()}")
+    listed = client("list")
+    assert listed.returncode == 0 and "first-run" in listed.stdout, listed.stdout + listed.stderr
+    deleted = client("delete", "first-run")  # step 6
+    assert deleted.returncode == 0, deleted.stderr
+    assert not pods(cluster, "pathways", "first-run")

@@ -34,6 +34,12 @@ def domain_groups(cfg: StackConfig) -> list[Problem]:
             problems.append(Problem(config_key(("teams", i, "parent")), (
                 f"{t.parent!r}: team {t.name} is in isolation domain {t.isolation_domain}, whose teams share a cohort "
                 f"of their own (isolated-{t.isolation_domain}) and borrow from no one else; remove parent")))
+    first = {t.isolation_domain: i for i, t in reversed(list(enumerate(cfg.teams))) if t.isolation_domain}
+    for domain, i in first.items():
+        if domain not in isolated.values():
+            problems.append(Problem(config_key(("teams", i, "isolationDomain")), (
+                f"{domain}: no team of this isolation domain lists a slice group, so it would have no nodes to run on; "
+                f"give team {cfg.teams[i].name} slices of a group of its own (slices: {{<group>: {{slices: N}}}})")))
     return problems
 
 
