@@ -315,6 +315,18 @@ def test_day_one_as_docs_runs_md_writes_it_with_the_installed_client_from_the_co
     assert program["command"][-2:] == ["python3", "train.py"] and program["image"].endswith(f"/pathways/notebook:{notebook_image.tag()}")
     listed = client("list")
     assert listed.returncode == 0 and "first-run" in listed.stdout, listed.stdout + listed.stderr
+    # a second run waits (the stack's own run and first-run hold both slices): `why` says what it waits for
+    second = client("submit", "--name", "second-run", "--workdir", ".", "--time-limit", "15s", "--", "python3", "train.py")
+    assert second.returncode == 0, second.stderr
+    waiting = cluster.wait_for("why says second-run waits for quota", lambda: (w := client("why", "second-run", "--json")).returncode == 0
+                               and json.loads(w.stdout)["reason"] == "waiting-for-quota" and w, timeout=120, interval=3)
+    assert "waiting in line for quota" in json.loads(waiting.stdout)["summary"], waiting.stdout
     deleted = client("delete", "first-run")  # step 6
     assert deleted.returncode == 0, deleted.stderr
     assert not pods(cluster, "pathways", "first-run")
+    # the waiting run gets the freed slice; its time limit (step 4's --time-limit) ends it, and `why` says so
+    wait_running(cluster, "pathways", "second-run", 1 + 4)
+    stopped = cluster.wait_for("why says second-run met its time limit", lambda: (w := client("why", "second-run", "--json")).returncode == 0
+                               and json.loads(w.stdout)["reason"] == "time-limit" and w, timeout=180, interval=3)
+    assert stopped
+    assert client("delete", "second-run").returncode == 0
