@@ -302,7 +302,7 @@ def test_day_one_as_docs_runs_md_writes_it_with_the_installed_client_from_the_co
     assert helped.returncode == 0, helped.stderr
     for command in ("submit", "list", "logs", "delete", "describe", "why", "profile", "notebook", "notebook-image", "teams"):
         assert command in helped.stdout, command  # step 1's expected list
-    submitted = client("submit", "--name", "first-run", "--workdir", ".", "--", "python3", "train.py")
+    submitted = client("submit", "--name", "first-run", "--slices", "1", "--workdir", ".", "--", "python3", "train.py")
     assert submitted.returncode == 0, submitted.stderr
     out = submitted.stdout + submitted.stderr
     assert "its code: ., 1 file(s)" in out, out  # step 4's expected lines
@@ -316,7 +316,7 @@ def test_day_one_as_docs_runs_md_writes_it_with_the_installed_client_from_the_co
     listed = client("list")
     assert listed.returncode == 0 and "first-run" in listed.stdout, listed.stdout + listed.stderr
     # a second run waits (the stack's own run and first-run hold both slices): `why` says what it waits for
-    second = client("submit", "--name", "second-run", "--workdir", ".", "--time-limit", "15s", "--", "python3", "train.py")
+    second = client("submit", "--name", "second-run", "--slices", "1", "--workdir", ".", "--time-limit", "15s", "--", "python3", "train.py")
     assert second.returncode == 0, second.stderr
     waiting = cluster.wait_for("why says second-run waits for quota", lambda: (w := client("why", "second-run", "--json")).returncode == 0
                                and json.loads(w.stdout)["reason"] == "waiting-for-quota" and w, timeout=120, interval=3)
