@@ -71,6 +71,7 @@ def test_a_domains_flavors_select_and_tolerate_its_own_nodes():
     taint = {"key": "pathways/isolation", "operator": "Equal", "value": "bio", "effect": "NoSchedule"}
     assert taint in flavors["pathways-head-bio"]["spec"]["tolerations"]
     assert taint in flavors["tpu-vault"]["spec"]["tolerations"]
+    assert flavors["tpu-vault"]["spec"]["nodeLabels"]["pathways/isolation"] == "bio"  # what Kueue merges into its pods' selector
     assert all(taint not in f["spec"]["tolerations"] for n, f in flavors.items() if n not in ("tpu-vault", "pathways-head-bio"))
 
 
@@ -167,7 +168,12 @@ BIO_TOLERATION = {"key": "pathways/isolation", "operator": "Equal", "value": "bi
 
 
 @pytest.mark.parametrize("namespace,pod,user,admitted", [
-    ("team-bio", {"tolerations": [*TPU, BIO_TOLERATION]}, JOB_CONTROLLER, True),  # its run, as Kueue admitted it
+    ("team-bio", {"tolerations": [*TPU, BIO_TOLERATION], "nodeSelector": {"pathways/isolation": "bio"}}, JOB_CONTROLLER, True),  # its run, as Kueue admitted it
+    # a pod set that requests nothing gets no flavor from Kueue: written to select the shared head pool, as the shared account
+    ("team-bio", {"hostNetwork": True, "tolerations": [{"key": "pathways/role", "operator": "Equal", "value": "head"}],
+                  "nodeSelector": {"pathways/role": "head"}}, JOB_CONTROLLER, False),
+    ("team-bio", {"hostNetwork": True, "nodeSelector": {"pathways/isolation": "other"}}, JOB_CONTROLLER, False),
+    ("team-bio", {}, "alice@example.com", True),  # an ordinary pod of the team's: neither the Pathways nodes nor the host network
     ("team-bio", {"tolerations": [{**BIO_TOLERATION, "operator": None}]}, JOB_CONTROLLER, True),  # Equal is the default
     ("team-open", {"tolerations": [*TPU, BIO_TOLERATION]}, JOB_CONTROLLER, False),  # another team's, however made
     ("pathways", {"tolerations": [BIO_TOLERATION]}, JOB_CONTROLLER, False),  # the stack's own
@@ -244,3 +250,22 @@ def test_the_pod_range_check_counts_each_domains_head_pool_at_its_largest():
 
     pools = {p.name: p for p in stack_pools(model(TEAMS, slices=SLICES))}
     assert pools["pathways-head-bio"].nodes == 3 + 1  # a head a vault slice, and one surge node
+
+
+def test_with_every_group_a_domains_the_stacks_own_runs_are_refused_rather_than_run_unqueued():
+    from components.manifests import runs as runs_manifest
+    from tests.test_runs import _policy_admits
+
+    only = resolve(model([BIO], slices=[SLICES[1]]))
+    assert only.run_queues == {}
+    policy = next(o for o in runs_manifest.runs_only_policy(only) if o["kind"] == "ValidatingAdmissionPolicy")
+    message = next(v["message"] for v in policy["spec"]["validations"] if "isolation domain" in v["message"])
+    assert message == "no slice group is the stack's own (each is an isolation domain's): submit runs with --team"
+    run = {"metadata": {"name": "x", "labels": {"app.kubernetes.io/managed-by": "pathways-run"}}, "spec": {"replicatedJobs": []}}
+    assert not _policy_admits(policy, "ada@example.com", ["admins@example.com"], "CREATE", run, None)
+
+
+def test_a_domain_teams_namespace_may_not_be_exempt_from_the_guards():
+    (problem,) = [p for p in refused(TEAMS, slices=SLICES, kubernetes={"guards": {"exemptNamespaces": ["team-bio"]}})
+                  if "exempt" in p and "isolation domain" in p]
+    assert problem.startswith("pathways:teams[1].isolationDomain: bio: an isolation domain cannot have its namespace team-bio")

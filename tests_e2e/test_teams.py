@@ -398,4 +398,11 @@ def test_an_isolation_domains_runs_land_on_its_own_nodes_and_no_other_namespace_
         assert (proc.returncode == 0) == allowed, (where, tolerations, proc.stderr)
         if not allowed:  # every taint tolerated: the node guard refuses it first in a Pathways namespace (both do)
             assert "pathways-isolation" in proc.stderr or (tolerations[0].get("operator") == "Exists" and "pathways-nodes-reserved" in proc.stderr), proc.stderr
+    # a pod set that requests nothing gets no flavor from Kueue: one of the domain's Jobs written to select the shared
+    # head pool (as the Job controller would create its pod) is refused, or it would act as the shared node account
+    escape = _pod(ns, [{"key": "pathways/role", "operator": "Equal", "value": "head", "effect": "NoSchedule"}])
+    escape["spec"].update(hostNetwork=True, nodeSelector={"pathways/role": "head"})
+    proc = cluster.kubectl("create", "--dry-run=server", "--as=system:serviceaccount:kube-system:job-controller", "-f", "-",
+                           stdin=yaml.safe_dump(escape), check=False)
+    assert proc.returncode != 0 and "pathways-isolation" in proc.stderr and "selects its domain's nodes" in proc.stderr, proc.stderr
     teams.clear()

@@ -105,13 +105,17 @@ def resource_flavors(stack: ResolvedStack) -> list[dict[str, Any]]:
             "tolerations": [_toleration(HEAD_TAINT), _toleration(d.taint)]}})
     for g in stack.slices:
         tolerations = [{"key": TPU_TAINT[0], "operator": "Exists", "effect": "NoSchedule"}]
-        if (domain := stack.group_domain(g.name)) is not None:
+        domain = stack.group_domain(g.name)
+        if domain is not None:
             tolerations.append(_toleration(domain.taint))
         if g.capacity is Capacity.SPOT:
             tolerations.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
         if g.queued_provisioning:
             tolerations.append(_toleration(QUEUED_TAINT))
-        spec: dict[str, Any] = {"nodeLabels": placement.group_selector(g), "tolerations": tolerations}
+        # a domain's group: its label among the flavor's nodeLabels too, so that every pod Kueue admits there selects
+        # the domain's nodes (the guard pathways-isolation requires it of the domain's Pathways pods)
+        labels = {**placement.group_selector(g), **({ISOLATION_LABEL: domain.name} if domain is not None else {})}
+        spec: dict[str, Any] = {"nodeLabels": labels, "tolerations": tolerations}
         if g.dynamic:
             spec["topologyName"] = topology_name(g)  # topology-aware scheduling places the slices on its cubes
         flavors.append({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(g)}, "spec": spec})

@@ -190,7 +190,11 @@ def _run_validations(stack: ResolvedStack, writer: str, writing: str, team: Opti
                         f"{is_run('object')} && (request.operation == 'CREATE' || {is_run('oldObject')})"),
          "message": f"{writer} may create, change and delete ad-hoc runs only (JobSets labelled {MANAGED_BY_LABEL}={RUN_MANAGER})"},
         *([{"expression": writing + _label_is("object", QUEUE_LABEL, queues),
-            "message": f"a run is queued by Kueue: label it {QUEUE_LABEL} with a run queue ({', '.join(queues)})"}] if queues else []),
+            "message": f"a run is queued by Kueue: label it {QUEUE_LABEL} with a run queue ({', '.join(queues)})"}] if queues else
+          # every slice group is an isolation domain's: the stack's own runs have no queue, and a JobSet with none
+          # would run unqueued (Kueue manages only labelled jobs)
+          [{"expression": writing + "false", "message": "no slice group is the stack's own (each is an isolation domain's): "
+                                                        "submit runs with --team"}] if stack.kueue else []),
         {"expression": writing + _label_is("object", PRIORITY_LABEL, priorities),
          "message": f"a run's priority is one of {', '.join(priorities)} (label {PRIORITY_LABEL})"},
         *([{"expression": writing + f"!(object.metadata.name in {_cel_list(declared)})",

@@ -309,8 +309,10 @@ class StackConfig(_Model):
 
     @property
     def head_workloads(self) -> list[Workload]:
-        """The active workloads with a head pod on the head pool (every mode but serve)."""
-        return [w for w in self.active_workloads if w.on_head_pool]
+        """The active workloads with a head pod on the head pool (every mode but serve); an isolation domain's team's
+        run theirs on the domain's own head pool (teams[].isolationDomain)."""
+        isolated = {t.name for t in self.teams if t.isolation_domain}
+        return [w for w in self.active_workloads if w.on_head_pool and w.team not in isolated]
 
     @property
     def cloud_nat(self) -> bool:

@@ -94,6 +94,9 @@ def domain_needs(cfg: StackConfig) -> list[Problem]:
         (mtc, "cannot use resilience.mtc yet: its RAM-disk backups bucket is granted to one principal for every group; "
               "remove it or the domain"),
     ]
+    exempt = [t.team_namespace for t in cfg.teams if t.isolation_domain and t.team_namespace in cfg.kubernetes.guards.exempt_namespaces]
+    needs.append((bool(exempt), f"cannot have its namespace {', '.join(exempt)} in kubernetes.guards.exemptNamespaces: the node "
+                                "guard would let any pod there onto the Pathways nodes; remove it from the list"))
     return [Problem(key, f"{cfg.teams[first].isolation_domain}: an isolation domain {message}") for bad, message in needs if bad]
 
 
