@@ -269,3 +269,13 @@ def test_a_domain_teams_namespace_may_not_be_exempt_from_the_guards():
     (problem,) = [p for p in refused(TEAMS, slices=SLICES, kubernetes={"guards": {"exemptNamespaces": ["team-bio"]}})
                   if "exempt" in p and "isolation domain" in p]
     assert problem.startswith("pathways:teams[1].isolationDomain: bio: an isolation domain cannot have its namespace team-bio")
+
+
+def test_a_domain_workloads_profile_link_opens_its_domains_artifacts_bucket():
+    from components.manifests.monitoring import console_links
+
+    s = stack(workloads=[{"name": "t", "team": "bio", "sliceGroup": "vault", "image": "example.com/t:1"},
+                         {"name": "u", "sliceGroup": "shared", "image": "example.com/t:1"}])
+    links = console_links(s)["workloads"]
+    assert "/storage/browser/test-proj-123-test-pathways-bio-artifacts/artifacts/t/profiles?" in links["t"]["profiles"]
+    assert "/storage/browser/test-proj-123-test-pathways-artifacts/artifacts/u/profiles?" in links["u"]["profiles"]

@@ -313,14 +313,14 @@ def console_links(stack: ResolvedStack, dashboard_id: str = "") -> dict[str, Any
     """Cloud Console URLs a user clicks: the cluster, each workload's logs and profiles, the dashboard."""
     p = stack.project
     base = "https://console.cloud.google.com"
-    bucket, prefix = stack.artifacts_bucket, stack.artifacts_prefix
     workloads = {}
     for w in stack.active_workloads:
         query = (f'resource.type="k8s_container"\nresource.labels.cluster_name="{stack.cluster_name}"\n'
                  f'resource.labels.namespace_name="{w.namespace}"\nlabels."k8s-pod/{WORKLOAD_LABEL}"="{w.name}"')
         workloads[w.name] = {
             "logs": f"{base}/logs/query;query={quote(query, safe='')}?project={p}",
-            "profiles": f"{base}/storage/browser/{bucket}/{prefix}/{w.name}/profiles?project={p}",
+            # its own artifacts location: the stack's, or its isolation domain's (teams[].isolationDomain)
+            "profiles": f"{base}/storage/browser/{w.artifacts_location.removeprefix('gs://')}/{w.name}/profiles?project={p}",
         }
     links = {
         "cluster": f"{base}/kubernetes/clusters/details/{stack.location}/{stack.cluster_name}/details?project={p}",
