@@ -28,6 +28,8 @@ from typing import Optional, Sequence
 
 import yaml
 
+from bootstrap.program import NAMESPACE, state_bucket_name
+
 BOOTSTRAP_DIR = Path(__file__).resolve().parent
 LOCAL_BACKEND = "file://~/.pulumi-bootstrap"
 
@@ -37,13 +39,15 @@ class MoveError(Exception):
 
 
 def state_bucket(stack_file: Path) -> str:
-    """The state bucket the bootstrap makes: pathways-bootstrap:stateBucket, or <gcp:project>-pulumi-state."""
-    config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
-    project = config.get("gcp:project")
-    bucket = config.get("pathways-bootstrap:stateBucket") or (f"{project}-pulumi-state" if project else None)
-    if not bucket:
-        raise MoveError(f"{stack_file}: no gcp:project and no pathways-bootstrap:stateBucket, so no state bucket to move to")
-    return bucket
+    """The state bucket the bootstrap makes, by the bootstrap's own rule (program.state_bucket_name)."""
+    try:
+        config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    except yaml.YAMLError as e:
+        raise MoveError(f"{stack_file} is not YAML: {str(e).splitlines()[0]}") from None
+    values = {k: str(v) for k, v in config.items() if isinstance(v, (str, int))}
+    if not values.get("gcp:project") and not values.get(f"{NAMESPACE}:stateBucket"):
+        raise MoveError(f"{stack_file}: no gcp:project and no {NAMESPACE}:stateBucket, so no state bucket to move to")
+    return state_bucket_name(values)
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,13 @@ class Cli:
         env = {**os.environ, "PULUMI_BACKEND_URL": backend}
         if "PULUMI_CONFIG_PASSPHRASE_FILE" not in env:
             env.setdefault("PULUMI_CONFIG_PASSPHRASE", "")
-        proc = subprocess.run([self.pulumi, "--cwd", str(self.project_dir), "--non-interactive", *args],
-                              capture_output=True, text=True, env=env, timeout=600)
+        try:
+            proc = subprocess.run([self.pulumi, "--cwd", str(self.project_dir), "--non-interactive", *args],
+                                  capture_output=True, text=True, env=env, timeout=600)
+        except OSError as e:
+            raise MoveError(f"cannot run {self.pulumi}: {e.strerror} (install the Pulumi CLI, or name it with --pulumi)") from None
+        except subprocess.TimeoutExpired:
+            raise MoveError(f"pulumi {' '.join(args[:2])} against {backend}: no answer in 600 s") from None
         if proc.returncode != 0:
             raise MoveError(f"pulumi {' '.join(args[:2])} against {backend} failed: {(proc.stderr or proc.stdout).strip()[-600:]}")
         return proc.stdout

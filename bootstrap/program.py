@@ -85,6 +85,11 @@ def _key(name: str) -> str:
     return f"{NAMESPACE}:{name}"
 
 
+def state_bucket_name(values: Mapping[str, str]) -> str:
+    """The state bucket the bootstrap makes: pathways-bootstrap:stateBucket, or <gcp:project>-pulumi-state."""
+    return values.get(f"{NAMESPACE}:stateBucket") or f"{values.get('gcp:project') or ''}-pulumi-state"
+
+
 def read_config(values: Mapping[str, str]) -> BootstrapConfig:
     """Flat config ({"ns:key": text}) -> BootstrapConfig, or ConfigError with one line per problem."""
     problems: list[Problem] = []
@@ -110,7 +115,7 @@ def read_config(values: Mapping[str, str]) -> BootstrapConfig:
         problems.append(Problem(_key("projectNumber"), f"{number[:40]!r} is not a project number; give the number of gcp:project "
                                 "(gcloud projects describe <project id> --format='value(projectNumber)')"))
     stacks = _stacks(ours.get("stacks"), project, problems)
-    bucket = ours.get("stateBucket", f"{project}-pulumi-state")
+    bucket = state_bucket_name(values)
     try:
         if project or "stateBucket" in ours:
             check_bucket_name(bucket)

@@ -5,7 +5,6 @@ is tests_e2e/test_bootstrap_state.py."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from bootstrap import move_state
 from tests.conftest import EXAMPLE_BOOTSTRAP
@@ -13,9 +12,12 @@ from tests.conftest import EXAMPLE_BOOTSTRAP
 
 @pytest.mark.parametrize("path", sorted(EXAMPLE_BOOTSTRAP.glob("Pulumi.*.yaml")), ids=lambda p: p.stem)
 def test_the_state_goes_to_the_bucket_the_bootstrap_makes(path):
-    config = yaml.safe_load(path.read_text())["config"]
-    want = config.get("pathways-bootstrap:stateBucket") or f"{config['gcp:project']}-pulumi-state"
-    assert move_state.state_bucket(path) == want
+    # the bucket the bootstrap's own plan creates (labelled pathways=pulumi-state), not a formula written again here
+    from tests.test_bootstrap import example_bootstrap_plan
+
+    (made,) = [b for b in example_bootstrap_plan(path.stem.removeprefix("Pulumi.")).by_type("gcp:storage/bucket:Bucket")
+               if (b.input("labels") or {}).get("pathways") == "pulumi-state"]
+    assert move_state.state_bucket(path) == made.input("name")
 
 
 def test_a_named_state_bucket_wins_and_a_file_without_a_project_is_refused(tmp_path):
@@ -26,6 +28,16 @@ def test_a_named_state_bucket_wins_and_a_file_without_a_project_is_refused(tmp_p
     empty.write_text("config: {}\n")
     with pytest.raises(move_state.MoveError, match="no gcp:project and no pathways-bootstrap:stateBucket"):
         move_state.state_bucket(empty)
+    broken = tmp_path / "Pulumi.r.yaml"
+    broken.write_text("config: [\n")
+    with pytest.raises(move_state.MoveError, match="is not YAML"):
+        move_state.state_bucket(broken)
+
+
+def test_no_cli_is_one_line_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "Pulumi.p-123.yaml").write_text("config:\n  gcp:project: p-123\n")
+    assert move_state.main(["p-123", "--to", "file:///nowhere", "--pulumi", str(tmp_path / "no-pulumi"), "--project-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.startswith(f"error: cannot run {tmp_path / 'no-pulumi'}: No such file or directory")
 
 
 def test_refusals_before_any_cli_call(tmp_path, capsys):

@@ -279,3 +279,18 @@ def test_a_domain_workloads_profile_link_opens_its_domains_artifacts_bucket():
     links = console_links(s)["workloads"]
     assert "/storage/browser/test-proj-123-test-pathways-bio-artifacts/artifacts/t/profiles?" in links["t"]["profiles"]
     assert "/storage/browser/test-proj-123-test-pathways-artifacts/artifacts/u/profiles?" in links["u"]["profiles"]
+
+
+def test_the_longest_names_a_domain_derives_are_names_gcp_takes():
+    # Compute API Firewall.name and Cloud Storage bucket names: at most 63 characters (RFC 1035 labels); IAM service
+    # account IDs: 6-30; GKE node pool names: at most 40. The longest cluster name (40) and domain name (10) allowed.
+    long_domain = {**BIO, "isolationDomain": "d" * 10}
+    plan = plan_of(config_with(slices=SLICES, runs={"submitters": [{"name": "admins@example.com"}]}, teams=[OPEN, long_domain],
+                               cluster={"name": "c" * 40, "securityGroup": "gke-security-groups@example.com"}))
+    firewalls = [r.input("name") for r in plan.by_type("gcp:compute/firewall:Firewall") if "-iso-" in r.input("name")]
+    assert sorted(firewalls) == [f"{'c' * 40}-iso-{'d' * 10}-allow", f"{'c' * 40}-iso-{'d' * 10}-deny"]
+    assert max(map(len, firewalls)) <= 63
+    account = plan.outputs["isolationDomains"]["d" * 10]["nodeServiceAccount"].partition("@")[0]
+    assert 6 <= len(account) <= 30 and account.endswith(f"-iso-{'d' * 10}")
+    assert all(len(r.input("name")) <= 63 for r in plan.by_type("gcp:storage/bucket:Bucket"))
+    assert all(len(r.input("name")) <= 40 for r in plan.by_type("gcp:container/nodePool:NodePool"))
