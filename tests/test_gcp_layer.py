@@ -134,9 +134,15 @@ def _bootstrap_scratch_role(stack: str):
     else:
         fleet = json.loads(config.get("pathways:fleet", "null")) or {}
         workers = [w["stack"].rsplit("/", 1)[-1] for w in fleet.get("workers") or []]
+        # the buckets the stack file mounts but does not make, allowed as that file asks (the bootstrap refuses others)
+        from components.model.cluster.bucket_grants import external_grants
+        from components.model.config import load
+
+        external = {g.bucket: "write" if g.write else "read" for g in external_grants(load(stackfile.raw_values(config), stack))}
         flat = {"gcp:project": config["gcp:project"], "pathways-bootstrap:repository": "example-org/pathways-gke",
                 "pathways-bootstrap:repositoryId": "812345678", "pathways-bootstrap:repositoryOwnerId": "91234567",
-                "pathways-bootstrap:projectNumber": "123456789012", "pathways-bootstrap:stacks": json.dumps([*workers, stack])}
+                "pathways-bootstrap:projectNumber": "123456789012", "pathways-bootstrap:stacks": json.dumps([*workers, stack]),
+                **({"pathways-bootstrap:externalBuckets": json.dumps({stack: external})} if external else {})}
     plan = engine.run(flat, "b", program_dir=Path(bootstrap.__file__).parent)
     return plan.one(ROLE, f"{stack}-scratch-role")
 

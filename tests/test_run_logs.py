@@ -48,3 +48,24 @@ esac
     said = calls.read_text().splitlines()
     assert any("jobset.sigs.k8s.io/job-index=1,batch.kubernetes.io/job-completion-index=2" in c for c in said), said
     assert said[-1].endswith("logs -n pathways exp-worker-1-2-abc -c pathways-worker --previous"), said
+
+
+def test_logs_of_a_run_or_worker_that_is_gone_point_to_cloud_logging_with_the_command_that_works(tmp_path, capsys, monkeypatch):
+    path = write_stack_file(tmp_path, CONFIG)
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text("""#!/bin/sh
+case "$*" in
+  *"get jobsets"*"gone"*) echo 'Error from server (NotFound): jobsets.jobset.x-k8s.io "gone" not found' >&2; exit 1;;
+  *"get jobsets"*) echo '{"metadata": {"name": "ended"}}';;
+  *"get pods"*) echo '{"items": []}';;
+esac
+""")
+    kubectl.chmod(kubectl.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("KUBECTL", str(kubectl))
+    assert run_main(["logs", "--config", str(path), "gone", "--worker", "0"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].endswith("no run gone in namespace pathways; a run deleted (or removed after its ttl) keeps its logs in Cloud Logging: "
+                           f"python -m infra.run logs --config {path} gone --worker 0 --cloud"), err
+    assert run_main(["logs", "--config", str(path), "ended", "--worker", "3"]) == 1
+    err = capsys.readouterr().err
+    assert f"its logs after its pods went: python -m infra.run logs --config {path} ended --worker 3 --cloud" in err, err

@@ -37,7 +37,7 @@ from components.model.config import as_run, load, load_run, resolve
 from components.model.cost.teams_summary import teams_summary
 from components.model.resolved import QUEUE
 from infra.offline.stackfile import load_config, raw_values
-from tests_e2e.helpers import is_true, kueue_judged, user_stack_file, workload
+from tests_e2e.helpers import is_true, kueue_judged, user_stack_file, wait_running, workload
 from tests_e2e.test_stacks import example_stack_config
 from tools.cluster.local import ROOT, LocalCluster
 
@@ -406,3 +406,94 @@ def test_an_isolation_domains_runs_land_on_its_own_nodes_and_no_other_namespace_
                            stdin=yaml.safe_dump(escape), check=False)
     assert proc.returncode != 0 and "pathways-isolation" in proc.stderr and "selects its domain's nodes" in proc.stderr, proc.stderr
     teams.clear()
+
+
+def _cri_log(path: Path, lines: list[str]) -> None:
+    """A container log as the kubelet keeps it (CRI format: time, stream, tag, message), which kwok's stand-in
+    kubelet serves for the pod a kwok.x-k8s.io Logs object names (tools/cluster/local.py enables that CRD)."""
+    path.write_text("".join(f"2026-12-07T10:00:{i:02d}.000000000Z stderr F {line}\n" for i, line in enumerate(lines)))
+
+
+def test_a_team_members_day_one_with_the_installed_client_mounts_the_teams_bucket_and_reads_a_workers_log_after_the_run(
+        cluster, teams, tmp_path):
+    """#74's day one for a member of a team, with `pathways-run` as installed (make run-client), from a folder of code
+    outside the checkout (PATHWAYS_STACK_CONFIG, KUBECONFIG): `submit --team --workdir . --mount /data=gs://<the team's
+    data bucket>` (no image) lands in the team's namespace as the runs' service account with the bucket mounted
+    read-only; once the program ended, `logs --worker 0` reads that worker's Pathways server log and `logs` the
+    program's output, through the API server from the node's kubelet (kwok's stand-in); after `delete` both point to
+    Cloud Logging; a notebook for the team saves its files to the team's writable bucket and prints `--team`."""
+    from tests_e2e.test_runs import CLIENT
+
+    member = "pretraining"
+    team = teams.model.team(member)
+    assert team is not None
+    data = next(b.name for b in team.buckets if b.read_only)  # the example's, whatever they are named
+    work = next(b.name for b in team.buckets if not b.read_only)
+    group = next(iter(team.slices))
+    ns = team.team_namespace
+    code = tmp_path / "my-model"
+    code.mkdir()
+    (code / "train.py").write_text("import pathwaysutils\npathwaysutils.initialize()\nimport jax\nprint(jax.devices())\n")
+    env = {k: v for k, v in cluster.env.items() if k != "PYTHONPATH"}
+    env.update(PATHWAYS_STACK_CONFIG=str(teams.stack_file), KUBECONFIG=str(teams.users[member]))
+
+    def client(*args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([str(CLIENT), *args], cwd=code, env=env, capture_output=True, text=True, timeout=300)
+        with open(cluster.workdir / "runs-session.txt", "a", encoding="utf-8") as out:
+            out.write(f"$ pathways-run {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
+        return proc
+
+    submitted = client("submit", "--team", member, "--name", "day-one", "--slice-group", group, "--slices", "1", "--workdir", ".",
+                       "--mount", f"/data=gs://{data}", "--", "python3", "train.py")
+    assert submitted.returncode == 0, submitted.stderr
+    assert f"run day-one submitted to {ns} on queue" in submitted.stdout, submitted.stdout
+    assert f"its output:      pathways-run logs --team {member} day-one --follow" in submitted.stdout, submitted.stdout
+    running = wait_running(cluster, ns, "day-one", 2, timeout=180)
+    (head,) = [p for p in running if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head"]
+    (worker,) = [p for p in running if p is not head]
+    assert head["spec"]["serviceAccountName"].startswith("pathways-runs-"), head["spec"]  # the account the bucket is granted to
+    program = next(c for c in head["spec"]["containers"] if c["name"] == "jax-program")
+    (mount,) = [m for m in program["volumeMounts"] if m["mountPath"] == "/data"]
+    volume = next(v for v in head["spec"]["volumes"] if v["name"] == mount["name"])
+    assert volume["csi"]["volumeAttributes"]["bucketName"] == data and volume["csi"]["readOnly"] is True, volume
+
+    # the program ends (kwok runs none: the tier ends its pods as the program would, worker then head, exit 0)
+    for pod in (worker, head):
+        cluster.kubectl("annotate", "pod", "-n", ns, pod["metadata"]["name"], "e2e.pathways/fail=true", "e2e.pathways/exit-code=0")
+        cluster.wait_for(f"{pod['metadata']['name']} Succeeded", lambda p=pod: cluster.get("pod", "-n", ns, p["metadata"]["name"])["status"].get("phase") == "Succeeded",
+                         timeout=120, interval=1)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _cri_log(logs / "worker.log", ["I1207 server.cc:88] Pathways worker serving on port 29001", "I1207 step 100 done, worker 0"])
+    _cri_log(logs / "head.log", ["[TpuDevice(id=0), TpuDevice(id=1), TpuDevice(id=2), TpuDevice(id=3)]"])
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([
+        {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs", "metadata": {"name": p["metadata"]["name"], "namespace": ns},
+         "spec": {"logs": [{"containers": [c], "logsFile": str(logs / f)}]}}
+        for p, c, f in ((worker, "pathways-worker", "worker.log"), (head, "jax-program", "head.log"))]))
+    read = cluster.wait_for("the worker's log through the API server", lambda: (r := client("logs", "--team", member, "day-one", "--worker", "0"))
+                            .returncode == 0 and r, timeout=60, interval=2)
+    assert read.stdout == "I1207 server.cc:88] Pathways worker serving on port 29001\nI1207 step 100 done, worker 0\n", read.stdout + read.stderr
+    said = client("logs", "--team", member, "day-one")
+    assert (said.returncode, said.stdout) == (0, "[TpuDevice(id=0), TpuDevice(id=1), TpuDevice(id=2), TpuDevice(id=3)]\n"), said.stderr
+    for p in (worker, head):  # kwok's objects, not the stack's
+        cluster.kubectl("delete", "logs.kwok.x-k8s.io", "-n", ns, p["metadata"]["name"], "--wait=false", check=False)
+    assert client("delete", "--team", member, "day-one").returncode == 0
+    gone = client("logs", "--team", member, "day-one", "--worker", "0")
+    assert gone.returncode == 1 and f"pathways-run logs --team {member} day-one --worker 0 --cloud" in gone.stderr, gone.stderr
+    cloud = client("logs", "--team", member, "day-one", "--worker", "0", "--cloud")
+    assert cloud.returncode == 0 and f'resource.labels.namespace_name="{ns}"' in cloud.stdout and "job-index\"=\"0\"" in cloud.stdout, cloud.stdout
+
+    # a notebook for the team keeps its files in the team's writable bucket, and says how to open it (--team)
+    nb = client("submit", "--team", member, "--name", "nb", "--slice-group", group, "--slices", "1", "--notebook")
+    assert nb.returncode == 0, nb.stderr
+    assert f"the notebook:    pathways-run notebook --team {member} nb" in nb.stdout, nb.stdout
+    assert f"its files:       saved to gs://{work}/notebooks/nb/<time>/ when it stops" in nb.stdout, nb.stdout
+    (nb_head,) = [p for p in wait_running(cluster, ns, "nb", 2, timeout=180)
+                  if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "pathways-head"]
+    program = next(c for c in nb_head["spec"]["containers"] if c["name"] == "jax-program")
+    assert program["command"][:2] == ["/bin/sh", "-c"] and "jupyter" in program["command"], program["command"][:6]
+    (saves,) = [m for m in program["volumeMounts"] if m["mountPath"] == "/notebook-saves"]
+    volume = next(v for v in nb_head["spec"]["volumes"] if v["name"] == saves["name"])
+    assert volume["csi"]["volumeAttributes"]["bucketName"] == work and volume["csi"]["readOnly"] is False, volume
+    assert nb_head["spec"]["terminationGracePeriodSeconds"] >= 120
+    assert client("delete", "--team", member, "nb").returncode == 0

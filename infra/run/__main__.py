@@ -40,6 +40,7 @@ from infra.run import hints, notebook_auth, submit_notes
 from infra.run.cli import FLAG_KEYS, STACK_CONFIG_ENV, parser
 from infra.run.kube import Kubectl, KubeError
 from infra.run.logs import logs_command
+from infra.run.notebook_save import SAVE_ANNOTATION
 from infra.run.stack_args import INVOCATION, again, invocation, team_namespace
 from infra.run.status import positions, rows, table
 
@@ -130,8 +131,9 @@ def _spec(args: argparse.Namespace, idle_default: int = 0) -> dict[str, Any]:
         spec["ttlSecondsAfterFinished"] = args.ttl
     if args.time_limit is not None:
         spec[TIME_LIMIT_KEY] = args.time_limit
-    if args.idle_stop is not None and not args.notebook:
-        raise StackFileError("--idle-stop stops an idle notebook: give it with --notebook")
+    for flag, what, value in (("--idle-stop", "stops an idle notebook", args.idle_stop), ("--save-to", "keeps a notebook's files", args.save_to)):
+        if value is not None and not args.notebook:
+            raise StackFileError(f"{flag} {what}: give it with --notebook")
     if args.notebook:
         if command or "command" in spec or spec.get("mode", "batch") != "batch":
             raise StackFileError("--notebook runs JupyterLab as the program of a batch run: give no command or mode")
@@ -155,7 +157,7 @@ def _mount(item: str) -> dict[str, Any]:
     return mount
 
 
-def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: bool = False) -> dict[str, Any]:
+def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: bool = False, saves_to: Optional[str] = None) -> dict[str, Any]:
     from components.manifests.admission import check_jobset
     from components.manifests.runs import run_jobset
     from components.model.config import ConfigError, as_run, load_run, resolve
@@ -172,7 +174,7 @@ def _run_jobset(cfg: Any, spec: dict[str, Any], submitted_by: str, notebook: boo
     if notebook:
         idle = next((int(a.split("=", 1)[1]) for a in spec.get("command") or [] if a.startswith("--ServerApp.shutdown_no_activity_timeout=")), 0)
         obj["metadata"]["annotations"] = {**obj["metadata"].get("annotations", {}), NOTEBOOK_ANNOTATION: str(NOTEBOOK_PORT),
-                                          IDLE_STOP_ANNOTATION: str(idle)}
+                                          IDLE_STOP_ANNOTATION: str(idle), **({SAVE_ANNOTATION: saves_to} if saves_to else {})}
     report = check_jobset(obj)
     if report.violations:
         raise ConfigError([Problem("run", str(v)) for v in report.violations])
@@ -217,12 +219,13 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
             raise StackFileError(str(e)) from None
     packed = _workdir(args, cfg)
     notes = submit_notes.notes(spec, [f for f, _ in packed.files] if packed else None, cfg.jax_version, args.notebook)
-    password = None
+    password = saved = None
     if args.notebook:  # JupyterLab gets the hash only (security #73.16)
         password = notebook_auth.new_password()
         spec["command"] = [*spec["command"], *notebook_auth.jupyter_flags(notebook_auth.hashed(password))]
+        spec, saved = _notebook_saves(cfg, spec, args.save_to, notes)
     if args.dry_run:
-        obj = _with_workdir(_run_jobset(cfg, spec, "", args.notebook), packed)
+        obj = _with_workdir(_run_jobset(cfg, spec, "", args.notebook, saved), packed)
         for line in [*submit_notes.dry_run_summary(cfg, obj, f"{shown(args.workdir)} ({len(packed.files)} files)" if packed else None),
                      *notes]:  # once the run is valid: what it is, then what it accepted
             print(line, file=sys.stderr)
@@ -237,7 +240,7 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
                 print(f"  ... and {len(packed.files) - 50} more", file=sys.stderr)
         return 0
     kube = Kubectl(args.kubeconfig, args.context)
-    obj = _with_workdir(_run_jobset(cfg, spec, kube.whoami(), args.notebook), packed)
+    obj = _with_workdir(_run_jobset(cfg, spec, kube.whoami(), args.notebook, saved), packed)
     for note in notes:
         print(note, file=sys.stderr)
     name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
@@ -263,6 +266,8 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     if args.notebook:
         print(f"  the notebook:    {again('notebook', cfg.stack)}{team} {name}  (it prints the address and the "
               f"password, kept for you alone in {shown(kept) if kept else 'your config directory'})")
+        if saved:
+            print(f"  its files:       saved to {saved}<time>/ when it stops (idle, deleted, preempted)")
     elif spec.get("mode") == "interactive":
         from components.manifests.connection import interactive_access
         from components.model.config import load_run, resolve
@@ -270,6 +275,21 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         access = interactive_access(resolve(load_run(cfg, spec)).workloads[-1], cfg.stack)
         print(f"  clients in the VPC: {access['clientEnv']}")
     return 0
+
+
+def _notebook_saves(cfg: Any, spec: dict[str, Any], save_to: Optional[str], notes: list[str]) -> tuple[dict[str, Any], Optional[str]]:
+    """The notebook's spec with its files saved at its end (#74.9), and where (gs://...), or a note that nothing is."""
+    from infra.run import notebook_save
+
+    name = spec.get("name")
+    if not isinstance(name, str):
+        return spec, None  # refused by the spec's own rules (run.name) in a moment
+    where = notebook_save.target(cfg, spec, save_to)
+    if where is None:
+        if save_to != notebook_save.NONE:
+            notes.append(notebook_save.not_saved_note(spec))
+        return spec, None
+    return notebook_save.with_save(spec, name, where), where.url(name)
 
 
 def _workdir(args: argparse.Namespace, cfg: Any) -> Any:
@@ -406,8 +426,10 @@ def _notebook(args: argparse.Namespace, cfg: Any) -> int:
     password = notebook_auth.recall(cfg.stack, ns, args.run)
     login = (f"password {password}" if password is not None else
              f"the password `submit` kept where it ran ({shown(notebook_auth.store())}/{cfg.stack}/{ns}/{args.run})")
+    saves = ((jobset.get("metadata") or {}).get("annotations") or {}).get(SAVE_ANNOTATION)
     print(f"forwarding 127.0.0.1:{args.port} to JupyterLab on {pod['metadata']['name']}: open http://127.0.0.1:{args.port}/lab, "
-          f"{login}. Ctrl-C ends it.", flush=True)
+          f"{login}. Ctrl-C ends it." + (f" Its files are saved to {saves}<time>/ when it stops." if saves else
+                                         " Its files are not kept when it stops (no --save-to bucket)."), flush=True)
     if not str(port).isdigit():
         raise KubeError(f"run {args.run}'s {NOTEBOOK_ANNOTATION} annotation {str(port)[:20]!r} is not a port")
     return kube.port_forward(ns, pod["metadata"]["name"], args.port, int(port))

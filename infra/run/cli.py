@@ -100,6 +100,9 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--idle-stop", type=_duration, help=(
                 "with --notebook: stop it after this long idle, freeing the slice: 30m, 2h; 0 never "
                 "(default: runs.notebookIdleStopSeconds)"))
+            p.add_argument("--save-to", metavar="gs://BUCKET", help=(
+                "with --notebook: where its files go when it stops (idle, deleted, preempted): gs://BUCKET/notebooks/<run>/; "
+                "default: the first bucket it mounts :rw, else the first its namespace may write; none: keep nothing"))
             p.add_argument("--workdir", type=Path, help=(
                 "ship this directory's code with the run (no image build): unpacked into /workdir, where the command starts; "
                 "its .gitignore and --exclude leave files out. Without --image: the stack's run image (notebook-image)"))

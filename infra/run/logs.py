@@ -24,12 +24,22 @@ def logs_command(args: argparse.Namespace, cfg: Any) -> int:
         print(f"  or:   gcloud logging read '{q}' --project {cfg.project} --freshness 7d --order asc", file=sys.stderr)
         return 0
     kube, ns = Kubectl(args.kubeconfig, args.context), team_namespace(args, cfg)
-    kube.get_jobset(ns, args.run)  # no such run: one line, before looking for its pods
+    team = f" --team {args.team}" if getattr(args, "team", None) else ""
+    worker_flag = f" --worker {args.worker}" if args.worker is not None else ""
+    try:
+        kube.get_jobset(ns, args.run)  # no such run: one line, before looking for its pods
+    except KubeError as e:
+        if not str(e).startswith("no run "):
+            raise
+        # deleted, or gone after its ttl: its containers' logs stay in Cloud Logging (#74.5)
+        raise KubeError(f"{e}; a run deleted (or removed after its ttl) keeps its logs in Cloud Logging: "
+                        f"{again('logs', cfg.stack)}{team} {args.run}{worker_flag} --cloud") from None
     if args.worker is not None:
         worker = kube.worker_pod(ns, args.run, args.worker, args.host)
         if worker is None:
-            raise KubeError(f"run {args.run} has no pod for slice {args.worker}, host {args.host} (list its pods: python -m infra.run "
-                            f"describe --stack {cfg.stack} {args.run}); its logs after it ended: --cloud")
+            raise KubeError(f"run {args.run} has no pod for slice {args.worker}, host {args.host} (list its pods: "
+                            f"{again('describe', cfg.stack)}{team} {args.run}); its logs after its pods went: "
+                            f"{again('logs', cfg.stack)}{team} {args.run}{worker_flag} --cloud")
         return kube.stream_logs(ns, worker["metadata"]["name"], "pathways-worker", args.follow, args.previous)
     pod = kube.head_pod(ns, args.run)
     if pod is None:

@@ -50,6 +50,7 @@ def dry_run_summary(cfg: Any, obj: dict[str, Any], shipped: Optional[str]) -> li
     from components.constants import SLICE_GROUP_LABEL
     from components.manifests.kueue_api import MAX_EXEC_TIME_LABEL, QUEUE_LABEL
     from components.model.cost.pricing import tpu_chip_price
+    from infra.run.notebook_save import SAVE_ANNOTATION
 
     labels = obj["metadata"].get("labels") or {}
     jobs = obj["spec"]["replicatedJobs"]
@@ -59,6 +60,8 @@ def dry_run_summary(cfg: Any, obj: dict[str, Any], shipped: Optional[str]) -> li
     command = list(program.get("command") or []) if program else []
     if command[:2] == ["/bin/sh", "-c"] and len(command) > 4 and "tarfile" in command[2]:
         command = command[4:]  # --workdir's unpack script, then the program (infra/run/workdir.py)
+    if command[:2] == ["/bin/sh", "-c"] and len(command) > 4 and "notebook: saved" in command[2]:
+        command = command[4:]  # a notebook's save wrapper, then JupyterLab (infra/run/notebook_save.py)
     what = f"{' '.join(command)[:80]} in {program.get('image')}" if program else "an interactive head (the proxy)"
     lines = [f"run {obj['metadata']['name']}: {what}" + (f", code {shipped}" if shipped else "")]
     slices = sum(int(rj.get("replicas") or 0) for rj in workers)
@@ -73,5 +76,8 @@ def dry_run_summary(cfg: Any, obj: dict[str, Any], shipped: Optional[str]) -> li
     lines.append(f"  queue: {labels.get(QUEUE_LABEL, 'none (no Kueue)')}, priority {labels.get('kueue.x-k8s.io/priority-class', '?')}")
     limit = labels.get(MAX_EXEC_TIME_LABEL)
     restarts = (obj["spec"].get("failurePolicy") or {}).get("maxRestarts", 0)
+    saves = (obj["metadata"].get("annotations") or {}).get(SAVE_ANNOTATION)
+    if saves:
+        lines.append(f"  its files: saved to {saves}<time>/ when it stops")
     lines.append(f"  ends: {'after ' + limit + ' s (--time-limit)' if limit else 'when its program does'}; restarts after a failure: {restarts}")
     return lines

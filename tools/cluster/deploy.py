@@ -394,7 +394,9 @@ def gke_crd_names() -> set[str]:
 def leftovers(cluster: LocalCluster) -> list[str]:
     """What a destroyed stack may not leave: namespaces, CRDs, webhooks, cluster roles of the charts, pods."""
     out = [f"namespace {n['metadata']['name']}" for n in cluster.get("namespaces")["items"] if n["metadata"]["name"] not in KEPT_NAMESPACES]
-    out += [f"CRD {c['metadata']['name']}" for c in cluster.get("crds")["items"] if c["metadata"]["name"] not in gke_crd_names()]
+    # kwok's own (Logs: the stand-in kubelet's, enabled with the control plane) are the harness's, not a stack's
+    out += [f"CRD {c['metadata']['name']}" for c in cluster.get("crds")["items"]
+            if c["metadata"]["name"] not in gke_crd_names() and c["spec"]["group"] != "kwok.x-k8s.io"]
     for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations", "validatingadmissionpolicies",
                  "priorityclasses", "apiservices"):
         for o in cluster.get(kind)["items"]:

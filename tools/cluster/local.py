@@ -206,6 +206,9 @@ class LocalCluster:
                # Webhooks and aggregated APIs at their Services' endpoints (pod IPs): no kube-proxy here.
                "--extra-args=kube-apiserver=enable-aggregator-routing=true",
                "--disable-qps-limits",
+               # kwok's stand-in kubelet serves a container's log (kubectl logs, through the API server) from the file a
+               # kwok.x-k8s.io Logs object names for that pod: a scenario writes a worker's log after its run ended
+               "--enable-crds=Logs",
                f"--kubeconfig={self.workdir / 'kwokctl-kubeconfig'}", "--quiet-pull", "--wait=3m"]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env, timeout=300)
         if proc.returncode != 0:

@@ -30,7 +30,7 @@ RUN_QUEUE_PREFIX = "runs-"
 RUN_KEYS = (
     "name", "mode", "sliceGroup", "slices", "topology", "image", "command", "args", "env", "cpu", "memory", "priority",
     "maxRestarts", "workerRestartsPerHost", "onFailure", "persistence", "xlaFlags", "dataLoaderWorkers", "shmSize", "colocatedPython",
-    "ttlSecondsAfterFinished", "subdomain", "mounts", "profiling", "team",
+    "ttlSecondsAfterFinished", "terminationGracePeriodSeconds", "subdomain", "mounts", "profiling", "team",
 )
 RUN_MODES = ("batch", "interactive")
 TIME_LIMIT_KEY = "timeLimitSeconds"  # a run's own (`--time-limit`): Kueue's maximum execution time, a label on its JobSet
