@@ -36,7 +36,7 @@ from components.manifests.kueue_api import MAX_EXEC_TIME_LABEL
 from components.model.workloads.ports import NOTEBOOK_PORT
 from components.model.workloads.runs import TIME_LIMIT_KEY, time_limit
 from infra.offline.stackfile import STACK_NAME, StackFileError, load_config, raw_values, shown, stack_name_for, stack_names, stack_path
-from infra.run import hints, notebook_auth, submit_notes
+from infra.run import hints, notebook_auth, notebook_save, submit_notes
 from infra.run.cli import FLAG_KEYS, STACK_CONFIG_ENV, parser
 from infra.run.kube import Kubectl, KubeError
 from infra.run.logs import logs_command
@@ -223,7 +223,7 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
     if args.notebook:  # JupyterLab gets the hash only (security #73.16)
         password = notebook_auth.new_password()
         spec["command"] = [*spec["command"], *notebook_auth.jupyter_flags(notebook_auth.hashed(password))]
-        spec, saved = _notebook_saves(cfg, spec, args.save_to, notes)
+        spec, saved = notebook_save.for_submit(cfg, spec, args.save_to, notes)
     if args.dry_run:
         obj = _with_workdir(_run_jobset(cfg, spec, "", args.notebook, saved), packed)
         for line in [*submit_notes.dry_run_summary(cfg, obj, f"{shown(args.workdir)} ({len(packed.files)} files)" if packed else None),
@@ -275,21 +275,6 @@ def _submit(args: argparse.Namespace, cfg: Any) -> int:
         access = interactive_access(resolve(load_run(cfg, spec)).workloads[-1], cfg.stack)
         print(f"  clients in the VPC: {access['clientEnv']}")
     return 0
-
-
-def _notebook_saves(cfg: Any, spec: dict[str, Any], save_to: Optional[str], notes: list[str]) -> tuple[dict[str, Any], Optional[str]]:
-    """The notebook's spec with its files saved at its end (#74.9), and where (gs://...), or a note that nothing is."""
-    from infra.run import notebook_save
-
-    name = spec.get("name")
-    if not isinstance(name, str):
-        return spec, None  # refused by the spec's own rules (run.name) in a moment
-    where = notebook_save.target(cfg, spec, save_to)
-    if where is None:
-        if save_to != notebook_save.NONE:
-            notes.append(notebook_save.not_saved_note(spec))
-        return spec, None
-    return notebook_save.with_save(spec, name, where), where.url(name)
 
 
 def _workdir(args: argparse.Namespace, cfg: Any) -> Any:

@@ -123,3 +123,17 @@ def not_saved_note(spec: dict[str, Any]) -> str:
     where = f"teams[{spec['team']}].buckets" if spec.get("team") else "runs.buckets"
     return (f"note: this notebook's files are not kept when it stops: no bucket to write ({where} has none with "
             "readOnly: false); give --save-to gs://BUCKET, or ask your platform team for one")
+
+
+def for_submit(cfg: Any, spec: dict[str, Any], save_to: Optional[str], notes: list[str]) -> tuple[dict[str, Any], Optional[str]]:
+    """`submit --notebook`'s spec with its files saved at its end, and where (gs://...); or the spec as it was and a
+    note that nothing is kept."""
+    name = spec.get("name")
+    if not isinstance(name, str):
+        return spec, None  # refused by the spec's own rules (run.name) in a moment
+    where = target(cfg, spec, save_to)
+    if where is None:
+        if save_to != NONE:
+            notes.append(not_saved_note(spec))
+        return spec, None
+    return with_save(spec, name, where), where.url(name)
