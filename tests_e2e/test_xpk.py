@@ -37,7 +37,7 @@ from tests.conftest import example_path
 from tests_e2e.helpers import condition, is_true, kueue_judged, running, workload
 from tools.cluster.deploy import controllers_available, create_nodes, pulumi_up, wait_guards_active
 from tools.cluster.gke_nodes import pool_nodes
-from tools.cluster.local import ClusterError, LocalCluster, chart_dir
+from tools.cluster.local import ROOT, ClusterError, LocalCluster, chart_dir
 from tools.pulumi_real.run import PulumiRun
 
 CLUSTER = "team-v6e"
@@ -46,6 +46,7 @@ TPU_POOLS = [f"{CLUSTER}-np-{i}" for i in range(2)]
 NS = "pathways"
 XPK_WORKLOAD = "xpk-run"
 REGION, ZONE = "us-east5", "us-east5-b"
+ROOT_DOCS = ROOT / "docs"
 
 # The pools as xpk's gcloud commands create them (the node-pool API's fields).
 XPK_POOLS = [
@@ -309,3 +310,77 @@ def test_destroying_the_stack_leaves_xpks_setup(xpk):
     assert c.get("localqueue.kueue.x-k8s.io", "-n", "default", "multislice-queue")["spec"]["clusterQueue"] == "cluster-queue"
     assert not c.get("validatingadmissionpolicies")["items"]
     assert not c.get("localqueues.kueue.x-k8s.io", "-n", NS)["items"]
+
+
+# --- a cluster a Cluster Toolkit blueprint made (docs/from-cluster-toolkit.md), on this control plane -------------------
+
+BLUEPRINT_POOLS = [f"gke-tpu-v6e-pool-{i}" for i in range(2)]  # gke-node-pool: <name>-<i> when num_slices > 1
+V1BETA2 = "kueue.x-k8s.io/v1beta2"
+# modules/management/kubectl-apply/kueue/kueue-configuration-pathways.yaml.tftpl as the gke-tpu-v6e example renders it
+# (accelerator_type tpu-v6e-slice; tpu_quota num_slices x 4 nodes x 4 chips; pathways_cpu_quota 480, memory 2000G)
+BLUEPRINT_KUEUE: list[dict[str, Any]] = [
+    {"apiVersion": V1BETA2, "kind": "ResourceFlavor", "metadata": {"name": "tpu-flavor"},
+     "spec": {"nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"},
+              "tolerations": [{"effect": "NoSchedule", "key": "google.com/tpu", "value": "present"}]}},
+    {"apiVersion": V1BETA2, "kind": "ResourceFlavor", "metadata": {"name": "pathways-flavor"}, "spec": {"nodeLabels": {POOL: "cpu-np"}}},
+    {"apiVersion": V1BETA2, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"}, "spec": {
+        "preemption": {"reclaimWithinCohort": "Never", "withinClusterQueue": "LowerPriority"},
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {"coveredResources": ["google.com/tpu"],
+             "flavors": [{"name": "tpu-flavor", "resources": [{"name": "google.com/tpu", "nominalQuota": 32}]}]},
+            {"coveredResources": ["cpu", "memory"],
+             "flavors": [{"name": "pathways-flavor", "resources": [{"name": "cpu", "nominalQuota": 480}, {"name": "memory", "nominalQuota": "2000G"}]}]},
+        ]}},
+    {"apiVersion": V1BETA2, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": "default"},
+     "spec": {"clusterQueue": "cluster-queue"}},
+]
+
+
+def blueprint_stack_config(cluster: LocalCluster) -> dict[str, Any]:
+    """The adoption stack file as docs/from-cluster-toolkit.md writes it (its one YAML block), with this control
+    plane's kubeconfig for the team's."""
+    text = (ROOT_DOCS / "from-cluster-toolkit.md").read_text()
+    (block,) = [b for b in text.split("```yaml\n")[1:]]
+    config = yaml.safe_load(block.split("```", 1)[0])["config"]
+    config["pathways:cluster"] = {**config["pathways:cluster"], "existing": {"kubeconfig": str(cluster.kubeconfig)}}
+    return config
+
+
+def test_a_cluster_a_blueprint_made_runs_the_stacks_workload_through_its_queue_on_its_pools(xpk):
+    """#75.4: the xpk cluster reshaped as gke-tpu-v6e.yaml leaves one (its TPU pools by the module's names, its Kueue
+    objects as kubectl-apply's Pathways template renders them; xpk's run and queue gone), and the adoption stack of
+    docs/from-cluster-toolkit.md deployed by the real `pulumi up`: Kueue admits its workload through the blueprint's
+    cluster-queue (pathways-flavor for the head, tpu-flavor for the slices), and each slice lands on its own pool.
+    cpu-np keeps xpk's n2-standard-64 nodes (the tier's node facts have no n4-standard-64; Kueue and the scheduler
+    select the pool by name)."""
+    c, _, _ = xpk
+    c.kubectl("delete", "jobset", XPK_WORKLOAD, "-n", "default", "--ignore-not-found", "--wait=true", timeout=180)
+    c.kubectl("delete", "localqueue.kueue.x-k8s.io", "multislice-queue", "-n", "default", "--wait=true", timeout=120)
+    c.kubectl("delete", "clusterqueue.kueue.x-k8s.io", "cluster-queue", "--wait=true", timeout=120)
+    c.kubectl("delete", "resourceflavor.kueue.x-k8s.io", "2xv6e-16", "cpu-user", "--wait=true", timeout=120)
+    c.kubectl("delete", "nodes", *[n["metadata"]["name"] for n in c.get("nodes")["items"]
+                                   if n["metadata"]["labels"].get(POOL) in TPU_POOLS], "--wait=true", timeout=300)
+    pools = [{"name": name, "nodeConfig": {"machineType": "ct6e-standard-4t"}, "placementPolicy": {"tpuTopology": "4x4"}, "nodeCount": 4}
+             for name in BLUEPRINT_POOLS]
+    create_nodes(c, [n for pool in pools for n in pool_nodes(pool, REGION, ZONE)])
+    apply_when_webhooks_answer(c, BLUEPRINT_KUEUE)
+    run = PulumiRun(c.workdir.parent / "blueprint-stack", "gcluster-cluster", blueprint_stack_config(c))
+    up = pulumi_up(c, run)
+    assert up.returncode == 0, up.output[-4000:]
+    try:
+        w = admitted(c, NS, "train", timeout=180)
+        assert w["status"]["admission"]["clusterQueue"] == "cluster-queue"
+        assert admitted_flavors(w) == {"pathways-head": {"pathways-flavor"}, "worker": {"tpu-flavor"}}
+        placed = pools_of(c, running_pods(c, NS, "train", 1 + 2 * 4))
+        assert {pool for name, pool in placed.items() if "pathways-head" in name} == {"cpu-np"}
+        by_job: dict[str, set[str]] = {}
+        for name, pool in placed.items():
+            if "-worker-" in name:
+                by_job.setdefault(name.rsplit("-", 2)[0], set()).add(pool)
+        assert sorted(sorted(p) for p in by_job.values()) == [[p] for p in BLUEPRINT_POOLS], by_job  # a slice a pool
+        assert [q["metadata"]["name"] for q in c.get("clusterqueues.kueue.x-k8s.io")["items"]] == ["cluster-queue"]
+    finally:
+        destroyed = run.cli("destroy", "--yes")
+    assert destroyed.returncode == 0, destroyed.output[-4000:]
+    assert c.get("localqueue.kueue.x-k8s.io", "-n", "default", "user-queue")["spec"]["clusterQueue"] == "cluster-queue"

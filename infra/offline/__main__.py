@@ -145,14 +145,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _new_stack_parser(sub) -> None:
-    p = sub.add_parser("new-stack", help="write a new stack file and its bootstrap entry (from flags or an xpk command line)",
+    p = sub.add_parser("new-stack", help="write a new stack file and its bootstrap entry (from flags, an xpk line or a Cluster Toolkit blueprint)",
                        description="Write stacks/Pulumi.<NAME>.yaml, commented, and add the stack to its project's bootstrap\n"
                                    "file (bootstrap/Pulumi.<PROJECT>.yaml, made when missing), after planning it: what plan\n"
                                    "refuses, new-stack refuses in the same words and writes nothing. docs/adopting.md.",
                        epilog=_EXIT_CODES["new-stack"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name", nargs="?", help="the stack's name (default with --from-xpk: its --cluster)")
-    p.add_argument("--from-xpk", metavar="COMMAND_LINE", help="an `xpk cluster create[-pathways] ...` line to translate; "
-                   "flags below override its values")
+    p.add_argument("name", nargs="?", help="the stack's name (default with --from-xpk: its --cluster; with --from-gcluster: "
+                   "the blueprint's deployment_name)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--from-xpk", metavar="COMMAND_LINE", help="an `xpk cluster create[-pathways] ...` line to translate; "
+                        "flags below override its values")
+    source.add_argument("--from-gcluster", metavar="BLUEPRINT", type=Path, help=(
+        "a Cluster Toolkit GKE TPU blueprint (gcluster deploy) to translate (docs/from-cluster-toolkit.md); flags below "
+        "override its values"))
+    p.add_argument("--gcluster-deployment", metavar="FILE", type=Path, help="with --from-gcluster: its deployment file (gcluster deploy -d)")
+    p.add_argument("--gcluster-job", metavar="COMMAND_LINE", action="append", default=[], help=(
+        "with --from-gcluster: a `gcluster job submit --pathways ...` line, declared as a workload (repeatable)"))
     p.add_argument("--project", help="GCP project ID")
     p.add_argument("--zone", help="the zone of the slices (the region follows)")
     p.add_argument("--tpu", help="TPU slice type: v6e-16, v5p-128, v5litepod-16, tpu7x-8, or xpk's v6e-4x4")

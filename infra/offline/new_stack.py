@@ -49,6 +49,11 @@ class StackSpec:
     pathways_version: str = DEFAULT_PATHWAYS_VERSION
     cluster: dict[str, Setting] = field(default_factory=dict)
     head_pool: dict[str, Setting] = field(default_factory=dict)
+    network: dict[str, Setting] = field(default_factory=dict)
+    group: dict[str, Setting] = field(default_factory=dict)
+    """More keys of the slice group (queuedProvisioning)."""
+    workloads: list[dict[str, Any]] = field(default_factory=list)
+    """Declared workloads (from `gcluster job submit` lines)."""
     origin: str = ""
     """Where the values came from, for the file's first comment (an xpk command line, or the flags)."""
     protected: bool = False
@@ -133,6 +138,7 @@ def intended_config(spec: StackSpec, today: Optional[datetime.date] = None) -> d
         group["count"] = spec.slices
     group.update({"on-demand": {}, "spot": {"spot": True}, "flex-start": {"flexStart": True},
                   "reservation": {"reservation": spec.reservation}}[spec.capacity])
+    group.update({k: s.value for k, s in spec.group.items()})
     cluster = {k: s.value for k, s in spec.cluster.items()}
     if spec.protected:
         cluster["maintenance"] = maintenance(today or datetime.date.today())
@@ -140,7 +146,9 @@ def intended_config(spec: StackSpec, today: Optional[datetime.date] = None) -> d
         "gcp:project": spec.project, "gcp:region": spec.region, "gcp:zone": spec.zone, "pathways:protected": spec.protected,
         **({"pathways:cluster": cluster} if cluster else {}),
         **({"pathways:headPool": {k: s.value for k, s in spec.head_pool.items()}} if spec.head_pool else {}),
+        **({"pathways:network": {k: s.value for k, s in spec.network.items()}} if spec.network else {}),
         "pathways:slices": [group], "pathways:pathwaysVersion": spec.pathways_version,
+        **({"pathways:workloads": spec.workloads} if spec.workloads else {}),
     }
 
 
@@ -221,6 +229,8 @@ def stack_text(spec: StackSpec, today: Optional[datetime.date] = None) -> str:
     lines.append("  # private nodes, DNS-endpoint control plane, Workload Identity, maintenance window: on by default")
     if spec.head_pool:
         lines += _section("headPool", spec.head_pool)
+    if spec.network:
+        lines += _section("network", spec.network)
     lines += [
         "  pathways:slices:",
         f"    - name: {_dump(slice_name)}  # " + (f"node pools tpu-{slice_name}-0 .. tpu-{slice_name}-{spec.slices - 1}, one per slice"
@@ -228,10 +238,19 @@ def stack_text(spec: StackSpec, today: Optional[datetime.date] = None) -> str:
         _line(6, "tpu", spec.tpu),
         *([_line(6, "count", spec.slices)] if spec.slices != 1 else []),
         *capacity,
+        *(_line(6, k, s.value, s.comment) for k, s in spec.group.items()),
         _line(2, "pathways:pathwaysVersion", spec.pathways_version, "the Pathways images: jax-<your program's JAX version>"),
-        "  # Workloads (batch, interactive, serve: docs/workloads.md) and researchers' runs (pathways:runs, docs/runs.md)",
-        "  # come next; the cluster and its slices plan on their own.",
     ]
+    if spec.workloads:
+        lines.append("  # Workloads (docs/workloads.md): translated from `gcluster job submit` lines")
+        lines.append("  pathways:workloads:")
+        for w in spec.workloads:
+            first, *rest = list(w.items())
+            lines.append(_line(4, f"- {first[0]}", first[1]))
+            lines += [_line(6, k, v) for k, v in rest]
+    else:
+        lines += ["  # Workloads (batch, interactive, serve: docs/workloads.md) and researchers' runs (pathways:runs, docs/runs.md)",
+                  "  # come next; the cluster and its slices plan on their own."]
     return "\n".join(lines) + "\n"
 
 

@@ -38,26 +38,34 @@ def _spec(args: argparse.Namespace) -> tuple[StackSpec, list[str], list[str], li
     already: list[str] = []
     untranslated: list[str] = []
     number = args.project_number
+    if (args.gcluster_deployment or args.gcluster_job) and not args.from_gcluster:
+        raise ConfigError([Problem("new-stack", "--gcluster-deployment and --gcluster-job go with --from-gcluster BLUEPRINT")])
     if args.from_xpk:
         from infra.offline.xpk_flags import translate
 
         t = translate(args.from_xpk, args.name)
         spec, translated, already, untranslated = t.spec, t.translated, t.already, t.untranslated
         number = number or t.project_number
+    elif args.from_gcluster:
+        from infra.offline import gcluster
+
+        g = gcluster.translate(args.from_gcluster, args.gcluster_deployment, args.name)
+        spec, translated, already, untranslated = g.spec, g.translated, g.already, g.untranslated
     else:
         missing = [flag for flag, value in (("--project", args.project), ("--zone", args.zone), ("--tpu", args.tpu)) if not value]
         if not args.name:
             missing.insert(0, "NAME")
         if missing:
-            raise ConfigError([Problem("new-stack", f"missing {', '.join(missing)} (or give --from-xpk 'xpk cluster create ...')")])
+            raise ConfigError([Problem("new-stack", f"missing {', '.join(missing)} (or give --from-xpk 'xpk cluster create ...' "
+                                                    "or --from-gcluster BLUEPRINT)")])
         spec = StackSpec(name=args.name, project=args.project, zone=args.zone, tpu=tpu_value(args.tpu))
     # the flags given here win over the xpk line's
     for attr, flag, value in (("name", "NAME", args.name), ("project", "--project", args.project), ("zone", "--zone", args.zone),
                               ("slices", "--slices", args.slices), ("slice_name", "--slice-name", args.slice_name),
                               ("pathways_version", "--pathways-version", args.pathways_version)):
         if value is not None:
-            if args.from_xpk and getattr(spec, attr) not in ("", None, value) and attr not in ("slice_name", "pathways_version"):
-                translated.append(f"{flag} {value} given here, in place of the xpk line's {getattr(spec, attr)}")
+            if (args.from_xpk or args.from_gcluster) and getattr(spec, attr) not in ("", None, value) and attr not in ("slice_name", "pathways_version"):
+                translated.append(f"{flag} {value} given here, in place of the {'xpk line' if args.from_xpk else 'blueprint'}'s {getattr(spec, attr)}")
             setattr(spec, attr, value)
     if args.tpu:
         spec.tpu = tpu_value(args.tpu)
@@ -66,7 +74,16 @@ def _spec(args: argparse.Namespace) -> tuple[StackSpec, list[str], list[str], li
         spec.reservation = args.reservation
     missing = [flag for flag, value in (("NAME", spec.name), ("--project", spec.project), ("--zone", spec.zone)) if not value]
     if missing:
-        raise ConfigError([Problem("new-stack", f"the xpk line gives no {', '.join(missing)}: add {' '.join(missing)} here")])
+        where = "xpk line" if args.from_xpk else "blueprint (nor its deployment file)"
+        raise ConfigError([Problem("new-stack", f"the {where} gives no {', '.join(missing)}: add {' '.join(missing)} here")])
+    for line in args.gcluster_job:  # after the flags: a job runs on the group they settle
+        from infra.offline import gcluster
+
+        workload, done, same, not_done = gcluster.job(line, spec)
+        spec.workloads.append(workload)
+        translated += done
+        already += same
+        untranslated += not_done
     return spec, translated, already, untranslated, number
 
 
@@ -116,9 +133,10 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
     ids = BootstrapIds(args.repository, args.repository_id, args.repository_owner_id, number)
     boot, todo = bootstrap_text(bootstrap_path, spec.project, spec.name, ids)
     out = sys.stdout.write
+    source = "xpk flags" if args.from_xpk else "Cluster Toolkit settings" if args.from_gcluster else "flags"
     for title, lines in (("translated", translated), ("already so here", already), ("not translated", untranslated)):
         if lines:
-            out(f"xpk flags {title}:\n" + "".join(f"  {line}\n" for line in lines))
+            out(f"{source} {title}:\n" + "".join(f"  {line}\n" for line in lines))
     if refused:
         for v in violations:
             if v.enforcement == "mandatory":
