@@ -244,14 +244,17 @@ def test_the_identities_get_exactly_the_roles_of_their_stacks_plan(stack):
         preflight = stack_file.config.preflight_role_name
         # and the deploy identity creates the stack's buckets with a custom role of storage.buckets.create alone
         create = [stack_file.config.bucket_create_role_name] if identities.BUCKET_TYPE in types else []
+        # both read the stack's own project's reservations live when a group does (readReservation: a protected
+        # stack's default, #75.3), with a custom role of just those reads
+        reservations = [stack_file.config.reservation_read_role_name] if stack_file.config.project in stack_file.reservation_reads else []
         wanted: list[tuple[identities.Identity, list[str]]] = [
-            ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms, read_quota=quota), *readers, *create})),
-            ("preview", sorted({*identities.preview_roles(types, kms_key=kms, read_quota=quota), *readers, preflight}))]
+            ("deploy", sorted({*identities.deploy_roles(types, kms_key=kms, read_quota=quota), *readers, *create, *reservations})),
+            ("preview", sorted({*identities.preview_roles(types, kms_key=kms, read_quota=quota), *readers, preflight, *reservations}))]
         for identity, expected in wanted:
             got = roles_of(plan, email(plan, main, identity))
             assert sorted(set().union(*got.values())) == expected
             assert sorted(got[PROJECT_MEMBER]) == sorted({*identities.project_roles(identity, types), *([identities.QUOTA_ROLE] if quota else []),
-                                                          *([preflight] if identity == "preview" else create)})  # project-wide: the table's
+                                                          *([preflight] if identity == "preview" else create), *reservations})  # project-wide: the table's
             assert got[BUCKET_MEMBER] == {identities.STATE_ROLES[identity]} | (readers & {identities.STATE_ROLES["preview"]})  # the state bucket only
             assert got[KEY_MEMBER] == ({identities.KMS_ROLES[identity]} if kms else set())  # on the stack's key only
             assert plan.outputs["roles"][main][identity] == expected
@@ -548,10 +551,15 @@ def test_a_stack_that_reads_its_reservations_live_gets_just_the_get_permissions(
     assert said.startswith("capacity-owner-1: compute.reservations.get for pulumi-prod-preview@pathways-prod-123")
 
 
-def test_no_reservation_read_role_without_live_reads():
+def test_a_reservation_read_role_only_where_a_stack_reads_live():
+    # prod is protected, so it reads its own reservation live by default (#75.3): its role has exactly those reads;
+    # the unprotected stacks beside it read none and get none
     plan = example_bootstrap_plan("pathways-prod-123")
-    assert not [r for r in plan.by_type("gcp:projects/iAMCustomRole:IAMCustomRole") if "reservation" in r.name]
+    (role,) = [r for r in plan.by_type("gcp:projects/iAMCustomRole:IAMCustomRole") if "reservation" in r.name]
+    assert role.name == "prod-reservation-read-role" and role.input("permissions") == ["compute.reservations.get"]
     assert plan.outputs["reservationReadsElsewhere"] == {}
+    for project in ("pathways-dev-123", "pathways-staging-123"):
+        assert not [r for r in example_bootstrap_plan(project).by_type("gcp:projects/iAMCustomRole:IAMCustomRole") if "reservation" in r.name]
 
 
 def test_a_sub_block_read_needs_the_sub_block_get():

@@ -185,9 +185,15 @@ def test_a_reservation_that_cannot_hold_the_groups_stops_it(tmp_path, capsys):
     server = {"channels": [{"channel": "STABLE", "defaultVersion": "1.35.6-gke.1000000", "validVersions": ["1.35.6-gke.1000000"]}]}
     quotas = {f"quota-{q}": quota_info(q, 100000) for q in ("CPUS-per-project-region", "N2-CPUS-per-project-region")}
     base = {"machine-types": machines, "server-config": server, "reservation-pathways-prod-v5p": describe, **quotas}
+    from components.model.config import load
+    from infra.offline.stackfile import load_config, raw_values
     from tests.conftest import example_plan
 
-    services = [{"config": {"name": a}, "state": "ENABLED"} for a in identities.required_apis({r.type for r in example_plan("prod").resources})]
+    # the APIs its identities need: with the quota read a protected stack makes by default (#75.3)
+    flat, secrets = load_config(EXAMPLE_STACKS / "Pulumi.prod.yaml")
+    reads_quota = load(raw_values(flat), "prod", frozenset(secrets)).read_quota
+    services = [{"config": {"name": a}, "state": "ENABLED"} for a in identities.required_apis(
+        {r.type for r in example_plan("prod").resources}, read_quota=reads_quota)]
     (tmp_path / "ok").mkdir()
     ok = recorded(tmp_path / "ok", services=services, **base)
     code, lines = preflight(["--config", str(EXAMPLE_STACKS / "Pulumi.prod.yaml"), "--recorded", str(ok)], capsys)

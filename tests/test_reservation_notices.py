@@ -8,8 +8,9 @@ from tests.test_reservations import offline_main, prod_with, stack_summary_of
 
 
 def _unrecorded(**more):
+    """prod without its records, and without the live read a protected stack makes by default (#75.3)."""
     cfg = prod_with()
-    cfg["pathways:slices"] = [{**{k: v for k, v in g.items() if k != "reservationRecord"}, **more.get(g["name"], {})}
+    cfg["pathways:slices"] = [{**{k: v for k, v in g.items() if k != "reservationRecord"}, "readReservation": False, **more.get(g["name"], {})}
                               for g in cfg["pathways:slices"]]
     return cfg
 
@@ -24,9 +25,13 @@ def test_a_recorded_reservation_gets_no_notice_and_an_unrecorded_one_the_command
     assert "consumes reservation pathways-prod-v5p" in train and "free ct5p-hightpu-4t VMs in us-east5-a" in train
     assert ("gcloud compute reservations describe pathways-prod-v5p --zone us-east5-a --format=json > "
             "stacks/reservations/train.json, then slices[].reservationRecord") in train
-    # a live read is a check too
+    # a live read is a check too, and a protected stack's default
     read = write_stack_file(tmp_path, _unrecorded(train={"readReservation": True}, explore={"readReservation": True}), name="Pulumi.prod.yaml")
     assert offline_main(["plan", "--config", str(read)]) == 0
+    assert "nothing checks before the deploy" not in capsys.readouterr().out
+    default = prod_with()
+    default["pathways:slices"] = [{k: v for k, v in g.items() if k != "reservationRecord"} for g in default["pathways:slices"]]
+    assert offline_main(["plan", "--config", str(write_stack_file(tmp_path, default, name="Pulumi.prod.yaml"))]) == 0
     assert "nothing checks before the deploy" not in capsys.readouterr().out
 
 

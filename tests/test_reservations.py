@@ -429,3 +429,38 @@ def test_the_plan_shows_what_the_recorded_block_can_give(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "  block prod-block-1 of reservation pathways-prod-v5p: 64 of 64 hosts free (recorded)\n" in out
     assert "  reservation pathways-prod-v5p: 72 of 72 VMs free (recorded)\n" in out
+
+
+# --- #75.3: a protected stack reads live by default -------------------------------------------------------------------
+
+def _model(config: dict):
+    from components.model.config import load
+    from infra.offline import stackfile
+
+    flat, secrets = stackfile.flatten(config)
+    return load(stackfile.raw_values(flat), "prod", frozenset(secrets))
+
+
+def test_a_protected_stack_reads_its_quota_and_own_reservations_live_unless_it_says_not():
+    prod = _model(prod_with())  # the committed example: protected, a reservation of its own project, no read key
+    assert prod.protected and prod.read_quota and all(g.read_reservation for g in prod.slices)
+    opted_out = _model({**prod_with(train={"readReservation": False}), "pathways:readQuota": False})
+    assert not opted_out.read_quota and [g.read_reservation for g in opted_out.slices] == [False, True]
+    unprotected = _model({**prod_with(), "pathways:protected": False})
+    assert not unprotected.read_quota and not any(g.read_reservation for g in unprotected.slices)
+    # another project's reservation: the bootstrap cannot grant its read, so it is left to an explicit key
+    shared = _model(prod_with(train={"reservation": "projects/capacity-owner-1/reservations/pathways-prod-v5p"},
+                              explore={"reservation": "projects/capacity-owner-1/reservations/pathways-prod-v5p"}))
+    assert not any(g.read_reservation for g in shared.slices) and shared.read_quota
+
+
+def test_a_protected_stacks_default_read_of_an_aggregate_reservation_falls_back_to_its_record():
+    # pulumi-gcp's get_reservation returns no aggregate fields: read live, an aggregate reservation has nothing to judge;
+    # the group's record judges it (as the offline plan does) instead of refusing a valid stack
+    aggregate = {"name": "pathways-prod-v5p", "status": "READY", "zone": "us-east5-a", "deleteAtTime": "",
+                 "specificReservations": [], "shareSettings": [], "specificReservationRequired": True}
+    plan = run_live(prod_with(), {"pathways-prod-123/pathways-prod-v5p": aggregate})
+    assert len(plan.by_type("gcp:container/nodePool:NodePool")) > 2
+    without_record = prod_with()
+    without_record["pathways:slices"] = [{k: v for k, v in g.items() if k != "reservationRecord"} for g in without_record["pathways:slices"]]
+    assert refused_live(without_record, {"pathways-prod-123/pathways-prod-v5p": aggregate})  # nothing else judges it: refused

@@ -251,7 +251,7 @@ def stack_config(g: Genome) -> dict[str, Any]:
     workloads = []
     for w in g.workloads:
         if g.pool_sets:
-            workloads.append({"name": w.name, "mode": "interactive", "topology": "2x2x2", "sliceGroup": g.groups[0].name})
+            workloads.append({"name": w.name, "mode": "interactive", "topology": "2x2x2", "sliceGroup": first})
             continue
         out: dict[str, Any] = {"name": w.name}
         if len(g.groups) > 1:
@@ -412,7 +412,7 @@ def report(found: dict[str, Found]) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.rule_fuzz", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tools.rule_fuzz", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--stacks", type=int, default=400)
     p.add_argument("--seed", type=int, default=76)
     p.add_argument("--show", help="print this rule's smallest tripping stack and its near miss")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from components.model.capacity import dynamic_slicing
 from components.model.capacity.pools import HeadPoolConfig, SliceGroup
@@ -45,6 +45,27 @@ def service_account_id(cluster_name: str, purpose: str) -> str:
     """A stack's Google service account ID: <cluster name>-<purpose>, 6-30 characters."""
     return f"{cluster_name[: 29 - len(purpose)].rstrip('-')}-{purpose}"
 
+def _true(value: Any) -> bool:
+    """The value as the model reads a bool (a stack file's scalars arrive as text: "true"), or False if it is none."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(bool).validate_python(value)
+    except ValidationError:
+        return False  # the field's own validation says so, in its words
+
+
+def _reads_reservation(group: Any) -> Any:
+    """A protected stack's slice group with readReservation: true by default where a live read applies."""
+    if not isinstance(group, dict) or "readReservation" in group or "read_reservation" in group:
+        return group
+    reservation = group.get("reservation")
+    if (not isinstance(reservation, str) or reservation.startswith("projects/") or group.get("subBlocks")
+            or group.get("futureReservation") or group.get("nodePools")):
+        return group
+    return {**group, "readReservation": True}
+
+
 class StackConfig(_Model):
     """The whole stack: what `pulumi config` holds, typed; every key's own bounds, then values derived from them."""
 
@@ -68,7 +89,8 @@ class StackConfig(_Model):
         "Read the project's regional TPU quota limits under `pulumi preview` and `up` (Cloud Quotas, pulumi-gcp's "
         "cloudquota.get_s_quota_info) and refuse a stack whose slice groups need more chips than a limit allows, "
         "before anything is created. The bootstrap grants the CI identities roles/cloudquotas.viewer for it. "
-        "The plan prints the chips needed either way. docs/capacity.md."))
+        "The plan prints the chips needed either way. Default: true in a protected stack (false opts out), false "
+        "otherwise. docs/capacity.md."))
     bucket: BucketConfig = Field(default_factory=BucketConfig)
     pathways_version: Optional[PathwaysVersion] = Field(default=None, description="Pathways image tag jax-<version>, equal to the program's JAX; required when workloads are set.")
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
@@ -92,6 +114,26 @@ class StackConfig(_Model):
         "Resources (names as `diff` prints them; `*` matches any run of characters) this change may replace, "
         "delete or recreate in a protected stack. Review it in the PR; empty it after the change lands."
     ))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _protected_reads_live(cls, data: Any) -> Any:
+        """A protected stack reads its quota and its own project's reservations live under `pulumi preview` and `up`
+        unless it says otherwise (#75.3): in CI, where the previews run, a short reservation or quota is then refused
+        before the deploy, not found after it as pools that never get nodes. The offline tools read nothing either
+        way. A key given (false included) is kept; a group the live read does not apply to (a pool set, a future
+        reservation, existing pools, another project's reservation, whose read the bootstrap cannot grant) is left
+        alone."""
+        if not isinstance(data, dict) or not _true(data.get("protected")):
+            return data
+        existing = isinstance(data.get("cluster"), dict) and data["cluster"].get("existing") is not None
+        out = dict(data)
+        if "readQuota" not in out and "read_quota" not in out and not existing:
+            out["readQuota"] = True
+        slices = out.get("slices")
+        if isinstance(slices, list) and not existing:
+            out["slices"] = [_reads_reservation(g) for g in slices]
+        return out
 
     @field_validator("default_labels")
     @classmethod

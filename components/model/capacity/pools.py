@@ -142,7 +142,8 @@ class SliceGroup(_Model):
         "Read the reservation under `pulumi preview` and `up` (pulumi-gcp's get_reservation) and judge it as a record "
         "is judged, before anything is created; a specific (VM) reservation only. The deploy and preview identities "
         "need compute.reservations.get on its project: the bootstrap grants it in its own. The offline tools make no cloud call: they judge "
-        "reservationRecord, if any. docs/capacity.md."))
+        "reservationRecord, if any. Default: true in a protected stack for a reservation of its own project (false opts "
+        "out), false otherwise. docs/capacity.md."))
     future_reservation: Optional[FutureReservationRequest] = Field(default=None, description=(
         "Request the group's TPUs as a calendar-mode future reservation named `reservation` (startTime, endTime, "
         "workloadType). A submitted request cannot be cancelled, changed or deleted: the stack protects it, and the "
