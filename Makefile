@@ -50,7 +50,7 @@ diff: $(VENV)/.installed
 	$(PY) -m infra.offline diff --stack $(STACK) --against $(REF)
 
 # The upstream CRDs and charts from the controllers' Go modules (a `go mod download`, hash-checked by go.sum).
-$(CRDS): tools/engines/control-plane/go.sum tools/engines/gke-crds/go.sum tools/engines/gcp-apis/go.sum $(wildcard tools/engines/gke-crds/*.yaml) tools/engines/crds.py
+$(CRDS): tools/engines/control-plane/go.sum tools/engines/gke-crds/go.sum tools/engines/gcp-apis/go.sum $(wildcard tools/engines/versions/*/go.sum) $(wildcard tools/engines/gke-crds/*.yaml) tools/engines/crds.py
 	$(PYTHON) tools/engines/crds.py
 crds: $(CRDS)
 

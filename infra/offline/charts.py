@@ -114,7 +114,9 @@ def chart_dir(chart: Registration) -> Path:
         if not (path / "Chart.yaml").is_file():
             raise ChartError(f"chart {chart.name}: the local chart directory {source} has no Chart.yaml")
         return path
-    path = CHARTS / source.rstrip("/").rsplit("/", 1)[-1]
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    # another release of the table (controller_versions, "offline") has its own copy beside the pinned one
+    path = CHARTS / f"{name}@{version}" if (CHARTS / f"{name}@{version}" / "Chart.yaml").is_file() else CHARTS / name
     if not (path / "Chart.yaml").is_file():
         raise ChartError(f"{path} is missing: run `make crds` (it copies the pinned JobSet, Kueue and LWS charts from their Go modules)")
     meta = yaml.load((path / "Chart.yaml").read_text(), Loader=yaml.CSafeLoader) or {}
@@ -123,7 +125,7 @@ def chart_dir(chart: Registration) -> Path:
     held = {str(meta.get("version")), str(meta.get("appVersion")).removeprefix("v")}
     if version not in held:
         raise ChartError(f"chart {chart.name}: the stack installs {source} {version}, and {path} holds "
-                         f"{meta.get('appVersion') or meta.get('version')}; the offline tools expand only the pinned charts (make crds)")
+                         f"{meta.get('appVersion') or meta.get('version')}; the offline tools expand the charts of the releases they were tested with (make crds)")
     return path
 
 

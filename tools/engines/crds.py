@@ -36,6 +36,22 @@ SOURCES = {
     "kueue": (WRAPPER, "sigs.k8s.io/kueue", "config/components/crd/bases", "*.yaml"),
     "lws": (WRAPPER, "sigs.k8s.io/lws", "config/crd/bases", "leaderworkerset.x-k8s.io_*.yaml"),
 }
+# Releases a stack may choose besides the pinned ones (components/model/cluster/controller_versions.py, "offline"):
+# one wrapper module a release under versions/<name>-<version>, copied to build/crds/<name>@<version> and
+# build/charts/<name>@<version>.
+VERSIONS = HERE / "versions"
+
+
+def extra_versions() -> dict[str, tuple[str, str, str, str, str]]:
+    """<name>@<version> -> (wrapper, Go module, CRD directory, file pattern, chart name), one per wrapper in versions/."""
+    out = {}
+    for wrapper in sorted(p for p in VERSIONS.iterdir() if (p / "go.mod").is_file()):
+        name, _, version = wrapper.name.partition("-")
+        _, module, directory, pattern = SOURCES[name]
+        out[f"{name}@{version}"] = (f"versions/{wrapper.name}", module, directory, pattern, name)
+    return out
+
+
 # CRDs GKE itself installs (no chart of the stack's): the tier applies them when it starts the control plane,
 # as a GKE cluster has them (tools/engines/gke-crds pins the modules).
 GKE_WRAPPER = "gke-crds"
@@ -81,7 +97,7 @@ def stamp() -> str:
     h.update(repr(sorted(GKE_SOURCES.items())).encode() + repr(INFERENCE_CHART).encode() + repr(GCP_API_DOCS).encode())
     for stand_in in GKE_STAND_INS:
         h.update(stand_in.read_bytes())
-    for wrapper in sorted({w for w, *_ in (*SOURCES.values(), *GKE_SOURCES.values())} | {GCP_API_WRAPPER}):
+    for wrapper in sorted({w for w, *_ in (*SOURCES.values(), *GKE_SOURCES.values(), *extra_versions().values())} | {GCP_API_WRAPPER}):
         h.update((HERE / wrapper / "go.sum").read_bytes())
     return h.hexdigest()[:16]
 
@@ -93,7 +109,8 @@ def main() -> int:
         return 0
     if not shutil.which("go"):
         raise SystemExit("crds: the upstream CRDs come from the pinned Go modules; install Go (https://go.dev/dl/, 1.26) and retry")
-    print("==> fetching the JobSet, Kueue and LeaderWorkerSet CRDs from their pinned Go modules (build/crds)", flush=True)
+    print("==> fetching the JobSet, Kueue and LeaderWorkerSet CRDs and charts from their pinned Go modules (build/crds, "
+          f"build/charts; also {', '.join(extra_versions())})", flush=True)
     for name, (wrapper, module, directory, pattern) in SOURCES.items():
         root = module_dir(wrapper, module)
         dest = OUT / name
@@ -104,6 +121,16 @@ def main() -> int:
         chart = CHARTS / name
         shutil.rmtree(chart, ignore_errors=True)
         # the module cache is read-only: copy the files, not their modes
+        shutil.copytree(root / "charts" / name, chart, copy_function=shutil.copyfile)
+    for key, (wrapper, module, directory, pattern, name) in extra_versions().items():
+        root = module_dir(wrapper, module)
+        dest = OUT / key
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for crd in sorted((root / directory).glob(pattern)):
+            shutil.copyfile(crd, dest / crd.name)
+        chart = CHARTS / key
+        shutil.rmtree(chart, ignore_errors=True)
         shutil.copytree(root / "charts" / name, chart, copy_function=shutil.copyfile)
     shutil.rmtree(GKE_OUT, ignore_errors=True)
     GKE_OUT.mkdir(parents=True)

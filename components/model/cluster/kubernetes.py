@@ -7,15 +7,19 @@ from typing import Optional
 
 from pydantic import Field, field_validator
 
+from components.model.cluster import controller_versions
 from components.model.common import _dns_label, _Model
 from components.model.workloads import inference_gateway
 
 
-def _chart_version(v: str, minimum: str, why: str) -> str:
+def _chart_version(v: str, minimum: str, why: str, controller: str | None = None) -> str:
     if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v):
         raise ValueError(f"{v!r} is not a chart version (e.g. {minimum})")
     if tuple(map(int, v.split("."))) < tuple(map(int, minimum.split("."))):
         raise ValueError(f"{v} is older than {minimum}, the first release with {why}; use {minimum} or later")
+    refused = controller_versions.refusal(controller, v) if controller else None
+    if refused:
+        raise ValueError(refused)
     return v
 
 
@@ -50,7 +54,9 @@ class KueueConfig(_Model):
     enabled: bool = Field(default=True, description=(
         "Kueue queues the JobSets: admitted all-or-nothing when their slices are free, by priority."
     ))
-    version: str = Field(default="0.19.2", description="Kueue Helm chart version.")
+    version: str = Field(default=controller_versions.default("kueue"), description=(
+        "Kueue Helm chart version: one of the releases this product has been tested with (docs/operating.md, "
+        "Controller versions)."))
     chart: str = Field(default="oci://registry.k8s.io/kueue/charts/kueue", description=(
         "Where the Kueue chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
     ))
@@ -73,7 +79,7 @@ class KueueConfig(_Model):
     @field_validator("version")
     @classmethod
     def _version(cls, v: str) -> str:
-        return _chart_version(v, MIN_KUEUE, "the kueue.x-k8s.io/v1beta2 API the stack writes")
+        return _chart_version(v, MIN_KUEUE, "the kueue.x-k8s.io/v1beta2 API the stack writes", "kueue")
 
 
 # The namespaces the node guard leaves to the platform, by exact name (security #58.7: a prefix such as gke- would
@@ -124,7 +130,9 @@ class GuardsConfig(_Model):
 
 class KubernetesConfig(_Model):
     namespace: str = Field(default="pathways", description="Namespace of the Pathways JobSets.")
-    jobset_version: str = Field(default="0.12.0", description="JobSet Helm chart version (controller and CRD).")
+    jobset_version: str = Field(default=controller_versions.default("jobset"), description=(
+        "JobSet Helm chart version (controller and CRD): one of the releases this product has been tested with "
+        "(docs/operating.md, Controller versions)."))
     jobset_chart: str = Field(default="oci://registry.k8s.io/jobset/charts/jobset", description=(
         "Where the JobSet chart comes from: the OCI reference, or a local chart directory (air-gapped clusters)."
     ))
@@ -137,7 +145,7 @@ class KubernetesConfig(_Model):
     # LWS v0.9.0: the release Kueue v0.19.2 builds against (its go.mod), newer than Google's pins (v0.4.0 in the
     # Pathways inference guide, v0.6.1 in the GKE tutorial), which the stack does not need: the leaderworkerset.
     # sigs.k8s.io annotations came in v0.6.0, and v0.9.0's webhook checks what the offline tools check.
-    lws_version: str = Field(default="0.9.0", description=(
+    lws_version: str = Field(default=controller_versions.default("lws"), description=(
         "LeaderWorkerSet Helm chart version (controller and CRD), installed when a workload has mode: serve."
     ))
     lws_chart: str = Field(default="oci://registry.k8s.io/lws/charts/lws", description=(
@@ -170,7 +178,7 @@ class KubernetesConfig(_Model):
     @field_validator("lws_version")
     @classmethod
     def _lws_version(cls, v: str) -> str:
-        return _chart_version(v, MIN_LWS, "the leaderworkerset.sigs.k8s.io annotations the stack writes")
+        return _chart_version(v, MIN_LWS, "the leaderworkerset.sigs.k8s.io annotations the stack writes", "lws")
 
     @field_validator("inference_pool_version")
     @classmethod
@@ -190,4 +198,4 @@ class KubernetesConfig(_Model):
     @field_validator("jobset_version")
     @classmethod
     def _version(cls, v: str) -> str:
-        return _chart_version(v, MIN_JOBSET, "the spec.coordinator field the stack writes")
+        return _chart_version(v, MIN_JOBSET, "the spec.coordinator field the stack writes", "jobset")
