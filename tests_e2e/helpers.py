@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -9,7 +10,7 @@ from typing import Any, Callable
 import yaml
 
 from infra.run.kueue_verdict import Verdict, quota_verdict
-from tools.cluster.local import ClusterError, LocalCluster
+from tools.cluster.local import ClusterError, LocalCluster, log
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -113,3 +114,51 @@ def user_stack_file(cluster: LocalCluster, config: dict[str, Any], directory: Pa
     path = directory / f"Pulumi.{name}.yaml"
     path.write_text(yaml.safe_dump({"config": existing_mode(config, cluster)}))
     return path
+
+
+def over_the_ceiling_is_never_admitted(cluster: LocalCluster, m: Any, w: Any) -> None:
+    """#76.1 on every stack: the plan's ceiling for an admitted workload's queue and group (the quota model the Kueue
+    objects are rendered from) is the real Kueue's. A copy of its JobSet asking one slice more (what the plan refuses,
+    made by hand) is judged by Kueue as over quota and never admitted; the workload itself, at or under the ceiling,
+    is admitted (the caller saw it)."""
+    from components.manifests import kueue as kueue_manifest
+    from components.model.capacity.queue_shares import ceiling
+    from components.model.resolved import QUEUE
+
+    assert w.cluster_queue and not w.group.dynamic and not w.group.ladder, w.name
+
+    shares = kueue_manifest.slice_shares(m)
+    most = ceiling(list(shares.values()), w.cluster_queue, w.group.name, {t.cohort: QUEUE for t in m.teams if t.cohort}).slices
+    assert w.slices <= most, (w.name, w.slices, most)
+    jobset = cluster.get("jobset", "-n", w.namespace, w.name)
+    name = f"{w.name[:30]}-over"
+    copy_ = {"apiVersion": jobset["apiVersion"], "kind": "JobSet",
+             "metadata": {"name": name, "namespace": w.namespace, "labels": dict(jobset["metadata"].get("labels") or {}),
+                          "annotations": {k: v for k, v in (jobset["metadata"].get("annotations") or {}).items()
+                                          if not k.startswith("kubectl.kubernetes.io/")}},
+             "spec": copy.deepcopy(jobset["spec"])}
+    copy_["spec"].pop("suspend", None)
+    (worker,) = [rj for rj in copy_["spec"]["replicatedJobs"] if rj["name"] == w.worker_job]
+    worker["replicas"] = most + 1
+    # the workers' pod set first: Kueue's message names the first pod set it cannot fit, and the head's quota is
+    # busy with the workload itself (that is "not now"; the slices over the ceiling are "never")
+    copy_["spec"]["replicatedJobs"] = [worker, *(rj for rj in copy_["spec"]["replicatedJobs"] if rj is not worker)]
+    cluster.apply([copy_])
+    try:
+        # Kueue's "never" (flavorassigner fitsResourceQuota: the request exceeds the ClusterQueue's potential
+        # available, nominal quota plus what it may borrow), as against "insufficient unused quota" (not now)
+        _, verdict = kueue_judged(cluster, w.namespace, lambda: workload(cluster, w.namespace, name), name, "> maximum capacity", timeout=120)
+        assert "google.com/tpu" in verdict.message and f"({(most + 1) * w.group.tpu.chips})" in verdict.message, verdict
+        assert not is_true(workload(cluster, w.namespace, name), "Admitted"), verdict
+        log(f"{m.stack}: {w.cluster_queue}/{w.group.name} ceiling {most}; {most + 1} slices: {verdict.message[:160]}")
+    finally:
+        cluster.kubectl("delete", "jobset", "-n", w.namespace, name, "--wait=true", timeout=180)
+
+
+def resolved(config: dict[str, Any], stack: str) -> Any:
+    """The resolved model of a stack file's config mapping, as the plan builds it."""
+    from components.model.config import load, resolve
+    from infra.offline.stackfile import flatten, raw_values
+
+    flat, secrets = flatten(config)
+    return resolve(load(raw_values(flat), stack, frozenset(secrets)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from tests.conftest import config_with
-from tests_e2e.helpers import condition, is_true, pods, wait_running, workload
+from tests_e2e.helpers import condition, is_true, over_the_ceiling_is_never_admitted, pods, resolved, wait_running, workload
 
 VERSION = "jax-0.9.0"
 
@@ -25,6 +25,8 @@ def test_a_suspended_workload_stays_suspended_and_resumes(cluster, stacks):
     held = config_with(pathwaysVersion=VERSION, workloads=[batch("train", slices=1, state="suspended")])
     stacks.use("queues", running)
     wait_running(cluster, "pathways", "train", 1 + 4)
+    stack = resolved(running, "queues")  # #76.1: its own queue's ceiling is the real Kueue's
+    over_the_ceiling_is_never_admitted(cluster, stack, next(w for w in stack.workloads if w.name == "train"))
     # suspend (a `pulumi up` of state: suspended): the LocalQueue's HoldAndDrain evicts the admitted Workload;
     # Kueue suspends the JobSet
     stacks.update(held)

@@ -19,7 +19,7 @@ import yaml
 from infra import notebook_image
 from tests.conftest import GROUPS_RBAC, config_with
 from tests_e2e.conftest import expect_no_changes
-from tests_e2e.helpers import is_true, nodes, pods, user_stack_file, wait_running, workload
+from tests_e2e.helpers import is_true, nodes, over_the_ceiling_is_never_admitted, pods, resolved, user_stack_file, wait_running, workload
 from tools.cluster.local import ROOT, LocalCluster
 
 VERSION = "jax-0.9.0"
@@ -65,6 +65,8 @@ def deployed(cluster, stacks, tmp_path_factory):
 def test_a_researcher_submits_lists_and_deletes_runs_that_kueue_queues_beside_the_stacks_own(cluster, stacks, deployed):
     stack_file, rita = deployed
     train_uid = cluster.get("jobset", "-n", "pathways", "train")["metadata"]["uid"]
+    stack = resolved(CONFIG, "runs")  # #76.1: its own queue's ceiling is the real Kueue's
+    over_the_ceiling_is_never_admitted(cluster, stack, next(w for w in stack.workloads if w.name == "train"))
 
     submitted = run(cluster, stack_file, rita, "submit", "--name", "exp-a", "--image", IMAGE, "--slices", "1", "--", "python3", "train.py")
     assert submitted.returncode == 0, submitted.stderr

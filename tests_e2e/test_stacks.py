@@ -26,7 +26,16 @@ from components.model.config import load, resolve
 from components.model.workloads.inference_gateway import picker_name
 from infra.offline.stackfile import load_config, raw_values, stack_path
 from tests.conftest import EXISTING_CLUSTER_STACKS, STACKS, every_stack, example_config, example_path
-from tests_e2e.helpers import controller_pods, is_true, kueue_judged, nodes, pods, wait_running, workload
+from tests_e2e.helpers import (
+    controller_pods,
+    is_true,
+    kueue_judged,
+    nodes,
+    over_the_ceiling_is_never_admitted,
+    pods,
+    wait_running,
+    workload,
+)
 from tests_e2e.pool_sets import held, pool_set_workloads, release_in_order
 from tools.cluster.local import ClusterError, log
 
@@ -144,6 +153,10 @@ def test_committed_stack_deploys_and_runs(cluster, stacks, name):
         assert "insufficient" in verdict.message, (wl["status"], verdict)
         assert cluster.get("jobset", "-n", w.namespace, w.name)["spec"]["suspend"] is True
         assert pods(cluster, w.namespace, w.name) == []
+
+    w = next((w for w in admitted if w.cluster_queue and not w.group.dynamic and not w.group.ladder), None)
+    if w is not None:  # (a pool set's admission is judged by topology, pool_sets.py; a ladder's by its rungs)
+        over_the_ceiling_is_never_admitted(cluster, m, w)
 
     if pool_set_workloads(m):
         equal, compared = release_in_order(cluster, m)
