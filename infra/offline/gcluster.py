@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,7 +24,7 @@ import yaml
 
 from components.model.capacity.tpu import FAMILIES
 from components.model.errors import ConfigError, Problem
-from infra.offline.new_stack import Setting, StackSpec, tpu_value
+from infra.offline.new_stack import Setting, StackSpec, Translation, tpu_value
 
 KEY = "--from-gcluster"
 JOB_KEY = "--gcluster-job"
@@ -39,13 +39,7 @@ class Unresolved(str):
 
 
 @dataclass
-class Translation:
-    spec: StackSpec
-    translated: list[str] = field(default_factory=list)
-    already: list[str] = field(default_factory=list)
-    untranslated: list[str] = field(default_factory=list)
-    project_number: Optional[str] = None
-    source: str = "Cluster Toolkit blueprint"
+class BlueprintTranslation(Translation):
     networks: int = 0
     """VPC modules seen: the first one's ranges are the stack's."""
 
@@ -111,7 +105,7 @@ def _cidr_settings(settings: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def translate(blueprint: Path, deployment: Optional[Path], name: Optional[str]) -> Translation:
+def translate(blueprint: Path, deployment: Optional[Path], name: Optional[str]) -> BlueprintTranslation:
     """The stack a blueprint (with its deployment file) describes, and what became of each of its modules."""
     doc = _read(blueprint, KEY)
     variables = {k: v for k, v in (doc.get("vars") or {}).items()}
@@ -127,7 +121,7 @@ def translate(blueprint: Path, deployment: Optional[Path], name: Optional[str]) 
         raise ConfigError([Problem(KEY, f"{blueprint}: no gke-node-pool module with a TPU machine type "
                                         f"({', '.join(sorted(_FAMILY_OF_MACHINE))}): only TPU slices are made here")])
     deployment_name = str(variables.get("deployment_name") or doc.get("blueprint_name") or "")
-    t = Translation(spec=StackSpec(name=name or deployment_name, project=str(variables.get("project_id") or ""),
+    t = BlueprintTranslation(spec=StackSpec(name=name or deployment_name, project=str(variables.get("project_id") or ""),
                                    zone=str(variables.get("zone") or ""), tpu="", origin=f" from Cluster Toolkit blueprint {blueprint.name}"))
     s, done = t.spec, t.translated.append
     for var, key in (("project_id", "gcp:project"), ("zone", "gcp:zone")):
@@ -141,7 +135,7 @@ def translate(blueprint: Path, deployment: Optional[Path], name: Optional[str]) 
     return t
 
 
-def _module(t: Translation, m: dict[str, Any], policies: dict[Any, Any], first_pool: bool) -> None:
+def _module(t: BlueprintTranslation, m: dict[str, Any], policies: dict[Any, Any], first_pool: bool) -> None:
     s, done, source, mid, settings = t.spec, t.translated.append, _source(m), m.get("id", "?"), m["settings"]
     if source == "modules/scheduler/gke-cluster":
         _cluster(t, mid, settings)

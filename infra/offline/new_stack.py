@@ -71,6 +71,19 @@ class StackSpec:
         return "v5e" if name == "v5litepod" else name
 
 
+@dataclass
+class Translation:
+    """Another tool's description of a cluster (an xpk line, a Cluster Toolkit blueprint) as a stack, and what became
+    of each of its flags or settings."""
+
+    spec: StackSpec
+    translated: list[str] = field(default_factory=list)
+    """`--flag value -> key` (or `module.setting value -> key`) lines."""
+    already: list[str] = field(default_factory=list)
+    untranslated: list[str] = field(default_factory=list)
+    project_number: Optional[str] = None
+
+
 def check(spec: StackSpec) -> None:
     """What the plan cannot say about the flags themselves (it reads the file they make), one line each."""
     problems = []

@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from dataclasses import dataclass, field
 from typing import Any, NoReturn, Optional
 
 from components.model.errors import ConfigError, Problem
-from infra.offline.new_stack import Setting, StackSpec, tpu_value
+from infra.offline.new_stack import Setting, StackSpec, Translation, tpu_value
 
 # Flags whose effect every stack here already has: nothing to write.
 ALREADY = {
@@ -69,16 +68,6 @@ NOT_TRANSLATED = {
     "--device-type": "only TPU slices are made here; give --tpu-type",
 }
 _CAPACITY = ("--reservation", "--spot", "--on-demand", "--flex")
-
-
-@dataclass
-class Translation:
-    spec: StackSpec
-    translated: list[str] = field(default_factory=list)
-    """`--flag value -> key` lines."""
-    already: list[str] = field(default_factory=list)
-    untranslated: list[str] = field(default_factory=list)
-    project_number: Optional[str] = None
 
 
 class _Parser(argparse.ArgumentParser):

@@ -111,18 +111,9 @@ def main() -> int:
         raise SystemExit("crds: the upstream CRDs come from the pinned Go modules; install Go (https://go.dev/dl/, 1.26) and retry")
     print("==> fetching the JobSet, Kueue and LeaderWorkerSet CRDs and charts from their pinned Go modules (build/crds, "
           f"build/charts; also {', '.join(extra_versions())})", flush=True)
-    for name, (wrapper, module, directory, pattern) in SOURCES.items():
-        root = module_dir(wrapper, module)
-        dest = OUT / name
-        shutil.rmtree(dest, ignore_errors=True)
-        dest.mkdir(parents=True)
-        for crd in sorted((root / directory).glob(pattern)):
-            shutil.copyfile(crd, dest / crd.name)
-        chart = CHARTS / name
-        shutil.rmtree(chart, ignore_errors=True)
-        # the module cache is read-only: copy the files, not their modes
-        shutil.copytree(root / "charts" / name, chart, copy_function=shutil.copyfile)
-    for key, (wrapper, module, directory, pattern, name) in extra_versions().items():
+    releases = [(name, wrapper, module, directory, pattern, name) for name, (wrapper, module, directory, pattern) in SOURCES.items()]
+    releases += [(key, *release) for key, release in extra_versions().items()]
+    for key, wrapper, module, directory, pattern, name in releases:
         root = module_dir(wrapper, module)
         dest = OUT / key
         shutil.rmtree(dest, ignore_errors=True)
@@ -131,6 +122,7 @@ def main() -> int:
             shutil.copyfile(crd, dest / crd.name)
         chart = CHARTS / key
         shutil.rmtree(chart, ignore_errors=True)
+        # the module cache is read-only: copy the files, not their modes
         shutil.copytree(root / "charts" / name, chart, copy_function=shutil.copyfile)
     shutil.rmtree(GKE_OUT, ignore_errors=True)
     GKE_OUT.mkdir(parents=True)
