@@ -136,10 +136,16 @@ def read_records(cfg: StackConfig, root: Path = PROJECT_ROOT, live: Optional[Liv
                 except Exception as e:
                     problems.append(Problem(key, _cannot_read(g.reservation, e, block=True)))
             state = read[path.parent]
-            if state is not None and state.machine_type is None and not state.aggregate and g.reservation_record is not None:
+            if state is not None and state.machine_type is None and not state.aggregate:
                 # pulumi-gcp's get_reservation returns no aggregate fields: an aggregate TPU reservation read live has
-                # nothing to judge, so its record judges it (the default live read of a protected stack, #75.3)
+                # nothing to judge, so its record judges it (the default live read of a protected stack, #75.3), and
+                # without one the fix is named
                 live_groups_unjudged.add(g.name)
+                if g.reservation_record is None:
+                    problems.append(Problem(config_key(("slices", i, "reservation")), (
+                        f"{path.parent}: read live, it holds no specific VMs, as an aggregate reservation reads (pulumi-gcp's "
+                        "get_reservation returns no aggregate fields): record it (slices[].reservationRecord, docs/capacity.md) "
+                        "or set slices[].readReservation: false")))
             else:
                 if state is not None:
                     states[g.name] = state

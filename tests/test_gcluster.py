@@ -161,7 +161,7 @@ def test_a_pathways_job_line_is_a_declared_workload_and_every_flag_is_accounted_
         "--compute-type v6e-16 --num-slices 2 --topology 4x4 --restarts 3 --grace-period 2m --mount gs://data:/data "
         "--mount gs://ckpt:/ckpt:rw --pathways-gcs-location gs://b/tmp --priority medium --gke-ttl-after-finished 1h "
         "--pathways-server-image us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest", SPEC)
-    assert w == {"name": "llama", "mode": "batch", "image": "us-docker.pkg.dev/p/r/maxtext:1", "command": ["python3", "train.py"],
+    assert w == {"name": "llama", "mode": "batch", "image": "us-docker.pkg.dev/p/r/maxtext:1", "command": ["/bin/sh", "-c", "python3 train.py"],
                  "slices": 2, "maxRestarts": 3, "terminationGracePeriodSeconds": 120,
                  "mounts": [{"path": "/data", "bucket": "data", "readOnly": True}, {"path": "/ckpt", "bucket": "ckpt", "readOnly": False}]}
     accounted = " ".join(done + same + not_done)
@@ -171,9 +171,11 @@ def test_a_pathways_job_line_is_a_declared_workload_and_every_flag_is_accounted_
         assert flag in accounted, flag
     assert any("--priority medium: priorities here are training, interactive and experiment" in u for u in not_done)
     headless, *_ = job("gcluster job submit --pathways --pathways-headless --name nb", SPEC)
-    assert headless == {"name": "nb", "mode": "interactive"}
-    shell, *_ = job("gcluster job submit --pathways --name s --image i:1 --command 'cd /app && python3 t.py'", SPEC)
-    assert shell["command"] == ["/bin/sh", "-c", "cd /app && python3 t.py"]
+    assert headless == {"name": "nb", "mode": "interactive", "slices": 1, "maxRestarts": 1}  # gcluster's defaults, not the stack's
+    shell, *_ = job("gcluster job submit --pathways --name s --image i:1 --command 'python3 t.py # a comment' "
+                    "--grace-period 1m30s --mount gs://a:/a,gs://b:/b:rw", SPEC)
+    assert shell["command"] == ["/bin/sh", "-c", "python3 t.py # a comment"] and shell["terminationGracePeriodSeconds"] == 90
+    assert [m["bucket"] for m in shell["mounts"]] == ["a", "b"]
 
 
 @pytest.mark.parametrize("line,message", [
@@ -201,3 +203,17 @@ def test_job_lines_join_the_stack_and_it_plans_ok(tmp_path, capsys):
     assert new_stack(tmp_path, "y", "--gcluster-job", "gcluster job submit --pathways --name x", "--project", "team-ml-123",
                      "--zone", "us-east5-b", "--tpu", "v6e-16") == 2
     assert "--gcluster-deployment and --gcluster-job go with --from-gcluster BLUEPRINT" in capsys.readouterr().err
+
+
+def test_a_blueprints_text_cannot_write_keys_of_its_own(tmp_path, capsys):
+    # security #73.5's class: a module id reaches a comment of the written file; a newline in it must not start YAML
+    blueprint, deployment, _ = BLUEPRINTS["v6e-reserved"]
+    evil = yaml.safe_load(yaml.safe_dump(blueprint))
+    evil["deployment_groups"][0]["modules"][0]["id"] = "net-0\nsecretsprovider: passphrase\nencryptionsalt: x"
+    bp, dep = tmp_path / "bp.yaml", tmp_path / "dep.yaml"
+    bp.write_text(yaml.safe_dump(evil))
+    dep.write_text(yaml.safe_dump({"vars": {**deployment, "tpu_topology": "4x4"}}))
+    assert new_stack(tmp_path, "--from-gcluster", str(bp), "--gcluster-deployment", str(dep)) == 0
+    written = yaml.safe_load((tmp_path / "stacks" / "Pulumi.gke-tpu.yaml").read_text())
+    assert set(written) == {"config"}, set(written)
+    capsys.readouterr()

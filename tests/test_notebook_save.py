@@ -157,3 +157,32 @@ def test_the_wrapper_is_posix_sh_and_names_the_mount_once():
     proc = subprocess.run(["/bin/sh", "-n", "-c", script], capture_output=True, text=True)  # dash parses it
     assert proc.returncode == 0, proc.stderr
     assert os.access(PYTHON, os.X_OK)
+
+
+def test_a_home_inside_the_save_mount_is_not_copied_into_itself(home):
+    # `--mount /home/researcher=gs://work:rw`: the notebook's files are in the bucket already; a copy would nest forever
+    mount = home / "home"
+    proc = subprocess.Popen(["/bin/sh", "-c", wrapper(str(mount), PYTHON), str(mount / "notebooks" / "nb"), "/bin/sh", "-c", WORK + "exit 0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, user=NOBODY, group=NOBODY,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(mount)})
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "its home is in the save mount" in err, err
+    assert not (mount / "notebooks").exists()
+
+
+def test_a_runs_grace_period_is_bounded(submit):
+    # its slices wait for a deleted or preempted run's pods to end: at most 600 s
+    fits = submit("--name", "x", "--image", "example.com/t:1", "--spec", str(_spec_file({"terminationGracePeriodSeconds": 600})),
+                  "--", "python3", "t.py", notebook=False)
+    assert fits.returncode == 0, fits.stderr
+    over = submit("--name", "x", "--image", "example.com/t:1", "--spec", str(_spec_file({"terminationGracePeriodSeconds": 3600})),
+                  "--", "python3", "t.py", notebook=False)
+    assert (over.returncode, over.stderr.strip()) == (2, "error: run.terminationGracePeriodSeconds: 3600 s: a run ends within 600 s "
+                                                          "of a delete, preemption or time limit (its slices wait for it); give at most that")
+
+
+def _spec_file(spec: dict) -> Path:
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(yaml.safe_dump(spec))
+    f.close()
+    return Path(f.name)

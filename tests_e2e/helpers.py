@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -149,6 +150,11 @@ def over_the_ceiling_is_never_admitted(cluster: LocalCluster, m: Any, w: Any) ->
         # available, nominal quota plus what it may borrow), as against "insufficient unused quota" (not now)
         _, verdict = kueue_judged(cluster, w.namespace, lambda: workload(cluster, w.namespace, name), name, "> maximum capacity", timeout=120)
         assert "google.com/tpu" in verdict.message and f"({(most + 1) * w.group.tpu.chips})" in verdict.message, verdict
+        # and Kueue's own maximum for the group's flavor is the plan's ceiling: a plan that promised more than Kueue
+        # can ever give (the #76 failure) would show here as a smaller number
+        maxima = dict(re.findall(r"insufficient quota for google\.com/tpu in flavor (\S+), previously considered podsets "
+                                 r"requests \([^)]*\) \+ current podset request \([^)]*\) > maximum capacity \(([^)]*)\)", verdict.message))
+        assert maxima.get(kueue_manifest.flavor_name(w.group)) == str(most * w.group.tpu.chips), (maxima, verdict.message)
         assert not is_true(workload(cluster, w.namespace, name), "Admitted"), verdict
         log(f"{m.stack}: {w.cluster_queue}/{w.group.name} ceiling {most}; {most + 1} slices: {verdict.message[:160]}")
     finally:

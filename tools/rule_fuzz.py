@@ -9,7 +9,8 @@ endpoints, a fleet manager's teams, file systems, engine flags), with numbers dr
 judge. Each is judged by the real entry point (`python -m infra.offline plan`, in process): exit 0 is OK; exit 2's
 `error:` lines and exit 1's policy violations are matched to the rules by their key and words. A near miss is the
 tripping genome with one gene moved one step (a number by one, a name or location to another choice, one list
-entry dropped) whose plan is OK. The smallest tripping stack is the one with the fewest lines of YAML.
+entry dropped; a value moved before an entry dropped) whose plan is OK. The smallest tripping stack is the one
+with the fewest lines of YAML.
 
 The rules and their matchers are RULES below; tests/test_rule_fuzz.py holds every rule to a trip and a near miss
 within a fixed budget, so a rule that stops refusing, or starts refusing its near miss, fails the fast tier.
@@ -172,12 +173,14 @@ def random_genome(rng: random.Random) -> Genome:
     return Genome(False, groups, tuple(teams), tuple(workloads), fs, fleet)
 
 
-def neighbours(g: Genome) -> Iterator[Genome]:
-    """Every genome one step away: one number by one, one choice to another, one list entry dropped."""
+def neighbours(g: Genome, drops: bool = True) -> Iterator[Genome]:
+    """Every genome one step away: one number by one, one choice to another, one value of a list dropped, and (with
+    `drops`) one whole entry (a group, team, workload or file system) dropped."""
     def variants(obj: Any) -> Iterator[Any]:
         if isinstance(obj, tuple) and obj and all(dataclasses.is_dataclass(x) for x in obj):
             for i in range(len(obj)):
-                yield obj[:i] + obj[i + 1:]
+                if drops:
+                    yield obj[:i] + obj[i + 1:]
                 for v in variants(obj[i]):
                     yield obj[:i] + (v,) + obj[i + 1:]
             return
@@ -393,7 +396,10 @@ def search(stacks: int, seed: int, judge: Judge, keep: int = 8, confirm: bool = 
             planned = judge.plan(trip)
             if _clean(planned) is not f.rule:
                 continue  # the entry point says more (or otherwise): not this rule's trip alone
-            near = next((n for n in sorted(neighbours(trip), key=size) if judge.model(n).ok and judge.plan(n).ok), None)
+            # a value moved first (the rule's own edge: one slice less, a zone for a region); an entry dropped only
+            # where no value move plans OK
+            near = next((n for candidates in (neighbours(trip, drops=False), neighbours(trip))
+                         for n in sorted(candidates, key=size) if judge.model(n).ok and judge.plan(n).ok), None)
             if f.trip is None:
                 f.trip, f.trip_lines, f.message = trip, size(trip), planned.lines[0]
             if near is not None:

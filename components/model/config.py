@@ -397,6 +397,9 @@ def _run_key(problem: Problem, prefix: str) -> Problem:
     return Problem(f"run{rest}" if rest else "run", message)
 
 
+MAX_RUN_GRACE_SECONDS = 600
+
+
 def _spec_problems(spec: Mapping[str, Any]) -> list[Problem]:
     problems = [Problem(f"run.{k}", f"not a run key; valid: {', '.join(RUN_KEYS)}") for k in spec if k not in RUN_KEYS]
     if "name" not in spec:
@@ -407,6 +410,12 @@ def _spec_problems(spec: Mapping[str, Any]) -> list[Problem]:
     priority = spec.get("priority")
     if priority is not None and priority not in RUN_PRIORITIES:
         problems.append(Problem("run.priority", f"{priority!r} is not a run priority; valid: {', '.join(RUN_PRIORITIES)}"))
+    grace = spec.get("terminationGracePeriodSeconds")
+    if isinstance(grace, int) and not isinstance(grace, bool) and grace > MAX_RUN_GRACE_SECONDS:
+        # a run's pods keep their slices until they end: a preempted or deleted run would hold them that long
+        problems.append(Problem("run.terminationGracePeriodSeconds", (
+            f"{grace} s: a run ends within {MAX_RUN_GRACE_SECONDS} s of a delete, preemption or time limit (its slices wait "
+            "for it); give at most that")))
     return problems
 
 

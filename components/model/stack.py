@@ -59,9 +59,13 @@ def _reads_reservation(group: Any) -> Any:
     """A protected stack's slice group with readReservation: true by default where a live read applies."""
     if not isinstance(group, dict) or "readReservation" in group or "read_reservation" in group:
         return group
+
+    def given(camel: str, snake: str) -> Any:  # the model takes either spelling (populate_by_name)
+        return group.get(camel) or group.get(snake)
+
     reservation = group.get("reservation")
-    if (not isinstance(reservation, str) or reservation.startswith("projects/") or group.get("subBlocks")
-            or group.get("futureReservation") or group.get("nodePools")):
+    if (not isinstance(reservation, str) or reservation.startswith("projects/") or given("subBlocks", "sub_blocks")
+            or given("futureReservation", "future_reservation") or given("nodePools", "node_pools")):
         return group
     return {**group, "readReservation": True}
 

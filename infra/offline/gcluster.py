@@ -346,10 +346,11 @@ def _job_parser():
 
 
 def _seconds(text: str, flag: str) -> int:
-    m = re.fullmatch(r"([0-9]+)(s|m|h)?", text.strip())
-    if not m:
-        raise ConfigError([Problem(JOB_KEY, f"{flag} {text[:40]!r} is not a duration (30s, 2m, 1h)")])
-    return int(m.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+    """A Go duration as gcluster parses it (time.ParseDuration: 30s, 2m, 1h, 1m30s), whole seconds."""
+    parts = re.findall(r"([0-9]+)(h|m|s)", text.strip())
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise ConfigError([Problem(JOB_KEY, f"{flag} {text[:40]!r} is not a duration (30s, 2m, 1h, 1m30s)")])
+    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
 
 
 def job(line: str, spec: StackSpec) -> tuple[dict[str, Any], list[str], list[str], list[str]]:
@@ -385,19 +386,20 @@ def job(line: str, spec: StackSpec) -> tuple[dict[str, Any], list[str], list[str
             w["image"] = args.image
             done.append(f"--image {args.image} -> image")
         if args.command:
-            w["command"] = ["/bin/sh", "-c", args.command] if re.search(r"[;&|<>$`*?()]", args.command) else shlex.split(args.command)
-            done.append("--command -> command" + (" (through /bin/sh -c: it uses the shell)" if w["command"][0] == "/bin/sh" else ""))
-    if args.num_slices is not None:
-        w["slices"] = args.num_slices
-        done.append(f"--num-slices {args.num_slices} -> slices")
-    if args.restarts is not None:
-        w["maxRestarts"] = args.restarts
-        done.append(f"--restarts {args.restarts} -> maxRestarts")
+            # a shell line, as gcluster runs it: its quoting, operators and comments mean what they meant there
+            w["command"] = ["/bin/sh", "-c", args.command]
+            done.append("--command -> command (through /bin/sh -c, a shell line as gcluster runs it)")
+    # gcluster's own defaults (cmd/job/submit.go: --num-slices 1, --restarts 1) where the line leaves them out: the
+    # stack's would be the whole group and three restarts
+    w["slices"] = args.num_slices if args.num_slices is not None else 1
+    done.append(f"--num-slices {w['slices']} -> slices" + ("" if args.num_slices is not None else " (gcluster's default)"))
+    w["maxRestarts"] = args.restarts if args.restarts is not None else 1
+    done.append(f"--restarts {w['maxRestarts']} -> maxRestarts" + ("" if args.restarts is not None else " (gcluster's default)"))
     if args.grace_period:
         w["terminationGracePeriodSeconds"] = _seconds(args.grace_period, "--grace-period")
         done.append(f"--grace-period {args.grace_period} -> terminationGracePeriodSeconds")
     mounts = []
-    for item in args.mount or []:
+    for item in (part for given in args.mount or [] for part in given.split(",") if part):  # a StringSlice: repeated or a,b
         parts = item.split(":")
         if item.startswith("gs://") and len(parts) in (3, 4):
             bucket, path = parts[1].lstrip("/"), parts[2]

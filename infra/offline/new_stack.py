@@ -172,7 +172,8 @@ def _dump(value: Any) -> str:
 
 def _line(indent: int, key: str, value: Any, comment: str = "") -> str:
     text = f"{' ' * indent}{key}: {_dump(value)}"
-    return f"{text}  # {comment}" if comment else text
+    # a comment may carry another tool's text (a blueprint's module id): one printable line, never YAML of its own
+    return f"{text}  # {_comment(comment)}" if comment else text
 
 
 def _section(key: str, settings: dict[str, Setting]) -> list[str]:

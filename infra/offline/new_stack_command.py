@@ -24,6 +24,7 @@ from infra.offline.new_stack import (
     check,
     intended_config,
     policy_config,
+    secrets_provider,
     stack_text,
     tpu_value,
 )
@@ -111,8 +112,11 @@ def new_stack_command(args: argparse.Namespace, policies: Callable, verdict_line
                                  "'-' and '_' from a letter or '_'; pick another name or wire the workflows by hand")
         workflows.read(args.root)  # a workflow the tools cannot edit refuses before anything is written
     text = stack_text(spec)
-    written = (yaml.safe_load(text) or {}).get("config")
-    if written != intended_config(spec):  # a value that made text of its own: refuse rather than write it (#73.5)
+    document = yaml.safe_load(text) or {}
+    expected_keys = {"config", *(["secretsprovider"] if spec.protected else [])}
+    # a value that made text of its own (a key of the config, or one beside it): refuse rather than write it (#73.5)
+    if document.get("config") != intended_config(spec) or set(document) != expected_keys or (
+            spec.protected and document.get("secretsprovider") != secrets_provider(spec)):
         raise StackFileError(f"{shown(path)}: the values given would write another file than they say (a value with YAML in "
                              "it); nothing written")
     config, secrets = config_from_text(text, path)

@@ -27,16 +27,23 @@ SAVE_GRACE_SECONDS = 300
 NONE = "none"
 SAVE_ANNOTATION = "pathways/notebook-saves-to"
 
-# $0 is the directory to save into (the mount plus notebooks/<run>); "$@" is JupyterLab's command. `wait` returns
-# early when the trap runs: the loop waits again until the child itself has ended, and keeps its status.
+# $0 is the directory to save into (the mount plus notebooks/<run>); "$@" is JupyterLab's command. The trap is set
+# before JupyterLab starts (a stop that comes first is passed on as soon as it runs); `wait` returns early when the
+# trap runs: the loop waits again until the child itself has ended, and keeps its status. The copy leaves out the
+# save mount and every other mount point under $HOME (a dataset bucket mounted there is not copied into the save), and
+# copies nothing when $HOME is itself inside the save mount (its files are in the bucket already).
 _COPY = (
     "import os, shutil, sys, time\n"
     "src, dest = os.path.realpath(os.environ.get('HOME') or '.'), sys.argv[1]\n"
     "skip = os.path.realpath(sys.argv[2])\n"
+    "if src == skip or src.startswith(skip + os.sep):\n"
+    "    print('notebook: its home is in the save mount ' + skip + ': its files are there already', file=sys.stderr)\n"
+    "    sys.exit(0)\n"
     "out = os.path.join(dest, time.strftime('%Y%m%dT%H%M%SZ', time.gmtime()))\n"
     "n = size = 0\n"
     "for root, dirs, files in os.walk(src):\n"
-    "    dirs[:] = sorted(d for d in dirs if not d.startswith('.') and os.path.realpath(os.path.join(root, d)) != skip)\n"
+    "    dirs[:] = sorted(d for d in dirs if not d.startswith('.') and os.path.realpath(os.path.join(root, d)) != skip\n"
+    "                     and not os.path.ismount(os.path.join(root, d)))\n"
     "    for f in sorted(f for f in files if not f.startswith('.')):\n"
     "        p = os.path.join(root, f)\n"
     "        if os.path.islink(p) or not os.path.isfile(p):\n"
@@ -52,8 +59,10 @@ _COPY = (
 def wrapper(mount: str, python: str = "python3") -> str:
     """The `sh -c` script: run "$@", forward SIGTERM, then save $HOME (less `mount`, the bucket) into "$0", exit with
     the program's status. `mount` is a mount path (letters, digits, '_', '.', '/', '-': components' Mount)."""
-    return ("\"$@\" & child=$!\n"
-            "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT\n"
+    return ("child=\n"
+            "trap 'stop=1; [ -n \"$child\" ] && kill -TERM \"$child\" 2>/dev/null' TERM INT\n"
+            "\"$@\" & child=$!\n"
+            "[ -n \"$stop\" ] && kill -TERM \"$child\" 2>/dev/null\n"
             "wait \"$child\"; rc=$?\n"
             "while kill -0 \"$child\" 2>/dev/null; do wait \"$child\"; rc=$?; done\n"
             f"{python} -c \"{_COPY}\" \"$0\" '{mount}' || echo 'notebook: saving its files failed' >&2\n"
@@ -100,10 +109,12 @@ def target(cfg: Any, spec: dict[str, Any], save_to: Optional[str]) -> Optional[S
             return None
         bucket = allowed[0]
     same = next((m for m in mounts if m.get("bucket") == bucket), None)
-    if same is not None:
-        if same.get("readOnly") is not False:
+    if same is not None and same.get("readOnly") is not False:
+        if save_to is not None:
             raise StackFileError(f"--save-to gs://{bucket}: the run mounts it read-only at {same.get('path')}; mount it with :rw "
                                  "or save elsewhere")
+        return None  # the default bucket is mounted read-only on purpose: keep nothing rather than write it (the note says so)
+    if same is not None:
         return SaveTarget(bucket, True, same["path"])
     return SaveTarget(bucket, False, SAVE_MOUNT)
 
