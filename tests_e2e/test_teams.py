@@ -419,9 +419,10 @@ def test_a_team_members_day_one_with_the_installed_client_mounts_the_teams_bucke
     """#74's day one for a member of a team, with `pathways-run` as installed (make run-client), from a folder of code
     outside the checkout (PATHWAYS_STACK_CONFIG, KUBECONFIG): `submit --team --workdir . --mount /data=gs://<the team's
     data bucket>` (no image) lands in the team's namespace as the runs' service account with the bucket mounted
-    read-only; once the program ended, `logs --worker 0` reads that worker's Pathways server log and `logs` the
-    program's output, through the API server from the node's kubelet (kwok's stand-in); after `delete` both point to
-    Cloud Logging; a notebook for the team saves its files to the team's writable bucket and prints `--team`."""
+    read-only; while it runs `logs --worker 0` reads that worker's Pathways server log through the API server from the
+    node's kubelet (kwok's stand-in); once the program ended its workers are gone with their Jobs, `logs` still
+    prints the program's output and `logs --worker 0` names the Cloud Logging command, as after `delete`; a notebook
+    for the team saves its files to the team's writable bucket and prints `--team`."""
     from tests_e2e.test_runs import CLIENT
 
     member = "pretraining"
@@ -457,11 +458,8 @@ def test_a_team_members_day_one_with_the_installed_client_mounts_the_teams_bucke
     volume = next(v for v in head["spec"]["volumes"] if v["name"] == mount["name"])
     assert volume["csi"]["volumeAttributes"]["bucketName"] == data and volume["csi"]["readOnly"] is True, volume
 
-    # the program ends (kwok runs none: the tier ends its pods as the program would, worker then head, exit 0)
-    for pod in (worker, head):
-        cluster.kubectl("annotate", "pod", "-n", ns, pod["metadata"]["name"], "e2e.pathways/fail=true", "e2e.pathways/exit-code=0")
-        cluster.wait_for(f"{pod['metadata']['name']} Succeeded", lambda p=pod: cluster.get("pod", "-n", ns, p["metadata"]["name"])["status"].get("phase") == "Succeeded",
-                         timeout=120, interval=1)
+    # while it runs: a worker's Pathways server log and the program's output, through the API server from the node's
+    # kubelet (kwok's stand-in serves the files these Logs objects name for the two pods)
     logs = tmp_path / "logs"
     logs.mkdir()
     _cri_log(logs / "worker.log", ["I1207 server.cc:88] Pathways worker serving on port 29001", "I1207 step 100 done, worker 0"])
@@ -473,15 +471,26 @@ def test_a_team_members_day_one_with_the_installed_client_mounts_the_teams_bucke
     read = cluster.wait_for("the worker's log through the API server", lambda: (r := client("logs", "--team", member, "day-one", "--worker", "0"))
                             .returncode == 0 and r, timeout=60, interval=2)
     assert read.stdout == "I1207 server.cc:88] Pathways worker serving on port 29001\nI1207 step 100 done, worker 0\n", read.stdout + read.stderr
+
+    # the program ends (kwok runs none: the tier ends the head's pod as the program would, exit 0). Pathways workers
+    # serve until stopped: the JobSet completes on its head and deletes the workers' Jobs, pods and all (jobset
+    # v0.12.0 jobset_controller.go: a finished JobSet deletes its active Jobs), so a worker's log after the run is in
+    # Cloud Logging; the head's pod stays
+    cluster.kubectl("annotate", "pod", "-n", ns, head["metadata"]["name"], "e2e.pathways/fail=true", "e2e.pathways/exit-code=0")
+    cluster.wait_for("the run's workers gone with their Jobs", lambda: [p["metadata"]["name"] for p in
+                     cluster.get("pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=day-one")["items"]] == [head["metadata"]["name"]],
+                     timeout=120, interval=1)
     said = client("logs", "--team", member, "day-one")
     assert (said.returncode, said.stdout) == (0, "[TpuDevice(id=0), TpuDevice(id=1), TpuDevice(id=2), TpuDevice(id=3)]\n"), said.stderr
+    ended = client("logs", "--team", member, "day-one", "--worker", "0")
+    assert ended.returncode == 1 and f"pathways-run logs --team {member} day-one --worker 0 --cloud" in ended.stderr, ended.stderr
+    cloud = client("logs", "--team", member, "day-one", "--worker", "0", "--cloud")
+    assert cloud.returncode == 0 and f'resource.labels.namespace_name="{ns}"' in cloud.stdout and "job-index\"=\"0\"" in cloud.stdout, cloud.stdout
     for p in (worker, head):  # kwok's objects, not the stack's
         cluster.kubectl("delete", "logs.kwok.x-k8s.io", "-n", ns, p["metadata"]["name"], "--wait=false", check=False)
     assert client("delete", "--team", member, "day-one").returncode == 0
     gone = client("logs", "--team", member, "day-one", "--worker", "0")
-    assert gone.returncode == 1 and f"pathways-run logs --team {member} day-one --worker 0 --cloud" in gone.stderr, gone.stderr
-    cloud = client("logs", "--team", member, "day-one", "--worker", "0", "--cloud")
-    assert cloud.returncode == 0 and f'resource.labels.namespace_name="{ns}"' in cloud.stdout and "job-index\"=\"0\"" in cloud.stdout, cloud.stdout
+    assert gone.returncode == 1 and f"no run day-one in namespace {ns}" in gone.stderr and "--worker 0 --cloud" in gone.stderr, gone.stderr
 
     # a notebook for the team keeps its files in the team's writable bucket, and says how to open it (--team)
     nb = client("submit", "--team", member, "--name", "nb", "--slice-group", group, "--slices", "1", "--notebook")
