@@ -88,8 +88,9 @@ class LiveReader:
 def _cannot_read(what: str, e: Exception, *, block: bool = False) -> str:
     """The provider's error (not found, permission denied) as it says it."""
     said = re.sub(r"^invoke of \S+ failed: ", "", str(e).strip().splitlines()[0]) if str(e).strip() else type(e).__name__
-    return (f"{what}: cannot read it ({said}); the preview identity needs compute.reservations.get on its project, or "
-            f"record it ({'reservationRecord and reservationBlockRecord' if block else 'reservationRecord'}) and remove readReservation")
+    return (f"{what}: cannot read it ({said}); the preview identity needs compute.reservations.get on its project (the "
+            "bootstrap grants it in its own: re-run it once readReservation is on, as it is by default in a protected stack), or "
+            f"record it ({'reservationRecord and reservationBlockRecord' if block else 'reservationRecord'}) and set readReservation: false")
 
 
 def _record(root: Path, record: str, how: str) -> Any:

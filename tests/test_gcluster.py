@@ -104,7 +104,12 @@ def test_a_v6e_blueprint_translates_to_the_keys_it_means(tmp_path, capsys):
     assert cfg["pathways:cluster"] == {"name": "gke-tpu", "releaseChannel": "REGULAR", "minMasterVersion": "1.35",
                                        "masterAuthorizedNetworks": [{"cidrBlock": "10.0.0.0/8", "displayName": "kubectl-access-network"}],
                                        "systemPool": {"machineType": "n2-standard-8"}}
-    assert cfg["pathways:network"] == {"nodesCidr": "192.168.0.0/18"}  # pods and services are the stack's defaults already
+    # the blueprint's ranges where they differ from the stack's own defaults (NetworkConfig): pods is one already
+    from components.model.cluster.cluster import NetworkConfig
+
+    defaults = dict(NetworkConfig().named_ranges)
+    assert defaults["podsCidr"] == "10.4.0.0/14" and defaults["servicesCidr"] != "10.0.32.0/20"
+    assert cfg["pathways:network"] == {"nodesCidr": "192.168.0.0/18", "servicesCidr": "10.0.32.0/20"}
     for line in ("tpu-pool ct6e-standard-4t, topology 4x4 -> pathways:slices[0].tpu",
                  "tpu-pool.reservation_affinity v6e-reservation -> pathways:slices[0].reservation",
                  "node_sa: the bootstrap makes the node and workload identities with least privilege",
@@ -217,3 +222,29 @@ def test_a_blueprints_text_cannot_write_keys_of_its_own(tmp_path, capsys):
     written = yaml.safe_load((tmp_path / "stacks" / "Pulumi.gke-tpu.yaml").read_text())
     assert set(written) == {"config"}, set(written)
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("damage", ["vars", "settings", "placement", "affinity", "use", "groups"])
+def test_a_blueprint_of_another_shape_is_one_line_never_a_traceback(tmp_path, capsys, damage):
+    doc = yaml.safe_load(yaml.safe_dump(BLUEPRINTS["v6e-reserved"][0]))
+    modules = doc["deployment_groups"][0]["modules"]
+    pool = next(m for m in modules if m["id"] == "tpu-pool")
+    if damage == "vars":
+        doc["vars"] = ["not", "a", "mapping"]
+    elif damage == "settings":
+        modules[0]["settings"] = ["a", "list"]
+    elif damage == "placement":
+        pool["settings"]["placement_policy"] = "COMPACT"
+    elif damage == "affinity":
+        pool["settings"]["reservation_affinity"] = ["x"]
+    elif damage == "use":
+        pool["use"] = "cluster"
+    else:
+        doc["deployment_groups"] = {"group": "primary"}
+    bp = tmp_path / "bp.yaml"
+    bp.write_text(yaml.safe_dump(doc))
+    code = new_stack(tmp_path, "x", "--from-gcluster", str(bp), "--project", "team-ml-123", "--zone", "us-east5-b", "--dry-run")
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and code in (0, 2), (code, err)
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err

@@ -216,8 +216,9 @@ def test_a_reservation_the_preview_cannot_read_is_one_line_naming_the_key():
     # (the mocks report the failure against the invoke's `name` argument, as a provider's check failure)
     assert lines == ["pathways:slices[0].reservation: pathways-prod-v5p: cannot read it (googleapi: Error 404: The resource "
                      "'projects/pathways-prod-123/zones/us-east5-a/reservations/pathways-prod-v5p' was not found, notFound (name)); the "
-                     "preview identity needs compute.reservations.get on its project, or record it (reservationRecord) and "
-                     "remove readReservation"]
+                     "preview identity needs compute.reservations.get on its project (the bootstrap grants it in its own: re-run it "
+                     "once readReservation is on, as it is by default in a protected stack), or record it (reservationRecord) and "
+                     "set readReservation: false"]
 
 
 def test_the_offline_tools_make_no_live_read():
@@ -452,6 +453,8 @@ def test_a_protected_stack_reads_its_quota_and_own_reservations_live_unless_it_s
     shared = _model(prod_with(train={"reservation": "projects/capacity-owner-1/reservations/pathways-prod-v5p"},
                               explore={"reservation": "projects/capacity-owner-1/reservations/pathways-prod-v5p"}))
     assert not any(g.read_reservation for g in shared.slices) and shared.read_quota
+    own = _model(prod_with(train={"reservation": "projects/pathways-prod-123/reservations/pathways-prod-v5p"}))
+    assert own.slices[0].read_reservation  # its own project, written as a path
     # a pool set, however its keys are spelt, is left alone (readReservation cannot be set on one)
     for key in ("subBlocks", "sub_blocks"):
         ironwood = _model({**prod_with(), "gcp:zone": "us-central1-c", "gcp:region": "us-central1",

@@ -34,7 +34,10 @@ from typing import Any, Callable, Iterator, Optional
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-FLEET_WORKERS = ("fleet-east", "fleet-central")  # example worker stacks, copied beside a generated manager
+# The example fleet's workers, copied beside a generated manager: their frozen copies (tests/fixtures/examples), which a
+# team's edits to stacks/ never touch, as the fleet genome's group and teams are theirs
+FLEET_WORKERS = ("fleet-east", "fleet-central")
+EXAMPLES = ROOT / "tests" / "fixtures" / "examples" / "stacks"
 V6E_ZONE, TPU7X_ZONE = "us-east5-b", "us-central1-c"
 RESERVATION = "golden/reservationBlocks/block-a"
 CONTROLLER_NAMESPACES = ("kueue-system", "jobset-system", "lws-system", "pathways")
@@ -310,7 +313,7 @@ class Judge:
         self._main = main
         self._dir = Path(tempfile.mkdtemp(prefix="rule-fuzz-"))
         for w in FLEET_WORKERS:
-            shutil.copy(ROOT / "stacks" / f"Pulumi.{w}.yaml", self._dir / f"Pulumi.{w}.yaml")
+            shutil.copy(EXAMPLES / f"Pulumi.{w}.yaml", self._dir / f"Pulumi.{w}.yaml")
         self._models: dict[str, Verdict] = {}
         self._plans: dict[str, Verdict] = {}
         self.plans = 0

@@ -55,18 +55,20 @@ def _true(value: Any) -> bool:
         return False  # the field's own validation says so, in its words
 
 
-def _reads_reservation(group: Any) -> Any:
+def _reads_reservation(group: Any, project: Any) -> Any:
     """A protected stack's slice group with readReservation: true by default where a live read applies."""
+    from components.model.capacity.pools import RESERVATION_PATH
+
     if not isinstance(group, dict) or "readReservation" in group or "read_reservation" in group:
         return group
 
     def given(camel: str, snake: str) -> Any:  # the model takes either spelling (populate_by_name)
         return group.get(camel) or group.get(snake)
 
-    reservation = group.get("reservation")
-    if (not isinstance(reservation, str) or reservation.startswith("projects/") or given("subBlocks", "sub_blocks")
+    path = RESERVATION_PATH.fullmatch(group["reservation"]) if isinstance(group.get("reservation"), str) else None
+    if (path is None or path["owner"] not in (None, project) or given("subBlocks", "sub_blocks")
             or given("futureReservation", "future_reservation") or given("nodePools", "node_pools")):
-        return group
+        return group  # another project's reservation: the bootstrap cannot grant its read
     return {**group, "readReservation": True}
 
 
@@ -136,7 +138,7 @@ class StackConfig(_Model):
             out["readQuota"] = True
         slices = out.get("slices")
         if isinstance(slices, list) and not existing:
-            out["slices"] = [_reads_reservation(g) for g in slices]
+            out["slices"] = [_reads_reservation(g, data.get("project")) for g in slices]
         return out
 
     @field_validator("default_labels")

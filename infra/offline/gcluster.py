@@ -23,6 +23,7 @@ from typing import Any, Optional
 import yaml
 
 from components.model.capacity.tpu import FAMILIES
+from components.model.cluster.cluster import NetworkConfig
 from components.model.errors import ConfigError, Problem
 from infra.offline.new_stack import Setting, StackSpec, Translation, tpu_value
 
@@ -76,13 +77,18 @@ def _expand(value: Any, variables: dict[str, Any]) -> Any:
     return value
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """A mapping where the blueprint has one; anything else (a list, a scalar, an expression) as nothing to read."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _modules(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for group in doc.get("deployment_groups") or []:
-        for m in (group or {}).get("modules") or []:
-            if isinstance(m, dict) and isinstance(m.get("source"), str):
-                out.append(m)
-    return out
+    return [m for group in _list(doc.get("deployment_groups")) for m in _list(_dict(group).get("modules"))
+            if isinstance(m, dict) and isinstance(m.get("source"), str)]
 
 
 def _source(m: dict[str, Any]) -> str:
@@ -92,12 +98,12 @@ def _source(m: dict[str, Any]) -> str:
 def _cidr_settings(settings: dict[str, Any]) -> dict[str, str]:
     """The VPC module's ranges, as the stack's network keys."""
     out: dict[str, str] = {}
-    subnets = settings.get("subnetworks") or []
-    if subnets and isinstance(subnets[0], dict) and isinstance(subnets[0].get("subnet_ip"), str):
+    subnets = _list(settings.get("subnetworks"))
+    if subnets and isinstance(_dict(subnets[0]).get("subnet_ip"), str):
         out["nodesCidr"] = subnets[0]["subnet_ip"]
-    for entry in settings.get("secondary_ranges_list") or []:
-        for r in (entry or {}).get("ranges") or []:
-            name, cidr = (r or {}).get("range_name"), (r or {}).get("ip_cidr_range")
+    for entry in _list(settings.get("secondary_ranges_list")):
+        for r in _list(_dict(entry).get("ranges")):
+            name, cidr = _dict(r).get("range_name"), _dict(r).get("ip_cidr_range")
             if name == "pods" and isinstance(cidr, str):
                 out["podsCidr"] = cidr
             elif name == "services" and isinstance(cidr, str):
@@ -108,12 +114,12 @@ def _cidr_settings(settings: dict[str, Any]) -> dict[str, str]:
 def translate(blueprint: Path, deployment: Optional[Path], name: Optional[str]) -> BlueprintTranslation:
     """The stack a blueprint (with its deployment file) describes, and what became of each of its modules."""
     doc = _read(blueprint, KEY)
-    variables = {k: v for k, v in (doc.get("vars") or {}).items()}
+    variables = dict(_dict(doc.get("vars")))
     if deployment is not None:
-        for k, v in (_read(deployment, "--gcluster-deployment").get("vars") or {}).items():
+        for k, v in _dict(_read(deployment, "--gcluster-deployment").get("vars")).items():
             if v is not None:  # a deployment file's empty placeholder (project_id:) leaves the blueprint's value
                 variables[k] = v
-    modules = [{**m, "settings": _expand(m.get("settings") or {}, variables)} for m in _modules(doc)]
+    modules = [{**m, "settings": _dict(_expand(_dict(m.get("settings")), variables))} for m in _modules(doc)]
     policies = {m.get("id"): m["settings"] for m in modules if _source(m) == "modules/compute/resource-policy"}
     tpu_pools = [m for m in modules if _source(m) == "modules/compute/gke-node-pool"
                  and str(m["settings"].get("machine_type") or "") in _FAMILY_OF_MACHINE]
@@ -148,7 +154,7 @@ def _module(t: BlueprintTranslation, m: dict[str, Any], policies: dict[Any, Any]
             t.untranslated.append(f"{mid}: a second TPU pool module; new-stack writes one slice group: add it to pathways:slices "
                                   "by hand (docs/capacity.md)")
         else:
-            _tpu_pool(t, mid, settings, [policies[u] for u in m.get("use") or [] if u in policies])
+            _tpu_pool(t, mid, settings, [policies[u] for u in _list(m.get("use")) if isinstance(u, str) and u in policies])
     elif source == "modules/network/vpc":
         ranges = _cidr_settings(settings)
         t.networks += 1
@@ -156,7 +162,7 @@ def _module(t: BlueprintTranslation, m: dict[str, Any], policies: dict[Any, Any]
             t.untranslated.append(f"{mid} (a second VPC, for the TPU VMs' extra NICs): not made here; the slices use the "
                                   "stack's one network (Pathways' DCN traffic runs over it)")
             return
-        defaults = {"nodesCidr": "10.0.0.0/20", "podsCidr": "10.4.0.0/14", "servicesCidr": "10.0.32.0/20"}
+        defaults = dict(NetworkConfig().named_ranges)  # the stack's own defaults, from its model
         changed = {k: v for k, v in ranges.items() if defaults.get(k) != v}
         for k, v in changed.items():
             s.network[k] = Setting(v, f"the blueprint's {mid}")
@@ -192,7 +198,7 @@ def _cluster(t: Translation, mid: str, settings: dict[str, Any]) -> None:
     if isinstance(prefix, str) and re.fullmatch(r"1\.[0-9]+\.?", prefix):
         s.cluster["minMasterVersion"] = Setting(prefix.rstrip("."), "the blueprint's version_prefix")
         done(f"{mid}.version_prefix {prefix} -> pathways:cluster.minMasterVersion {prefix.rstrip('.')}")
-    networks = [n for n in settings.get("master_authorized_networks") or [] if isinstance(n, dict) and n.get("cidr_block")]
+    networks = [n for n in _list(settings.get("master_authorized_networks")) if isinstance(n, dict) and n.get("cidr_block")]
     if networks:
         s.cluster["masterAuthorizedNetworks"] = Setting(
             [{"cidrBlock": n["cidr_block"], **({"displayName": n["display_name"]} if n.get("display_name") else {})} for n in networks],
@@ -230,10 +236,10 @@ def _tpu_pool(t: Translation, mid: str, settings: dict[str, Any], used: list[dic
     s, done = t.spec, t.translated.append
     machine = str(settings["machine_type"])
     family = _FAMILY_OF_MACHINE[machine]
-    topology = (settings.get("placement_policy") or {}).get("tpu_topology")
+    topology = _dict(settings.get("placement_policy")).get("tpu_topology")
     if not topology:
-        topology = next(((p.get("workload_policy") or {}).get("accelerator_topology") for p in used
-                         if (p.get("workload_policy") or {}).get("accelerator_topology")), None)
+        topology = next((_dict(p.get("workload_policy")).get("accelerator_topology") for p in used
+                         if _dict(p.get("workload_policy")).get("accelerator_topology")), None)
     if not isinstance(topology, str) or not re.fullmatch(r"[0-9]+x[0-9]+(x[0-9]+)?", topology):
         raise ConfigError([Problem(KEY, f"{mid}: no TPU topology (placement_policy.tpu_topology, or a resource-policy's "
                                         f"workload_policy.accelerator_topology): give vars.tpu_topology a value, e.g. 4x4")])
@@ -244,11 +250,12 @@ def _tpu_pool(t: Translation, mid: str, settings: dict[str, Any], used: list[dic
         s.slice_name = name
         done(f"{mid}.name {name} -> pathways:slices[0].name (its pools here: tpu-{name}-<i>, one per slice)")
     slices = settings.get("num_slices")
-    if isinstance(slices, int) and slices > 0:
+    slices = int(slices) if isinstance(slices, str) and slices.isdigit() else slices
+    if isinstance(slices, int) and not isinstance(slices, bool) and slices > 0:
         s.slices = slices
         done(f"{mid}.num_slices {slices} -> pathways:slices[0].count")
-    affinity = settings.get("reservation_affinity") or {}
-    reservations = [r.get("name") for r in affinity.get("specific_reservations") or [] if isinstance(r, dict)]
+    affinity = _dict(settings.get("reservation_affinity"))
+    reservations = [r.get("name") for r in _list(affinity.get("specific_reservations")) if isinstance(r, dict)]
     if affinity.get("consume_reservation_type") == "SPECIFIC_RESERVATION":
         if reservations and isinstance(reservations[0], str) and reservations[0]:
             s.capacity, s.reservation = "reservation", reservations[0]

@@ -13,7 +13,7 @@ under $HOME but hidden ones and those in hidden directories (a name starting wit
 .ipynb_checkpoints, an .env) and the save mount itself. It exits with JupyterLab's own status (0 after the idle stop: the
 JobSet completes). A stop by SIGTERM has the pod's grace period for both; a notebook that saves gets
 `SAVE_GRACE_SECONDS` unless the spec sets terminationGracePeriodSeconds. tests/test_notebook_save.py runs the
-rendered wrapper as this machine's unprivileged user, for the idle exit and for SIGTERM.
+rendered wrapper as this machine's unprivileged user: the idle exit, SIGTERM, a failure and the mounts it skips.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def target(cfg: Any, spec: dict[str, Any], save_to: Optional[str]) -> Optional[S
         own = [m for m in mounts if m.get("bucket") and m.get("readOnly") is False]
         if own:
             return SaveTarget(own[0]["bucket"], True, own[0]["path"])
-        team = cfg.team(spec["team"]) if isinstance(spec.get("team"), str) and cfg.team(spec["team"]) is not None else None
+        team = cfg.team(spec["team"]) if isinstance(spec.get("team"), str) else None
         allowed = _writable(team.buckets if team is not None else (cfg.runs.buckets if cfg.runs is not None else []))
         if not allowed:
             return None
