@@ -345,16 +345,21 @@ def take_down(cluster: LocalCluster, deployed: Deployed, check: bool = True) -> 
             log(f"stack {deployed.name}: pulumi destroy after the failed up failed ({result.returncode}): {result.output[-2000:]}")
         if cluster.provisioner is not None:
             cluster.provisioner.release_all()
-        cluster.kubectl("delete", "nodes", "--all", "--wait=false", check=False, timeout=600)
+        cluster.kubectl("delete", "--raw", "/api/v1/nodes", check=False, timeout=600)
+        cluster.wait_for("nodes gone", lambda: not cluster.get("nodes")["items"], timeout=600, interval=2)
         return sweep(cluster)
-    if result.returncode != 0:
-        raise ClusterError(f"pulumi destroy of stack {deployed.name} failed ({result.returncode}):\n{result.output[-4000:]}")
     if cluster.provisioner is not None:
         cluster.provisioner.release_all()  # what queued provisioning gave the stack's workloads
+    # the nodes go whatever destroy did: a failed scenario leaves the next stack an empty cluster, not 20 failures
+    # of its nodes already existing
     cluster.kubectl("delete", "--raw", "/api/v1/nodes", timeout=600)  # one delete-collection, not a request a node
     cluster.wait_for("nodes gone", lambda: not cluster.get("nodes")["items"], timeout=600, interval=2)
+    if result.returncode != 0:
+        swept = sweep(cluster)
+        raise ClusterError(f"pulumi destroy of stack {deployed.name} failed ({result.returncode}), swept {swept}:\n{result.output[-4000:]}")
     left = leftovers(cluster)
     if left:
+        sweep(cluster)
         raise ClusterError(f"pulumi destroy of stack {deployed.name} left {', '.join(left)}")
     log(f"stack {deployed.name}: destroyed in {time.monotonic() - t0:.0f} s")
     return []
