@@ -17,14 +17,17 @@ from components.model.cluster.bucket_grants import external_bucket_problems, ext
 from components.model.errors import Problem
 from components.model.stack import StackConfig
 
-# The bootstrap configs' folder: beside the stack files (the offline engine sets it for a stack folder elsewhere).
-BOOTSTRAP_DIR: ContextVar[Optional[Path]] = ContextVar("bootstrap_dir", default=None)
 DEFAULT_BOOTSTRAP_DIR = Path(__file__).resolve().parents[1] / "bootstrap"
+# What the offline engine passes as an input of the plan (PlanInputs.bootstrap): the bootstrap config it found for the
+# stack beside the stack files, ("Pulumi.<project>.yaml", config), or None for none. Unset under the CLI, where the
+# program looks in the project's bootstrap/ folder itself.
+_FIND = ("", {})
+BOOTSTRAP: ContextVar[Optional[tuple[str, dict]]] = ContextVar("bootstrap", default=_FIND)
 
 
 def bootstrap_config(project: str, stack: str, folder: Optional[Path] = None) -> Optional[tuple[Path, dict]]:
     """(file, config) of the bootstrap that sets up this stack in this project, or None."""
-    folder = folder or BOOTSTRAP_DIR.get() or DEFAULT_BOOTSTRAP_DIR
+    folder = folder or DEFAULT_BOOTSTRAP_DIR
     for path in sorted(folder.glob("Pulumi.*.yaml")):
         try:
             config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
@@ -41,10 +44,11 @@ def problems(cfg: StackConfig) -> list[Problem]:
     a bootstrap config for it)."""
     if not external_grants(cfg):
         return []
-    found = bootstrap_config(cfg.project, cfg.stack)
+    given = BOOTSTRAP.get()
+    found = bootstrap_config(cfg.project, cfg.stack) if given is _FIND else given
     if found is None:
         return []
-    path, config = found
+    path, config = Path(found[0]), found[1]
     key = "pathways-bootstrap:externalBuckets"
     allowed, bad = parse_external_buckets(config.get(key), list(config.get("pathways-bootstrap:stacks") or []), key)
     where = f"bootstrap/{path.name}"

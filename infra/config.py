@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from contextvars import ContextVar
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -29,6 +30,9 @@ from infra import bucket_allowlist
 # itself and checked them (the offline engine, after infra/offline/stackfile.py): {top-level key: paths}.
 # Under the Pulumi CLI it is unset and the program reads the stack file (nested_secret_problems below).
 CHECKED_SECRET_PATHS: ContextVar[Optional[Mapping[str, tuple[str, ...]]]] = ContextVar("checked_secret_paths", default=None)
+# The plan's clock when the offline engine runs the program (its PlanInputs.now); unset under the CLI, where the
+# composition root reads the wall clock once (infra/program.py main).
+PLANNED_AT: ContextVar[Optional[datetime]] = ContextVar("planned_at", default=None)
 # A stack file is a few KB (infra/offline/stackfile.py reads at most this much too).
 MAX_STACK_FILE_BYTES = 1 << 20
 
@@ -51,7 +55,7 @@ def _decode(value: str) -> Any:
     return value
 
 
-def read_stack_config() -> StackConfig:
+def read_stack_config(now: datetime) -> StackConfig:
     """Stack config -> StackConfig, or ConfigError naming every bad key.
 
     Values are read as text with the runtime's get_config (pulumi.Config.get would warn on secret
@@ -73,7 +77,7 @@ def read_stack_config() -> StackConfig:
     if nested:
         raise ConfigError([*misspelt, *nested])
     try:
-        cfg = load(raw, stack=pulumi.get_stack(), secret_keys=secret)
+        cfg = load(raw, stack=pulumi.get_stack(), secret_keys=secret, now=now)
     except ConfigError as e:
         raise ConfigError([*misspelt, *e.problems]) from None
     if misspelt:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -58,7 +59,7 @@ from components.model.resolved import ResolvedStack
 from components.model.workloads.inference_gateway import HEALTH_CHECK_RANGES, armor_policy_name
 from components.model.workloads.ports import PATHWAYS_PORTS
 from infra import fleet
-from infra.config import read_stack_config
+from infra.config import PLANNED_AT, read_stack_config
 from infra.errors import InvalidStackConfig
 from infra.quota_read import judge_quota, live_reader
 from infra.reservation_records import LIVE_READS, LiveReader, read_records
@@ -339,7 +340,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             seed=metrics_adapter_manifest.seed_objects(stack.metrics_adapter_certificate_generation),
             derive=metrics_adapter_manifest.serving_tls_of,
             serving_secret=functools.partial(metrics_adapter_manifest.serving_secret, stack.metrics_adapter_certificate_generation),
-            api_services=metrics_adapter_manifest.api_services,
+            api_services=metrics_adapter_manifest.api_services, now=cfg.planned_at,
             after=(namespace, guardrails, *controllers, *serving_controllers, *queues)), opts=k8s_opts).ready)
     # resilience.mtc: the RAM disks' configurations before any workload that mounts one
     checkpointing: tuple[Dependency, ...] = ()
@@ -445,8 +446,10 @@ def existing_cluster(cfg: StackConfig) -> dict[str, object]:
 
 
 def main() -> None:
+    # the plan's one clock: the offline engine's input, else (`pulumi up`) the wall clock, read once here
+    now = PLANNED_AT.get() or datetime.now(timezone.utc)
     try:
-        cfg = read_stack_config()
+        cfg = read_stack_config(now)
         # a recorded or live-read reservation that cannot hold its group fails here, before any resource
         read_records(cfg, live=LiveReader(cfg) if LIVE_READS.get() else None)
         # and, with readQuota, the regional TPU quota the slice groups need (components/model/capacity/quota.py)

@@ -20,6 +20,10 @@ from infra.offline import engine, stackfile
 TODAY = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
 cluster_rules.now = lambda: TODAY
 
+# Plans of equal inputs are made once for the whole suite (a plan is a function of its PlanInputs); a test that
+# monkeypatches may change what the program reads beyond them, and gets plans of its own (_fresh_plans_when_patched).
+engine.share_plans()
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Two kinds of test read stack files:
@@ -162,6 +166,15 @@ def example_model(name: str):
 
     config, secrets = stackfile.load_config(example_path(name))
     return resolve(load(stackfile.raw_values(config), name, frozenset(secrets)))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_plans_when_patched(request):
+    if "monkeypatch" in request.fixturenames:
+        with engine.unshared():
+            yield
+    else:
+        yield
 
 
 @pytest.fixture(params=STACKS)

@@ -238,9 +238,10 @@ def test_raising_the_generation_rotates_seed_secret_and_mount():
 def test_a_preview_warns_before_the_certificate_ends(monkeypatch, days_left, warned):
     said: list[str] = []
     monkeypatch.setattr(adapter_component.pulumi.log, "warn", lambda msg, *a, **k: said.append(msg))
-    ends = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=days_left)
+    now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)  # the plan's clock, not the wall's
+    ends = now + dt.timedelta(days=days_left)
     issued = serving_tls.add_years(ends, -ma.CERTIFICATE_YEARS)
-    adapter_component._warn_if_ending(serving_tls.derive(b"s" * 32, issued, ma.SERVING_DNS_NAMES, years=ma.CERTIFICATE_YEARS, ca_name="ca"))
+    adapter_component._warn_if_ending(serving_tls.derive(b"s" * 32, issued, ma.SERVING_DNS_NAMES, years=ma.CERTIFICATE_YEARS, ca_name="ca"), now)
     assert bool(said) == warned
     if warned:
         assert "kubernetes.metricsAdapterCertificateGeneration" in said[0] and ("ended" if days_left < 0 else "ends") in said[0]

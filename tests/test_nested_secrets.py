@@ -19,6 +19,7 @@ import pulumi
 import pytest
 import yaml
 
+from components.model.cluster import cluster as cluster_rules
 from components.model.config import secure_paths
 from components.model.errors import ConfigError
 from infra import config as infra_config
@@ -63,7 +64,7 @@ def under_the_cli(tmp_path: Path, monkeypatch, file_config: dict, *, stack: str 
     pulumi.runtime.set_all_config(flat, secret_keys)
     monkeypatch.setattr(pulumi, "get_root_directory", lambda: str(project) if root else None)
     monkeypatch.setattr(pulumi, "get_stack", lambda: stack)
-    return infra_config.read_stack_config()
+    return infra_config.read_stack_config(cluster_rules.now())
 
 
 def offline_line(config: dict) -> str:

@@ -37,6 +37,8 @@ class CustomMetricsAdapterArgs:
     """metrics_adapter.serving_secret with the generation: the Secret for ServingTLS.secret_data()."""
     api_services: Callable[[Any], list[dict[str, Any]]]
     """metrics_adapter.api_services: the APIServices for a caBundle."""
+    now: dt.datetime
+    """The plan's clock (StackConfig.planned_at): what the certificate's end is judged against."""
     after: tuple[Dependency, ...] = ()
     """The stack's namespaces and controller charts. While an aggregated API is registered and not served, the
     namespace controller cannot finish deleting any namespace (NamespaceDeletionDiscoveryFailure, seen in the
@@ -62,7 +64,7 @@ class CustomMetricsAdapter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, account]))
         tls = pulumi.Output.all(seed.data, seed.metadata).apply(
             lambda a: args.derive((a[0] or {})["token"], a[1]["creation_timestamp"]))
-        tls.apply(_warn_if_ending)
+        tls.apply(lambda t: _warn_if_ending(t, args.now))
         serving = KubernetesObject(f"{name}-serving-secret", args.serving_secret(pulumi.Output.secret(tls.apply(lambda t: t.secret_data()))),
                                    opts=pulumi.ResourceOptions(parent=self, depends_on=[ns], additional_secret_outputs=["data"]))
         made: list[pulumi.Resource] = [account, seed, serving]
@@ -86,10 +88,10 @@ class CustomMetricsAdapter(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-def _warn_if_ending(tls: serving_tls.ServingTLS) -> None:
+def _warn_if_ending(tls: serving_tls.ServingTLS, now: dt.datetime) -> None:
     """Under `pulumi preview` and `up`: the certificate's end within CERTIFICATE_WARN_DAYS, and how to rotate."""
     ends = serving_tls.expires(tls.cert_pem)
-    left = ends - dt.datetime.now(dt.timezone.utc)
+    left = ends - now
     if left < dt.timedelta(days=ma.CERTIFICATE_WARN_DAYS):
         pulumi.log.warn(
             f"the metrics adapter's serving certificate {'ended' if left.total_seconds() <= 0 else 'ends'} on "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from datetime import datetime
 from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -53,6 +54,9 @@ from components.model.workloads.workload import SCRATCH_PERMISSIONS as SCRATCH_P
 from components.model.workloads.workload import Workload, coordinator_address, serve_leader_address
 from components.model.workloads.workload import head_pod_demand as head_pod_demand
 
+# StackConfig fields the loader sets, never config keys
+LOADER_KEYS = ("stack", "secretKeys", "plannedAt")
+
 # --- the error contract ------------------------------------------------------------------------
 
 
@@ -88,7 +92,7 @@ def key_paths(model: Optional[type[BaseModel]] = None, prefix: str = "") -> list
     for name, f in model.model_fields.items():
         alias = f.alias or name
         if model is StackConfig:
-            if alias in ("stack", "secretKeys"):
+            if alias in LOADER_KEYS:
                 continue
             key = f"gcp:{alias}" if alias in GCP_KEYS else f"{PROJECT_NAMESPACE}:{alias}"
         else:
@@ -105,7 +109,7 @@ def key_paths(model: Optional[type[BaseModel]] = None, prefix: str = "") -> list
 def valid_keys(model: type[BaseModel]) -> list[str]:
     keys = [f.alias or n for n, f in model.model_fields.items()]
     if model is StackConfig:  # gcp:* keys and the loader's stack name are not pathways:* keys
-        keys = [k for k in keys if k not in (*GCP_KEYS, "stack", "secretKeys")]
+        keys = [k for k in keys if k not in (*GCP_KEYS, *LOADER_KEYS)]
     return keys
 
 
@@ -255,15 +259,18 @@ def misspelt_namespaces(keys: Iterable[str]) -> list[Problem]:
     return problems
 
 
-def load(raw: dict[str, Any], stack: str, secret_keys: frozenset[str] = frozenset()) -> StackConfig:
-    """Validate raw config values (keys without namespace) into a StackConfig, or raise ConfigError."""
+def load(raw: dict[str, Any], stack: str, secret_keys: frozenset[str] = frozenset(), now: Optional[datetime] = None) -> StackConfig:
+    """Validate raw config values (keys without namespace) into a StackConfig, or raise ConfigError. `now`: the plan's
+    clock (the composition root passes it: the wall clock under the CLI, the offline engine's input); a caller that
+    gives none (a model check, the researcher's client) reads it here."""
     secret_problems = _secret_key_problems(frozenset(secret_keys))
     if secret_problems:
         raise ConfigError(secret_problems)
     secret_roots = {k.partition(":")[2] for k in secret_keys}
     secrets = {x for name in secret_roots if name in raw for x in _secret_strings(raw[name])}
     try:
-        cfg = StackConfig.model_validate({**raw, "stack": stack, "secretKeys": frozenset(secret_keys)})
+        cfg = StackConfig.model_validate({**raw, "stack": stack, "secretKeys": frozenset(secret_keys),
+                                          "plannedAt": now or cluster_rules.now()})
     except ValidationError as e:
         problems = [_problem(err, secret=bool(err["loc"]) and err["loc"][0] in secret_roots and "env" in err["loc"]) for err in e.errors()]
         raise ConfigError(_redacted(problems, secrets)) from None
@@ -342,7 +349,7 @@ def resolve(cfg: StackConfig) -> ResolvedStack:
         group_subjects=tuple(dict.fromkeys(name for _, name in cfg.group_subjects)), security_group=cfg.cluster.security_group,
         # a fleet manager's groups are its workers' (no pools, no quota of its own); a calendar request's wait for delivery
         undelivered=frozenset(g.name for g in cfg.slices if (cfg.fleet is not None and cfg.fleet.role == "manager")
-                              or (g.future_reservation and g.future_reservation.start_time > cluster_rules.now())),
+                              or (g.future_reservation and g.future_reservation.start_time > cfg.planned_at)),
     )
     return dataclasses.replace(stack, fleet=_resolved_fleet(cfg, stack))
 

@@ -10,6 +10,7 @@ loads and resolves.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any, Callable, Optional
 
 from pydantic import Field, field_validator, model_validator
@@ -77,6 +78,9 @@ class StackConfig(_Model):
 
     stack: str = Field(description="Stack name (set by the loader, not a config key).")
     secret_keys: frozenset[str] = Field(default=frozenset(), description="Config keys given as secrets (set by the loader, not a config key).")
+    planned_at: datetime = Field(description=(
+        "When the plan is made (set by the loader, not a config key): the one clock the rules about the present read (an "
+        "exclusion that has ended, a calendar reservation not yet delivered), so that a plan is a function of its inputs."))
     project: ProjectId = Field(description="Google Cloud project ID the stack's resources are created in.")
     region: Region = Field(description="Region of the subnet, the control plane (when cluster.regional) and the buckets.")
     zone: Zone = Field(description="The one zone every node of the stack lives in; must be in gcp:region.")

@@ -8,6 +8,7 @@ would reach Google Cloud get deterministic stand-ins: the same config always giv
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -15,10 +16,12 @@ import re
 import runpy
 import secrets
 import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
@@ -324,13 +327,11 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
-def fleet_worker_outputs(config: dict[str, str], stacks_dir: Optional[Path] = None) -> dict[str, dict[str, Any]]:
+def fleet_worker_outputs(config: Mapping[str, str], stacks_dir: Optional[Path] = None,
+                         now: Optional[datetime] = None) -> dict[str, dict[str, Any]]:
     """A fleet manager's workers' outputs, from their own offline plans: each worker named <org>/<project>/<stack>
     whose stack file (Pulumi.<stack>.yaml) is beside the manager's, in `stacks_dir` (default stacks/). A worker
     without one has no outputs, as a stack not yet deployed, and the manager's rules say so."""
-    import json
-
-
     try:
         fleet = json.loads(config.get("pathways:fleet", "null")) or {}
     except json.JSONDecodeError:
@@ -341,67 +342,155 @@ def fleet_worker_outputs(config: dict[str, str], stacks_dir: Optional[Path] = No
         path = (stacks_dir or STACKS_DIR) / f"Pulumi.{name.rsplit('/', 1)[-1]}.yaml"
         if path.is_file():
             flat, secrets = load_config(path)
-            out[name] = run(flat, path.name[len("Pulumi."):-len(".yaml")], secrets, stacks_dir=stacks_dir).revealed_outputs
+            out[name] = run(flat, path.name[len("Pulumi."):-len(".yaml")], secrets, stacks_dir=stacks_dir, now=now).revealed_outputs
     return out
 
 
-def run(config: dict[str, str], stack: str, secret_keys: tuple[str, ...] = (), program_dir: Path = PROGRAM_DIR,
-        reservations: Optional[dict[str, dict[str, Any]]] = None, stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
-        stacks_dir: Optional[Path] = None, quotas: Optional[dict[str, dict[str, Any]]] = None) -> Plan:
-    """Run the program with this flat Pulumi config ({"ns:key": "text"}) and return what it registered.
-    `program_dir`: another program directory to run the same way (the bootstrap project, bootstrap/).
-    `reservations`: recorded get_reservation responses ("<project>/<name>" -> the provider's outputs): the program
-    then reads slices[].readReservation reservations through the mocks' invoke hook, as under `pulumi preview`.
-    Without them the offline engine makes no read (reservationRecord is judged instead).
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything a plan depends on, explicitly: plan(inputs) reads nothing else (no file, environment variable, module
+    state or wall clock), so two plans of equal inputs are equal and may be shared (shared_plans). run() is the
+    boundary that gathers them from the files and the clock."""
 
-    `stack_outputs`: other stacks' outputs by fully qualified name, for stack references; by default a fleet
-    manager's workers' offline plans (fleet_worker_outputs), read from `stacks_dir`: the folder of the stack's own
-    file (default stacks/).
+    config: tuple[tuple[str, str], ...]
+    """The flat Pulumi config ({"ns:key": "text"}), as sorted items."""
+    stack: str
+    now: datetime
+    """The plan's clock: what the rules about the present judge against (infra/config.py PLANNED_AT)."""
+    secret_keys: tuple[str, ...] = ()
+    """The keys stackfile.flatten found secret (it refused secrets anywhere but workload env values)."""
+    program: str = str(PROGRAM_DIR)
+    """The program's directory: infra/ (the stack), bootstrap/ (the project's bootstrap), or a test's own."""
+    bootstrap: Optional[tuple[str, str]] = None
+    """The bootstrap config that sets up the stack, found beside its stack files: (file name, its config as JSON)."""
+    stack_outputs: str = "{}"
+    """Other stacks' outputs by fully qualified name (JSON), for stack references: a fleet manager's workers'."""
+    reservations: Optional[str] = None
+    """Recorded get_reservation(_block, _sub_block) responses (JSON); None: no live read is made."""
+    quotas: Optional[str] = None
+    """Recorded get_s_quota_info responses by quota ID (JSON); None: no live read is made."""
 
-    `quotas`: recorded get_s_quota_info responses (quota ID -> the provider's outputs): the program then judges
-    pathways:readQuota against them, as under `pulumi preview`.
+    @classmethod
+    def of(cls, config: Mapping[str, str], stack: str, secret_keys: Sequence[str] = (), *, now: datetime,
+           program: str = str(PROGRAM_DIR), bootstrap: Optional[tuple[str, dict[str, Any]]] = None,
+           stack_outputs: Optional[Mapping[str, Any]] = None, reservations: Optional[Mapping[str, Any]] = None,
+           quotas: Optional[Mapping[str, Any]] = None) -> "PlanInputs":
+        def text(value: Any) -> str:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
-    `secret_keys`: the keys stackfile.flatten found secret (it refused secrets anywhere but workload env values).
-    Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk.
-    """
+        return cls(config=tuple(sorted((str(k), str(v)) for k, v in config.items())), stack=stack,
+                   secret_keys=tuple(sorted(secret_keys)), now=now, program=program,
+                   bootstrap=(bootstrap[0], text(bootstrap[1])) if bootstrap is not None else None,
+                   stack_outputs=text(stack_outputs or {}),
+                   reservations=text(reservations) if reservations is not None else None,
+                   quotas=text(quotas) if quotas is not None else None)
+
+
+def plan(inputs: PlanInputs) -> Plan:
+    """Run the program on these inputs and return what it registered: a pure function of `inputs`.
+    Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk."""
     check_sdk()
-    if stack_outputs is None and program_dir == PROGRAM_DIR:
-        stack_outputs = fleet_worker_outputs(config, stacks_dir)
+    shared = _SHARED.get()
+    if shared is not None and inputs in shared:
+        return shared[inputs]
+    from infra.bucket_allowlist import BOOTSTRAP
+    from infra.config import CHECKED_SECRET_PATHS, PLANNED_AT
+    from infra.reservation_records import LIVE_READS
+
+    config = dict(inputs.config)
+    reservations = json.loads(inputs.reservations) if inputs.reservations is not None else None
+    quotas = json.loads(inputs.quotas) if inputs.quotas is not None else None
     settings.ROOT.set(None)
-    pulumi.runtime.set_all_config(dict(config), list(secret_keys))
+    pulumi.runtime.set_all_config(config, list(inputs.secret_keys))
     # The stack file was read here, not by the CLI: infra/offline/stackfile.flatten refused every secret the stack
     # cannot keep secret (anything but workload env values) before these keys were made; the program need not look
     # for the file.
-    from infra.bucket_allowlist import BOOTSTRAP_DIR
-    from infra.config import CHECKED_SECRET_PATHS
-    from infra.reservation_records import LIVE_READS
-
-    checked = CHECKED_SECRET_PATHS.set({k: () for k in secret_keys})
-    bootstrap = BOOTSTRAP_DIR.set((stacks_dir or STACKS_DIR).parent / "bootstrap")
-    live = LIVE_READS.set(reservations is not None or quotas is not None)
+    tokens = (CHECKED_SECRET_PATHS.set({k: () for k in inputs.secret_keys}), PLANNED_AT.set(inputs.now),
+              BOOTSTRAP.set((inputs.bootstrap[0], json.loads(inputs.bootstrap[1])) if inputs.bootstrap is not None else None),
+              LIVE_READS.set(reservations is not None or quotas is not None))
     project = str(config.get("gcp:project", "offline-project"))
-    monitor = RecordingMonitor(StandInMocks(project, reservations, stack_outputs, quotas))
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor)
+    monitor = RecordingMonitor(StandInMocks(project, reservations, json.loads(inputs.stack_outputs), quotas))
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=inputs.stack, preview=False, monitor=monitor)
     # set_mocks makes and finishes a root stack of its own; drop it so run_in_stack makes the one
     # the language host would, and its outputs reach RegisterResourceOutputs.
     settings.ROOT.set(None)
     # SDK internals (see SUPPORTED_PULUMI): the SDK's own stubs do not declare them.
     settings.SETTINGS.rpc_manager.clear()  # pyright: ignore[reportAttributeAccessIssue]
     settings.SETTINGS.outputs.clear()  # pyright: ignore[reportAttributeAccessIssue]
-
     def program() -> None:
-        runpy.run_path(str(program_dir), run_name="__main__")
+        runpy.run_path(inputs.program, run_name="__main__")
 
     try:
         _sync_await(run_in_stack(program))
     finally:
         settings.ROOT.set(None)
-        CHECKED_SECRET_PATHS.reset(checked)
-        BOOTSTRAP_DIR.reset(bootstrap)
-        LIVE_READS.reset(live)
+        for var, token in zip((CHECKED_SECRET_PATHS, PLANNED_AT, BOOTSTRAP, LIVE_READS), tokens, strict=True):
+            var.reset(token)  # pyright: ignore[reportArgumentType]
     if monitor.duplicate_urns:
         raise RuntimeError(f"Duplicate resource URN {monitor.duplicate_urns[0]!r}: the engine refuses the whole update "
                            f"({len(monitor.duplicate_urns)} such); give each resource a unique name")
     resources = sorted(monitor.registrations.values(), key=lambda r: r.urn)
-    return Plan(stack=stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())),
+    made = Plan(stack=inputs.stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())),
                 revealed_outputs=monitor.revealed_outputs)
+    if shared is not None:
+        shared[inputs] = made
+    return made
+
+
+# Plans of equal inputs, shared while set (share_plans): a test suite makes the same plan from many tests. Off by
+# default; a caller that changes what the program reads beyond its inputs (a test's monkeypatch) turns it off.
+_SHARED: ContextVar[Optional[dict[PlanInputs, Plan]]] = ContextVar("shared_plans", default=None)
+
+
+def share_plans() -> None:
+    """Keep every plan made from now on and give it again for equal inputs. A shared Plan is one object for every
+    caller: read it, never change it."""
+    _SHARED.set({})
+
+
+@contextlib.contextmanager
+def unshared() -> Iterator[None]:
+    """Plans made inside are made afresh and not kept (the shared ones stay for after): for a caller that changes
+    what the program reads beyond its inputs."""
+    token = _SHARED.set(None)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def run(config: Mapping[str, str], stack: str, secret_keys: Sequence[str] = (), program_dir: Path = PROGRAM_DIR,
+        reservations: Optional[dict[str, dict[str, Any]]] = None, stack_outputs: Optional[dict[str, dict[str, Any]]] = None,
+        stacks_dir: Optional[Path] = None, quotas: Optional[dict[str, dict[str, Any]]] = None,
+        now: Optional[datetime] = None) -> Plan:
+    """The plan of this flat Pulumi config ({"ns:key": "text"}): its inputs gathered from the files beside the stack
+    and the clock (PlanInputs), then plan().
+    `program_dir`: the program directory to run the same way (PROGRAM_DIR, or the bootstrap project, bootstrap/).
+    `reservations`: recorded get_reservation responses ("<project>/<name>" -> the provider's outputs): the program
+    then reads slices[].readReservation reservations through the mocks' invoke hook, as under `pulumi preview`.
+    Without them the offline engine makes no read (reservationRecord is judged instead).
+
+    `stack_outputs`: other stacks' outputs by fully qualified name, for stack references; by default a fleet
+    manager's workers' offline plans (fleet_worker_outputs), read from `stacks_dir`: the folder of the stack's own
+    file (default stacks/), beside which bootstrap/ holds the bootstrap configs.
+
+    `quotas`: recorded get_s_quota_info responses (quota ID -> the provider's outputs): the program then judges
+    pathways:readQuota against them, as under `pulumi preview`.
+
+    `now`: the plan's clock; by default the present (components/model/cluster/cluster.py now, which tests fix).
+    `secret_keys`: the keys stackfile.flatten found secret (it refused secrets anywhere but workload env values).
+    """
+    from components.model.cluster import cluster as cluster_rules
+    from infra.bucket_allowlist import bootstrap_config
+
+    check_sdk()
+    now = now or cluster_rules.now()
+    program = str(Path(program_dir).resolve())
+    bootstrap = None
+    if program == str(PROGRAM_DIR.resolve()):
+        if stack_outputs is None:
+            stack_outputs = fleet_worker_outputs(config, stacks_dir, now)
+        found = bootstrap_config(str(config.get("gcp:project", "")), stack, (stacks_dir or STACKS_DIR).parent / "bootstrap")
+        bootstrap = (found[0].name, found[1]) if found is not None else None
+    return plan(PlanInputs.of(config, stack, secret_keys, now=now, program=program, bootstrap=bootstrap,
+                              stack_outputs=stack_outputs, reservations=reservations, quotas=quotas))

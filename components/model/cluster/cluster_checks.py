@@ -78,7 +78,7 @@ def maintenance(cfg: StackConfig) -> list[Problem]:
     c = cfg.cluster
     minor = ".".join(c.min_master_version.split(".")[:2]) if c.min_master_version else cluster.CHANNEL_DEFAULT_MINOR[c.release_channel.value]
     support_end = cluster.END_OF_STANDARD_SUPPORT.get(minor)
-    current = cluster.now()
+    current = cfg.planned_at
     for i, e in enumerate(c.maintenance.exclusions):
         key = config_key(("cluster", "maintenance", "exclusions", i, "endTime"))
         if e.end <= current:
