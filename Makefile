@@ -23,7 +23,7 @@ RUN_CLIENT_VENV := build/run-client
 # xpk, the peer `make bench` times the plan against, pinned and hash-locked, in its own venv (never on PATH).
 XPK_VENV := build/xpk-venv
 
-.PHONY: client run-client plan plan-bootstrap notebook-lock diff render test bench bench-real fuzz mutation lock clean toolchain e2e crds client-venv serving-sources help
+.PHONY: client run-client plan plan-bootstrap notebook-lock diff render test bench bench-real superpod fuzz mutation lock clean toolchain e2e crds client-venv serving-sources help
 
 # uv (pinned, hash-checked in requirements-bootstrap.txt) installs the lock; --compile-bytecode because
 # Python may not write bytecode at import (PYTHONDONTWRITEBYTECODE), and a plan imports ~1,000 SDK modules.
@@ -97,6 +97,10 @@ e2e: toolchain $(VENV)/.installed $(CLIENT_VENV)/.installed $(CRDS) run-client
 
 bench: $(VENV)/.installed $(XPK_VENV)/.installed
 	$(PY) -m tools.bench
+
+# A whole Ironwood superpod (144 cubes, 2,304 nodes) on the real engines: a benchmark, not a tier scenario (#79.3).
+superpod: toolchain $(VENV)/.installed $(CRDS)
+	$(PY) -m tools.cluster.offline -- $(PY) -m tools.superpod
 
 # Generated stacks aimed at #76's refusal rules: per rule, the smallest that trips it and a near miss that plans OK.
 fuzz: $(VENV)/.installed
@@ -174,6 +178,7 @@ help:
 	  'make bench                   plan time, memory and deploy-time estimates as the stack grows' \
 	  'make fuzz                    per refusal rule of #76, the smallest generated stack that trips it and its near miss' \
 	  'make bench-real              the real pulumi preview: time and memory beside the offline plan (needs Go)' \
+	  'make superpod                a whole Ironwood superpod (144 cubes, 2,304 nodes) on the real engines: placement and admission times' \
 	  'make mutation [MODULE=] [SAMPLE=] [RERUN=]  mutation testing (not in make test; a full run takes about an hour)' \
 	  'make notebook-lock           re-lock the notebook image (infra/images/notebook) after editing its requirements.in' \
 	  'make lock                    re-resolve requirements.lock after editing requirements.txt' \

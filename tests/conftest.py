@@ -7,6 +7,9 @@ import datetime
 import functools
 import gc
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,9 +23,16 @@ from infra.offline import engine, stackfile
 TODAY = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
 cluster_rules.now = lambda: TODAY
 
+SHARED_PLANS = "PATHWAYS_TEST_SHARED_PLANS"
+_OWN_SHARED_PLANS = False
 # Plans of equal inputs are made once for the whole suite (a plan is a function of its PlanInputs); a test that
 # monkeypatches may change what the program reads beyond them, and gets plans of its own (_fresh_plans_when_patched).
-engine.share_plans()
+# Across the run's processes too (pytest-xdist's workers, and a test's own pytest run): a private folder the first of
+# them makes, the others find in the environment.
+if not os.environ.get(SHARED_PLANS):
+    os.environ[SHARED_PLANS] = tempfile.mkdtemp(prefix="pathways-plans-")
+    _OWN_SHARED_PLANS = True
+engine.share_plans(Path(os.environ[SHARED_PLANS]))
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -198,6 +208,9 @@ def pytest_addoption(parser):
     parser.addoption("--only-stacks", default=None, metavar="NAMES", help=(
         "with -m every_stack: of the tests parametrized by stack (or bootstrap project), keep only these (comma-separated); "
         "the checks across all stacks still run. tests/test_own_stacks.py runs a scratch copy's changed stacks so."))
+    parser.addoption("--whole-files", default="", metavar="PATHS", help=(
+        "with -m every_stack: also every test of these test files (comma-separated, relative to the rootdir), all their "
+        "stacks: tests/test_own_stacks.py runs the tests that read the repository's own files so, in the same run."))
 
 
 def _bootstrap_projects() -> set[str]:
@@ -214,22 +227,42 @@ def pytest_collection_finish(session):
     gc.set_threshold(100_000, 50, 20)
 
 
+def pytest_unconfigure(config):
+    if _OWN_SHARED_PLANS:
+        shutil.rmtree(os.environ.pop(SHARED_PLANS), ignore_errors=True)
+
+
 def pytest_sessionfinish(session):
     # collected while pytest still captures: a plan the program refused leaves futures holding its error, and
     # collected at exit asyncio would print each ("Future exception was never retrieved") after the summary
     gc.collect()
 
 
+# The suite's longest tests (tens of seconds each: a scratch copy's own run, the fuzzers) start first: pytest-xdist hands
+# tests out in collection order, and one of them started last would be the run's tail on one worker.
+LONGEST = ("tests/test_own_stacks.py::", "tests/test_hostile_input.py::test_fuzzed_stack_files_exit_cleanly",
+           "tests/test_ci_run.py::test_the_record_counts_every_scenario_the_tier_has_now", "tests/test_rule_fuzz.py::")
+
+
 def pytest_collection_modifyitems(config, items):
+    whole = {ROOT / p for p in config.getoption("--whole-files").split(",") if p}
+    entire = set()  # the tests of --whole-files that check no stack in particular: kept whatever --only-stacks says
     for item in items:
         if {"committed_stack", "made_stack"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.every_stack)
+        elif item.path in whole and not item.get_closest_marker("every_stack"):
+            item.add_marker(pytest.mark.every_stack)
+            entire.add(item.nodeid)
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST))  # stable: the rest in collection order
     only = config.getoption("--only-stacks")
     if only is None:
         return
     keep, named = set(only.split(",")), set(STACKS) | _bootstrap_projects()
     kept, dropped = [], []
     for item in items:
+        if item.nodeid in entire:
+            kept.append(item)
+            continue
         params = getattr(item, "callspec", None)
         values = {v for v in (params.params.values() if params else ()) if isinstance(v, str)}
         (dropped if values & named and not values & keep else kept).append(item)

@@ -37,3 +37,18 @@ def test_xpk_is_pinned_with_hashes():
     pins = re.findall(r"^([a-z0-9_.-]+)==\S+ \\$", lock, re.M | re.I)
     assert len(pins) > 20 and all(f"{p}==" in lock for p in pins)
     assert (ROOT / "tools" / "xpk" / "requirements.in").read_text().strip() == f"xpk=={bench.XPK_VERSION}"
+
+
+def test_the_superpod_is_a_whole_ironwood_superpod_the_model_accepts():
+    from components.model.capacity import dynamic_slicing
+    from components.model.config import load
+    from infra.offline import stackfile
+
+    flat, secrets = stackfile.flatten(bench.superpod_config()["config"])
+    cfg = load(stackfile.raw_values(flat), "bench", frozenset(secrets))
+    [group] = cfg.slices
+    assert len(group.sub_blocks) == bench.SUPERPOD_CUBES == 144
+    assert group.tpu.chips * bench.SUPERPOD_CUBES == 9216 and group.tpu.hosts * bench.SUPERPOD_CUBES == 2304
+    # from a sub-slice to a super-slice of 32 cubes
+    shapes = [dynamic_slicing.parse(w.topology, sub_slicing=True, cubes=144) for w in cfg.workloads]
+    assert max(s.cubes for s in shapes) == 32 and any(s.sub_slice for s in shapes)

@@ -121,3 +121,18 @@ def test_other_stacks_outputs_are_an_input():
     assert given.by_type("kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueConfig")
     # what run() gathers from the files beside the stack is exactly these inputs
     assert as_json(engine.run(flat, "fleet-manager", secrets, stacks_dir=examples)) == as_json(given)
+
+
+def test_plans_are_shared_across_processes_through_a_folder_except_those_of_secret_inputs(tmp_path):
+    plain = inputs(BASE)
+    made = fresh(plain)
+    first, other = engine.SharedPlans(tmp_path), engine.SharedPlans(tmp_path)  # as two workers of one run
+    first.put(plain, made)
+    found = other.get(plain)
+    assert found is not None and found is not made and as_json(found) == as_json(made)
+    assert other.get(inputs(BASE, stack="other")) is None
+    env = {**BASE, "pathways:pathwaysVersion": "jax-0.9.0", "pathways:workloads": [{"name": "t", "image": "example.com/t:1", "env": {"K": "v"}}]}
+    flat, _ = stackfile.flatten(env)
+    secret = engine.PlanInputs.of(flat, "test", ("pathways:workloads",), now=TODAY)
+    first.put(secret, fresh(secret))
+    assert other.get(secret) is None and len(list(tmp_path.glob("*.pickle"))) == 1

@@ -7,11 +7,12 @@ would reach Google Cloud get deterministic stand-ins: the same config always giv
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import hmac
 import json
+import os
+import pickle
 import re
 import runpy
 import secrets
@@ -25,11 +26,22 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import resource as resource_runtime
 from pulumi.runtime import rpc, settings
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
 from infra.offline.stackfile import PROJECT_NAME, PROJECT_ROOT, SECRET, STACKS_DIR, load_config
+
+# the stand-ins, named here too (tests and tools import them from the engine)
+from infra.offline.stand_ins import CLUSTER_CA as CLUSTER_CA
+from infra.offline.stand_ins import CLUSTER_ENDPOINT as CLUSTER_ENDPOINT
+from infra.offline.stand_ins import CLUSTER_PRIVATE_ENDPOINT as CLUSTER_PRIVATE_ENDPOINT
+from infra.offline.stand_ins import PROJECT_NUMBER as PROJECT_NUMBER
+from infra.offline.stand_ins import RESERVATION_READS as RESERVATION_READS
+from infra.offline.stand_ins import StandInMocks as StandInMocks
+from infra.offline.stand_ins import stand_in_token as stand_in_token
 
 # The engine drives private SDK internals (_sync_await, SETTINGS.rpc_manager, SETTINGS.outputs,
 # rpc._special_sig_key); these changed shape within 3.x before. Tested with exactly this range.
@@ -52,25 +64,6 @@ def check_sdk(version: str | None = None) -> None:
 
 
 PROGRAM_DIR = PROJECT_ROOT / "infra"
-
-# Stand-in values for what Google Cloud would compute. Documentation ranges only (RFC 5737).
-PROJECT_NUMBER = "123456789012"
-CLUSTER_ENDPOINT = "203.0.113.10"
-CLUSTER_PRIVATE_ENDPOINT = "10.0.0.2"
-CLUSTER_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm9mZmxpbmUKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
-
-
-# The stand-in token Secrets' creation time: fixed, so that a plan is the same on any day (what is derived from a
-# token, the metrics adapter's certificate, is valid five years from it).
-STAND_IN_CREATED = "2026-12-01T00:00:00Z"
-
-
-def stand_in_token(namespace: str, name: str) -> tuple[str, str]:
-    """What the offline engine's stand-in token controller fills the token Secret namespace/name with: its data.token
-    (base64, as the API returns it: one per Secret, as long as a real token's signature) and its
-    metadata.creationTimestamp."""
-    token = f"offline-token-{hashlib.sha256(f'{namespace}/{name}'.encode()).hexdigest()}"
-    return base64.b64encode(token.encode()).decode(), STAND_IN_CREATED
 
 
 @dataclass(frozen=True)
@@ -189,91 +182,6 @@ def _duration_options(timeouts: Any) -> dict[str, str]:
     return {k: getattr(timeouts, k) for k in ("create", "update", "delete") if getattr(timeouts, k, "")}
 
 
-# pulumi-gcp's reservation reads the live read makes (infra/reservation_records.py)
-RESERVATION_READS = ("gcp:compute/getReservation:getReservation", "gcp:compute/getReservationBlock:getReservationBlock",
-                     "gcp:compute/getReservationSubBlock:getReservationSubBlock")
-
-
-class StandInMocks(pulumi_mocks.Mocks):
-    """Deterministic outputs for resources and invokes that would otherwise need Google Cloud."""
-
-    def __init__(self, project: str, reservations: Optional[dict[str, dict[str, Any]]] = None,
-                 stack_outputs: Optional[dict[str, dict[str, Any]]] = None, quotas: Optional[dict[str, dict[str, Any]]] = None):
-        self.project = project
-        # recorded get_s_quota_info responses by quota ID (tests of pathways:readQuota; offline, none is read)
-        self.quotas = quotas or {}
-        # other stacks' outputs by fully qualified name, for stack references (a fleet manager reads its workers')
-        self.stack_outputs = stack_outputs or {}
-        # recorded get_reservation(_block, _sub_block) responses by "<project>/<name>[/<block>[/<sub-block>]]" (tests of
-        # the live read; offline, none is read)
-        self.reservations = reservations or {}
-
-    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[Optional[str], dict]:
-        inputs = dict(args.inputs)
-        t, name, project = args.typ, inputs.get("name", args.name), inputs.get("project", self.project)
-        extra: dict[str, Any] = {}
-        if t == "gcp:serviceaccount/account:Account":
-            email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
-            extra = {"email": email, "member": f"serviceAccount:{email}", "name": f"projects/{project}/serviceAccounts/{email}"}
-        elif t == "gcp:container/cluster:Cluster":
-            endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
-            endpoints["dnsEndpointConfig"] = {**(endpoints.get("dnsEndpointConfig") or {}), "endpoint": f"gke-0123456789abcdef-{project}.{inputs.get('location')}.gke.goog"}
-            extra = {
-                "endpoint": CLUSTER_ENDPOINT, "masterAuth": {"clusterCaCertificate": CLUSTER_CA},
-                # a stand-in private IP endpoint, in the range GKE gives a PSC-based cluster's control plane
-                "privateClusterConfig": {**(inputs.get("privateClusterConfig") or {}), "privateEndpoint": CLUSTER_PRIVATE_ENDPOINT},
-                "controlPlaneEndpointsConfig": endpoints,
-                "selfLink": f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}",
-            }
-        elif t == "gcp:storage/bucket:Bucket":
-            extra = {"url": f"gs://{name}", "selfLink": f"https://www.googleapis.com/storage/v1/b/{name}"}
-        elif t == "gcp:projects/iAMCustomRole:IAMCustomRole":
-            extra = {"name": f"projects/{project}/roles/{inputs.get('roleId')}"}
-        elif t.startswith("gcp:compute/"):
-            extra = {"selfLink": f"projects/{project}/{t.split('/')[1].split(':')[0]}s/{name}"}
-        elif t == "pulumi:pulumi:StackReference":
-            # as the engine reads one: the stack's outputs, none if it has none (a stack not yet deployed)
-            extra = {"outputs": self.stack_outputs.get(str(inputs.get("name")), {}), "secretOutputNames": []}
-        elif t == "kubernetes:core/v1:Secret" and inputs.get("type") == "kubernetes.io/service-account-token":
-            # the token controller fills it (the provider waits for it): a stand-in token, one per Secret and as long
-            # as a real one's signature, made today (what the metrics adapter's certificate is derived from)
-            meta = inputs.get("metadata") or {}
-            token, created = stand_in_token(str(meta.get("namespace", "")), str(meta.get("name", args.name)))
-            extra = {"data": {"token": token, **(inputs.get("data") or {})},
-                     "metadata": {**(inputs.get("metadata") or {}), "creationTimestamp": created}}
-        elif t == "random:index/randomPassword:RandomPassword":
-            extra = {"result": f"offline-{args.name}"}
-        resource_id = extra.get("name") if t == "gcp:projects/iAMCustomRole:IAMCustomRole" else f"{args.name}-id"
-        return resource_id, {**inputs, **extra}
-
-    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
-        # No failures is [], not None: the SDK's mock monitor iterates a tuple's failures.
-        if args.token == "gcp:organizations/getProject:getProject":
-            project = args.args.get("projectId") or self.project
-            return {"projectId": project, "number": PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, []
-        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
-            return {"project": self.project, "accessToken": "offline", "id": "offline"}, []
-        if args.token in RESERVATION_READS:
-            a = args.args
-            owner = a.get("project") or self.project
-            # "<project>/<reservation>[/<block>[/<sub-block>]]", and the API's path of the same
-            parts = [a["name"]] if "reservation" not in a else [a["reservation"], *([a["reservationBlock"]] if "reservationBlock" in a else []), a["name"]]
-            key = "/".join([owner, *parts])
-            if key not in self.reservations:
-                # as the provider's error reaches the program: a failed invoke it can catch (a raise here would be an
-                # RPC failure, which the SDK re-raises at the end whatever the program did)
-                api = "/".join(f"{kind}/{part}" for kind, part in zip(("reservations", "reservationBlocks", "reservationSubBlocks"), parts, strict=False))
-                return {}, [("name", f"googleapi: Error 404: The resource 'projects/{owner}/zones/{a.get('zone')}/{api}' "
-                                     "was not found, notFound")]
-            return self.reservations[key], []
-        if args.token == "gcp:cloudquota/getSQuotaInfo:getSQuotaInfo":
-            quota_id = args.args.get("quotaId")
-            if quota_id not in self.quotas:
-                return {}, [("quotaId", f"googleapi: Error 404: QuotaInfo {quota_id} not found for {args.args.get('parent')}, notFound")]
-            return self.quotas[quota_id], []
-        raise NotImplementedError(f"the offline engine has no stand-in for invoke {args.token}")
-
-
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     """MockMonitor that also keeps what MockResourceArgs leaves out: parent, dependencies, options."""
 
@@ -386,13 +294,18 @@ class PlanInputs:
                    quotas=text(quotas) if quotas is not None else None)
 
 
+def _no_stack_trace() -> source_pb2.StackTrace:
+    return source_pb2.StackTrace()
+
+
 def plan(inputs: PlanInputs) -> Plan:
     """Run the program on these inputs and return what it registered: a pure function of `inputs`.
     Raises whatever the program raises (InvalidStackConfig for bad config), or UnsupportedSdk."""
     check_sdk()
     shared = _SHARED.get()
-    if shared is not None and inputs in shared:
-        return shared[inputs]
+    kept = shared.get(inputs) if shared is not None else None
+    if kept is not None:
+        return kept
     from infra.bucket_allowlist import BOOTSTRAP
     from infra.config import CHECKED_SECRET_PATHS, PLANNED_AT
     from infra.reservation_records import LIVE_READS
@@ -420,9 +333,13 @@ def plan(inputs: PlanInputs) -> Plan:
     def program() -> None:
         runpy.run_path(inputs.program, run_name="__main__")
 
+    # SDK internals (see SUPPORTED_PULUMI): the source position of each resource, which only the real engine's
+    # diagnostics show, walks the whole Python stack per registration (~7% of a plan); the mocks never read it
+    stack_trace, resource_runtime._get_stack_trace = resource_runtime._get_stack_trace, _no_stack_trace
     try:
         _sync_await(run_in_stack(program))
     finally:
+        resource_runtime._get_stack_trace = stack_trace
         settings.ROOT.set(None)
         for var, token in zip((CHECKED_SECRET_PATHS, PLANNED_AT, BOOTSTRAP, LIVE_READS), tokens, strict=True):
             var.reset(token)  # pyright: ignore[reportArgumentType]
@@ -433,19 +350,62 @@ def plan(inputs: PlanInputs) -> Plan:
     made = Plan(stack=inputs.stack, resources=resources, outputs=dict(sorted(monitor.stack_outputs.items())),
                 revealed_outputs=monitor.revealed_outputs)
     if shared is not None:
-        shared[inputs] = made
+        shared.put(inputs, made)
     return made
+
+
+class SharedPlans:
+    """Plans of equal inputs, made once: kept in this process and, with a folder, written there for the other
+    processes of the same run (a test suite's workers), which read them back. A plan of secret inputs stays in its
+    process."""
+
+    def __init__(self, folder: Optional[Path] = None):
+        self.kept: dict[PlanInputs, Plan] = {}
+        self.folder = folder
+
+    def _file(self, inputs: PlanInputs) -> Optional[Path]:
+        if self.folder is None or inputs.secret_keys:
+            return None  # the values of secret keys never go to a file
+        return self.folder / f"{hashlib.sha256(repr(inputs).encode()).hexdigest()}.pickle"
+
+    def get(self, inputs: PlanInputs) -> Optional[Plan]:
+        if inputs in self.kept:
+            return self.kept[inputs]
+        path = self._file(inputs)
+        if path is None or not path.is_file():
+            return None
+        found = pickle.loads(path.read_bytes())
+        self.kept[inputs] = found
+        return found
+
+    def put(self, inputs: PlanInputs, made: Plan) -> None:
+        self.kept[inputs] = made
+        path = self._file(inputs)
+        if path is not None:
+            partial = path.with_suffix(f".{os.getpid()}.partial")
+            partial.write_bytes(pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(partial, path)  # whole or not at all, for a reader in another process
 
 
 # Plans of equal inputs, shared while set (share_plans): a test suite makes the same plan from many tests. Off by
 # default; a caller that changes what the program reads beyond its inputs (a test's monkeypatch) turns it off.
-_SHARED: ContextVar[Optional[dict[PlanInputs, Plan]]] = ContextVar("shared_plans", default=None)
+_SHARED: ContextVar[Optional[SharedPlans]] = ContextVar("shared_plans", default=None)
 
 
-def share_plans() -> None:
-    """Keep every plan made from now on and give it again for equal inputs. A shared Plan is one object for every
-    caller: read it, never change it."""
-    _SHARED.set({})
+def share_plans(folder: Optional[Path] = None) -> None:
+    """Keep every plan made from now on and give it again for equal inputs; with `folder` (a private one, of one run),
+    across the processes that share it too. A shared Plan is one object for every caller: read it, never change it.
+    The processes then key their secrets' digests alike (a key the first of them writes there), so that plans made
+    in two of them compare."""
+    global SECRET_DIGEST_KEY
+    if folder is not None:
+        key = folder / "secret-digest.key"
+        try:
+            with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+                f.write(SECRET_DIGEST_KEY)
+        except FileExistsError:
+            SECRET_DIGEST_KEY = key.read_bytes()
+    _SHARED.set(SharedPlans(folder))
 
 
 @contextlib.contextmanager
