@@ -177,6 +177,16 @@ def test_one_pool_per_sub_block_under_a_provision_only_policy_and_the_slice_cont
     assert cluster.input("addonsConfig.sliceControllerConfig") == {"enabled": True}
 
 
+def test_the_tiers_cubes_are_numbered_as_the_sub_blocks_are_declared_past_ten():
+    # found by the superpod benchmark (tools/superpod.py): numbered in the plan's URN order, the real-engine tier put
+    # sub-block 10 between 1 and 2, and Kueue, ordering equally free cubes by their IDs, placed a slice where the
+    # plan's placement (declared order) did not
+    from tools.cluster.gke_nodes import cubes
+
+    plan = plan_of(config(slices=with_group(subBlocks=[f"sub-{i}" for i in range(12)])))
+    assert cubes(plan) == {f"tpu-ironwood-{i}": ("block-a", i) for i in range(12)}
+
+
 def test_kueue_places_and_forms_the_slices_of_a_pool_set():
     stack = resolve(model())
     objs = {(o["kind"], o["metadata"]["name"]): o for o in kueue_manifest.objects(stack)}

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -142,19 +143,20 @@ def queued(pool: dict[str, Any]) -> bool:
 
 def cubes(plan: Plan) -> dict[str, tuple[str, int]]:
     """Pool name -> (reservation block, cube index) for each pool on a sub-block under a provision-only workload policy,
-    numbered in the plan's order per policy."""
+    numbered per policy in the order the group declares its sub-blocks (its pools are tpu-<group>-<i>): the order the
+    plan's placement gives cubes that tie (components/model/capacity/slice_placement.py). The plan's own order is by
+    URN, where sub-block 10 comes before 2."""
     provision_only = {r.inputs.get("name") for r in plan.by_type(RESOURCE_POLICY)
                       if (r.inputs.get("workloadPolicy") or {}).get("acceleratorTopologyMode") == "PROVISION_ONLY"}
-    out: dict[str, tuple[str, int]] = {}
-    seen: dict[str, int] = {}
+    found: dict[str, list[tuple[int, str, str]]] = {}
     for r in plan.by_type(NODE_POOL):
         policy = (r.inputs.get("placementPolicy") or {}).get("policyName")
         values = ((r.inputs.get("nodeConfig") or {}).get("reservationAffinity") or {}).get("values") or []
         if isinstance(policy, str) and policy in provision_only and values and "/reservationSubBlocks/" in values[0]:
             block = values[0].split("/reservationBlocks/", 1)[1].split("/", 1)[0]
-            out[r.inputs["name"]] = (block, seen.setdefault(policy, 0))
-            seen[policy] += 1
-    return out
+            declared = re.search(r"-(\d+)$", r.inputs["name"])
+            found.setdefault(policy, []).append((int(declared.group(1)) if declared else len(found.get(policy, [])), r.inputs["name"], block))
+    return {name: (block, i) for pools in found.values() for i, (_, name, block) in enumerate(sorted(pools))}
 
 
 def plan_nodes(plan: Plan, region: str, zone: str) -> list[dict[str, Any]]:
