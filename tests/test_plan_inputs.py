@@ -136,3 +136,14 @@ def test_plans_are_shared_across_processes_through_a_folder_except_those_of_secr
     secret = engine.PlanInputs.of(flat, "test", ("pathways:workloads",), now=TODAY)
     first.put(secret, fresh(secret))
     assert other.get(secret) is None and len(list(tmp_path.glob("*.pickle"))) == 1
+
+
+def test_a_plan_that_reads_a_file_the_inputs_do_not_hold_is_never_shared(tmp_path):
+    # a recorded reservation describe file is still read by the program itself (infra/reservation_records.py): a
+    # plan of such a config would go stale when the file changes, so it is made afresh each time
+    flat, secrets = stackfile.load_config(stackfile.STACKS_DIR.parent / "tests" / "fixtures" / "examples" / "stacks" / "Pulumi.prod.yaml")
+    assert "reservationRecord" in flat["pathways:slices"]
+    recorded = engine.PlanInputs.of(flat, "prod", secrets, now=TODAY)
+    shared = engine.SharedPlans(tmp_path)
+    shared.put(recorded, engine.Plan(stack="prod"))
+    assert shared.get(recorded) is None and not list(tmp_path.glob("*.pickle"))

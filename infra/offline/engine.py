@@ -368,7 +368,18 @@ class SharedPlans:
             return None  # the values of secret keys never go to a file
         return self.folder / f"{hashlib.sha256(repr(inputs).encode()).hexdigest()}.pickle"
 
+    @staticmethod
+    def _reads_files(inputs: PlanInputs) -> bool:
+        """The two files the program still reads itself, not yet inputs: a slice group's recorded reservation describe
+        files (slices[].reservationRecord, reservationBlockRecord) and a cluster made elsewhere's kubeconfig (a fleet
+        worker's CA). A plan of such a config is made afresh each time."""
+        config = dict(inputs.config)
+        return ("reservationRecord" in config.get("pathways:slices", "") or "reservationBlockRecord" in config.get("pathways:slices", "")
+                or '"existing"' in config.get("pathways:cluster", ""))
+
     def get(self, inputs: PlanInputs) -> Optional[Plan]:
+        if self._reads_files(inputs):
+            return None
         if inputs in self.kept:
             return self.kept[inputs]
         path = self._file(inputs)
@@ -379,6 +390,8 @@ class SharedPlans:
         return found
 
     def put(self, inputs: PlanInputs, made: Plan) -> None:
+        if self._reads_files(inputs):
+            return
         self.kept[inputs] = made
         path = self._file(inputs)
         if path is not None:
