@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from contextvars import ContextVar
@@ -33,6 +34,24 @@ CHECKED_SECRET_PATHS: ContextVar[Optional[Mapping[str, tuple[str, ...]]]] = Cont
 # The plan's clock when the offline engine runs the program (its PlanInputs.now); unset under the CLI, where the
 # composition root reads the wall clock once (infra/program.py main).
 PLANNED_AT: ContextVar[Optional[datetime]] = ContextVar("planned_at", default=None)
+# The files the stack's config names that the program reads (a slice group's recorded reservation describe files, a
+# cluster made elsewhere's kubeconfig), when the offline engine runs it: absolute path -> the text the engine read
+# (undecodable bytes kept as surrogates), None for a file it could not read (its PlanInputs.files). Unset under the CLI.
+INPUT_FILES: ContextVar[Optional[Mapping[str, Optional[str]]]] = ContextVar("input_files", default=None)
+
+
+def read_input_file(path: Path) -> str:
+    """A file the config names, as the plan's inputs hold it (INPUT_FILES), else from disk; the same errors either way
+    (OSError for one that cannot be read, UnicodeDecodeError for one that is not UTF-8)."""
+    given = INPUT_FILES.get()
+    if given is None:
+        return path.read_text(encoding="utf-8")
+    text = given.get(str(path))
+    if text is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    return text.encode("utf-8", "surrogateescape").decode("utf-8")
+
+
 # A stack file is a few KB (infra/offline/stackfile.py reads at most this much too).
 MAX_STACK_FILE_BYTES = 1 << 20
 

@@ -22,6 +22,7 @@ from components.model.cluster.fleet import MULTIKUEUE_NAMESPACE, ResolvedFleet, 
 from components.model.cluster.fleet_workers import fleet_problems
 from components.model.errors import ConfigError, Problem, config_key
 from components.model.workloads.teams import TEAM_LABEL
+from infra.config import read_input_file
 from infra.errors import InvalidStackConfig
 
 
@@ -29,7 +30,7 @@ def existing_cluster_ca(kubeconfig_path: Path, context: Optional[str]) -> str:
     """The certificate-authority-data of a kubeconfig's cluster (its current context's, or `context`'s): what a
     manager's kubeconfig for this cluster carries inline. InvalidStackConfig, one line, for a file that cannot be read."""
     try:
-        doc = yaml.safe_load(kubeconfig_path.read_text(encoding="utf-8")) or {}
+        doc = yaml.safe_load(read_input_file(kubeconfig_path)) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise InvalidStackConfig(ConfigError([Problem(config_key(("cluster", "existing", "kubeconfig")), (
             f"cannot be read for the fleet worker's CA ({type(e).__name__}); give the path of a readable kubeconfig file"))])) from None

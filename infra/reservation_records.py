@@ -25,6 +25,7 @@ from components.model.capacity.reservations import (
 )
 from components.model.config import StackConfig
 from components.model.errors import ConfigError, Problem, config_key
+from infra.config import read_input_file
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # Whether the program may read reservations live: the offline engine turns it off (no cloud call) unless a test gives
@@ -96,7 +97,7 @@ def _cannot_read(what: str, e: Exception, *, block: bool = False) -> str:
 def _record(root: Path, record: str, how: str) -> Any:
     """A recorded describe file's JSON; ReservationRecordError saying why it cannot be read and how to record it."""
     try:
-        return json.loads((root / record).read_text(encoding="utf-8"))
+        return json.loads(read_input_file(root / record))
     except OSError as e:
         raise ReservationRecordError(f"{record}: cannot read it ({e.strerror}); {how}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -138,12 +138,14 @@ def test_plans_are_shared_across_processes_through_a_folder_except_those_of_secr
     assert other.get(secret) is None and len(list(tmp_path.glob("*.pickle"))) == 1
 
 
-def test_a_plan_that_reads_a_file_the_inputs_do_not_hold_is_never_shared(tmp_path):
-    # a recorded reservation describe file is still read by the program itself (infra/reservation_records.py): a
-    # plan of such a config would go stale when the file changes, so it is made afresh each time
+def test_the_files_the_config_names_are_inputs(tmp_path):
+    # a recorded reservation describe file is read at the boundary into PlanInputs.files, and the program reads that
     flat, secrets = stackfile.load_config(stackfile.STACKS_DIR.parent / "tests" / "fixtures" / "examples" / "stacks" / "Pulumi.prod.yaml")
-    assert "reservationRecord" in flat["pathways:slices"]
-    recorded = engine.PlanInputs.of(flat, "prod", secrets, now=TODAY)
-    shared = engine.SharedPlans(tmp_path)
-    shared.put(recorded, engine.Plan(stack="prod"))
-    assert shared.get(recorded) is None and not list(tmp_path.glob("*.pickle"))
+    files = engine.named_files(flat)
+    [(path, text)] = [(p, t) for p, t in files.items() if p.endswith(".json")][:1]
+    assert text is not None and json.loads(text)
+    with_record = engine.PlanInputs.of(flat, "prod", secrets, now=TODAY, files=files)
+    assert as_json(fresh(with_record)) == as_json(engine.run(flat, "prod", secrets, stacks_dir=stackfile.STACKS_DIR.parent / "tests" / "fixtures" / "examples" / "stacks"))
+    # the same config with the file gone is other inputs, refused naming the key; on disk nothing changed
+    with pytest.raises(InvalidStackConfig, match=r"reservationRecord: .*cannot read it \(No such file or directory\)"):
+        fresh(engine.PlanInputs.of(flat, "prod", secrets, now=TODAY, files={**files, path: None}))

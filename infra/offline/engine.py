@@ -277,12 +277,15 @@ class PlanInputs:
     """Recorded get_reservation(_block, _sub_block) responses (JSON); None: no live read is made."""
     quotas: Optional[str] = None
     """Recorded get_s_quota_info responses by quota ID (JSON); None: no live read is made."""
+    files: tuple[tuple[str, Optional[str]], ...] = ()
+    """The files the config names that the program reads (infra/config.py INPUT_FILES): absolute path -> text, None
+    for one that cannot be read."""
 
     @classmethod
     def of(cls, config: Mapping[str, str], stack: str, secret_keys: Sequence[str] = (), *, now: datetime,
            program: str = str(PROGRAM_DIR), bootstrap: Optional[tuple[str, dict[str, Any]]] = None,
            stack_outputs: Optional[Mapping[str, Any]] = None, reservations: Optional[Mapping[str, Any]] = None,
-           quotas: Optional[Mapping[str, Any]] = None) -> "PlanInputs":
+           quotas: Optional[Mapping[str, Any]] = None, files: Optional[Mapping[str, Optional[str]]] = None) -> "PlanInputs":
         def text(value: Any) -> str:
             return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
@@ -291,7 +294,7 @@ class PlanInputs:
                    bootstrap=(bootstrap[0], text(bootstrap[1])) if bootstrap is not None else None,
                    stack_outputs=text(stack_outputs or {}),
                    reservations=text(reservations) if reservations is not None else None,
-                   quotas=text(quotas) if quotas is not None else None)
+                   quotas=text(quotas) if quotas is not None else None, files=tuple(sorted((files or {}).items())))
 
 
 def _no_stack_trace() -> source_pb2.StackTrace:
@@ -307,7 +310,7 @@ def plan(inputs: PlanInputs) -> Plan:
     if kept is not None:
         return kept
     from infra.bucket_allowlist import BOOTSTRAP
-    from infra.config import CHECKED_SECRET_PATHS, PLANNED_AT
+    from infra.config import CHECKED_SECRET_PATHS, INPUT_FILES, PLANNED_AT
     from infra.reservation_records import LIVE_READS
 
     config = dict(inputs.config)
@@ -320,7 +323,7 @@ def plan(inputs: PlanInputs) -> Plan:
     # for the file.
     tokens = (CHECKED_SECRET_PATHS.set({k: () for k in inputs.secret_keys}), PLANNED_AT.set(inputs.now),
               BOOTSTRAP.set((inputs.bootstrap[0], json.loads(inputs.bootstrap[1])) if inputs.bootstrap is not None else None),
-              LIVE_READS.set(reservations is not None or quotas is not None))
+              LIVE_READS.set(reservations is not None or quotas is not None), INPUT_FILES.set(dict(inputs.files)))
     project = str(config.get("gcp:project", "offline-project"))
     monitor = RecordingMonitor(StandInMocks(project, reservations, json.loads(inputs.stack_outputs), quotas))
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT_NAME, stack=inputs.stack, preview=False, monitor=monitor)
@@ -330,6 +333,7 @@ def plan(inputs: PlanInputs) -> Plan:
     # SDK internals (see SUPPORTED_PULUMI): the SDK's own stubs do not declare them.
     settings.SETTINGS.rpc_manager.clear()  # pyright: ignore[reportAttributeAccessIssue]
     settings.SETTINGS.outputs.clear()  # pyright: ignore[reportAttributeAccessIssue]
+
     def program() -> None:
         runpy.run_path(inputs.program, run_name="__main__")
 
@@ -341,7 +345,7 @@ def plan(inputs: PlanInputs) -> Plan:
     finally:
         resource_runtime._get_stack_trace = stack_trace
         settings.ROOT.set(None)
-        for var, token in zip((CHECKED_SECRET_PATHS, PLANNED_AT, BOOTSTRAP, LIVE_READS), tokens, strict=True):
+        for var, token in zip((CHECKED_SECRET_PATHS, PLANNED_AT, BOOTSTRAP, LIVE_READS, INPUT_FILES), tokens, strict=True):
             var.reset(token)  # pyright: ignore[reportArgumentType]
     if monitor.duplicate_urns:
         raise RuntimeError(f"Duplicate resource URN {monitor.duplicate_urns[0]!r}: the engine refuses the whole update "
@@ -368,18 +372,7 @@ class SharedPlans:
             return None  # the values of secret keys never go to a file
         return self.folder / f"{hashlib.sha256(repr(inputs).encode()).hexdigest()}.pickle"
 
-    @staticmethod
-    def _reads_files(inputs: PlanInputs) -> bool:
-        """The two files the program still reads itself, not yet inputs: a slice group's recorded reservation describe
-        files (slices[].reservationRecord, reservationBlockRecord) and a cluster made elsewhere's kubeconfig (a fleet
-        worker's CA). A plan of such a config is made afresh each time."""
-        config = dict(inputs.config)
-        return ("reservationRecord" in config.get("pathways:slices", "") or "reservationBlockRecord" in config.get("pathways:slices", "")
-                or '"existing"' in config.get("pathways:cluster", ""))
-
     def get(self, inputs: PlanInputs) -> Optional[Plan]:
-        if self._reads_files(inputs):
-            return None
         if inputs in self.kept:
             return self.kept[inputs]
         path = self._file(inputs)
@@ -390,8 +383,6 @@ class SharedPlans:
         return found
 
     def put(self, inputs: PlanInputs, made: Plan) -> None:
-        if self._reads_files(inputs):
-            return
         self.kept[inputs] = made
         path = self._file(inputs)
         if path is not None:
@@ -459,11 +450,43 @@ def run(config: Mapping[str, str], stack: str, secret_keys: Sequence[str] = (), 
     check_sdk()
     now = now or cluster_rules.now()
     program = str(Path(program_dir).resolve())
-    bootstrap = None
+    bootstrap, files = None, None
     if program == str(PROGRAM_DIR.resolve()):
+        files = named_files(config)
         if stack_outputs is None:
             stack_outputs = fleet_worker_outputs(config, stacks_dir, now)
         found = bootstrap_config(str(config.get("gcp:project", "")), stack, (stacks_dir or STACKS_DIR).parent / "bootstrap")
         bootstrap = (found[0].name, found[1]) if found is not None else None
     return plan(PlanInputs.of(config, stack, secret_keys, now=now, program=program, bootstrap=bootstrap,
-                              stack_outputs=stack_outputs, reservations=reservations, quotas=quotas))
+                              stack_outputs=stack_outputs, reservations=reservations, quotas=quotas, files=files))
+
+
+def _json(text: Optional[str]) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return None  # the program refuses it, naming the key
+
+
+def named_files(config: Mapping[str, str]) -> dict[str, Optional[str]]:
+    """The files the config names that the program reads, read here (the plan's PlanInputs.files): each slice group's
+    reservationRecord and reservationBlockRecord (relative to the project root, infra/reservation_records.py) and
+    cluster.existing.kubeconfig (infra/program.py existing_cluster). A file that cannot be read is None."""
+    paths: list[Path] = []
+    groups = _json(config.get("pathways:slices"))
+    for g in groups if isinstance(groups, list) else []:
+        for key in ("reservationRecord", "reservationBlockRecord"):
+            if isinstance(g, dict) and isinstance(g.get(key), str):
+                paths.append(PROJECT_ROOT / g[key])
+    cluster = _json(config.get("pathways:cluster"))
+    existing = cluster.get("existing") if isinstance(cluster, dict) else None
+    if isinstance(existing, dict) and isinstance(existing.get("kubeconfig"), str):
+        path = Path(existing["kubeconfig"]).expanduser()
+        paths.append(path if path.is_absolute() else PROJECT_ROOT / path)
+    out: dict[str, Optional[str]] = {}
+    for path in paths:
+        try:
+            out[str(path)] = path.read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:
+            out[str(path)] = None
+    return out
