@@ -40,7 +40,7 @@ from components.kubernetes.stack_labels import label_kubernetes_objects
 from components.kubernetes.teams import Teams, TeamsArgs
 from components.kubernetes.workload_storage import WorkloadStorage, WorkloadStorageArgs
 from components.manifests import checkpointing as checkpointing_manifest
-from components.manifests import connection, monitoring, placement, service_access
+from components.manifests import connection, lws_direct, monitoring, placement, service_access
 from components.manifests import inference_gateway as gateway_manifest
 from components.manifests import jobset as jobset_manifest
 from components.manifests import kueue as kueue_manifest
@@ -359,8 +359,9 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
     serving: dict[str, object] = {}
     for w in stack.serve_workloads:
         ServingWorkload(f"serve-{w.name}", ServingWorkloadArgs(
-            leader_worker_set=lws_manifest.leader_worker_set(stack, w), service=lws_manifest.http_service(w),
-            network_policy=lws_manifest.network_policy(w),
+            workload=w.name, leader_worker_sets=tuple(lws_direct.leader_worker_sets(stack, w)),
+            service=lws_direct.http_service(w), role_services=tuple(lws_direct.role_services(w)),
+            network_policy=lws_direct.network_policy(w),
             autoscaler=lws_manifest.autoscaler(w) if w.spec.serve and w.spec.serve.autoscale else None,
             autoscaler_depends_on=metrics,
             pod_monitoring=lws_manifest.pod_monitoring(w) if w.spec.serve and w.spec.serve.autoscale else None,
@@ -375,7 +376,7 @@ def kubernetes_layer(cfg: StackConfig, stack: ResolvedStack, provider: k8s.Provi
             depends_on=(*serving_controllers, *namespaces, guardrails.priority_classes[f"pathways-{w.priority}"],
                         *waits_per_group.get(w.group.name, ()), *queues),
         ), opts=k8s_opts)
-        access = lws_manifest.serving_access(w)
+        access = lws_direct.serving_access(w)
         if w.spec.serve and w.spec.serve.gateway.enabled:
             access |= gateway_manifest.gateway_access(w)
         serving[w.name] = access

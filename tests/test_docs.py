@@ -309,6 +309,14 @@ def test_the_plan_json_fields_are_documented(tmp_path, capsys):
         "pathways:workloads": [{"name": "nb", "mode": "interactive", "topology": "2x2x2"}],
     }}))
     docs_.append(_json_of(["plan", "--config", str(pool_set), "--json"], capsys))
+    split = tmp_path / "Pulumi.split.yaml"  # and a split prefill/decode endpoint (serve.split), which no example has
+    split.write_text(yaml.safe_dump({"config": {
+        "gcp:project": "test-proj-123", "gcp:region": "us-east5", "gcp:zone": "us-east5-b",
+        "pathways:slices": [{"name": "serve", "tpu": "v6e-8", "count": 3}],
+        "pathways:workloads": [{"name": "chat", "mode": "serve", "sliceGroup": "serve", "serve": {
+            "model": "Qwen/Qwen3-8B", "split": {"prefill": {"replicas": 1}, "decode": {"replicas": 2}}}}],
+    }}))
+    docs_.append(_json_of(["plan", "--config", str(split), "--json"], capsys))
     strict = tmp_path / "policy.json"
     strict.write_text(json.dumps({"pathways-cluster-hardening": {"protectedStacks": ["dev"]}}))
     violated = _json_of(["plan", "--config", str(example_path("dev")), "--json", "--policy-config", str(strict)], capsys, expect=EXIT_POLICY)

@@ -212,3 +212,81 @@ def test_the_kv_connector_moves_the_cache_over_a_pjrt_clients_transfer_server():
     assert f"class {vllm.KV_CONNECTOR}(" in connector
     assert re.search(r"start_transfer_server\(\s*jax\.local_devices\(\)\[0\]\.client", connector)
     assert f'"{vllm.KV_CONNECTOR}"' in _read("tpu_inference/platforms/tpu_platform.py")
+
+
+# --- the direct runtime and serve.split (components/manifests/lws_direct.py) -------------------------------------
+
+def _split_engines() -> dict[str, dict]:
+    """The vllm container of each role of a rendered split endpoint (serve.split on single-host v6e-8 slices)."""
+    from infra.offline.render import manifests
+
+    cfg = config_with(slices=[{"name": "serve", "tpu": "v6e-8", "count": 3}], workloads=[{
+        "name": "chat", "mode": "serve", "sliceGroup": "serve", "serve": {
+            "model": "Qwen/Qwen3-8B", "huggingFaceTokenSecret": "hf", "extraArgs": ["--block-size=256"],
+            "split": {"prefill": {"replicas": 1}, "decode": {"replicas": 2, "extraArgs": ["--max-num-seqs=64"]}}}}])
+    out = {}
+    for o in manifests(plan_of(cfg)):
+        if o["kind"] == "LeaderWorkerSet" and o["metadata"]["name"] in ("chat-prefill", "chat-decode"):
+            (c,) = o["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]
+            out[o["metadata"]["name"].rsplit("-", 1)[1]] = c
+    assert set(out) == {"prefill", "decode"}
+    return out
+
+
+def test_the_direct_runtime_uses_the_hosts_own_tpu_client():
+    """JAX_PLATFORMS=tpu,cpu: values tpu-inference's table allows (a comma-separated list), and not Pathways' mode."""
+    platforms = re.search(r'"JAX_PLATFORMS":\s*env_with_choices\("JAX_PLATFORMS",\s*"",\s*\[([^\]]*)\],\s*allow_csv=True\)',
+                          _read("tpu_inference/envs.py"))
+    assert platforms, "JAX_PLATFORMS no longer takes a comma-separated list of choices"
+    choices = {c.strip().strip('"') for c in platforms.group(1).split(",")}
+    assert set(vllm.DIRECT_PLATFORMS.split(",")) <= choices and "proxy" not in vllm.DIRECT_PLATFORMS
+
+
+def test_every_flag_and_variable_a_split_endpoint_sets_is_the_engines():
+    flags, known = _flags(), _env_names("vllm/envs.py") | _env_names("tpu_inference/envs.py")
+    utils = _read("tpu_inference/distributed/utils.py")
+    for role, engine in _split_engines().items():
+        given = [a.split("=", 1)[0] for a in engine["args"] if a.startswith("--")]
+        assert vllm.FLAG_KV_TRANSFER_CONFIG in given and [f for f in given if f not in flags] == [], role
+        # the connector's ports are read by tpu-inference's distributed/utils.py, not its envs table; HF_TOKEN is
+        # huggingface_hub's
+        names = [e["name"] for e in engine["env"]]
+        outside = {vllm.ENV_HF_TOKEN, vllm.ENV_KV_TRANSFER_PORT, vllm.ENV_SIDE_CHANNEL_PORT}
+        assert [n for n in names if n not in known and n not in outside] == [], role
+    # the ports the stack sets are the connector's defaults, read where the connector reads them
+    assert f'os.getenv("{vllm.ENV_KV_TRANSFER_PORT}", "{vllm.KV_TRANSFER_PORT}")' in utils
+    assert f'os.getenv("{vllm.ENV_SIDE_CHANNEL_PORT}", "{vllm.SIDE_CHANNEL_PORT}")' in utils
+    # the address prefill tells decode to pull from: vLLM's get_ip(), which VLLM_HOST_IP sets
+    assert "host_ip = envs.VLLM_HOST_IP" in _read("vllm/utils/network_utils.py") and vllm.ENV_HOST_IP in known
+
+
+def test_the_kv_transfer_config_is_one_vllm_and_the_tpu_platform_take():
+    import json
+
+    fields = _dataclass_fields("vllm/config/kv_transfer.py", "KVTransferConfig")
+    config = _read("vllm/config/kv_transfer.py")
+    assert re.search(r'^KVProducer = Literal\["kv_producer", "kv_both"\]$', config, re.M)
+    assert re.search(r'^KVConsumer = Literal\["kv_consumer", "kv_both"\]$', config, re.M)
+    for role, engine in _split_engines().items():
+        (arg,) = [a for a in engine["args"] if a.startswith(vllm.FLAG_KV_TRANSFER_CONFIG + "=")]
+        given = json.loads(arg.split("=", 1)[1])
+        assert set(given) <= set(fields), role  # vLLM's config classes refuse any other field
+        assert given["kv_role"] == vllm.KV_ROLES[role] and given["kv_connector"] == vllm.KV_CONNECTOR
+        # vLLM's registry does not know the connector: it imports the named module and takes the class from it
+        module = given["kv_connector_module_path"].replace(".", "/") + ".py"
+        assert f"class {given['kv_connector']}(" in _read(module)
+    assert "kv_connector_module_path" in _read("vllm/distributed/kv_transfer/kv_connector/factory.py")
+    # prefill produces, decode consumes: kv_both would count as a producer, and TPUConnector branches on that alone
+    assert vllm.KV_ROLES == {"prefill": "kv_producer", "decode": "kv_consumer"}
+    assert "self.is_producer = self.config.is_kv_producer" in _read("tpu_inference/distributed/tpu_connector.py")
+
+
+def test_prefill_offers_its_cache_only_at_its_length_cap_and_decode_reads_what_it_answered():
+    """What the proxy relies on (vllm.py PROXY_SCRIPT): one token from prefill, non-streaming, then decode."""
+    connector = _read("tpu_inference/distributed/tpu_connector.py")
+    assert "if request.status != RequestStatus.FINISHED_LENGTH_CAPPED:" in connector
+    for name in ("remote_block_ids", "remote_host", "remote_port", "uuid"):
+        assert f'params["{name}"]' in connector or f"{name}=" in connector, name
+    # only the full (non-streaming) response carries them
+    assert "kv_transfer_params" in _read("vllm/entrypoints/openai/completion/protocol.py")
+    assert "kv_transfer_params=" in _read("vllm/entrypoints/openai/completion/serving.py")

@@ -1,4 +1,5 @@
-"""ServingWorkload: one serve workload's LeaderWorkerSet, the Service of its HTTP port, the NetworkPolicy of its ports;
+"""ServingWorkload: one serve workload's LeaderWorkerSet (a split endpoint's three, and its roles' Services), the
+Service of its HTTP port, the NetworkPolicy of its ports;
 when it autoscales, its HorizontalPodAutoscaler and the PodMonitoring that scrapes its metric; with serve.gateway,
 the inferencepool chart (InferencePool and endpoint picker), the GKE Gateway and the HTTPRoute to the pool."""
 
@@ -16,8 +17,10 @@ from components.manifests.lws import API_VERSION, KIND, REPLACE_ON_CHANGES
 
 @dataclass(frozen=True)
 class ServingWorkloadArgs:
-    leader_worker_set: dict[str, Any]
-    """Built by components.manifests.lws (pure) from the resolved stack."""
+    workload: str
+    """The serve workload's name: its LeaderWorkerSet <workload>, or a split endpoint's <workload>-<role>."""
+    leader_worker_sets: tuple[dict[str, Any], ...]
+    """Built by components.manifests.lws_direct (pure) from the resolved stack."""
     service: dict[str, Any]
     network_policy: dict[str, Any]
     autoscaler: Optional[dict[str, Any]]
@@ -29,6 +32,8 @@ class ServingWorkloadArgs:
     """The custom metrics adapter the autoscaler reads its metric through, when the stack installs it."""
     gateway: Optional["GatewayArgs"] = None
     """With serve.gateway.enabled."""
+    role_services: tuple[dict[str, Any], ...] = ()
+    """A split endpoint's roles' Services, which its proxy calls."""
 
 
 @dataclass(frozen=True)
@@ -55,14 +60,21 @@ class ServingWorkload(pulumi.ComponentResource):
             f"{name}-ingress", metadata=netpol["metadata"], spec=netpol["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=all_of(args.depends_on)),
         )
-        lws = args.leader_worker_set
         # A template change rolls the replicas one group at a time (LWS's rollingUpdate default, maxUnavailable 1):
-        # an update in place, not a replacement; only the subgroup policy cannot change in place.
-        self.leader_worker_set = k8s.apiextensions.CustomResource(
-            name, api_version=API_VERSION, kind=KIND, metadata=lws["metadata"], spec=lws["spec"],
+        # an update in place, not a replacement; only the subgroup policy cannot change in place. A split endpoint's
+        # sets are resources of their own (serve-<workload>-<role>): scaling one role leaves the others untouched.
+        self.leader_worker_sets = [k8s.apiextensions.CustomResource(
+            f"{name}{lws['metadata']['name'][len(args.workload):]}", api_version=API_VERSION, kind=KIND,
+            metadata=lws["metadata"], spec=lws["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=all_of((*args.depends_on, self.network_policy)),
                                         replace_on_changes=list(REPLACE_ON_CHANGES), delete_before_replace=True),
-        )
+        ) for lws in args.leader_worker_sets]
+        self.leader_worker_set = self.leader_worker_sets[0]
+        lws = args.leader_worker_sets[0]
+        for svc in args.role_services:
+            # not awaited (pulumi.com/skipAwait): an engine may load its model for hours
+            k8s.core.v1.Service(f"{name}-{svc['metadata']['name'][len(args.workload) + 1:]}", metadata=svc["metadata"],
+                                spec=svc["spec"], opts=pulumi.ResourceOptions(parent=self, depends_on=self.leader_worker_sets))
         if args.pod_monitoring is not None:
             pm = args.pod_monitoring
             self.pod_monitoring = k8s.apiextensions.CustomResource(
@@ -73,7 +85,7 @@ class ServingWorkload(pulumi.ComponentResource):
             hpa = args.autoscaler
             self.autoscaler = k8s.autoscaling.v2.HorizontalPodAutoscaler(
                 f"{name}-autoscaler", metadata=hpa["metadata"], spec=hpa["spec"],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of((self.leader_worker_set, *args.autoscaler_depends_on))),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=all_of((*self.leader_worker_sets, *args.autoscaler_depends_on))),
             )
         if args.gateway is not None:
             self._gateway(name, lws["metadata"], args.gateway, args.depends_on)
@@ -81,7 +93,7 @@ class ServingWorkload(pulumi.ComponentResource):
         self.service = k8s.core.v1.Service(
             f"{name}-http", metadata=svc["metadata"], spec=svc["spec"],
             # not awaited (its pulumi.com/skipAwait annotation, components/manifests/lws.py http_service)
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.leader_worker_set]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.leader_worker_sets),
         )
         self.register_outputs({})
 

@@ -114,7 +114,10 @@ class ResolvedWorkload:
 
     @property
     def lws_size(self) -> int:
-        """leaderWorkerTemplate.size: one worker per TPU host of the replica's slices, plus the leader."""
+        """leaderWorkerTemplate.size: one worker per TPU host of the replica's slices, plus the leader; on the direct
+        runtime the replica is one pod (lws_direct.py)."""
+        if self.spec.serve is not None and self.spec.serve.direct:
+            return 1
         return self.hosts * self.slices_per_replica + 1
 
 

@@ -36,6 +36,23 @@ def _provisioned_chips(resources) -> dict[str, int]:
     return out
 
 
+def _holds_nothing_queued(props) -> bool:
+    """A LeaderWorkerSet whose pods tolerate no taint and request no TPU (a split endpoint's proxy): it runs only on
+    untainted nodes (the system pool), never on the head or TPU nodes that Kueue's quotas hold, so it needs no queue."""
+    if "leaderWorkerTemplate" not in (get(props, "spec") or {}):
+        return False
+    templates = [t for t in (get(props, "spec.leaderWorkerTemplate.leaderTemplate"), get(props, "spec.leaderWorkerTemplate.workerTemplate")) if t]
+    for t in templates:
+        spec = t.get("spec") or {}
+        if spec.get("tolerations"):
+            return False
+        for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+            res = c.get("resources") or {}
+            if TPU in (res.get("requests") or {}) or TPU in (res.get("limits") or {}):
+                return False
+    return bool(templates)
+
+
 def _validate(args: StackValidationArgs, report) -> None:
     resources = list(args.resources)
     queues = [r for r in resources if r.resource_type == CLUSTER_QUEUE]
@@ -65,14 +82,14 @@ def _validate(args: StackValidationArgs, report) -> None:
     local = {(get(r.props, "metadata.namespace"), get(r.props, "metadata.name")) for r in resources if r.resource_type == LOCAL_QUEUE}
     for js in (r for r in resources if r.resource_type in WORKLOAD_TYPES):
         name = (get(js.props, "metadata.labels") or {}).get(QUEUE_LABEL)
-        if (get(js.props, "metadata.namespace"), name) not in local:
+        if (get(js.props, "metadata.namespace"), name) not in local and not _holds_nothing_queued(js.props):
             report(f"{js.resource_type.rsplit(':', 1)[-1]} {get(js.props, 'metadata.name')} is not queued (label {QUEUE_LABEL} naming a LocalQueue of its "
                    "namespace): it would bypass Kueue and can hold slices a queued JobSet waits for", js.urn)
 
 
 kueue_quota = StackValidationPolicy(
     name="pathways-kueue-quota",
-    description="Kueue TPU quotas never exceed the chips the pools hold (a fleet manager's: its workers'); every JobSet and LeaderWorkerSet of a Kueue stack carries a LocalQueue label.",
+    description="Kueue TPU quotas never exceed the chips the pools hold (a fleet manager's: its workers'); every JobSet and LeaderWorkerSet of a Kueue stack carries a LocalQueue label (but a LeaderWorkerSet whose pods tolerate no taint and request no TPU).",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_validate,
 )

@@ -16,7 +16,7 @@ from components.model.cost.pool_sets_summary import pool_set_notices, pool_sets_
 from components.model.cost.pricing import tpu_chip_price
 from components.model.cost.teams_summary import teams_notices, teams_summary, teams_text
 from components.model.resolved import ResolvedStack
-from components.model.workloads import images, inference_gateway, metrics_adapter, secrets, vllm
+from components.model.workloads import images, inference_gateway, metrics_adapter, secrets, serving, vllm
 from components.model.workloads.failures import failure_handling
 from components.model.workloads.ports import SERVE_HTTP_PORT
 from components.model.workloads.workload import serve_service_name
@@ -47,8 +47,9 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
     } for g in stack.slices]
     workloads = []
     for w in stack.workloads:
-        images = {"server": w.server_image}
-        if w.mode != "service":
+        direct = bool(w.spec.serve and w.spec.serve.direct)
+        images = {} if direct else {"server": w.server_image}
+        if w.mode != "service" and not direct:
             images["proxy"] = w.proxy_image
         if w.spec.image:
             images["user"] = w.spec.image
@@ -65,6 +66,14 @@ def stack_summary(stack: ResolvedStack, reservations: Mapping[str, ReservationSt
         if w.spec.serve:
             sv = w.spec.serve
             entry["engine"] = sv.engine_name
+            entry["runtime"] = sv.runtime_name
+            entry["runtimeBecause"] = sv.runtime_because
+            if sv.split is not None:
+                price, _ = tpu_chip_price(w.group.tpu.family, w.group.capacity, stack.prices)
+                chips = {role: getattr(sv.split, role).replicas * w.group.tpu.chips for role in ("prefill", "decode")}
+                entry["split"] = {role: {"replicas": getattr(sv.split, role).replicas, "chips": n, "hourly": None if price is None
+                                         else round(price * n, 2)} for role, n in chips.items()} | {"proxy": {
+                    "replicas": sv.split.proxy_replicas, "cpu": sv.split.proxy_resources.cpu, "memory": sv.split.proxy_resources.memory}}
             entry["endpoint"] = f"{serve_service_name(w.name)}.{w.namespace}.svc.cluster.local:{SERVE_HTTP_PORT}"
             if sv.gateway.enabled:
                 cpu, memory, _ = sv.gateway.picker_requests
@@ -210,11 +219,11 @@ def notices(stack: ResolvedStack) -> list[str]:
                    f"Stackdriver Adapter there (its APIServices would clash with one the cluster runs already: then set "
                    f"kubernetes.installMetricsAdapter: false); its identity needs {metrics_adapter.MONITORING_ROLE} on the "
                    "cluster's project, which the bootstrap grants only in its own project")
-    out += [f"serve workload {w.name} runs JetStream, which its maintainers archived on 2026-02-01 (its core moved to "
-            "tpu-inference, vLLM's TPU backend): no fixes will come; plan a move to serve.engine: vllm (docs/serving.md)"
+    out += [serving.jetstream_notice(w.name, w.spec.serve)
             for w in stack.serve_workloads if w.spec.serve and w.spec.serve.engine_name == "jetstream"]
     out += oversubscribed(stack)
-    out += images.pathways_tag_notices([w.server_image for w in stack.workloads]) + teams_notices(stack)
+    out += images.pathways_tag_notices([w.server_image for w in stack.workloads if not (w.spec.serve and w.spec.serve.direct)])
+    out += teams_notices(stack)
     out += [f"{key}: {what} looks like a secret given in plain text: it is in the Pulumi state and in every preview's diff (a "
             "pull request's comment too); set it with `pulumi config set --secret --path` (a protected stack refuses it)"
             for key, what in secrets.secret_looking([w.spec for w in stack.workloads], any(w.env_secret for w in stack.workloads))]
@@ -440,6 +449,14 @@ def summary_text(s: dict[str, Any]) -> list[str]:
             lines += [f"  {w['name']} on failure:"] + [f"    {f['failure']}: {f['outcome']}" for f in w["onFailure"]]
             if "engine" in w:
                 lines.append(f"  {w['name']} endpoint: {w['engine']} at {w['endpoint']}")
+                lines.append(f"  {w['name']} runtime: {w['runtime']} ({w['runtimeBecause']})")
+            if "split" in w:
+                sp = w["split"]
+                roles = "; ".join(f"{role} {sp[role]['replicas']} x {w['sliceGroup']} ({sp[role]['chips']} chips"
+                                  + (f", {_money(sp[role]['hourly'])}/h" if sp[role]["hourly"] is not None else "") + ")"
+                                  for role in ("prefill", "decode"))
+                lines.append(f"  {w['name']} split: {roles}; proxy {sp['proxy']['replicas']} x ({sp['proxy']['cpu']} CPU, "
+                             f"{sp['proxy']['memory']}) on the system pool")
             if "gateway" in w:
                 g = w["gateway"]
                 access = "EXTERNAL (reachable from the internet)" if g["access"] == "external" else "internal"

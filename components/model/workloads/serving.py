@@ -133,10 +133,44 @@ class ServeGateway(_Model):
         return self.picker_resources.cpu, self.picker_resources.memory, text
 
 
+class SplitRole(_Model):
+    """One role of a split endpoint: its replicas (each a single-host slice of the workload's group) and flags."""
+
+    replicas: int = Field(default=1, ge=1, le=100, description="Replicas of this role, each one `vllm serve` on a single-host slice of its own.")
+    extra_args: list[str] = Field(default_factory=list, max_length=50, description=(
+        "`vllm serve` flags for this role only (--name=value), after serve.extraArgs; the flags that must be equal on "
+        "both roles (vllm.SPLIT_EQUAL_FLAGS: --block-size, --kv-cache-dtype, ...) are checked equal."))
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra(cls, v: list[str]) -> list[str]:
+        for arg in v:
+            if len(arg) > 1100 or not arg.isprintable():
+                raise ValueError(f"{arg[:80]!r} is not an engine argument (printable, at most 1,100 characters)")
+        return v
+
+
+class ServeSplit(_Model):
+    """Split prefill/decode on the direct runtime (vllm.py: tpu-inference's TPUConnector over the data-centre network):
+    prefill engines (kv_producer) and decode engines (kv_consumer), and the proxy that sends each request to a prefill
+    engine (one token) and then, with the KV cache's address prefill answered, to a decode engine."""
+
+    prefill: SplitRole = Field(default_factory=SplitRole, description="The prefill engines (kv_role kv_producer).")
+    decode: SplitRole = Field(default_factory=SplitRole, description="The decode engines (kv_role kv_consumer).")
+    proxy_resources: ContainerResources = Field(
+        default_factory=lambda: ContainerResources(cpu="2", memory="4Gi"), description=(
+            "The proxy's CPU and memory (request = limit); it runs on the system pool, whose nodes must hold it."))
+    proxy_replicas: int = Field(default=2, ge=1, le=20, description="Proxy replicas behind the endpoint's Service.")
+
+
 class ServeConfig(_Model):
     engine: Optional[Literal["vllm", "jetstream"]] = Field(default=None, description=(
         "vllm (default): vLLM TPU (tpu-inference) on Pathways, OpenAI-compatible API; jetstream: JetStream MaxText "
         "(archived by its maintainers on 2026-02-01), which the JetStream keys below configure."))
+    runtime: Optional[Literal["pathways", "direct"]] = Field(default=None, description=(
+        "pathways (default): the engine is a JAX client of a Pathways IFRT proxy on the replica's leader; direct: vLLM "
+        "TPU runs on the TPU host itself (JAX_PLATFORMS=tpu,cpu, as tpu-inference's own GKE manifests run it), no "
+        "Pathways, single-host slices only (vllm only). serve.split implies direct."))
     replicas: int = Field(default=1, ge=1, le=100, description="Model replicas: one LeaderWorkerSet group each, on its own slice (two when disaggregated).")
     model: str = Field(description=(
         "vllm: the Hugging Face model id (e.g. meta-llama/Llama-3.1-8B-Instruct), the name clients ask for; "
@@ -177,6 +211,10 @@ class ServeConfig(_Model):
         "jetstream: prefill and decode on separate slices (two slices a replica), Google's disaggregated MaxText server. "
         "Not with vllm: `vllm serve` of the pinned tpu-inference cannot run its disaggregated engine."
     ))
+    split: Optional[ServeSplit] = Field(default=None, description=(
+        "vllm, direct runtime: split prefill/decode (P/D disaggregation): serve.split.prefill.replicas prefill engines and "
+        "serve.split.decode.replicas decode engines, each on a single-host slice, joined by tpu-inference's TPUConnector, "
+        "behind a proxy (replaces serve.replicas; docs/serving.md)."))
     jetstream_image: str = Field(default=JETSTREAM_IMAGE, description="jetstream: JetStream MaxText engine image (pinned).")
     http_image: str = Field(default=JETSTREAM_HTTP_IMAGE, description="jetstream: JetStream HTTP front end image (pinned).")
     engine_resources: Optional[ContainerResources] = Field(default=None, description=(
@@ -296,12 +334,40 @@ class ServeConfig(_Model):
 
     @property
     def min_replicas(self) -> int:
+        if self.split is not None:
+            return self.split.prefill.replicas + self.split.decode.replicas
         return self.autoscale.min_replicas if self.autoscale else self.replicas
 
     @property
     def max_replicas(self) -> int:
-        """The replicas the endpoint may run at most: what its slice group must hold."""
+        """The replicas the endpoint may run at most: what its slice group must hold (a split endpoint's: both roles')."""
+        if self.split is not None:
+            return self.split.prefill.replicas + self.split.decode.replicas
         return self.autoscale.max_replicas if self.autoscale else self.replicas
+
+    @property
+    def runtime_name(self) -> Literal["pathways", "direct"]:
+        """direct where set or where the endpoint is split (TPUConnector needs a PjRt client: vllm.py), else pathways."""
+        if self.runtime is not None:
+            return self.runtime
+        return "direct" if self.split is not None else "pathways"
+
+    @property
+    def direct(self) -> bool:
+        return self.runtime_name == "direct"
+
+    @property
+    def runtime_because(self) -> str:
+        """Why the endpoint runs on its runtime, for the plan."""
+        if self.split is not None:
+            return (f"split prefill/decode: tpu-inference's {vllm.KV_CONNECTOR} needs the host's own PjRt TPU client, "
+                    "which an engine on Pathways (a client of the IFRT proxy) does not have")
+        if self.runtime == "direct":
+            return "serve.runtime: direct: vLLM on each single-host slice's TPU VM, no Pathways head"
+        if self.engine_name == "jetstream":
+            return "JetStream runs on Pathways"
+        return ("the default: vLLM as a client of a Pathways IFRT proxy on each replica's leader (serve.runtime: direct "
+                "runs it on single-host slices without Pathways)")
 
     @property
     def engine_name(self) -> Literal["vllm", "jetstream"]:
@@ -325,3 +391,16 @@ class ServeConfig(_Model):
     @property
     def slices_per_replica(self) -> int:
         return 2 if self.disaggregated else 1
+
+
+def jetstream_notice(name: str, sv: ServeConfig) -> str:
+    """The plan's notice for a JetStream endpoint (archived upstream on 2026-02-01): it keeps working as it is, and
+    this is its vLLM equivalent (docs/serving.md, "Moving from JetStream")."""
+    shape = ("serve.split: {prefill: {replicas: 1}, decode: {replicas: 1}} on a group of single-host slices (prefill "
+             "and decode apart, as disaggregated: true has them)" if sv.disaggregated else
+             "serve.replicas as now (one slice each, on Pathways), or serve.runtime: direct on single-host slices")
+    return (f"serve workload {name} runs JetStream, which its maintainers archived on 2026-02-01 (its core moved to "
+            "tpu-inference, vLLM's TPU backend): no fixes will come, and it keeps running as it is. Its vLLM equivalent: "
+            f"serve.engine: vllm, serve.model: the Hugging Face id of {sv.model} (e.g. meta-llama/Llama-3.1-8B-Instruct "
+            "for llama3.1-8b), serve.weights: a Hugging Face-format copy (not the MaxText checkpoint), "
+            f"{shape}; the switch replaces the endpoint's LeaderWorkerSet (docs/serving.md, Moving from JetStream)")

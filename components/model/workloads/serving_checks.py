@@ -72,28 +72,19 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
         problems.append(Problem(config_key(("workloads", i, "state")), (
             "suspended with serve.autoscale needs Kueue (kubernetes.kueue.enabled): its queue's HoldAndDrain stops the "
             "replicas while the autoscaler keeps its count; without Kueue remove autoscale to suspend (replicas: 0)")))
-    longest = f"{w.name}-{max(sv.max_replicas - 1, 0)}"
+    longest = (f"{w.name}-prefill-{max(sv.split.prefill.replicas, sv.split.decode.replicas) - 1}" if sv.split is not None
+               else f"{w.name}-{max(sv.max_replicas - 1, 0)}")
     if len(longest) > MAX_LWS_STATEFULSET_NAME:
         problems.append(Problem(config_key(("workloads", i, "name")), (
             f"the LeaderWorkerSet's worker StatefulSet {longest!r} would be {len(longest)} characters, over the "
             f"{MAX_LWS_STATEFULSET_NAME} a StatefulSet name may have (its pods' controller-revision-hash label adds 11); "
             "use a shorter name"
         )))
-    # The leader runs on a TPU host beside a worker that requests half the VM (workload.serve_worker_request);
-    # machines.py: the VM's allocatable.
-    vm = machines.tpu_vm_shape(group.tpu.machine_type)
-    cpu, mem, parts = head_pod_demand(w)
-    w_cpu, w_mem = serve_worker_request(group.tpu.machine_type)
-    if not machines.fits(vm, cpu + w_cpu, mem + w_mem):
-        room_cpu, room_mem = vm.allocatable_cpu - w_cpu, vm.allocatable_memory_gib - w_mem
-        problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
-            f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) leaves its worker less than half of a "
-            f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable; the "
-            f"worker requests {w_cpu} vCPU, {w_mem} GiB so that it is not evicted first); keep the leader within "
-            f"{room_cpu:.0f} vCPU and {room_mem:.0f} GiB (serve.proxyResources, serve.engineResources) or serve from a "
-            "slice group with larger TPU VMs"
-        )))
-    problems += _engine_pathways_pair(cfg, i, w)
+    if sv.direct or sv.split is not None:
+        problems += _direct(cfg, i, w)
+    else:
+        problems += _leader_fits(cfg, i, w)
+        problems += _engine_pathways_pair(cfg, i, w)
     if sv.load_balancer_source_ranges and not sv.internal_load_balancer:
         problems.append(Problem(config_key(("workloads", i, "serve", "loadBalancerSourceRanges")), (
             "only with serve.internalLoadBalancer: true (the ClusterIP Service has no load balancer to restrict); remove it")))
@@ -111,6 +102,119 @@ def serve(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
     if w.priority is not None and w.priority != "serving":
         problems.append(Problem(config_key(("workloads", i, "priority")), (
             f"{w.priority} would let training preempt a serving endpoint; a serve workload runs at serving (remove it)"
+        )))
+    return problems
+
+
+# serve.* keys of the Pathways runtime only: the leader's IFRT proxy and its JAX.
+PATHWAYS_RUNTIME_KEYS = ("proxy_resources",)
+PATHWAYS_WORKLOAD_KEYS = ("server_image", "proxy_image", "xla_flags")
+
+
+def _direct(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """serve.runtime: direct (and serve.split, which runs on it): vLLM on single-host slices, nothing of Pathways."""
+    sv = w.serve
+    assert sv is not None
+    group = cfg.workload_group(w)
+    key = ("workloads", i, "serve", "runtime" if sv.runtime is not None else "split")
+    out: list[Problem] = []
+    if sv.runtime == "pathways" and sv.split is not None:
+        return [Problem(config_key(("workloads", i, "serve", "runtime")), (
+            f"pathways cannot run serve.split: tpu-inference's {vllm.KV_CONNECTOR} moves the KV cache through a transfer "
+            "server that takes a PjRt TPU client, and on Pathways the engine's client is the IFRT proxy's; use runtime: "
+            "direct (or leave it out)"))]
+    if sv.engine_name != "vllm":
+        out.append(Problem(config_key(key), "only for engine: vllm (JetStream runs on Pathways); remove it or use engine: vllm"))
+    if group.tpu.hosts != 1:
+        out.append(Problem(config_key(key), (
+            f"needs single-host slices, and group {group.name!r} is {group.tpu.name} ({group.tpu.hosts} hosts a slice): "
+            "without Pathways one `vllm serve` drives only its own host's chips (tpu-inference's multi-host path needs Ray); "
+            f"serve from a group of single-host slices (at most {group.tpu.chips_per_vm} chips, one {group.tpu.machine_type}) "
+            "or use runtime: pathways")))
+    fields = type(sv).model_fields
+    for name in PATHWAYS_RUNTIME_KEYS:
+        if name in sv.model_fields_set:
+            out.append(Problem(config_key(("workloads", i, "serve", fields[name].alias or name)),
+                               "configures the Pathways leader's IFRT proxy, which the direct runtime does not run; remove it"))
+    wfields = type(w).model_fields
+    for name in PATHWAYS_WORKLOAD_KEYS:
+        if name in w.model_fields_set:
+            out.append(Problem(config_key(("workloads", i, wfields[name].alias or name)), (
+                "configures Pathways, which the direct runtime does not run (vLLM's own JAX drives the chips); remove it")))
+    if sv.split is not None:
+        out += _split(cfg, i, w)
+    return out
+
+
+def _split(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    sv = w.serve
+    assert sv is not None and sv.split is not None
+    key = ("workloads", i, "serve")
+    out: list[Problem] = []
+    if "replicas" in sv.model_fields_set:
+        out.append(Problem(config_key((*key, "replicas")), (
+            "not with serve.split: each role gives its own (split.prefill.replicas, split.decode.replicas); remove it")))
+    if sv.autoscale is not None:
+        out.append(Problem(config_key((*key, "autoscale")), (
+            "not with serve.split yet: the autoscaler scales one LeaderWorkerSet, and a split endpoint has two whose ratio "
+            "is the model's; set split.prefill.replicas and split.decode.replicas (scaling one leaves the other untouched)")))
+    if sv.gateway.enabled:
+        out.append(Problem(config_key((*key, "gateway", "enabled")), (
+            "not with serve.split: the pinned endpoint picker (GAIE 1.5.0) picks one pod of one pool and knows no prefill "
+            "and decode roles (llm-d's P/D scheduler does, and is not pinned here); the split endpoint's proxy routes "
+            "instead (docs/serving.md): remove it")))
+    for role in ("prefill", "decode"):
+        for j, arg in enumerate(getattr(sv.split, role).extra_args):
+            why = vllm.flag_problem(arg)
+            if why:
+                out.append(Problem(config_key((*key, "split", role, "extraArgs", j)), why))
+
+    def flags(role: str) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for arg in (*sv.extra_args, *getattr(sv.split, role).extra_args):
+            flag, _, value = arg.partition("=")
+            if flag in vllm.SPLIT_EQUAL_FLAGS:
+                found[flag] = value
+        return found
+
+    prefill, decode = flags("prefill"), flags("decode")
+    for flag in vllm.SPLIT_EQUAL_FLAGS:
+        if prefill.get(flag) != decode.get(flag):
+            out.append(Problem(config_key((*key, "split", "decode", "extraArgs")), (
+                f"{flag} is {prefill.get(flag) or 'the default'} on prefill and {decode.get(flag) or 'the default'} on decode: "
+                f"decode pulls prefill's KV cache into its own layout ({vllm.KV_CONNECTOR}), which must be the same; give it "
+                "once in serve.extraArgs, or equal in both roles")))
+    # the proxy runs on the system pool (components/manifests/lws.py split_proxy)
+    if cfg.cluster.existing is None:
+        system = cfg.cluster.system_pool.machine_type
+        node = machines.shape(system)
+        res = sv.split.proxy_resources
+        need_cpu, need_mem = quantity.parse(res.cpu), quantity.parse(res.memory) / quantity.GIB
+        if not machines.fits(node, need_cpu, need_mem):
+            out.append(Problem(config_key((*key, "split", "proxyResources")), (
+                f"the proxy requests {res.cpu} CPU and {res.memory}, more than one {system} system-pool node holds "
+                f"({node.allocatable_cpu:.2f} CPU, {node.allocatable_memory_gib:.1f} GiB allocatable); lower it or set "
+                f"cluster.systemPool.machineType to {machines.smallest_fitting(need_cpu, need_mem, machines.SYSTEM_CANDIDATES)}")))
+    return out
+
+
+def _leader_fits(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
+    """The leader runs on a TPU host beside a worker that requests half the VM (workload.serve_worker_request);
+    machines.py: the VM's allocatable."""
+    assert w.serve is not None
+    group = cfg.workload_group(w)
+    problems: list[Problem] = []
+    vm = machines.tpu_vm_shape(group.tpu.machine_type)
+    cpu, mem, parts = head_pod_demand(w)
+    w_cpu, w_mem = serve_worker_request(group.tpu.machine_type)
+    if not machines.fits(vm, cpu + w_cpu, mem + w_mem):
+        room_cpu, room_mem = vm.allocatable_cpu - w_cpu, vm.allocatable_memory_gib - w_mem
+        problems.append(Problem(config_key(("workloads", i, "sliceGroup")), (
+            f"the serving leader ({cpu:g} vCPU, {mem:.1f} GiB: {parts}) leaves its worker less than half of a "
+            f"{group.tpu.machine_type} ({vm.allocatable_cpu:.0f} vCPU, {vm.allocatable_memory_gib:.0f} GiB allocatable; the "
+            f"worker requests {w_cpu} vCPU, {w_mem} GiB so that it is not evicted first); keep the leader within "
+            f"{room_cpu:.0f} vCPU and {room_mem:.0f} GiB (serve.proxyResources, serve.engineResources) or serve from a "
+            "slice group with larger TPU VMs"
         )))
     return problems
 
@@ -171,7 +275,8 @@ def _vllm(i: int, sv: ServeConfig) -> list[Problem]:
             f"not with engine: vllm: tpu-inference {vllm.RELEASES[vllm.VLLM_IMAGE.rsplit(':', 1)[1]].tpu_inference}'s "
             f"disaggregated engine ({vllm.DISAGGREGATED_ENGINE}) is not reachable from `vllm serve`, and its prefill/decode "
             f"KV transfer ({vllm.KV_CONNECTOR}) needs a PjRt TPU client, which the engine does not have on Pathways (the "
-            "IFRT proxy's); serve one slice per replica, or use engine: jetstream for prefill and decode on separate slices")))
+            "IFRT proxy's); for prefill and decode on separate slices use serve.split: {prefill: {replicas: 1}, decode: "
+            "{replicas: 1}} (vLLM on single-host slices, without Pathways: docs/serving.md)")))
     if not vllm.is_hugging_face_id(sv.model):
         out.append(Problem(config_key(("workloads", i, "serve", "model")), (
             f"{sv.model!r} is not a Hugging Face model id, which vLLM serves (e.g. meta-llama/Llama-3.1-8B-Instruct); "

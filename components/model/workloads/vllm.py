@@ -92,6 +92,59 @@ ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 # test_vllm_sources.py fails when a pinned release wires DisaggEngineCore, and keeps TPUConnector's client in view.
 DISAGGREGATED_ENGINE = "DisaggEngineCore"
 KV_CONNECTOR = "TPUConnector"
+
+# The direct runtime (serve.runtime: direct): `vllm serve` on the TPU host itself, JAX on the host's own PjRt TPU client,
+# as tpu-inference's GKE manifests run it (tpu-inference .buildkite/kubernetes/manifests/v7x/single_prefill.yaml,
+# single_decode.yaml: JAX_PLATFORMS=tpu,cpu; envs.py takes a comma-separated list of "", tpu, cpu, proxy).
+DIRECT_PLATFORMS = "tpu,cpu"
+# Split prefill/decode on it (serve.split), each name from the pinned wheels (tests/test_vllm_sources.py):
+# - `--kv-transfer-config` (vllm/engine/arg_utils.py) takes KVTransferConfig as JSON (vllm/config/kv_transfer.py:
+#   kv_connector, kv_role, kv_connector_module_path; extra fields are refused). vLLM's connector registry does not
+#   know TPUConnector, so the module path is given (kv_connector/factory.py imports it); the TPU platform allows it
+#   (platforms/tpu_platform.py). Prefill is kv_producer and decode kv_consumer: kv_both counts as a producer
+#   (is_kv_producer), and TPUConnector branches on that alone, so a kv_both decode would never pull.
+FLAG_KV_TRANSFER_CONFIG = "--kv-transfer-config"
+KV_CONNECTOR_MODULE = "tpu_inference.distributed.tpu_connector"
+KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
+# - the connector's ports (tpu_inference/distributed/utils.py get_kv_ports, get_side_channel_port and their
+#   defaults): both roles start a transfer server on TPU_KV_TRANSFER_PORT, sent to decode in kv_transfer_params
+#   (remote_port); prefill binds the side channel on TPU_SIDE_CHANNEL_PORT, and decode dials prefill's host on its own
+#   value of it, so the stack sets both, equal on both roles. The bulk transfer opens TPU_KV_TRANSFER_CHANNEL_NUMBER
+#   (8) more sockets on ephemeral ports (tpu_connector.py _maybe_start_p2p_server: "host:0"): the endpoint's
+#   NetworkPolicy admits every port between its own engines.
+ENV_KV_TRANSFER_PORT = "TPU_KV_TRANSFER_PORT"
+ENV_SIDE_CHANNEL_PORT = "TPU_SIDE_CHANNEL_PORT"
+KV_TRANSFER_PORT = 9100
+SIDE_CHANNEL_PORT = 9600
+# - the address prefill tells decode to pull from: vLLM's get_ip() (VLLM_HOST_IP, else the default route's
+#   interface), which the stack pins to the pod's IP.
+ENV_HOST_IP = "VLLM_HOST_IP"
+# - prefill offers its KV cache only for a request that ended at its length cap (tpu_connector.py request_finished:
+#   FINISHED_LENGTH_CAPPED), so the proxy asks prefill for one token, non-streaming (only the full response carries
+#   kv_transfer_params: vllm/entrypoints/openai/completion/serving.py), then hands what it answered to decode.
+# - the engines must agree on the KV cache's layout: decode builds its pull from its own cache (tpu_connector.py
+#   asserts equal block counts), so both roles share the slice type (the same --tensor-parallel-size), and these
+#   flags may not differ between them.
+SPLIT_EQUAL_FLAGS = ("--block-size", "--kv-cache-dtype", "--quantization", "--dtype")
+# The proxy: tpu-inference's examples/disagg/toy_proxy_server.py, which its image carries (docker/Dockerfile: the
+# repository under WORKDIR /workspace/tpu_inference) and its GKE manifest runs (v7x/proxy1p1d.yaml): round-robin over
+# each role's hosts, prefill with max_tokens 1 and stream false, then decode with prefill's kv_transfer_params,
+# streamed back; /health answers for the proxy itself. Read at tpu-inference b8692ff0, not in the wheels: that the
+# v0.32.0 image has it at this path is not verified here (no registry).
+PROXY_SCRIPT = "/workspace/tpu_inference/examples/disagg/toy_proxy_server.py"
+PROXY_FLAGS = ("--host", "--port", "--prefiller-hosts", "--prefiller-ports", "--decoder-hosts", "--decoder-ports")
+# JAX devices per chip, for --tensor-parallel-size on the direct runtime: Ironwood shows each of its two TensorCores
+# as a device (tpu-inference's v7x manifests: --tensor-parallel-size=8 on google.com/tpu: 4; llm-d README.tpu.md
+# "4 chips = 8 cores"); v4 and v5p join theirs (megacore), v5e and v6e have one.
+DEVICES_PER_CHIP = {"tpu7x": 2}
+
+
+def kv_transfer_config(role: str) -> str:
+    """--kv-transfer-config of a split endpoint's role (prefill or decode), compact JSON as vLLM parses it."""
+    import json
+
+    return json.dumps({"kv_connector": KV_CONNECTOR, "kv_connector_module_path": KV_CONNECTOR_MODULE,
+                       "kv_role": KV_ROLES[role]}, separators=(",", ":"))
 # A gated Hugging Face model's token: read by huggingface_hub, which vLLM downloads with (not a vLLM name).
 ENV_HF_TOKEN = "HF_TOKEN"
 
@@ -120,13 +173,15 @@ FLAG_KV_CACHE_DTYPE = "--kv-cache-dtype"
 FLAG_MAX_NUM_SEQS = "--max-num-seqs"
 # What the stack sets itself: extraArgs may not repeat them (the last one would win silently).
 STACK_FLAGS = frozenset({"--model", "--host", FLAG_PORT, FLAG_TENSOR_PARALLEL, FLAG_MAX_MODEL_LEN, FLAG_SERVED_MODEL_NAME,
-                         FLAG_LOAD_FORMAT, "--pipeline-parallel-size", "--data-parallel-size", "--distributed-executor-backend"})
+                         FLAG_LOAD_FORMAT, "--pipeline-parallel-size", "--data-parallel-size", "--distributed-executor-backend",
+                         "--kv-transfer-config"})
 STACK_FLAG_KEYS = {
     "--model": "serve.model / serve.weights", "--host": "the stack (every interface of the pod)", FLAG_PORT: "the stack (8000)",
     FLAG_TENSOR_PARALLEL: "the stack (the chips of one slice)", FLAG_MAX_MODEL_LEN: "serve.maxModelLen",
     FLAG_SERVED_MODEL_NAME: "serve.model", FLAG_LOAD_FORMAT: "serve.weights (runai_streamer for gs://)",
     "--pipeline-parallel-size": "the stack (one engine spans its slice)", "--data-parallel-size": "serve.replicas",
     "--distributed-executor-backend": "the stack (Pathways: one process drives every chip)",
+    "--kv-transfer-config": "serve.split (TPUConnector, the role's kv_role)",
 }
 _FLAG = re.compile(r"--[a-z][a-z0-9-]{0,63}")
 _HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")

@@ -249,6 +249,7 @@ def on_failure_keys(cfg: StackConfig, i: int, w: Workload) -> list[Problem]:
 
 def pathways_version(cfg: StackConfig) -> list[Problem]:
     """Workloads run the Pathways images of pathwaysVersion (jax-<version>, the program's JAX)."""
-    if cfg.workloads and cfg.pathways_version is None:
+    # a serve workload on the direct runtime runs no Pathways image (serving.py ServeConfig.runtime)
+    if any(not (w.serve is not None and w.mode == "serve" and w.serve.direct) for w in cfg.workloads) and cfg.pathways_version is None:
         return [Problem(config_key(("pathwaysVersion",)), "required when workloads are set; use the jax-<version> tag matching your program's JAX, e.g. jax-0.9.0")]
     return []
