@@ -45,6 +45,9 @@ def pod(lws: dict) -> dict:
 
 DIRECT = plan_of(direct_config(runtime="direct", replicas=2))
 SPLIT = plan_of(split_config())
+# everything the Pathways-backed endpoint has, on the direct runtime: autoscaling, the gateway, the internal load balancer
+DIRECT_FULL = plan_of(direct_config(runtime="direct", autoscale={"maxReplicas": 3, "target": 8}, gateway={"enabled": True, "pickerResources": {"cpu": "1", "memory": "2Gi"}},
+                                    internalLoadBalancer=True))
 
 
 def test_a_direct_replica_is_one_pod_running_vllm_on_the_hosts_own_chips():
@@ -114,7 +117,22 @@ def test_the_endpoint_is_the_proxies_and_each_role_has_a_service_of_its_ready_en
     assert policy["spec"]["ingress"] == [{"from": [{"podSelector": members}]}, {"ports": [{"protocol": "TCP", "port": 8000}]}]
 
 
-@pytest.mark.parametrize("plan", [DIRECT, SPLIT], ids=["direct", "split"])
+def test_autoscaling_the_gateway_and_the_load_balancer_select_the_direct_replicas():
+    objects = manifests(DIRECT_FULL)
+    (lws,) = lws_objects(DIRECT_FULL).values()
+    assert "replicas" not in lws["spec"]  # the autoscaler's count
+    (hpa,) = [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "chat"}
+    leader = {"leaderworkerset.sigs.k8s.io/name": "chat", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    (monitoring,) = [o for o in objects if o["kind"] == "PodMonitoring"]
+    assert monitoring["spec"]["selector"] == {"matchLabels": leader}
+    (svc,) = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "chat-http"]
+    assert svc["spec"]["selector"] == leader and svc["spec"]["type"] == "LoadBalancer"
+    (chart,) = [r for r in DIRECT_FULL.resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.name == "serve-chat-inference-pool"]
+    assert chart.inputs["values"]["inferencePool"]["modelServers"]["matchLabels"] == leader  # each group's one pod: vLLM itself
+
+
+@pytest.mark.parametrize("plan", [DIRECT, SPLIT, DIRECT_FULL], ids=["direct", "split", "direct-autoscaled-gateway"])
 def test_every_object_passes_the_crd_webhook_pod_schemas_and_the_policy_pack(plan):
     for lws in lws_objects(plan).values():
         assert admission.check_lws(lws).violations == [], lws["metadata"]["name"]

@@ -10,6 +10,7 @@ Kueue whole; and only the LWS controller may make TPU StatefulSets."""
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from collections import defaultdict
 from typing import Any
@@ -367,3 +368,67 @@ def test_disaggregated_replica_spans_two_slices(cluster, stacks):
     second = [p for p in lws_pods(cluster, "pathways", "disagg") if p["metadata"]["labels"][GROUP_INDEX] == "1"]
     assert second and not [p["metadata"]["name"] for p in second if p["spec"].get("nodeName")], second
     assert len([p for p in lws_pods(cluster, "pathways", "disagg") if running(p)]) == 2 * 4 + 1
+
+
+def _split_config(decode: int) -> dict[str, Any]:
+    """A split prefill/decode endpoint (serve.split, the direct runtime) on four single-host v6e-8 slices."""
+    return config_with(slices=[{"name": "serve", "tpu": "v6e-8", "count": 4}], workloads=[{
+        "name": "chat", "mode": "serve", "sliceGroup": "serve",
+        "serve": {"model": "Qwen/Qwen3-8B", "extraArgs": ["--block-size=256"],
+                  "split": {"prefill": {"replicas": 1}, "decode": {"replicas": decode}}},
+    }])
+
+
+def _workloads_of(cluster, namespace: str, lws_name: str) -> list[dict[str, Any]]:
+    return [w for w in cluster.get("workloads.kueue.x-k8s.io", "-n", namespace)["items"]
+            if any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == lws_name for o in w["metadata"].get("ownerReferences", []))]
+
+
+def test_a_split_endpoint_runs_its_roles_on_slices_of_their_own_and_scaling_decode_leaves_prefill(cluster, stacks):
+    # serve.split on the direct runtime, deployed by the real `pulumi up` with the real LWS controller and Kueue: each
+    # engine is a one-pod LWS group admitted whole by Kueue on a single-host slice of its own; the proxies run on the
+    # system pool, not queued; the endpoint's Service holds the proxies, each role's Service its own ready engines.
+    stacks.use("split", _split_config(decode=2))
+    ns = "pathways"
+    prefill = wait_lws_running(cluster, ns, "chat-prefill", 1)
+    decode = wait_lws_running(cluster, ns, "chat-decode", 2)
+    proxies = wait_lws_running(cluster, ns, "chat-proxy", 2)
+    labels = nodes(cluster)
+    engines = prefill + decode
+    pools = [labels[p["spec"]["nodeName"]][POOL] for p in engines]
+    assert len(set(pools)) == 3, pools  # a slice of its own each
+    assert {labels[p["spec"]["nodeName"]]["cloud.google.com/gke-tpu-topology"] for p in engines} == {"2x4"}
+    assert {labels[p["spec"]["nodeName"]]["pathways/role"] for p in proxies} == {"system"}
+    for p in engines:  # nothing of Pathways: vLLM alone on the host's chips
+        (c,) = p["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in c.get("env") or []}
+        assert c["name"] == "vllm" and env["JAX_PLATFORMS"] == "tpu,cpu", env
+    # Kueue admitted each engine group at the serving priority; the proxy has no Workload of its own
+    def admitted(name: str, count: int) -> Any:
+        ws = _workloads_of(cluster, ns, name)
+        return ws if len(ws) == count and all(is_true(w, "Admitted") for w in ws) else None
+
+    for name, count in (("chat-prefill", 1), ("chat-decode", 2)):
+        wls = cluster.wait_for(f"Kueue admits {name}'s {count} group(s)", functools.partial(admitted, name, count), timeout=180)
+        assert {w["spec"].get("priority") for w in wls} == {2_000_000}
+    assert _workloads_of(cluster, ns, "chat-proxy") == []
+    # the Services: before the engines answer, nothing is ready; then each role's Service holds its own engines
+    service_pods = {"chat-http": proxies, "chat-prefill-http": prefill, "chat-decode-http": decode}
+    def endpoints(service: str, count: int, ready: bool) -> Any:
+        found = ready_endpoints(cluster, ns, service)
+        return found if len(found) == count and (all(found.values()) if ready else True) else None
+
+    for service, ps in service_pods.items():
+        found = cluster.wait_for(f"{service}'s endpoints listed", functools.partial(endpoints, service, len(ps), False))
+        assert sorted(found) == sorted(p["metadata"]["name"] for p in ps) and not any(found.values()), (service, found)
+    for p in [*engines, *proxies]:
+        cluster.kubectl("annotate", "pod", "-n", ns, p["metadata"]["name"], f"{ENGINE_ANSWERS}=true")
+    for service, ps in service_pods.items():
+        cluster.wait_for(f"{service} ready", functools.partial(endpoints, service, len(ps), True), timeout=120)
+    # scaling decode (a `pulumi up` of split.decode.replicas) adds a decode group; prefill and the proxies are untouched
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in [*prefill, *proxies]}
+    stacks.update(_split_config(decode=3))
+    wait_lws_running(cluster, ns, "chat-decode", 3)
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for name in ("chat-prefill", "chat-proxy") for p in lws_pods(cluster, ns, name)}
+    assert after == before
+    assert lws_replicas(cluster, ns, "chat-prefill") == 1 and lws_replicas(cluster, ns, "chat-decode") == 3
