@@ -43,15 +43,23 @@ def pod(lws: dict) -> dict:
     return lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
 
 
-DIRECT = plan_of(direct_config(runtime="direct", replicas=2))
-SPLIT = plan_of(split_config())
-# everything the Pathways-backed endpoint has, on the direct runtime: autoscaling, the gateway, the internal load balancer
-DIRECT_FULL = plan_of(direct_config(runtime="direct", autoscale={"maxReplicas": 3, "target": 8}, gateway={"enabled": True, "pickerResources": {"cpu": "1", "memory": "2Gi"}},
-                                    internalLoadBalancer=True))
+# made when a test first asks (not at collection, where each of the suite's workers would make them)
+PLANS = {
+    "direct": lambda: direct_config(runtime="direct", replicas=2),
+    "split": lambda: split_config(),
+    # everything the Pathways-backed endpoint has, on the direct runtime: autoscaling, the gateway, the load balancer
+    "direct-autoscaled-gateway": lambda: direct_config(runtime="direct", autoscale={"maxReplicas": 3, "target": 8},
+                                                       gateway={"enabled": True, "pickerResources": {"cpu": "1", "memory": "2Gi"}},
+                                                       internalLoadBalancer=True),
+}
+
+
+def planned(name: str):
+    return plan_of(PLANS[name]())
 
 
 def test_a_direct_replica_is_one_pod_running_vllm_on_the_hosts_own_chips():
-    (lws,) = lws_objects(DIRECT).values()
+    (lws,) = lws_objects(planned("direct")).values()
     spec = lws["spec"]
     assert spec["replicas"] == 2 and spec["leaderWorkerTemplate"]["size"] == 1
     assert "leaderTemplate" not in spec["leaderWorkerTemplate"]  # the group's one pod is made from workerTemplate
@@ -79,7 +87,7 @@ def test_ironwood_engines_span_both_tensorcores_of_each_chip():
 
 
 def test_a_split_endpoint_is_a_prefill_a_decode_and_a_proxy_set():
-    sets = lws_objects(SPLIT)
+    sets = lws_objects(planned("split"))
     assert set(sets) == {"chat-prefill", "chat-decode", "chat-proxy"}
     assert [sets[n]["spec"]["replicas"] for n in ("chat-prefill", "chat-decode", "chat-proxy")] == [1, 2, 2]
     for role, kv_role in (("prefill", "kv_producer"), ("decode", "kv_consumer")):
@@ -105,12 +113,12 @@ def test_a_split_endpoint_is_a_prefill_a_decode_and_a_proxy_set():
 
 
 def test_the_endpoint_is_the_proxies_and_each_role_has_a_service_of_its_ready_engines():
-    services = {o["metadata"]["name"]: o for o in manifests(SPLIT) if o["kind"] == "Service"}
+    services = {o["metadata"]["name"]: o for o in manifests(planned("split")) if o["kind"] == "Service"}
     selector = "leaderworkerset.sigs.k8s.io/name"
     assert services["chat-http"]["spec"]["selector"][selector] == "chat-proxy"
     assert services["chat-prefill-http"]["spec"]["selector"][selector] == "chat-prefill"
     assert services["chat-decode-http"]["spec"]["selector"][selector] == "chat-decode"
-    (policy,) = [o for o in manifests(SPLIT) if o["kind"] == "NetworkPolicy"]
+    (policy,) = [o for o in manifests(planned("split")) if o["kind"] == "NetworkPolicy"]
     members = {"matchExpressions": [{"key": selector, "operator": "In", "values": ["chat-prefill", "chat-decode", "chat-proxy"]}]}
     # every port between the endpoint's own pods (the KV transfer's ephemeral ones), only 8000 from anyone else
     assert policy["spec"]["podSelector"] == members
@@ -118,8 +126,8 @@ def test_the_endpoint_is_the_proxies_and_each_role_has_a_service_of_its_ready_en
 
 
 def test_autoscaling_the_gateway_and_the_load_balancer_select_the_direct_replicas():
-    objects = manifests(DIRECT_FULL)
-    (lws,) = lws_objects(DIRECT_FULL).values()
+    objects = manifests(planned("direct-autoscaled-gateway"))
+    (lws,) = lws_objects(planned("direct-autoscaled-gateway")).values()
     assert "replicas" not in lws["spec"]  # the autoscaler's count
     (hpa,) = [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "chat"}
@@ -128,23 +136,24 @@ def test_autoscaling_the_gateway_and_the_load_balancer_select_the_direct_replica
     assert monitoring["spec"]["selector"] == {"matchLabels": leader}
     (svc,) = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "chat-http"]
     assert svc["spec"]["selector"] == leader and svc["spec"]["type"] == "LoadBalancer"
-    (chart,) = [r for r in DIRECT_FULL.resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.name == "serve-chat-inference-pool"]
+    (chart,) = [r for r in planned("direct-autoscaled-gateway").resources if r.type == "kubernetes:helm.sh/v4:Chart" and r.name == "serve-chat-inference-pool"]
     assert chart.inputs["values"]["inferencePool"]["modelServers"]["matchLabels"] == leader  # each group's one pod: vLLM itself
 
 
-@pytest.mark.parametrize("plan", [DIRECT, SPLIT, DIRECT_FULL], ids=["direct", "split", "direct-autoscaled-gateway"])
-def test_every_object_passes_the_crd_webhook_pod_schemas_and_the_policy_pack(plan):
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_every_object_passes_the_crd_webhook_pod_schemas_and_the_policy_pack(name):
+    plan = planned(name)
     for lws in lws_objects(plan).values():
         assert admission.check_lws(lws).violations == [], lws["metadata"]["name"]
     assert {k: [str(v) for v in r.violations] for k, r in check_builtins(plan).items() if r.violations} == {}
-    assert [v for v in run_policies(plan, ALL_POLICIES) if v.level == "mandatory"] == []
+    assert [v for v in run_policies(plan, ALL_POLICIES) if v.enforcement == "mandatory"] == []
 
 
 def test_the_queue_rule_still_refuses_an_unqueued_set_that_reaches_the_tpus():
     """The pack exempts only a set whose pods tolerate nothing and request no TPU (the proxy): a proxy given a TPU
     toleration must be queued."""
     out = []
-    for r in SPLIT.resources:
+    for r in planned("split").resources:
         if r.type == LWS_TYPE and r.name == "serve-chat-proxy":
             inputs = copy.deepcopy(r.inputs)
             inputs["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["tolerations"] = [
@@ -153,7 +162,7 @@ def test_the_queue_rule_still_refuses_an_unqueued_set_that_reaches_the_tpus():
         out.append(r)
     from infra.offline.engine import Plan
 
-    found = run_policies(Plan(SPLIT.stack, out, SPLIT.outputs), ALL_POLICIES)
+    found = run_policies(Plan(planned("split").stack, out, planned("split").outputs), ALL_POLICIES)
     assert any(v.policy == "pathways-kueue-quota" and "chat-proxy is not queued" in v.message for v in found)
 
 
