@@ -204,6 +204,26 @@ def test_files_with_shared_fixtures_are_one_coverage_context():
     assert not mutation_coverage._SHARED_FIXTURE.search("@pytest.fixture\ndef plan(): ...")
 
 
+def test_the_coverage_run_sees_every_test_that_plans_not_only_the_first(monkeypatch):
+    """The suite shares plans of equal inputs (infra/offline/engine.py); under the coverage run a test whose plan
+    another test made would not be seen running the program, and a mutant there would run against the first test only."""
+    from contextvars import ContextVar
+    from datetime import datetime, timezone
+
+    from infra.offline import engine
+    from infra.offline.stackfile import flatten
+    from tests.conftest import config_with
+    from tools.mutation import coverage_contexts as mutation_coverage
+
+    monkeypatch.setattr(engine, "_SHARED", ContextVar("test_shared_plans", default=None))
+    engine.share_plans(None)
+    inputs = engine.PlanInputs.of(flatten(config_with())[0], "test", now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    first = engine.plan(inputs)
+    assert engine.plan(inputs) is first  # shared
+    mutation_coverage._clear_project_caches()
+    assert engine.plan(inputs) is not first  # made again: the program runs under this test's context
+
+
 def test_the_runner_keeps_itself_and_drops_project_modules():
     import sys
     import types

@@ -425,6 +425,7 @@ def test_a_split_endpoint_runs_its_roles_on_slices_of_their_own_and_scaling_deco
         cluster.kubectl("annotate", "pod", "-n", ns, p["metadata"]["name"], f"{ENGINE_ANSWERS}=true")
     for service, ps in service_pods.items():
         cluster.wait_for(f"{service} ready", functools.partial(endpoints, service, len(ps), True), timeout=120)
+    check_a_request_goes_through_the_proxy_to_prefill_then_decode(cluster, ns, prefill, decode, proxies)
     # scaling decode (a `pulumi up` of split.decode.replicas) adds a decode group; prefill and the proxies are untouched
     before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in [*prefill, *proxies]}
     stacks.update(_split_config(decode=3))
@@ -432,3 +433,38 @@ def test_a_split_endpoint_runs_its_roles_on_slices_of_their_own_and_scaling_deco
     after = {p["metadata"]["name"]: p["metadata"]["uid"] for name in ("chat-prefill", "chat-proxy") for p in lws_pods(cluster, ns, name)}
     assert after == before
     assert lws_replicas(cluster, ns, "chat-prefill") == 1 and lws_replicas(cluster, ns, "chat-decode") == 3
+
+
+def check_a_request_goes_through_the_proxy_to_prefill_then_decode(cluster, ns: str, prefill: list[dict[str, Any]],
+                                                                 decode: list[dict[str, Any]], proxies: list[dict[str, Any]]) -> None:
+    # Stand-ins run the pods' own command lines in network namespaces holding their IPs (tests_e2e/pd_stand_ins.py):
+    # `vllm serve` as a stand-in that speaks vLLM's HTTP API and plays TPUConnector's part, tpu-inference's proxy as
+    # one that takes its flags and does what it does. The scenario plays the cluster's DNS and kube-proxy: each
+    # role's Service name resolves to the ready pods its EndpointSlices hold.
+    from tests_e2e.pd_stand_ins import PodStandIns, complete
+    from tools.cluster.offline import ADDRESS
+
+    ip = {p["metadata"]["name"]: p["status"]["podIP"] for p in [*prefill, *decode, *proxies]}
+    with PodStandIns(cluster.workdir / "split-stand-ins", ADDRESS.split("/")[0]) as stand_ins:
+        stand_ins.resolve({f"{svc}.{ns}.svc": [ip[n] for n, ready in ready_endpoints(cluster, ns, svc).items() if ready]
+                           for svc in ("chat-prefill-http", "chat-decode-http")})
+        for p in [*prefill, *decode, *proxies]:
+            stand_ins.start(p)
+        for p in [*prefill, *decode, *proxies]:
+            stand_ins.wait_answering(p["status"]["podIP"])
+        answers = [complete(ip[proxies[i % len(proxies)]["metadata"]["name"]],
+                            {"model": "Qwen/Qwen3-8B", "prompt": f"request {i}", "max_tokens": 16}) for i in range(4)]
+        seen = stand_ins.requests()
+    (prefill_ip,) = [p["status"]["podIP"] for p in prefill]
+    decode_ips = {p["status"]["podIP"] for p in decode}
+    assert [r["role"] for r in seen] == ["prefill", "decode"] * 4, seen
+    for first, then, answer in zip(seen[0::2], seen[1::2], answers, strict=True):
+        # prefill: one token, not streamed, no parameters of its own; it answers where its cache is
+        assert (first["max_tokens"], first["stream"], first["received"]) == (1, False, None), first
+        assert first["answered"]["remote_host"] == prefill_ip and first["answered"]["remote_port"] == 9100, first
+        # decode: the original request with what prefill answered, and prefill's transfer port and side channel reached
+        assert then["max_tokens"] == 16 and then["received"] == first["answered"], then
+        assert then["reached"] == {"transfer": True, "sideChannel": True} and then["pod"] in decode_ips, then
+        assert answer["choices"][0]["text"] == f" answered by decode at {then['pod']}", answer
+    # both proxies answered, and the decode Service's two engines served (each proxy's connections spread over them)
+    assert {r["pod"] for r in seen[1::2]} == decode_ips

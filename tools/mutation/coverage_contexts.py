@@ -6,8 +6,8 @@ pytest imports a test module, whose import-time code then belongs to the whole f
 session-scoped fixtures is one context as a whole: such a fixture runs once, for whichever test comes
 first. Python subprocesses started by a test get the same name as their static context (coverage's
 `patch = subprocess` hands its config to children in COVERAGE_PROCESS_CONFIG). Before each test the
-project's lru_caches are cleared (conftest's shared plans, admission's schemas), so a test that would
-reuse a plan built for another is still seen running the code that builds it. Each context's wall
+project's lru_caches are cleared (conftest's cached plans, admission's schemas) and the engine's shared plans
+forgotten, so a test that would reuse a plan built for another is still seen running the code that builds it. Each context's wall
 time is written to $MUTATION_DURATIONS at the end.
 """
 
@@ -38,6 +38,11 @@ def _clear_project_caches() -> None:
             clear = getattr(value, "cache_clear", None)
             if callable(clear):
                 clear()
+    # the suite's shared plans (infra/offline/engine.py share_plans) too: a plan another test made would hide that
+    # this one runs the program, and a mutant of it would then be run against the first test only
+    engine = sys.modules.get("infra.offline.engine")
+    if engine is not None:
+        engine.share_plans(None)
 
 
 def _whole_file(test_file: str) -> bool:
