@@ -174,18 +174,19 @@ def _jetstream_containers(w: ResolvedWorkload) -> list[dict[str, Any]]:
     ]
 
 
-def vllm_args(w: ResolvedWorkload) -> list[str]:
+def vllm_args(w: ResolvedWorkload, tensor_parallel: int | None = None, stack_args: tuple[str, ...] = ()) -> list[str]:
     """`vllm serve` arguments (components/model/workloads/vllm.py, each name from the pinned vLLM): the model (or its gs://
-    weights, streamed), the port, one slice's chips as the tensor-parallel size, the name clients ask for."""
+    weights, streamed), the port, one slice's chips as the tensor-parallel size (the direct runtime gives its own),
+    the name clients ask for, then `stack_args` (the direct runtime's KV transfer) and serve.extraArgs."""
     sv = w.spec.serve
     assert sv is not None
     args = [sv.weights or sv.model, f"{vllm.FLAG_PORT}={vllm.PORT}",
-            f"{vllm.FLAG_TENSOR_PARALLEL}={w.group.tpu.chips}", f"{vllm.FLAG_SERVED_MODEL_NAME}={sv.model}"]
+            f"{vllm.FLAG_TENSOR_PARALLEL}={tensor_parallel or w.group.tpu.chips}", f"{vllm.FLAG_SERVED_MODEL_NAME}={sv.model}"]
     if sv.weights:
         args.append(f"{vllm.FLAG_LOAD_FORMAT}={vllm.LOAD_FORMAT_STREAMER}")
     if sv.max_model_len:
         args.append(f"{vllm.FLAG_MAX_MODEL_LEN}={sv.max_model_len}")
-    return [*args, *sv.extra_args]
+    return [*args, *stack_args, *sv.extra_args]
 
 
 def vllm_env(w: ResolvedWorkload) -> list[dict[str, Any]]:

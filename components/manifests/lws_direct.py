@@ -57,20 +57,12 @@ def tensor_parallel_size(w: ResolvedWorkload) -> int:
 
 
 def engine_args(w: ResolvedWorkload, role: Optional[str] = None) -> list[str]:
+    """lws.py vllm_args with the host's devices as the tensor-parallel size, and a split role's KV transfer and flags."""
     sv = w.spec.serve
     assert sv is not None
-    args = [sv.weights or sv.model, f"{vllm.FLAG_PORT}={vllm.PORT}",
-            f"{vllm.FLAG_TENSOR_PARALLEL}={tensor_parallel_size(w)}", f"{vllm.FLAG_SERVED_MODEL_NAME}={sv.model}"]
-    if sv.weights:
-        args.append(f"{vllm.FLAG_LOAD_FORMAT}={vllm.LOAD_FORMAT_STREAMER}")
-    if sv.max_model_len:
-        args.append(f"{vllm.FLAG_MAX_MODEL_LEN}={sv.max_model_len}")
-    if role is not None:
-        args.append(f"{vllm.FLAG_KV_TRANSFER_CONFIG}={vllm.kv_transfer_config(role)}")
-    args += sv.extra_args
-    if role is not None and sv.split is not None:
-        args += getattr(sv.split, role).extra_args
-    return args
+    kv = (f"{vllm.FLAG_KV_TRANSFER_CONFIG}={vllm.kv_transfer_config(role)}",) if role is not None else ()
+    extra = getattr(sv.split, role).extra_args if role is not None and sv.split is not None else []
+    return [*lws.vllm_args(w, tensor_parallel_size(w), kv), *extra]
 
 
 def engine_env(w: ResolvedWorkload, role: Optional[str] = None) -> list[dict[str, Any]]:

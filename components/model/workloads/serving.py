@@ -133,6 +133,13 @@ class ServeGateway(_Model):
         return self.picker_resources.cpu, self.picker_resources.memory, text
 
 
+def _engine_arguments(v: list[str]) -> list[str]:
+    for arg in v:
+        if len(arg) > 1100 or not arg.isprintable():
+            raise ValueError(f"{arg[:80]!r} is not an engine argument (printable, at most 1,100 characters)")
+    return v
+
+
 class SplitRole(_Model):
     """One role of a split endpoint: its replicas (each a single-host slice of the workload's group) and flags."""
 
@@ -144,10 +151,7 @@ class SplitRole(_Model):
     @field_validator("extra_args")
     @classmethod
     def _extra(cls, v: list[str]) -> list[str]:
-        for arg in v:
-            if len(arg) > 1100 or not arg.isprintable():
-                raise ValueError(f"{arg[:80]!r} is not an engine argument (printable, at most 1,100 characters)")
-        return v
+        return _engine_arguments(v)
 
 
 class ServeSplit(_Model):
@@ -297,10 +301,7 @@ class ServeConfig(_Model):
     @classmethod
     def _extra(cls, v: list[str]) -> list[str]:
         # the form (a vllm flag or a MaxText key=value) depends on the engine: serving_checks._vllm and _jetstream
-        for arg in v:
-            if len(arg) > 1100 or not arg.isprintable():
-                raise ValueError(f"{arg[:80]!r} is not an engine argument (printable, at most 1,100 characters)")
-        return v
+        return _engine_arguments(v)
 
     @field_validator("jetstream_image", "http_image", "vllm_image")
     @classmethod
