@@ -262,3 +262,47 @@ def test_the_direct_engine_and_the_pathways_one_differ_only_where_the_runtime_do
     assert p_engine["args"] == d_engine["args"]  # a v6e-8 slice: 8 chips either way
     assert p_lws["spec"]["leaderWorkerTemplate"]["size"] == 2 and d_lws["spec"]["leaderWorkerTemplate"]["size"] == 1
     assert pathways.outputs["serving"] == direct.outputs["serving"]
+
+
+def test_each_pod_names_its_ports_keeps_no_token_and_says_why_it_is_not_awaited():
+    from components.manifests.jobset import DROP_ALL, POD_ANNOTATIONS
+
+    sets = lws_objects(planned("split"))
+    expected_ports = {
+        "chat-prefill": [("http", 8000), ("kv-transfer", 9100), ("kv-side", 9600)],  # prefill binds the side channel
+        "chat-decode": [("http", 8000), ("kv-transfer", 9100)],
+        "chat-proxy": [("http", 8000)],
+    }
+    for name, ports in expected_ports.items():
+        template = pod(sets[name])
+        assert template["metadata"] == {"labels": {"pathways/workload": "chat"}, "annotations": POD_ANNOTATIONS}, name
+        assert template["spec"]["automountServiceAccountToken"] is False, name
+        (c,) = template["spec"]["containers"]
+        assert c["name"] == ("proxy" if name == "chat-proxy" else "vllm")
+        assert [(p["name"], p["containerPort"], p["protocol"]) for p in c["ports"]] == [(n, port, "TCP") for n, port in ports], name
+    proxy = pod(sets["chat-proxy"])["spec"]["containers"][0]
+    assert proxy["securityContext"] == DROP_ALL and proxy["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"},
+                                                                          "limits": {"cpu": "2", "memory": "4Gi"}}
+    health = {"path": "/health", "port": 8000}
+    assert proxy["readinessProbe"] == {"httpGet": health, "timeoutSeconds": 5, "periodSeconds": 5, "failureThreshold": 3}
+    assert proxy["livenessProbe"] == {"httpGet": health, "timeoutSeconds": 5, "periodSeconds": 30, "failureThreshold": 10}
+    services = {o["metadata"]["name"]: o for o in manifests(planned("split")) if o["kind"] == "Service"}
+    for role in ("prefill", "decode"):
+        svc = services[f"chat-{role}-http"]
+        # an engine may load its model for hours: Pulumi does not wait for the Service's endpoints
+        assert svc["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+        assert svc["metadata"]["labels"] == {"pathways/workload": "chat", "app.kubernetes.io/managed-by": "pulumi"}
+        assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["ports"] == [
+            {"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP", "appProtocol": "http"}]
+
+
+def test_a_suspended_endpoint_runs_no_replica_of_any_role_and_weights_and_tokens_reach_the_engine():
+    held = plan_of(split_config(slices=None) | {"pathways:workloads": [
+        {**split_config()["pathways:workloads"][0], "state": "suspended"}]})
+    assert {n: s["spec"]["replicas"] for n, s in lws_objects(held).items()} == {"chat-prefill": 0, "chat-decode": 0, "chat-proxy": 0}
+    direct_held = plan_of(direct_config(runtime="direct", workload={"state": "suspended"}))
+    assert [s["spec"]["replicas"] for s in lws_objects(direct_held).values()] == [0]
+    weighted = plan_of(direct_config(runtime="direct", weights="gs://acme-models/Qwen/Qwen3-8B", huggingFaceTokenSecret="hf"))
+    (engine,) = pod(next(iter(lws_objects(weighted).values())))["spec"]["containers"]
+    assert engine["args"][0] == "gs://acme-models/Qwen/Qwen3-8B" and "--load-format=runai_streamer" in engine["args"]
+    assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "HF_TOKEN"}}} in engine["env"]
