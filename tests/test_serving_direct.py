@@ -62,6 +62,8 @@ def test_a_direct_replica_is_one_pod_running_vllm_on_the_hosts_own_chips():
     (lws,) = lws_objects(planned("direct")).values()
     spec = lws["spec"]
     assert spec["replicas"] == 2 and spec["leaderWorkerTemplate"]["size"] == 1
+    # written out, not left to the CRD's default, so that a diff shows it (as on the Pathways path)
+    assert spec["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupOnPodRestart" and spec["startupPolicy"] == "LeaderCreated"
     assert "leaderTemplate" not in spec["leaderWorkerTemplate"]  # the group's one pod is made from workerTemplate
     (engine,) = pod(lws)["spec"]["containers"]
     assert engine["image"] == vllm.VLLM_IMAGE and engine["command"] == ["vllm", "serve"]
