@@ -308,3 +308,20 @@ def test_a_suspended_endpoint_runs_no_replica_of_any_role_and_weights_and_tokens
     (engine,) = pod(next(iter(lws_objects(weighted).values())))["spec"]["containers"]
     assert engine["args"][0] == "gs://acme-models/Qwen/Qwen3-8B" and "--load-format=runai_streamer" in engine["args"]
     assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "HF_TOKEN"}}} in engine["env"]
+
+
+def test_moving_an_endpoint_to_the_direct_runtime_rolls_it_and_to_split_makes_new_sets():
+    """What `make diff` says of the switches docs/serving.md describes. LWS v0.9.0's update webhook
+    (pkg/webhooks/leaderworkerset_webhook.go ValidateUpdate) holds only subGroupSize immutable, so a new size and
+    template roll the same set; a split endpoint's sets have other names."""
+    base = {"slices": SERVE_GROUP, "pathwaysVersion": vllm.pathways_version("v0.32.0")}
+    workload = {"name": "chat", "mode": "serve", "sliceGroup": "serve", "serve": {"model": "Qwen/Qwen3-8B"}}
+    on_pathways = plan_of(config_with(**base, workloads=[workload]))
+    direct = plan_of(config_with(**base, workloads=[{**workload, "serve": {**workload["serve"], "runtime": "direct"}}]))
+    (change,) = diff(on_pathways, direct)
+    assert (change.name, change.action) == ("serve-chat", "update") and "recreated, one at a time" in change.interrupts[0]
+    split = plan_of(config_with(**base, workloads=[{**workload, "serve": {**workload["serve"], "split": {"prefill": {}, "decode": {}}}}]))
+    actions = {c.name: c.action for c in diff(on_pathways, split)}
+    assert actions == {"serve-chat": "delete", "serve-chat-http": "update", "serve-chat-ingress": "update",
+                       "serve-chat-prefill": "create", "serve-chat-decode": "create", "serve-chat-proxy": "create",
+                       "serve-chat-prefill-http": "create", "serve-chat-decode-http": "create"}

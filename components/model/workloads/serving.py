@@ -404,4 +404,4 @@ def jetstream_notice(name: str, sv: ServeConfig) -> str:
             "tpu-inference, vLLM's TPU backend): no fixes will come, and it keeps running as it is. Its vLLM equivalent: "
             f"serve.engine: vllm, serve.model: the Hugging Face id of {sv.model} (e.g. meta-llama/Llama-3.1-8B-Instruct "
             "for llama3.1-8b), serve.weights: a Hugging Face-format copy (not the MaxText checkpoint), "
-            f"{shape}; the switch replaces the endpoint's LeaderWorkerSet (docs/serving.md, Moving from JetStream)")
+            f"{shape}; `make diff` shows what the switch recreates (docs/serving.md, Moving from JetStream)")

@@ -21,6 +21,7 @@ one is paired with its Pathways release; only the pinned one's names are read fr
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -141,8 +142,6 @@ DEVICES_PER_CHIP = {"tpu7x": 2}
 
 def kv_transfer_config(role: str) -> str:
     """--kv-transfer-config of a split endpoint's role (prefill or decode), compact JSON as vLLM parses it."""
-    import json
-
     return json.dumps({"kv_connector": KV_CONNECTOR, "kv_connector_module_path": KV_CONNECTOR_MODULE,
                        "kv_role": KV_ROLES[role]}, separators=(",", ":"))
 # A gated Hugging Face model's token: read by huggingface_hub, which vLLM downloads with (not a vLLM name).
